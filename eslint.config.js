@@ -1,0 +1,40 @@
+// Lint rules that encode the project's style: typed, no `any`, no floating promises.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import globals from 'globals';
+
+export default tseslint.config(
+  { ignores: ['node_modules/', '.next/', '.volumescope/', 'e2e/artifacts/', 'next-env.d.ts'] },
+  js.configs.recommended,
+  ...tseslint.configs.strictTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unnecessary-condition': 'off',
+      '@typescript-eslint/no-extraneous-class': 'off',
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[object.name='Date'][property.name='now']",
+          message: 'Use the injected Clock (lib/clock) instead of Date.now().',
+        },
+      ],
+    },
+  },
+  {
+    files: ['**/*.js', '**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { globals: globals.node, parserOptions: { projectService: false, project: null } },
+  },
+  {
+    // Scripts, benchmarks and the agent process may read the wall clock directly.
+    files: ['lib/clock/clock.ts', 'scripts/**', 'bench/**', 'agent/**', 'e2e/**', 'app/**', 'components/**', '**/*.test.ts'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+);
