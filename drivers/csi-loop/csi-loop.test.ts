@@ -1,0 +1,635 @@
+// End-to-end tests of the csi-loop driver through a real grpc-js client on its unix socket.
+// With VOLUMESCOPE_MOUNT_NS=1 (root in a private mount namespace) the privileged backend runs for
+// real: loop devices, ext4, bind mounts. Otherwise the same tests run the unprivileged backend.
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { status } from '@grpc/grpc-js';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { codeOf, control, CsiTestClient } from './csi-test-client.ts';
+import { startCsiLoopDriver, type RunningDriver } from './driver.ts';
+import { loopDevicesOf, readMountPoints, run } from './host-tools.ts';
+
+const PRIVILEGED = process.env.VOLUMESCOPE_MOUNT_NS === '1' && process.getuid?.() === 0;
+const MODE = PRIVILEGED ? 'privileged' : 'unprivileged';
+const NODE = 'node-a';
+const MiB = 2 ** 20;
+
+const { DEADLINE_EXCEEDED, NOT_FOUND, ALREADY_EXISTS, FAILED_PRECONDITION, ABORTED, OUT_OF_RANGE, INTERNAL, UNAVAILABLE, INVALID_ARGUMENT } =
+  status;
+
+const MOUNT_CAP = { mount: { fs_type: 'ext4', mount_flags: [] }, access_mode: { mode: 'SINGLE_NODE_WRITER' } };
+
+interface CallEntry {
+  seq: number;
+  method: string;
+  volumeId?: string;
+  code: string;
+  targetPath?: string;
+  stagingPath?: string;
+}
+
+interface VolumeEntry {
+  volume: { volume_id: string; capacity_bytes: number };
+  status: { published_node_ids: string[] };
+}
+
+class Harness {
+  client: CsiTestClient;
+
+  private constructor(
+    readonly dir: string,
+    public driver: RunningDriver,
+    readonly logLines: string[],
+  ) {
+    this.client = new CsiTestClient(driver.endpoint);
+  }
+
+  static async start(options: { registration?: boolean } = {}): Promise<Harness> {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'csi-loop-test-'));
+    const logLines: string[] = [];
+    const driver = await Harness.startDriver(dir, logLines, options.registration ?? false);
+    return new Harness(dir, driver, logLines);
+  }
+
+  private static startDriver(dir: string, logLines: string[], registration: boolean): Promise<RunningDriver> {
+    const sink = new PassThrough();
+    sink.on('data', (chunk: Buffer) => logLines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== '')));
+    return startCsiLoopDriver({
+      socketPath: path.join(dir, 'csi.sock'),
+      stateDir: path.join(dir, 'state'),
+      driverName: 'csi-loop.volumescope.dev',
+      nodeId: NODE,
+      mode: MODE,
+      controlPort: 0,
+      ...(registration ? { registrationDir: path.join(dir, 'plugins_registry') } : {}),
+      logger: pino(sink),
+    });
+  }
+
+  /** Stops the driver and starts a new one on the same state dir (a driver restart). */
+  async restart(): Promise<void> {
+    this.client.close();
+    await this.driver.close();
+    this.driver = await Harness.startDriver(this.dir, this.logLines, false);
+    this.client = new CsiTestClient(this.driver.endpoint);
+  }
+
+  get port(): number {
+    const port = this.driver.controlPort;
+    if (port === undefined) throw new Error('no control port');
+    return port;
+  }
+
+  staging(volumeId: string): string {
+    return path.join(this.dir, 'kubelet', 'plugins', volumeId, 'globalmount');
+  }
+
+  target(volumeId: string, pod = 'pod-1'): string {
+    return path.join(this.dir, 'kubelet', 'pods', pod, 'volumes', volumeId, 'mount');
+  }
+
+  async image(volumeId: string): Promise<string> {
+    const state = (await control(this.port, 'GET', '/state')).body as { volumes: Record<string, { diskPath: string }> };
+    const record = state.volumes[volumeId];
+    if (record === undefined) throw new Error(`no volume ${volumeId}`);
+    return record.diskPath;
+  }
+
+  async calls(): Promise<CallEntry[]> {
+    return (await control(this.port, 'GET', '/calls')).body as CallEntry[];
+  }
+
+  async fault(method: string, spec: object): Promise<void> {
+    const res = await control(this.port, 'PUT', `/faults/${method}`, spec);
+    expect(res.status).toBe(200);
+  }
+
+  publishController(volumeId: string, extra: object = {}): Promise<{ publish_context: Record<string, string> }> {
+    return this.client.controller('ControllerPublishVolume', { volume_id: volumeId, node_id: NODE, volume_capability: MOUNT_CAP, ...extra });
+  }
+
+  stage(volumeId: string, extra: object = {}): Promise<unknown> {
+    return this.client.node('NodeStageVolume', {
+      volume_id: volumeId,
+      staging_target_path: this.staging(volumeId),
+      volume_capability: MOUNT_CAP,
+      ...extra,
+    });
+  }
+
+  publish(volumeId: string, extra: object = {}): Promise<unknown> {
+    return this.client.node('NodePublishVolume', {
+      volume_id: volumeId,
+      staging_target_path: this.staging(volumeId),
+      target_path: this.target(volumeId),
+      volume_capability: MOUNT_CAP,
+      ...extra,
+    });
+  }
+
+  unpublish(volumeId: string, targetPath = this.target(volumeId)): Promise<unknown> {
+    return this.client.node('NodeUnpublishVolume', { volume_id: volumeId, target_path: targetPath });
+  }
+
+  unstage(volumeId: string): Promise<unknown> {
+    return this.client.node('NodeUnstageVolume', { volume_id: volumeId, staging_target_path: this.staging(volumeId) });
+  }
+
+  unpublishController(volumeId: string, nodeId = NODE): Promise<unknown> {
+    return this.client.controller('ControllerUnpublishVolume', { volume_id: volumeId, node_id: nodeId });
+  }
+
+  /** ControllerPublish → NodeStage → NodePublish. */
+  async setUp(volumeId: string): Promise<void> {
+    await fs.mkdir(this.staging(volumeId), { recursive: true });
+    await this.publishController(volumeId);
+    await this.stage(volumeId);
+    await this.publish(volumeId);
+  }
+
+  /** NodeUnpublish → NodeUnstage → ControllerUnpublish. */
+  async tearDown(volumeId: string): Promise<void> {
+    await this.unpublish(volumeId);
+    await this.unstage(volumeId);
+    await this.unpublishController(volumeId);
+  }
+
+  async mountsUnderDir(): Promise<string[]> {
+    return (await readMountPoints()).filter((p) => p.startsWith(`${this.dir}/`));
+  }
+
+  /** Stops everything; in privileged mode also removes leftovers of a failed test, then the dir. */
+  async close(): Promise<void> {
+    this.client.close();
+    await this.driver.close();
+    if (PRIVILEGED) {
+      for (const mount of (await this.mountsUnderDir()).sort((a, b) => b.length - a.length)) {
+        await run('umount', ['-l', mount]);
+      }
+      const images = path.join(this.dir, 'state', 'images');
+      for (const image of await fs.readdir(images).catch(() => [])) {
+        for (const device of await loopDevicesOf(path.join(images, image))) {
+          await run('losetup', ['-d', device]);
+        }
+      }
+    }
+    await fs.rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error('condition not met before the deadline');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+let harness: Harness | undefined;
+
+async function start(options: { registration?: boolean } = {}): Promise<Harness> {
+  harness = await Harness.start(options);
+  return harness;
+}
+
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+describe(`csi-loop driver (${MODE} mode)`, () => {
+  it('answers the identity, capability and node-info calls', async () => {
+    const h = await start();
+    const info = await h.client.identity('GetPluginInfo');
+    expect(info).toMatchObject({ name: 'csi-loop.volumescope.dev', vendor_version: '0.1.0' });
+    expect(await h.client.identity('Probe')).toEqual({ ready: { value: true } });
+    const pluginCaps = await h.client.identity<{ capabilities: { service?: { type: string } | null }[] }>('GetPluginCapabilities');
+    expect(pluginCaps.capabilities.map((c) => c.service?.type)).toContain('CONTROLLER_SERVICE');
+
+    const controllerCaps = await h.client.controller<{ capabilities: { rpc: { type: string } }[] }>('ControllerGetCapabilities');
+    expect(controllerCaps.capabilities.map((c) => c.rpc.type)).toEqual([
+      'PUBLISH_UNPUBLISH_VOLUME',
+      'LIST_VOLUMES',
+      'LIST_VOLUMES_PUBLISHED_NODES',
+      'GET_VOLUME',
+    ]);
+    const nodeCaps = await h.client.node<{ capabilities: { rpc: { type: string } }[] }>('NodeGetCapabilities');
+    expect(nodeCaps.capabilities.map((c) => c.rpc.type)).toEqual(['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME', 'GET_VOLUME_STATS']);
+    expect(await h.client.node('NodeGetInfo')).toMatchObject({ node_id: NODE });
+  });
+
+  it('runs the full lifecycle, shares data between target and staging, and leaves nothing behind', async () => {
+    const h = await start();
+    const vol = 'pvc-lifecycle';
+    await fs.mkdir(h.staging(vol), { recursive: true });
+
+    // Arrange + act: attach, stage, publish.
+    const published = await h.publishController(vol, { volume_context: { capacity: '32Mi' } });
+    const devicePath = published.publish_context.devicePath ?? '';
+    await h.stage(vol, { publish_context: published.publish_context });
+    await h.publish(vol);
+
+    // Assert: a file written in the target is visible in the staging path.
+    await fs.writeFile(path.join(h.target(vol), 'hello.txt'), 'written through the target');
+    expect(await fs.readFile(path.join(h.staging(vol), 'hello.txt'), 'utf8')).toBe('written through the target');
+    const image = await h.image(vol);
+    if (PRIVILEGED) {
+      expect(devicePath).toMatch(/^\/dev\/loop[0-9]+$/);
+      expect(await loopDevicesOf(image)).toEqual([devicePath]);
+      expect((await fs.stat(image)).size).toBe(32 * MiB);
+      expect(await h.mountsUnderDir()).toEqual(expect.arrayContaining([h.staging(vol), h.target(vol)]));
+    } else {
+      expect(devicePath).toBe(image);
+      expect(await fs.realpath(h.target(vol))).toBe(image);
+    }
+
+    // Act: tear down in reverse order.
+    await h.tearDown(vol);
+
+    // Assert: call order, and no loop device or mount of this driver remains.
+    const calls = await h.calls();
+    expect(calls.map((c) => [c.method, c.code])).toEqual([
+      ['ControllerPublishVolume', 'OK'],
+      ['NodeStageVolume', 'OK'],
+      ['NodePublishVolume', 'OK'],
+      ['NodeUnpublishVolume', 'OK'],
+      ['NodeUnstageVolume', 'OK'],
+      ['ControllerUnpublishVolume', 'OK'],
+    ]);
+    expect(calls.map((c) => c.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(calls[2]).toMatchObject({ volumeId: vol, targetPath: h.target(vol), stagingPath: h.staging(vol) });
+    expect(await h.mountsUnderDir()).toEqual([]);
+    if (PRIVILEGED) {
+      expect((await run('losetup', ['-j', image])).stdout.trim()).toBe('');
+    }
+    await expect(fs.lstat(h.target(vol))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect((await fs.lstat(h.staging(vol))).isDirectory()).toBe(true);
+    expect(await fs.readdir(h.staging(vol))).toEqual([]);
+    const listed = await h.client.controller<{ entries: VolumeEntry[] }>('ListVolumes');
+    expect(listed.entries.map((e) => e.status.published_node_ids)).toEqual([[]]);
+  });
+
+  it('treats every repeated call as a success without side effects', async () => {
+    const h = await start();
+    const vol = 'pvc-idem';
+    await fs.mkdir(h.staging(vol), { recursive: true });
+    const first = await h.publishController(vol);
+    const second = await h.publishController(vol);
+    expect(second).toEqual(first);
+    await h.stage(vol);
+    await h.stage(vol);
+    await h.publish(vol);
+    await h.publish(vol);
+    if (PRIVILEGED) {
+      const image = await h.image(vol);
+      expect(await loopDevicesOf(image)).toHaveLength(1);
+      expect((await h.mountsUnderDir()).filter((m) => m === h.target(vol))).toHaveLength(1);
+    }
+    await h.unpublish(vol);
+    await h.unpublish(vol);
+    await h.unpublish(vol, h.target(vol, 'pod-never-published'));
+    await h.unstage(vol);
+    await h.unstage(vol);
+    await h.unpublishController(vol);
+    await h.unpublishController(vol);
+    await h.unpublishController('pvc-never-seen');
+
+    const calls = await h.calls();
+    expect(calls).toHaveLength(14);
+    expect(calls.every((c) => c.code === 'OK')).toBe(true);
+    expect(await h.mountsUnderDir()).toEqual([]);
+  });
+
+  it.each([
+    {
+      name: 'publish before stage',
+      arrange: (h: Harness) => h.publishController('v'),
+      act: (h: Harness) => h.publish('v'),
+      code: FAILED_PRECONDITION,
+    },
+    {
+      name: 'publish with a staging path that was not staged',
+      arrange: async (h: Harness) => {
+        await h.publishController('v');
+        await h.stage('v');
+      },
+      act: (h: Harness) => h.publish('v', { staging_target_path: path.join(h.dir, 'elsewhere') }),
+      code: FAILED_PRECONDITION,
+    },
+    {
+      name: 'unstage while a publish remains',
+      arrange: (h: Harness) => h.setUp('v'),
+      act: (h: Harness) => h.unstage('v'),
+      code: FAILED_PRECONDITION,
+    },
+    {
+      name: 'controller unpublish while still staged on this node',
+      arrange: async (h: Harness) => {
+        await h.publishController('v');
+        await h.stage('v');
+      },
+      act: (h: Harness) => h.unpublishController('v'),
+      code: FAILED_PRECONDITION,
+    },
+    {
+      name: 'stage before the volume is attached to this node',
+      arrange: async (h: Harness) => {
+        expect((await control(h.port, 'POST', '/volumes', { volumeId: 'v' })).status).toBe(200);
+      },
+      act: (h: Harness) => h.stage('v'),
+      code: FAILED_PRECONDITION,
+    },
+    {
+      name: 'a single-node volume published to a second node',
+      arrange: (h: Harness) => h.publishController('v'),
+      act: (h: Harness) => h.client.controller('ControllerPublishVolume', { volume_id: 'v', node_id: 'node-b', volume_capability: MOUNT_CAP }),
+      code: FAILED_PRECONDITION,
+    },
+    {
+      name: 'the same target published again read-only',
+      arrange: (h: Harness) => h.setUp('v'),
+      act: (h: Harness) => h.publish('v', { readonly: true }),
+      code: ALREADY_EXISTS,
+    },
+    {
+      name: 'a request without a volume capability',
+      arrange: (h: Harness) => h.publishController('v'),
+      act: (h: Harness) => h.stage('v', { volume_capability: null }),
+      code: INVALID_ARGUMENT,
+    },
+  ])('rejects $name', async ({ arrange, act, code }) => {
+    const h = await start();
+    await arrange(h);
+    const result = await codeOf(act(h));
+    expect(result.code).toBe(code);
+    expect(result.details).not.toBe('');
+  });
+
+  it.each([
+    ['NodeStageVolume', (h: Harness) => h.stage('ghost')],
+    ['NodeUnstageVolume', (h: Harness) => h.unstage('ghost')],
+    ['NodePublishVolume', (h: Harness) => h.publish('ghost')],
+    ['NodeUnpublishVolume', (h: Harness) => h.unpublish('ghost')],
+    ['NodeGetVolumeStats', (h: Harness) => h.client.node('NodeGetVolumeStats', { volume_id: 'ghost', volume_path: h.target('ghost') })],
+    ['NodeExpandVolume', (h: Harness) => h.client.node('NodeExpandVolume', { volume_id: 'ghost', volume_path: h.staging('ghost') })],
+    ['ControllerGetVolume', (h: Harness) => h.client.controller('ControllerGetVolume', { volume_id: 'ghost' })],
+  ])('answers NOT_FOUND for %s on an unknown volume', async (_method, act) => {
+    const h = await start();
+    expect((await codeOf(act(h))).code).toBe(NOT_FOUND);
+  });
+
+  it('serialises calls per volume: a concurrent call gets ABORTED', async () => {
+    const h = await start();
+    await h.publishController('v');
+    await h.fault('NodeStageVolume', { delayMs: 400, failNext: 1 });
+    const slow = h.stage('v');
+    await waitFor(async () => ((await control(h.port, 'GET', '/state')).body as { inFlight: string[] }).inFlight.includes('v'));
+
+    const concurrent = await codeOf(h.stage('v'));
+    expect(concurrent).toEqual({ code: ABORTED, details: 'an operation with the given Volume ID v already exists' });
+    await slow;
+    // The lock is released once the slow call is done.
+    await h.stage('v');
+    expect((await h.calls()).map((c) => `${c.method}:${c.code}`)).toEqual([
+      'ControllerPublishVolume:OK',
+      'NodeStageVolume:OK',
+      'NodeStageVolume:ABORTED',
+      'NodeStageVolume:OK',
+    ]);
+  });
+
+  it('injects faults by status name and number, for the next N calls only', async () => {
+    const h = await start();
+    await h.fault('NodeGetInfo', { code: 'UNAVAILABLE', message: 'node plugin is restarting' });
+    expect(await codeOf(h.client.node('NodeGetInfo'))).toEqual({ code: UNAVAILABLE, details: 'node plugin is restarting' });
+    expect(await codeOf(h.client.node('NodeGetInfo'))).toMatchObject({ code: UNAVAILABLE });
+    expect((await control(h.port, 'DELETE', '/faults/NodeGetInfo')).status).toBe(200);
+    expect(await h.client.node('NodeGetInfo')).toMatchObject({ node_id: NODE });
+
+    expect((await control(h.port, 'POST', '/faults', { method: '/csi.v1.Identity/Probe', code: 13, failNext: 2 })).status).toBe(200);
+    expect((await codeOf(h.client.identity('Probe'))).code).toBe(INTERNAL);
+    expect((await codeOf(h.client.identity('Probe'))).code).toBe(INTERNAL);
+    expect(await h.client.identity('Probe')).toEqual({ ready: { value: true } });
+    expect((await control(h.port, 'GET', '/faults')).body).toEqual({});
+    expect((await h.calls()).map((c) => `${c.method}:${c.code}`)).toEqual([
+      'NodeGetInfo:UNAVAILABLE',
+      'NodeGetInfo:UNAVAILABLE',
+      'NodeGetInfo:OK',
+      'Probe:INTERNAL',
+      'Probe:INTERNAL',
+      'Probe:OK',
+    ]);
+  });
+
+  it('delays a call and then answers normally', async () => {
+    const h = await start();
+    await h.fault('NodeGetCapabilities', { delayMs: 300 });
+    const started = performance.now();
+    await h.client.node('NodeGetCapabilities');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    const [entry] = (await control(h.port, 'GET', '/calls')).body as { durationMs: number; code: string }[];
+    expect(entry?.code).toBe('OK');
+    expect(entry?.durationMs).toBeGreaterThanOrEqual(290);
+  });
+
+  it('hangs a call until the caller deadline gives DEADLINE_EXCEEDED, then releases the volume', async () => {
+    const h = await start();
+    await h.publishController('v');
+    await h.fault('NodeStageVolume', { hang: true });
+    const hung = await codeOf(
+      h.client.node('NodeStageVolume', { volume_id: 'v', staging_target_path: h.staging('v'), volume_capability: MOUNT_CAP }, 300),
+    );
+    expect(hung.code).toBe(DEADLINE_EXCEEDED);
+    await waitFor(async () => (await h.calls()).some((c) => c.method === 'NodeStageVolume'));
+    expect((await h.calls()).at(-1)).toMatchObject({ method: 'NodeStageVolume', code: 'DEADLINE_EXCEEDED' });
+
+    await control(h.port, 'DELETE', '/faults');
+    await h.stage('v');
+    expect((await h.calls()).at(-1)).toMatchObject({ method: 'NodeStageVolume', code: 'OK' });
+  });
+
+  it('refuses invalid faults on the control endpoint', async () => {
+    const h = await start();
+    expect((await control(h.port, 'PUT', '/faults/NoSuchMethod', { code: 'INTERNAL' })).status).toBe(400);
+    expect((await control(h.port, 'PUT', '/faults/Probe', { code: 'NOT_A_CODE' })).status).toBe(400);
+    expect((await control(h.port, 'PUT', '/faults/Probe', {})).status).toBe(400);
+    expect((await control(h.port, 'GET', '/nope')).status).toBe(404);
+  });
+
+  it('pages ListVolumes and reports the nodes each volume is published to', async () => {
+    const h = await start();
+    for (const id of ['vol-c', 'vol-a', 'vol-e', 'vol-b']) {
+      expect((await control(h.port, 'POST', '/volumes', { volumeId: id, capacity: '16Mi' })).status).toBe(200);
+    }
+    await h.publishController('vol-d');
+    const multi = { mount: { fs_type: '', mount_flags: [] }, access_mode: { mode: 'MULTI_NODE_MULTI_WRITER' } };
+    await h.client.controller('ControllerPublishVolume', { volume_id: 'vol-b', node_id: 'node-b', volume_capability: multi });
+    await h.client.controller('ControllerPublishVolume', { volume_id: 'vol-b', node_id: 'node-c', volume_capability: multi });
+
+    const pages: VolumeEntry[][] = [];
+    let token = '';
+    do {
+      const page = await h.client.controller<{ entries: VolumeEntry[]; next_token: string }>('ListVolumes', {
+        max_entries: 2,
+        starting_token: token,
+      });
+      pages.push(page.entries);
+      token = page.next_token;
+    } while (token !== '' && pages.length < 10);
+
+    expect(pages.map((p) => p.length)).toEqual([2, 2, 1]);
+    const entries = pages.flat();
+    expect(entries.map((e) => e.volume.volume_id)).toEqual(['vol-a', 'vol-b', 'vol-c', 'vol-d', 'vol-e']);
+    expect(Object.fromEntries(entries.map((e) => [e.volume.volume_id, e.status.published_node_ids]))).toEqual({
+      'vol-a': [],
+      'vol-b': ['node-b', 'node-c'],
+      'vol-c': [],
+      'vol-d': [NODE],
+      'vol-e': [],
+    });
+    expect(entries[0]?.volume.capacity_bytes).toBe(16 * MiB);
+    expect((await codeOf(h.client.controller('ListVolumes', { starting_token: 'bogus' }))).code).toBe(ABORTED);
+    const one = await h.client.controller<VolumeEntry>('ControllerGetVolume', { volume_id: 'vol-d' });
+    expect(one.status.published_node_ids).toEqual([NODE]);
+    expect(one.volume.capacity_bytes).toBe(64 * MiB);
+  });
+
+  it('keeps its state across a restart', async () => {
+    const h = await start();
+    const vol = 'pvc-restart';
+    await h.setUp(vol);
+    await fs.writeFile(path.join(h.target(vol), 'before-restart'), 'kept');
+
+    await h.restart();
+
+    const listed = await h.client.controller<{ entries: VolumeEntry[] }>('ListVolumes');
+    expect(listed.entries.map((e) => [e.volume.volume_id, e.status.published_node_ids])).toEqual([[vol, [NODE]]]);
+    await h.publish(vol);
+    expect(await fs.readFile(path.join(h.staging(vol), 'before-restart'), 'utf8')).toBe('kept');
+    expect((await h.calls()).map((c) => `${c.seq}:${c.method}:${c.code}`)).toEqual(['1:ListVolumes:OK', '2:NodePublishVolume:OK']);
+    await h.tearDown(vol);
+
+    // The disk outlives the attachment: a new lifecycle sees the old data.
+    await h.setUp(vol);
+    expect(await fs.readFile(path.join(h.target(vol), 'before-restart'), 'utf8')).toBe('kept');
+    await h.tearDown(vol);
+    expect(await h.mountsUnderDir()).toEqual([]);
+    if (PRIVILEGED) {
+      expect(await loopDevicesOf(await h.image(vol))).toEqual([]);
+    }
+  });
+
+  it('expands a staged volume to the requested capacity', async () => {
+    const h = await start();
+    const vol = 'pvc-grow';
+    await fs.mkdir(h.staging(vol), { recursive: true });
+    await h.publishController(vol);
+    expect((await codeOf(h.client.node('NodeExpandVolume', { volume_id: vol, volume_path: h.staging(vol) }))).code).toBe(
+      FAILED_PRECONDITION,
+    );
+    await h.stage(vol);
+    await h.publish(vol);
+    await fs.writeFile(path.join(h.target(vol), 'data'), 'survives the resize');
+    type Stats = { usage: { unit: string; total: number }[] };
+    const before = await h.client.node<Stats>('NodeGetVolumeStats', { volume_id: vol, volume_path: h.target(vol) });
+
+    const expand = (required: number, limit = 0): Promise<{ capacity_bytes: number }> =>
+      h.client.node('NodeExpandVolume', {
+        volume_id: vol,
+        volume_path: h.staging(vol),
+        staging_target_path: h.staging(vol),
+        capacity_range: { required_bytes: required, limit_bytes: limit },
+      });
+    expect(await expand(128 * MiB)).toEqual({ capacity_bytes: 128 * MiB });
+    expect(await expand(128 * MiB)).toEqual({ capacity_bytes: 128 * MiB });
+    expect(await expand(32 * MiB)).toEqual({ capacity_bytes: 128 * MiB });
+    expect((await codeOf(expand(256 * MiB, 200 * MiB))).code).toBe(OUT_OF_RANGE);
+
+    const after = await h.client.node<Stats>('NodeGetVolumeStats', { volume_id: vol, volume_path: h.target(vol) });
+    const bytesTotal = (s: Stats): number => s.usage.find((u) => u.unit === 'BYTES')?.total ?? 0;
+    expect(bytesTotal(before)).toBeGreaterThan(0);
+    if (PRIVILEGED) {
+      expect(bytesTotal(after)).toBeGreaterThan(bytesTotal(before) + 48 * MiB);
+      expect((await fs.stat(await h.image(vol))).size).toBe(128 * MiB);
+    }
+    expect(after.usage.map((u) => u.unit)).toEqual(['BYTES', 'INODES']);
+    expect(await fs.readFile(path.join(h.target(vol), 'data'), 'utf8')).toBe('survives the resize');
+    const got = await h.client.controller<VolumeEntry>('ControllerGetVolume', { volume_id: vol });
+    expect(got.volume.capacity_bytes).toBe(128 * MiB);
+    await h.tearDown(vol);
+  });
+
+  it('detaches a volume behind the caller\'s back through the control endpoint', async () => {
+    const h = await start();
+    const vol = 'pvc-yanked';
+    await h.setUp(vol);
+    const image = await h.image(vol);
+
+    const res = await control(h.port, 'POST', '/detach', { volumeId: vol });
+    expect(res.status).toBe(200);
+
+    const listed = await h.client.controller<{ entries: VolumeEntry[] }>('ListVolumes');
+    expect(listed.entries[0]?.status.published_node_ids).toEqual([]);
+    expect(await h.mountsUnderDir()).toEqual([]);
+    if (PRIVILEGED) {
+      expect(await loopDevicesOf(image)).toEqual([]);
+    }
+    // The usual teardown calls are now no-ops, and the volume can be attached again.
+    await h.unpublish(vol);
+    await h.unstage(vol);
+    await h.unpublishController(vol);
+    await h.setUp(vol);
+    await h.tearDown(vol);
+    expect((await control(h.port, 'POST', '/detach', { volumeId: 'ghost' })).status).toBe(404);
+  });
+
+  it('never logs or reports secret values', async () => {
+    const h = await start();
+    const secret = 'hunter2-do-not-log';
+    const vol = 'pvc-secret';
+    await fs.mkdir(h.staging(vol), { recursive: true });
+    await h.publishController(vol, { secrets: { password: secret } });
+    await h.stage(vol, { secrets: { token: secret } });
+    await h.publish(vol, { secrets: { token: secret } });
+    await h.fault('NodeUnpublishVolume', { code: 'INTERNAL', failNext: 1 });
+    await codeOf(h.unpublish(vol));
+    await h.tearDown(vol);
+
+    const logged = h.logLines.join('\n');
+    expect(h.logLines.filter((l) => l.includes('"method":"ControllerPublishVolume"'))).toHaveLength(1);
+    expect(logged).toContain('***stripped***');
+    expect(logged).not.toContain(secret);
+    for (const route of ['/calls', '/state', '/faults']) {
+      expect(JSON.stringify((await control(h.port, 'GET', route)).body)).not.toContain(secret);
+    }
+    const state = await fs.readFile(path.join(h.dir, 'state', 'state.json'), 'utf8');
+    expect(state).not.toContain(secret);
+  });
+
+  it('serves plugin registration next to the CSI socket and removes both sockets on close', async () => {
+    const h = await start({ registration: true });
+    const regSocket = h.driver.registrationSocketPath ?? '';
+    expect(regSocket).toBe(path.join(h.dir, 'plugins_registry', 'csi-loop.volumescope.dev-reg.sock'));
+    const reg = new CsiTestClient(`unix://${regSocket}`);
+    try {
+      expect(await reg.call('pluginregistration.Registration', 'GetInfo')).toEqual({
+        type: 'CSIPlugin',
+        name: 'csi-loop.volumescope.dev',
+        endpoint: h.driver.socketPath,
+        supported_versions: ['1.0.0'],
+      });
+      await reg.call('pluginregistration.Registration', 'NotifyRegistrationStatus', { plugin_registered: true });
+    } finally {
+      reg.close();
+    }
+    const state = (await control(h.port, 'GET', '/state')).body as { registration: { pluginRegistered: boolean } };
+    expect(state.registration.pluginRegistered).toBe(true);
+
+    await h.driver.close();
+    await expect(fs.lstat(regSocket)).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(fs.lstat(h.driver.socketPath)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});

@@ -1,0 +1,485 @@
+/**
+ * The CSI state machine of csi-loop: one method per RPC, each taking the decoded request and
+ * returning the response or throwing a CsiError. Bookkeeping lives in the StateStore and is
+ * saved after every change; the host work is delegated to a VolumeBackend.
+ *
+ * Contract (see README.md for the full table):
+ * - every call is idempotent: repeating a successful call succeeds without changing anything;
+ * - a volume id the driver has never seen gives NOT_FOUND where the spec lists it (stage,
+ *   unstage, publish, unpublish, stats, expand, get); ControllerPublishVolume creates the volume
+ *   on demand instead, and ControllerUnpublishVolume of an unknown volume is OK (it is certainly
+ *   not published: the spec's "safely regarded as ControllerUnpublished" case);
+ * - out-of-order calls give FAILED_PRECONDITION: stage before the volume is attached to this
+ *   node, publish before stage (or at another staging path), unstage while publishes remain,
+ *   ControllerUnpublishVolume for this node while the volume is still staged here (a deliberate
+ *   choice: the spec makes ordering the CO's duty; refusing keeps the loop device from being
+ *   pulled out from under a mounted filesystem and makes ordering bugs visible);
+ * - per-volume serialisation is done by the caller (grpc-server.ts), not here.
+ */
+import { promises as fs, type StatsFs } from 'node:fs';
+import type { VolumeBackend } from './backend.ts';
+import {
+  alreadyExists,
+  Code,
+  CsiError,
+  failedPrecondition,
+  invalidArgument,
+  notFound,
+} from './csi-error.ts';
+import type {
+  AccessModeName,
+  AccessType,
+  ControllerGetVolumeRequest,
+  ControllerGetVolumeResponse,
+  ControllerPublishVolumeRequest,
+  ControllerUnpublishVolumeRequest,
+  ListVolumesRequest,
+  ListVolumesResponse,
+  NodeExpandVolumeRequest,
+  NodeGetVolumeStatsRequest,
+  NodeGetVolumeStatsResponse,
+  NodePublishVolumeRequest,
+  NodeStageVolumeRequest,
+  NodeUnpublishVolumeRequest,
+  NodeUnstageVolumeRequest,
+  StringMap,
+  Volume,
+  VolumeCapability,
+  VolumeStatus,
+} from './csi-types.ts';
+import { isInvalidQuantityError, parseQuantity } from './quantity.ts';
+import type { StateStore, VolumeRecord } from './state-store.ts';
+
+export const DEFAULT_CAPACITY_BYTES = 64 * 2 ** 20;
+export const VENDOR_VERSION = '0.1.0';
+
+/** Access modes that allow only one node (CSI ControllerPublishVolume "published to another node"). */
+const SINGLE_NODE_MODES: ReadonlySet<string> = new Set<AccessModeName>([
+  'UNKNOWN',
+  'SINGLE_NODE_WRITER',
+  'SINGLE_NODE_READER_ONLY',
+  'SINGLE_NODE_SINGLE_WRITER',
+  'SINGLE_NODE_MULTI_WRITER',
+]);
+
+export interface CsiServiceOptions {
+  driverName: string;
+  nodeId: string;
+  store: StateStore;
+  backend: VolumeBackend;
+}
+
+export class CsiLoopService {
+  readonly driverName: string;
+  readonly nodeId: string;
+  private readonly store: StateStore;
+  private readonly backend: VolumeBackend;
+
+  constructor(options: CsiServiceOptions) {
+    this.driverName = options.driverName;
+    this.nodeId = options.nodeId;
+    this.store = options.store;
+    this.backend = options.backend;
+  }
+
+  // ---- Identity -------------------------------------------------------------------------------
+
+  getPluginInfo(): object {
+    return { name: this.driverName, vendor_version: VENDOR_VERSION, manifest: { mode: this.backend.mode } };
+  }
+
+  getPluginCapabilities(): object {
+    return {
+      capabilities: [
+        { service: { type: 'CONTROLLER_SERVICE' } },
+        { volume_expansion: { type: 'ONLINE' } },
+      ],
+    };
+  }
+
+  probe(): object {
+    return { ready: { value: true } };
+  }
+
+  // ---- Controller -----------------------------------------------------------------------------
+
+  controllerGetCapabilities(): object {
+    const types = ['PUBLISH_UNPUBLISH_VOLUME', 'LIST_VOLUMES', 'LIST_VOLUMES_PUBLISHED_NODES', 'GET_VOLUME'];
+    return { capabilities: types.map((type) => ({ rpc: { type } })) };
+  }
+
+  /**
+   * Creates the volume on first use (capacity from volume_context "capacity"/"capacity_bytes",
+   * default 64Mi), then attaches it when `node_id` is this node. Other node ids are recorded
+   * only (they let tests model a volume attached elsewhere) and get an empty publish context.
+   */
+  async controllerPublishVolume(req: ControllerPublishVolumeRequest): Promise<object> {
+    requireField(req.volume_id, 'Volume ID');
+    requireField(req.node_id, 'Node ID');
+    const capability = requireCapability(req.volume_capability);
+    const accessMode = capability.access_mode?.mode ?? 'UNKNOWN';
+    const record = await this.getOrCreate(req.volume_id, req.volume_context);
+
+    const existing = record.publishedNodes[req.node_id];
+    if (existing !== undefined && existing.readonly !== req.readonly) {
+      throw alreadyExists(
+        `volume ${req.volume_id} is already published to node ${req.node_id} with readonly=${existing.readonly}`,
+      );
+    }
+    if (existing === undefined) {
+      const others = Object.entries(record.publishedNodes).filter(([node]) => node !== req.node_id);
+      const exclusive = SINGLE_NODE_MODES.has(accessMode) || others.some(([, info]) => SINGLE_NODE_MODES.has(info.accessMode));
+      if (others.length > 0 && exclusive) {
+        throw failedPrecondition(
+          `volume ${req.volume_id} is already published to node ${others.map(([node]) => node).join(', ')} (access mode ${accessMode})`,
+        );
+      }
+    }
+
+    let publishContext: StringMap = {};
+    if (req.node_id === this.nodeId) {
+      const device = await this.backend.attach(record);
+      record.devicePath = device;
+      publishContext = { devicePath: device };
+    }
+    record.publishedNodes[req.node_id] = { readonly: req.readonly, accessMode };
+    await this.save(record);
+    return { publish_context: publishContext };
+  }
+
+  async controllerUnpublishVolume(req: ControllerUnpublishVolumeRequest): Promise<object> {
+    requireField(req.volume_id, 'Volume ID');
+    const record = this.store.get(req.volume_id);
+    if (record === undefined) {
+      return {};
+    }
+    const nodes = req.node_id === '' ? Object.keys(record.publishedNodes) : [req.node_id];
+    if (nodes.includes(this.nodeId)) {
+      if (record.staged !== null) {
+        throw failedPrecondition(
+          `volume ${req.volume_id} is still staged at ${record.staged.path} on node ${this.nodeId}; call NodeUnstageVolume first`,
+        );
+      }
+      await this.backend.detach(record);
+      record.devicePath = null;
+    }
+    for (const node of nodes) {
+      record.publishedNodes = omit(record.publishedNodes, node);
+    }
+    await this.save(record);
+    return {};
+  }
+
+  async listVolumes(req: ListVolumesRequest): Promise<ListVolumesResponse> {
+    if (req.max_entries < 0) {
+      throw invalidArgument(`max_entries must not be negative, got ${req.max_entries}`);
+    }
+    const all = this.store.list();
+    let start = 0;
+    if (req.starting_token !== '') {
+      start = /^[0-9]+$/.test(req.starting_token) ? Number(req.starting_token) : -1;
+      if (start < 0 || start > all.length) {
+        throw new CsiError(Code.ABORTED, `invalid starting_token ${JSON.stringify(req.starting_token)}`);
+      }
+    }
+    const end = req.max_entries > 0 ? Math.min(all.length, start + req.max_entries) : all.length;
+    const entries = [];
+    for (const record of all.slice(start, end)) {
+      entries.push({ volume: toVolume(record), status: await this.volumeStatus(record) });
+    }
+    return { entries, next_token: end < all.length ? String(end) : '' };
+  }
+
+  async controllerGetVolume(req: ControllerGetVolumeRequest): Promise<ControllerGetVolumeResponse> {
+    requireField(req.volume_id, 'Volume ID');
+    const record = this.requireVolume(req.volume_id);
+    return { volume: toVolume(record), status: await this.volumeStatus(record) };
+  }
+
+  // ---- Node -----------------------------------------------------------------------------------
+
+  nodeGetCapabilities(): object {
+    const types = ['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME', 'GET_VOLUME_STATS'];
+    return { capabilities: types.map((type) => ({ rpc: { type } })) };
+  }
+
+  nodeGetInfo(): object {
+    return { node_id: this.nodeId, max_volumes_per_node: 0 };
+  }
+
+  async nodeStageVolume(req: NodeStageVolumeRequest): Promise<object> {
+    requireField(req.volume_id, 'Volume ID');
+    requireField(req.staging_target_path, 'Staging target path');
+    const capability = requireCapability(req.volume_capability);
+    const accessType = accessTypeOf(capability);
+    const record = this.requireVolume(req.volume_id);
+
+    if (record.publishedNodes[this.nodeId] === undefined || (await this.backend.attachedDevice(record)) === null) {
+      throw failedPrecondition(
+        `volume ${req.volume_id} is not attached to node ${this.nodeId}; call ControllerPublishVolume first`,
+      );
+    }
+    if (record.staged !== null) {
+      if (record.staged.path !== req.staging_target_path) {
+        throw failedPrecondition(`volume ${req.volume_id} is already staged at ${record.staged.path}`);
+      }
+      if (record.staged.accessType !== accessType) {
+        throw alreadyExists(
+          `volume ${req.volume_id} is already staged at ${record.staged.path} with access type ${record.staged.accessType}`,
+        );
+      }
+      if (await this.backend.isStaged(record, record.staged.path, accessType)) {
+        return {};
+      }
+    }
+    await this.backend.stage(record, req.staging_target_path, accessType, capability.mount?.mount_flags ?? []);
+    record.staged = { path: req.staging_target_path, accessType };
+    record.formatted ||= accessType === 'mount' && this.backend.mode === 'privileged';
+    await this.save(record);
+    return {};
+  }
+
+  async nodeUnstageVolume(req: NodeUnstageVolumeRequest): Promise<object> {
+    requireField(req.volume_id, 'Volume ID');
+    requireField(req.staging_target_path, 'Staging target path');
+    const record = this.requireVolume(req.volume_id);
+    if (record.staged === null || record.staged.path !== req.staging_target_path) {
+      return {};
+    }
+    const targets = Object.keys(record.publishedTargets);
+    if (targets.length > 0) {
+      throw failedPrecondition(
+        `volume ${req.volume_id} is still published at ${targets.length} target path(s): ${targets.join(', ')}`,
+      );
+    }
+    await this.backend.unstage(record, record.staged.path, record.staged.accessType);
+    record.staged = null;
+    await this.save(record);
+    return {};
+  }
+
+  async nodePublishVolume(req: NodePublishVolumeRequest): Promise<object> {
+    requireField(req.volume_id, 'Volume ID');
+    requireField(req.target_path, 'Target path');
+    const capability = requireCapability(req.volume_capability);
+    if (req.staging_target_path === '') {
+      throw failedPrecondition('Staging target path not set: NodeStageVolume must succeed before NodePublishVolume');
+    }
+    const accessType = accessTypeOf(capability);
+    const accessMode = capability.access_mode?.mode ?? 'UNKNOWN';
+    const record = this.requireVolume(req.volume_id);
+    const staged = record.staged;
+    if (staged?.path !== req.staging_target_path) {
+      throw failedPrecondition(`volume ${req.volume_id} is not staged at ${req.staging_target_path}`);
+    }
+    if (staged.accessType !== accessType) {
+      throw failedPrecondition(`volume ${req.volume_id} is staged with access type ${staged.accessType}, not ${accessType}`);
+    }
+
+    const existing = record.publishedTargets[req.target_path];
+    if (existing !== undefined) {
+      if (existing.readonly !== req.readonly || existing.accessType !== accessType || existing.accessMode !== accessMode) {
+        throw alreadyExists(`volume ${req.volume_id} is already published at ${req.target_path} with other arguments`);
+      }
+      if (await this.backend.isPublished(record, staged.path, req.target_path)) {
+        return {};
+      }
+    } else if (accessMode === 'SINGLE_NODE_SINGLE_WRITER' && Object.keys(record.publishedTargets).length > 0) {
+      throw failedPrecondition(`volume ${req.volume_id} (SINGLE_NODE_SINGLE_WRITER) is already published at another target path`);
+    }
+    await this.backend.publish(record, staged.path, req.target_path, req.readonly, accessType);
+    record.publishedTargets[req.target_path] = { readonly: req.readonly, accessType, accessMode };
+    await this.save(record);
+    return {};
+  }
+
+  async nodeUnpublishVolume(req: NodeUnpublishVolumeRequest): Promise<object> {
+    requireField(req.volume_id, 'Volume ID');
+    requireField(req.target_path, 'Target path');
+    const record = this.requireVolume(req.volume_id);
+    if (record.publishedTargets[req.target_path] === undefined) {
+      return {};
+    }
+    await this.backend.unpublish(record, req.target_path);
+    record.publishedTargets = omit(record.publishedTargets, req.target_path);
+    await this.save(record);
+    return {};
+  }
+
+  async nodeGetVolumeStats(req: NodeGetVolumeStatsRequest): Promise<NodeGetVolumeStatsResponse> {
+    requireField(req.volume_id, 'Volume ID');
+    requireField(req.volume_path, 'Volume path');
+    const record = this.requireVolume(req.volume_id);
+    const known = record.staged?.path === req.volume_path || record.publishedTargets[req.volume_path] !== undefined;
+    if (!known) {
+      throw notFound(`volume ${req.volume_id} is not available at ${req.volume_path}`);
+    }
+    let stats: StatsFs;
+    try {
+      stats = await fs.statfs(req.volume_path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw notFound(`volume path ${req.volume_path} does not exist`);
+      }
+      throw err;
+    }
+    const bytes = (blocks: number): number => blocks * stats.bsize;
+    return {
+      usage: [
+        {
+          unit: 'BYTES',
+          total: bytes(stats.blocks),
+          available: bytes(stats.bavail),
+          used: bytes(stats.blocks - stats.bfree),
+        },
+        { unit: 'INODES', total: stats.files, available: stats.ffree, used: stats.files - stats.ffree },
+      ],
+      volume_condition: null,
+    };
+  }
+
+  async nodeExpandVolume(req: NodeExpandVolumeRequest): Promise<object> {
+    requireField(req.volume_id, 'Volume ID');
+    requireField(req.volume_path, 'Volume path');
+    const record = this.requireVolume(req.volume_id);
+    if (record.staged === null) {
+      throw failedPrecondition(`volume ${req.volume_id} is not staged on node ${this.nodeId}`);
+    }
+    const required = req.capacity_range?.required_bytes ?? 0;
+    const limit = req.capacity_range?.limit_bytes ?? 0;
+    if (required < 0 || limit < 0 || (limit > 0 && required > limit)) {
+      throw new CsiError(Code.OUT_OF_RANGE, `invalid capacity range required=${required} limit=${limit}`);
+    }
+    if (required > record.capacityBytes) {
+      await this.backend.expand(record, required);
+      record.capacityBytes = required;
+      await this.save(record);
+    }
+    return { capacity_bytes: record.capacityBytes };
+  }
+
+  // ---- Used by the control API ----------------------------------------------------------------
+
+  /** Creates a volume without publishing it (control API `POST /volumes`). */
+  async createVolume(volumeId: string, volumeContext: StringMap): Promise<VolumeRecord> {
+    return structuredClone(await this.getOrCreate(volumeId, volumeContext));
+  }
+
+  /**
+   * Simulates a terminated node: lazily unmounts every mount of the volume, detaches the disk,
+   * and forgets that the volume is published/staged on this node. Returns the detached device.
+   */
+  async yank(volumeId: string): Promise<string | null> {
+    const record = this.requireVolume(volumeId);
+    const device = record.devicePath;
+    await this.backend.yank(record);
+    record.devicePath = null;
+    record.staged = null;
+    record.publishedTargets = {};
+    record.publishedNodes = omit(record.publishedNodes, this.nodeId);
+    await this.save(record);
+    return device;
+  }
+
+  // ---- Helpers --------------------------------------------------------------------------------
+
+  private requireVolume(volumeId: string): VolumeRecord {
+    const record = this.store.get(volumeId);
+    if (record === undefined) {
+      throw notFound(`volume ${volumeId} does not exist`);
+    }
+    return record;
+  }
+
+  private async getOrCreate(volumeId: string, volumeContext: StringMap): Promise<VolumeRecord> {
+    const known = this.store.get(volumeId);
+    if (known !== undefined) {
+      return known;
+    }
+    const record: VolumeRecord = {
+      volumeId,
+      capacityBytes: capacityFromContext(volumeContext),
+      diskPath: this.backend.diskPathFor(volumeId),
+      volumeContext: { ...volumeContext },
+      publishedNodes: {},
+      devicePath: null,
+      formatted: false,
+      staged: null,
+      publishedTargets: {},
+      createdAt: new Date().toISOString(),
+    };
+    await this.backend.ensureDisk(record);
+    this.store.put(record);
+    await this.store.save();
+    return record;
+  }
+
+  /** Published node ids; this node only while its attachment is verified on the host. */
+  private async volumeStatus(record: VolumeRecord): Promise<VolumeStatus> {
+    const nodes = [];
+    for (const node of Object.keys(record.publishedNodes).sort()) {
+      if (node !== this.nodeId || (await this.backend.attachedDevice(record)) !== null) {
+        nodes.push(node);
+      }
+    }
+    return { published_node_ids: nodes, volume_condition: null };
+  }
+
+  private async save(record: VolumeRecord): Promise<void> {
+    this.store.put(record);
+    await this.store.save();
+  }
+}
+
+function omit<V>(map: Record<string, V>, key: string): Record<string, V> {
+  return Object.fromEntries(Object.entries(map).filter(([k]) => k !== key));
+}
+
+function toVolume(record: VolumeRecord): Volume {
+  return {
+    capacity_bytes: record.capacityBytes,
+    volume_id: record.volumeId,
+    volume_context: record.volumeContext,
+    accessible_topology: [],
+  };
+}
+
+function requireField(value: string, what: string): void {
+  if (value === '') {
+    throw invalidArgument(`${what} missing in request`);
+  }
+}
+
+function requireCapability(capability: VolumeCapability | null): VolumeCapability {
+  if (capability === null) {
+    throw invalidArgument('Volume capability missing in request');
+  }
+  const fsType = capability.mount?.fs_type ?? '';
+  if (capability.access_type === 'mount' && fsType !== '' && fsType !== 'ext4') {
+    throw failedPrecondition(`fs_type ${fsType} is not supported (only ext4)`);
+  }
+  return capability;
+}
+
+function accessTypeOf(capability: VolumeCapability): AccessType {
+  if (capability.access_type === undefined) {
+    throw invalidArgument('Volume capability has neither mount nor block access type');
+  }
+  return capability.access_type;
+}
+
+/** Capacity of a new volume: `capacity` (quantity) or `capacity_bytes` in the volume context. */
+export function capacityFromContext(volumeContext: StringMap): number {
+  const text = volumeContext.capacity ?? volumeContext.capacity_bytes;
+  if (text === undefined || text === '') {
+    return DEFAULT_CAPACITY_BYTES;
+  }
+  try {
+    return parseQuantity(text);
+  } catch (err) {
+    if (isInvalidQuantityError(err)) {
+      throw invalidArgument(`volume_context capacity: ${err.message}`);
+    }
+    throw err;
+  }
+}

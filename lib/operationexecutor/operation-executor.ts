@@ -1,0 +1,177 @@
+/**
+ * Operation executor (kubelet `operationexecutor/operation_executor.go`): starts generated
+ * operations under the nested-pending-operations table, so that at most one operation runs per
+ * volume key and failed keys back off exponentially. Every public call returns at once; the
+ * plugin work runs asynchronously. Every finished operation is reported as an
+ * {@link OperationRecord}.
+ */
+import type { Clock } from '../clock/clock.ts';
+import { isBlockSpec } from '../volume/spec.ts';
+import {
+  EmptyNodeName,
+  EmptyUniquePodName,
+  uniquePodName,
+  type NodeName,
+  type UniquePodName,
+  type UniqueVolumeName,
+  uniqueVolumeName,
+} from '../volume/types.ts';
+import { isMultiAttachAllowed } from '../volume/spec.ts';
+import type { GeneratedOperation, OperationGenerator } from './operation-generator.ts';
+import type { NestedPendingOperations } from './nested-pending-operations.ts';
+import type {
+  ActualStateOfWorldAttacherUpdater,
+  ActualStateOfWorldMounterUpdater,
+  ActualStateOfWorldUpdater,
+  AttachedVolume,
+  MountedVolume,
+  VolumeToAttach,
+  VolumeToMount,
+} from './types.ts';
+
+/** One finished operation, for logs, metrics, events and the dashboard. */
+export interface OperationRecord {
+  operationName: string;
+  volume: UniqueVolumeName | '';
+  /** Pod key of the operation ("" for volume-wide operations). */
+  pod: UniquePodName | '';
+  /** Fully qualified plugin name. */
+  plugin: string;
+  migrated: boolean;
+  /** When the operation was generated (the metric's start). */
+  generatedAt: number;
+  startedAt: number;
+  finishedAt: number;
+  outcome: 'success' | 'failure';
+  /** The detailed error text, null on success. */
+  error: string | null;
+}
+
+export interface OperationExecutorOptions {
+  generator: OperationGenerator;
+  pendingOperations: NestedPendingOperations;
+  clock: Clock;
+  /** Receives one record per finished operation. */
+  onOperationRecord?: (record: OperationRecord) => void;
+}
+
+export class OperationExecutor {
+  readonly generator: OperationGenerator;
+  readonly pendingOperations: NestedPendingOperations;
+  private readonly clock: Clock;
+  private readonly onOperationRecord: ((record: OperationRecord) => void) | undefined;
+
+  constructor(opts: OperationExecutorOptions) {
+    this.generator = opts.generator;
+    this.pendingOperations = opts.pendingOperations;
+    this.clock = opts.clock;
+    this.onOperationRecord = opts.onOperationRecord;
+  }
+
+  /** Kubelet-managed attach. Key (vol, "", "") or (vol, "", node) when multi-attach is allowed. */
+  attachVolume(vta: VolumeToAttach, asw: ActualStateOfWorldAttacherUpdater): void {
+    const ops = this.generator.generateAttachVolumeFunc(vta, asw);
+    const node = isMultiAttachAllowed(vta.volumeSpec) ? vta.nodeName : EmptyNodeName;
+    this.run(vta.volumeName, EmptyUniquePodName, node, ops);
+  }
+
+  /** Kubelet-managed detach; same key rule as attach. */
+  detachVolume(av: AttachedVolume, asw: ActualStateOfWorldAttacherUpdater): void {
+    const ops = this.generator.generateDetachVolumeFunc(av, asw);
+    const node = isMultiAttachAllowed(av.volumeSpec) ? av.nodeName : EmptyNodeName;
+    this.run(av.volumeName, EmptyUniquePodName, node, ops);
+  }
+
+  /** Waits for the attach/detach controller (or marks non-attachable volumes attached). Key (vol, "", ""). */
+  verifyControllerAttachedVolume(vtm: VolumeToMount, nodeName: NodeName, asw: ActualStateOfWorldUpdater): void {
+    const ops = this.generator.generateVerifyControllerAttachedVolumeFunc(vtm, nodeName, asw);
+    this.run(vtm.volumeName, EmptyUniquePodName, EmptyNodeName, ops);
+  }
+
+  /**
+   * Mounts (filesystem) or maps (block). Attachable or device-mountable volumes are serialised
+   * across pods (key (vol, "", "")); other volumes mount per pod in parallel.
+   */
+  mountVolume(waitForAttachTimeoutMs: number, vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater, isRemount: boolean): void {
+    const ops = isBlockSpec(vtm.volumeSpec)
+      ? this.generator.generateMapVolumeFunc(waitForAttachTimeoutMs, vtm, asw)
+      : this.generator.generateMountVolumeFunc(waitForAttachTimeoutMs, vtm, asw, isRemount);
+    const pod = !vtm.pluginIsAttachable && !vtm.pluginIsDeviceMountable ? uniquePodName(vtm.pod.metadata.uid ?? vtm.podName) : EmptyUniquePodName;
+    this.run(vtm.volumeName, pod, EmptyNodeName, ops);
+  }
+
+  /** Tears down one pod's mount (or unmaps). Key (vol, podUID, ""): pods of one volume unmount in parallel. */
+  unmountVolume(mv: MountedVolume, asw: ActualStateOfWorldMounterUpdater, podsDir: string): void {
+    const ops = isBlockSpec(mv.volumeSpec)
+      ? this.generator.generateUnmapVolumeFunc(mv, asw)
+      : this.generator.generateUnmountVolumeFunc(mv, asw, podsDir);
+    this.run(mv.volumeName, uniquePodName(mv.podUID), EmptyNodeName, ops);
+  }
+
+  /** Unmounts (or unmaps) the device's global mount. Key (vol, "", ""). */
+  unmountDevice(av: AttachedVolume, asw: ActualStateOfWorldMounterUpdater): void {
+    const ops = isBlockSpec(av.volumeSpec)
+      ? this.generator.generateUnmapDeviceFunc(av, asw)
+      : this.generator.generateUnmountDeviceFunc(av, asw);
+    this.run(av.volumeName, EmptyUniquePodName, EmptyNodeName, ops);
+  }
+
+  /** Grows the file system of a mounted volume. Key (vol, "", ""). */
+  expandInUseVolume(vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater, currentSize: number): void {
+    const ops = this.generator.generateExpandInUseVolumeFunc(vtm, asw, currentSize);
+    this.run(vtm.volumeName, EmptyUniquePodName, EmptyNodeName, ops);
+  }
+
+  /**
+   * Batched attach verification: one VolumesAreAttached call per plugin for all of its attached
+   * volumes. Runs under a per-node key so two verifications never overlap.
+   */
+  verifyVolumesAreAttached(
+    attachedVolumes: readonly AttachedVolume[],
+    nodeName: NodeName,
+    asw: { forgetDetachedVolume(volumeName: UniqueVolumeName): void },
+    onResult?: (result: { checked: UniqueVolumeName[]; foundDetached: UniqueVolumeName[]; errors: string[] }) => void,
+  ): void {
+    const ops = this.generator.generateVolumesAreAttachedFunc(attachedVolumes, nodeName, asw, onResult);
+    this.run(uniqueVolumeName(`verify_volumes_are_attached/${nodeName}`), EmptyUniquePodName, EmptyNodeName, ops);
+  }
+
+  isOperationPending(volumeName: UniqueVolumeName, podName: UniquePodName, nodeName: NodeName): boolean {
+    return this.pendingOperations.isOperationPending(volumeName, podName, nodeName);
+  }
+
+  isOperationSafeToRetry(volumeName: UniqueVolumeName, podName: UniquePodName, nodeName: NodeName, operationName: string): boolean {
+    return this.pendingOperations.isOperationSafeToRetry(volumeName, podName, nodeName, operationName);
+  }
+
+  private run(volumeName: UniqueVolumeName, podName: UniquePodName, nodeName: NodeName, ops: GeneratedOperation): void {
+    const generatedAt = this.clock.now();
+    let startedAt = generatedAt;
+    const record = (detailedErr: Error | undefined): void => {
+      this.onOperationRecord?.({
+        operationName: ops.operationName,
+        volume: volumeName,
+        pod: podName,
+        plugin: ops.pluginName,
+        migrated: ops.migrated,
+        generatedAt,
+        startedAt,
+        finishedAt: this.clock.now(),
+        outcome: detailedErr === undefined ? 'success' : 'failure',
+        error: detailedErr?.message ?? null,
+      });
+    };
+    this.pendingOperations.run(volumeName, podName, nodeName, {
+      operationName: ops.operationName,
+      operationFunc: () => {
+        startedAt = this.clock.now();
+        return ops.operationFunc();
+      },
+      ...(ops.eventRecorderFunc !== undefined ? { eventRecorderFunc: ops.eventRecorderFunc } : {}),
+      completeFunc: (detailedErr) => {
+        ops.completeFunc?.(detailedErr);
+        record(detailedErr);
+      },
+    });
+  }
+}

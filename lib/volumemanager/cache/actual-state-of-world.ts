@@ -1,0 +1,668 @@
+/**
+ * Actual state of world (kubelet `cache/actual_state_of_world.go`): the volumes attached to this
+ * node, their device (global) mount state, and the pods they are mounted into. Written by the
+ * operation executor when operations complete, and by reconstruction; read by the reconciler.
+ * Passive state: no I/O, no timers.
+ */
+import type {
+  ActualStateOfWorldUpdater,
+  AttachedVolume,
+  DeviceMountState,
+  MarkVolumeOpts,
+  MountedVolume,
+  VolumeMountState,
+} from '../../operationexecutor/types.ts';
+import type { BlockVolumeMapper, Mounter, VolumePluginMgr } from '../../volume/plugins.ts';
+import { specName, type Spec } from '../../volume/spec.ts';
+import {
+  uniqueVolumeNameFromPlugin,
+  type NodeName,
+  type PluginName,
+  type PodUID,
+  type UniquePodName,
+  type UniqueVolumeName,
+} from '../../volume/types.ts';
+import { goQuote } from '../../volume/util/go-format.ts';
+
+/** Attachability of a volume: "Uncertain" for reconstructed volumes until node status is read. */
+export type AttachabilityState = 'True' | 'False' | 'Uncertain';
+
+interface MountedPod {
+  podName: UniquePodName;
+  podUID: PodUID;
+  mounter: Mounter | null;
+  blockVolumeMapper: BlockVolumeMapper | null;
+  volumeSpec: Spec;
+  outerVolumeSpecName: string;
+  remountRequired: boolean;
+  volumeGidValue: string;
+  seLinuxMountContext: string;
+  volumeMountStateForPod: Exclude<VolumeMountState, 'VolumeNotMounted'>;
+}
+
+interface AttachedVolumeEntry {
+  volumeName: UniqueVolumeName;
+  spec: Spec;
+  pluginName: PluginName;
+  mountedPods: Map<UniquePodName, MountedPod>;
+  pluginIsAttachable: AttachabilityState;
+  deviceMountState: DeviceMountState;
+  devicePath: string;
+  deviceMountPath: string;
+  volumeInUseErrorForExpansion: boolean;
+  /** Claim size in bytes (`pvc.status.capacity`), null when unknown. */
+  persistentVolumeSize: number | null;
+  /** null = not mounted yet; "" = mounted without `-o context`. */
+  seLinuxMountContext: string | null;
+}
+
+// ERRORS
+
+/** `volumeName %q does not exist in the list of attached volumes`. */
+export class VolumeNotAttachedError extends Error {
+  override readonly name = 'VolumeNotAttachedError';
+  constructor(readonly volumeName: UniqueVolumeName) {
+    super(`volumeName ${goQuote(volumeName)} does not exist in the list of attached volumes`);
+  }
+}
+export function isVolumeNotAttachedError(err: unknown): err is VolumeNotAttachedError {
+  return err instanceof VolumeNotAttachedError;
+}
+
+/** `volumeName %q is mounted to %q but should be remounted`. */
+export class RemountRequiredError extends Error {
+  override readonly name = 'RemountRequiredError';
+  constructor(volumeName: UniqueVolumeName, podName: UniquePodName) {
+    super(`volumeName ${goQuote(volumeName)} is mounted to ${goQuote(podName)} but should be remounted`);
+  }
+}
+export function isRemountRequiredError(err: unknown): err is RemountRequiredError {
+  return err instanceof RemountRequiredError;
+}
+
+/** `volumeName %q mounted to %q needs to resize file system`; carries the current size in bytes. */
+export class FsResizeRequiredError extends Error {
+  override readonly name = 'FsResizeRequiredError';
+  constructor(
+    volumeName: UniqueVolumeName,
+    podName: UniquePodName,
+    readonly currentSize: number,
+  ) {
+    super(`volumeName ${goQuote(volumeName)} mounted to ${goQuote(podName)} needs to resize file system`);
+  }
+}
+export function isFsResizeRequiredError(err: unknown): err is FsResizeRequiredError {
+  return err instanceof FsResizeRequiredError;
+}
+
+/** The volume is mounted with another SELinux label; it must be unmounted before this pod can use it. */
+export class SELinuxMountMismatchError extends Error {
+  override readonly name = 'SELinuxMountMismatchError';
+  constructor(volumeName: UniqueVolumeName) {
+    super(
+      `waiting for unmount of volume ${goQuote(volumeName)}, because it is already mounted to a different pod with a different SELinux label`,
+    );
+  }
+}
+export function isSELinuxMountMismatchError(err: unknown): err is SELinuxMountMismatchError {
+  return err instanceof SELinuxMountMismatchError;
+}
+
+/** A mutation named a volume or pod that is not in the actual state. */
+export class ActualStateError extends Error {
+  override readonly name = 'ActualStateError';
+}
+export function isActualStateError(err: unknown): err is ActualStateError {
+  return err instanceof ActualStateError;
+}
+
+/** Result of {@link ActualStateOfWorld.podExistsInVolume}. */
+export interface PodExistsResult {
+  mounted: boolean;
+  devicePath: string;
+  err: VolumeNotAttachedError | SELinuxMountMismatchError | RemountRequiredError | FsResizeRequiredError | null;
+}
+
+/** A read-only view of one volume of the actual state, for snapshots. */
+export interface ActualVolumeView {
+  volumeName: UniqueVolumeName;
+  pluginName: PluginName;
+  attachability: AttachabilityState;
+  devicePath: string;
+  deviceMountState: DeviceMountState;
+  deviceMountPath: string;
+  persistentVolumeSize: number | null;
+  volumeInUseErrorForExpansion: boolean;
+  foundDuringReconstruction: boolean;
+  pods: {
+    podName: UniquePodName;
+    podUID: PodUID;
+    outerVolumeSpecName: string;
+    innerVolumeSpecName: string;
+    mountState: Exclude<VolumeMountState, 'VolumeNotMounted'>;
+    remountRequired: boolean;
+    foundDuringReconstruction: boolean;
+  }[];
+}
+
+export interface ActualStateOfWorldOptions {
+  nodeName: NodeName;
+  pluginMgr: VolumePluginMgr;
+  /** SELinuxMountReadWriteOncePod gate: whether mount contexts are recorded and compared. */
+  seLinuxEnabled: boolean;
+}
+
+// CLASS
+
+export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
+  private readonly attachedVolumes = new Map<UniqueVolumeName, AttachedVolumeEntry>();
+  private readonly foundDuringReconstruction = new Map<UniqueVolumeName, Map<UniquePodName, PodUID>>();
+  private readonly listeners = new Set<() => void>();
+  private readonly nodeName: NodeName;
+  private readonly pluginMgr: VolumePluginMgr;
+  private readonly seLinuxEnabled: boolean;
+
+  constructor(opts: ActualStateOfWorldOptions) {
+    this.nodeName = opts.nodeName;
+    this.pluginMgr = opts.pluginMgr;
+    this.seLinuxEnabled = opts.seLinuxEnabled;
+  }
+
+  /** Registers a listener called after every change. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  // MUTATORS
+
+  /**
+   * Records the volume as attached (attachability True when an attachable plugin claims the
+   * spec, else False). A new volume starts with its device not mounted; an existing volume only
+   * gets its device path overwritten. `volumeName` "" means: compute it from the spec.
+   */
+  markVolumeAsAttached(volumeName: UniqueVolumeName | '', spec: Spec, _nodeName: NodeName, devicePath: string): void {
+    const attachable = this.pluginMgr.findAttachablePluginBySpec(spec) !== null;
+    this.addVolume(volumeName, spec, devicePath, attachable ? 'True' : 'False');
+  }
+
+  /** Like {@link markVolumeAsAttached} with attachability Uncertain (reconstruction). */
+  addAttachUncertainReconstructedVolume(volumeName: UniqueVolumeName, spec: Spec, _nodeName: NodeName, devicePath: string): void {
+    this.addVolume(volumeName, spec, devicePath, 'Uncertain');
+  }
+
+  /** A no-op, as in the kubelet: a failed attach leaves the actual state unchanged. */
+  markVolumeAsUncertain(_volumeName: UniqueVolumeName, _spec: Spec, _nodeName: NodeName): void {
+    // Intentionally empty.
+  }
+
+  /** `DeleteVolume`: removes the volume; no-op if absent; throws while pods are still mounted. */
+  markVolumeAsDetached(volumeName: UniqueVolumeName, _nodeName: NodeName): void {
+    this.deleteVolume(volumeName);
+  }
+
+  deleteVolume(volumeName: UniqueVolumeName): void {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined) return;
+    if (entry.mountedPods.size > 0) {
+      throw new ActualStateError(
+        `failed to DeleteVolume ${goQuote(volumeName)}, it still has ${entry.mountedPods.size} mountedPods`,
+      );
+    }
+    this.attachedVolumes.delete(volumeName);
+    this.foundDuringReconstruction.delete(volumeName);
+    this.notify();
+  }
+
+  /**
+   * Drops a volume that a batched attach verification proved detached, together with its pod
+   * entries: nothing of it can still be mounted in a usable way, and the reconciler must attach,
+   * device-mount and mount it again for the pods that still want it.
+   */
+  forgetDetachedVolume(volumeName: UniqueVolumeName): void {
+    if (!this.attachedVolumes.delete(volumeName)) return;
+    this.foundDuringReconstruction.delete(volumeName);
+    this.notify();
+  }
+
+  /** `AddPodToVolume` with the state given in `opts` (Mounted or Uncertain). */
+  markVolumeAsMounted(opts: MarkVolumeOpts): void {
+    this.addPodToVolume(opts);
+  }
+
+  /** The same as {@link markVolumeAsMounted} with the state forced to Uncertain. */
+  markVolumeMountAsUncertain(opts: MarkVolumeOpts): void {
+    this.addPodToVolume({ ...opts, volumeMountState: 'VolumeMountUncertain' });
+  }
+
+  /**
+   * Adds or refreshes the pod's entry. A new pod, or an existing Uncertain one, gets a fresh
+   * entry from `opts`; `remountRequired` is always reset. Throws when the volume is absent.
+   */
+  addPodToVolume(opts: MarkVolumeOpts): void {
+    const entry = this.attachedVolumes.get(opts.volumeName);
+    if (entry === undefined) {
+      throw new ActualStateError(`no volume with the name ${goQuote(opts.volumeName)} exists in the list of attached volumes`);
+    }
+    if (opts.volumeMountState === 'VolumeNotMounted') {
+      throw new ActualStateError(`cannot record volume ${goQuote(opts.volumeName)} as mounted with state VolumeNotMounted`);
+    }
+    let pod = entry.mountedPods.get(opts.podName);
+    if (pod === undefined || pod.volumeMountStateForPod === 'VolumeMountUncertain') {
+      pod = {
+        podName: opts.podName,
+        podUID: opts.podUID,
+        mounter: opts.mounter,
+        blockVolumeMapper: opts.blockVolumeMapper,
+        volumeSpec: opts.volumeSpec,
+        outerVolumeSpecName: opts.outerVolumeSpecName,
+        remountRequired: false,
+        volumeGidValue: opts.volumeGidValue,
+        seLinuxMountContext: opts.seLinuxMountContext,
+        volumeMountStateForPod: opts.volumeMountState,
+      };
+      entry.mountedPods.set(opts.podName, pod);
+    }
+    pod.remountRequired = false;
+    pod.volumeMountStateForPod = opts.volumeMountState;
+    if (opts.volumeMountState === 'VolumeMounted') {
+      this.foundDuringReconstruction.get(opts.volumeName)?.delete(opts.podName);
+    }
+    if (opts.mounter !== null) pod.mounter = opts.mounter;
+    if (this.seLinuxEnabled && entry.seLinuxMountContext === null) {
+      entry.seLinuxMountContext = opts.seLinuxMountContext;
+    }
+    this.notify();
+  }
+
+  /** `DeletePodFromVolume`: removes the pod's entry. Throws when the volume is absent. */
+  markVolumeAsUnmounted(podName: UniquePodName, volumeName: UniqueVolumeName): void {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined) {
+      throw new ActualStateError(`no volume with the name ${goQuote(volumeName)} exists in the list of attached volumes`);
+    }
+    entry.mountedPods.delete(podName);
+    this.foundDuringReconstruction.get(volumeName)?.delete(podName);
+    this.notify();
+  }
+
+  /**
+   * Sets the device mount state. The device path is overwritten only when non-empty (so
+   * MarkDeviceAsUnmounted keeps it for a later WaitForAttach); the SELinux context only when
+   * non-empty.
+   */
+  setDeviceMountState(
+    volumeName: UniqueVolumeName,
+    state: DeviceMountState,
+    devicePath: string,
+    deviceMountPath: string,
+    seLinuxMountContext: string,
+  ): void {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined) {
+      throw new ActualStateError(`no volume with the name ${goQuote(volumeName)} exists in the list of attached volumes`);
+    }
+    entry.deviceMountState = state;
+    entry.deviceMountPath = deviceMountPath;
+    if (devicePath !== '') entry.devicePath = devicePath;
+    if (this.seLinuxEnabled && seLinuxMountContext !== '') entry.seLinuxMountContext = seLinuxMountContext;
+    this.notify();
+  }
+
+  markDeviceAsMounted(volumeName: UniqueVolumeName, devicePath: string, deviceMountPath: string, seLinuxMountContext: string): void {
+    this.setDeviceMountState(volumeName, 'DeviceGloballyMounted', devicePath, deviceMountPath, seLinuxMountContext);
+  }
+
+  markDeviceAsUncertain(volumeName: UniqueVolumeName, devicePath: string, deviceMountPath: string, seLinuxMountContext: string): void {
+    this.setDeviceMountState(volumeName, 'DeviceMountUncertain', devicePath, deviceMountPath, seLinuxMountContext);
+  }
+
+  /** Device not mounted; the device path is preserved. */
+  markDeviceAsUnmounted(volumeName: UniqueVolumeName): void {
+    this.setDeviceMountState(volumeName, 'DeviceNotMounted', '', '', '');
+  }
+
+  /** Sets the device path of a reconstructed volume, only while its device state is Uncertain. */
+  updateReconstructedDevicePath(volumeName: UniqueVolumeName, devicePath: string): void {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined || entry.deviceMountState !== 'DeviceMountUncertain') return;
+    entry.devicePath = devicePath;
+    this.notify();
+  }
+
+  /** Resolves the attachability of a reconstructed volume, only while it is Uncertain. */
+  updateReconstructedVolumeAttachability(volumeName: UniqueVolumeName, attachable: boolean): void {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined || entry.pluginIsAttachable !== 'Uncertain') return;
+    entry.pluginIsAttachable = attachable ? 'True' : 'False';
+    this.notify();
+  }
+
+  /** Flags every entry of the pod whose plugin requires remounts (configMap, secret, …). */
+  markRemountRequired(podName: UniquePodName): void {
+    let changed = false;
+    for (const entry of this.attachedVolumes.values()) {
+      const pod = entry.mountedPods.get(podName);
+      if (pod === undefined) continue;
+      let plugin;
+      try {
+        plugin = this.pluginMgr.findPluginBySpec(pod.volumeSpec);
+      } catch {
+        continue;
+      }
+      if (plugin.requiresRemount(pod.volumeSpec) && !pod.remountRequired) {
+        pod.remountRequired = true;
+        changed = true;
+      }
+    }
+    if (changed) this.notify();
+  }
+
+  /** Records a successful resize (bytes); false when the volume is absent. */
+  markVolumeAsResized(volumeName: UniqueVolumeName, claimSize: number): boolean {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined) return false;
+    entry.persistentVolumeSize = claimSize;
+    this.notify();
+    return true;
+  }
+
+  /** Node expansion failed with FailedPrecondition: stop requesting file-system resizes. */
+  markForInUseExpansionError(volumeName: UniqueVolumeName): void {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined) return;
+    entry.volumeInUseErrorForExpansion = true;
+    this.notify();
+  }
+
+  /** Sets the claim size only while it is unknown. */
+  initializeClaimSize(volumeName: UniqueVolumeName, claimSize: number | null): void {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined || entry.persistentVolumeSize !== null || claimSize === null) return;
+    entry.persistentVolumeSize = claimSize;
+    this.notify();
+  }
+
+  /**
+   * Reconstruction: if the volume exists and the pod is not in it, adds the pod as Uncertain,
+   * records it as found during reconstruction and returns true; otherwise false.
+   */
+  checkAndMarkVolumeAsUncertainViaReconstruction(opts: MarkVolumeOpts): boolean {
+    const entry = this.attachedVolumes.get(opts.volumeName);
+    if (entry === undefined || entry.mountedPods.has(opts.podName)) return false;
+    this.addPodToVolume({ ...opts, volumeMountState: 'VolumeMountUncertain' });
+    let pods = this.foundDuringReconstruction.get(opts.volumeName);
+    if (pods === undefined) {
+      pods = new Map();
+      this.foundDuringReconstruction.set(opts.volumeName, pods);
+    }
+    pods.set(opts.podName, opts.podUID);
+    this.notify();
+    return true;
+  }
+
+  /** Reconstruction: marks the device Uncertain at `deviceMountPath`, only from NotMounted. */
+  checkAndMarkDeviceUncertainViaReconstruction(volumeName: UniqueVolumeName, deviceMountPath: string): boolean {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined || entry.deviceMountState !== 'DeviceNotMounted') return false;
+    entry.deviceMountState = 'DeviceMountUncertain';
+    entry.deviceMountPath = deviceMountPath;
+    this.notify();
+    return true;
+  }
+
+  // QUERIES
+
+  /**
+   * Whether the pod has the volume mounted, with the kubelet's decision order: volume absent →
+   * VolumeNotAttachedError; SELinux context mismatch → SELinuxMountMismatchError; pod present
+   * and Uncertain → not mounted (retry the mount); remount required → RemountRequiredError;
+   * expansion needed → FsResizeRequiredError; otherwise (pod present, devicePath).
+   */
+  podExistsInVolume(
+    podName: UniquePodName,
+    volumeName: UniqueVolumeName,
+    desiredVolumeSize: number,
+    seLinuxLabel: string,
+  ): PodExistsResult {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined) {
+      return { mounted: false, devicePath: '', err: new VolumeNotAttachedError(volumeName) };
+    }
+    if (this.seLinuxEnabled && entry.seLinuxMountContext !== null && entry.seLinuxMountContext !== seLinuxLabel) {
+      return { mounted: false, devicePath: entry.devicePath, err: new SELinuxMountMismatchError(volumeName) };
+    }
+    const pod = entry.mountedPods.get(podName);
+    if (pod !== undefined) {
+      if (pod.volumeMountStateForPod === 'VolumeMountUncertain') {
+        return { mounted: false, devicePath: entry.devicePath, err: null };
+      }
+      if (pod.remountRequired) {
+        return { mounted: true, devicePath: entry.devicePath, err: new RemountRequiredError(volumeName, podName) };
+      }
+      const currentSize = entry.persistentVolumeSize ?? 0;
+      if (this.volumeNeedsExpansion(entry, desiredVolumeSize)) {
+        return { mounted: true, devicePath: entry.devicePath, err: new FsResizeRequiredError(volumeName, podName, currentSize) };
+      }
+    }
+    return { mounted: pod !== undefined, devicePath: entry.devicePath, err: null };
+  }
+
+  /** True when the volume or the pod is absent; false while the pod is Mounted or Uncertain. */
+  podRemovedFromVolume(podName: UniquePodName, volumeName: UniqueVolumeName): boolean {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined) return true;
+    return !entry.mountedPods.has(podName);
+  }
+
+  /** Some other pod has the volume mounted or possibly mounted. */
+  isVolumeMountedElsewhere(volumeName: UniqueVolumeName, podName: UniquePodName): boolean {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined) return false;
+    for (const pod of entry.mountedPods.values()) {
+      if (pod.podName !== podName) return true;
+    }
+    return false;
+  }
+
+  volumeExists(volumeName: UniqueVolumeName): boolean {
+    return this.attachedVolumes.has(volumeName);
+  }
+
+  volumeExistsWithSpecName(podName: UniquePodName, innerSpecName: string): boolean {
+    for (const entry of this.attachedVolumes.values()) {
+      const pod = entry.mountedPods.get(podName);
+      if (pod !== undefined && specName(pod.volumeSpec) === innerSpecName) return true;
+    }
+    return false;
+  }
+
+  /** The pod is Uncertain and was found during reconstruction. */
+  isVolumeReconstructed(volumeName: UniqueVolumeName, podName: UniquePodName): boolean {
+    const pod = this.attachedVolumes.get(volumeName)?.mountedPods.get(podName);
+    if (pod?.volumeMountStateForPod !== 'VolumeMountUncertain') return false;
+    return this.foundDuringReconstruction.get(volumeName)?.has(podName) ?? false;
+  }
+
+  isVolumeDeviceReconstructed(volumeName: UniqueVolumeName): boolean {
+    return this.foundDuringReconstruction.has(volumeName);
+  }
+
+  getDeviceMountState(volumeName: UniqueVolumeName): DeviceMountState {
+    return this.attachedVolumes.get(volumeName)?.deviceMountState ?? 'DeviceNotMounted';
+  }
+
+  getVolumeMountState(volumeName: UniqueVolumeName, podName: UniquePodName): VolumeMountState {
+    return this.attachedVolumes.get(volumeName)?.mountedPods.get(podName)?.volumeMountStateForPod ?? 'VolumeNotMounted';
+  }
+
+  getClaimSize(volumeName: UniqueVolumeName): number | null {
+    return this.attachedVolumes.get(volumeName)?.persistentVolumeSize ?? null;
+  }
+
+  /** (volume, pod) entries in state Mounted. */
+  getMountedVolumes(): MountedVolume[] {
+    return this.collectMounted((p) => p.volumeMountStateForPod === 'VolumeMounted');
+  }
+
+  /** Mounted entries of one pod. */
+  getMountedVolumesForPod(podName: UniquePodName): MountedVolume[] {
+    return this.collectMounted((p) => p.podName === podName && p.volumeMountStateForPod === 'VolumeMounted');
+  }
+
+  /** Mounted and Uncertain entries. */
+  getAllMountedVolumes(): MountedVolume[] {
+    return this.collectMounted(() => true);
+  }
+
+  /** Mounted and Uncertain entries of one pod. */
+  getPossiblyMountedVolumesForPod(podName: UniquePodName): MountedVolume[] {
+    return this.collectMounted((p) => p.podName === podName);
+  }
+
+  /** Volumes whose device is globally mounted. */
+  getGloballyMountedVolumes(): AttachedVolume[] {
+    return this.collectAttached((e) => e.deviceMountState === 'DeviceGloballyMounted');
+  }
+
+  /** Volumes with no pod entries (any device state). */
+  getUnmountedVolumes(): AttachedVolume[] {
+    return this.collectAttached((e) => e.mountedPods.size === 0);
+  }
+
+  getAttachedVolumes(): AttachedVolume[] {
+    return this.collectAttached(() => true);
+  }
+
+  /** One attached volume, re-read at the moment of use. */
+  getAttachedVolume(volumeName: UniqueVolumeName): AttachedVolume | null {
+    const entry = this.attachedVolumes.get(volumeName);
+    return entry === undefined ? null : this.toAttachedVolume(entry);
+  }
+
+  /** Number of (volume, pod) entries in state Mounted, without building records. */
+  countMountedVolumes(): number {
+    let n = 0;
+    for (const entry of this.attachedVolumes.values()) {
+      for (const pod of entry.mountedPods.values()) if (pod.volumeMountStateForPod === 'VolumeMounted') n++;
+    }
+    return n;
+  }
+
+  /** Read-only views of every volume (snapshots). */
+  getVolumes(): ActualVolumeView[] {
+    return [...this.attachedVolumes.values()].map((e) => {
+      const found = this.foundDuringReconstruction.get(e.volumeName);
+      return {
+        volumeName: e.volumeName,
+        pluginName: e.pluginName,
+        attachability: e.pluginIsAttachable,
+        devicePath: e.devicePath,
+        deviceMountState: e.deviceMountState,
+        deviceMountPath: e.deviceMountPath,
+        persistentVolumeSize: e.persistentVolumeSize,
+        volumeInUseErrorForExpansion: e.volumeInUseErrorForExpansion,
+        foundDuringReconstruction: found !== undefined,
+        pods: [...e.mountedPods.values()].map((p) => ({
+          podName: p.podName,
+          podUID: p.podUID,
+          outerVolumeSpecName: p.outerVolumeSpecName,
+          innerVolumeSpecName: specName(p.volumeSpec),
+          mountState: p.volumeMountStateForPod,
+          remountRequired: p.remountRequired,
+          foundDuringReconstruction: found?.has(p.podName) ?? false,
+        })),
+      };
+    });
+  }
+
+  // INTERNALS
+
+  private addVolume(volumeName: UniqueVolumeName | '', spec: Spec, devicePath: string, attachability: AttachabilityState): void {
+    const plugin = this.pluginMgr.findPluginBySpec(spec);
+    const name = volumeName !== '' ? volumeName : uniqueVolumeNameFromPlugin(plugin.name, plugin.getVolumeName(spec));
+    const existing = this.attachedVolumes.get(name);
+    if (existing === undefined) {
+      this.attachedVolumes.set(name, {
+        volumeName: name,
+        spec,
+        pluginName: plugin.name,
+        mountedPods: new Map(),
+        pluginIsAttachable: attachability,
+        deviceMountState: 'DeviceNotMounted',
+        devicePath,
+        deviceMountPath: '',
+        volumeInUseErrorForExpansion: false,
+        persistentVolumeSize: null,
+        seLinuxMountContext: null,
+      });
+    } else {
+      existing.devicePath = devicePath;
+    }
+    this.notify();
+  }
+
+  private volumeNeedsExpansion(entry: AttachedVolumeEntry, desiredSize: number): boolean {
+    if (entry.volumeInUseErrorForExpansion) return false;
+    if (entry.persistentVolumeSize === null || desiredSize === 0) return false;
+    if (desiredSize <= entry.persistentVolumeSize) return false;
+    let plugin;
+    try {
+      plugin = this.pluginMgr.findNodeExpandablePluginBySpec(entry.spec);
+    } catch {
+      return false;
+    }
+    return plugin !== null && plugin.requiresFSResize();
+  }
+
+  private collectMounted(filter: (pod: MountedPod) => boolean): MountedVolume[] {
+    const out: MountedVolume[] = [];
+    for (const entry of this.attachedVolumes.values()) {
+      for (const pod of entry.mountedPods.values()) {
+        if (!filter(pod)) continue;
+        out.push({
+          podName: pod.podName,
+          volumeName: entry.volumeName,
+          innerVolumeSpecName: specName(pod.volumeSpec),
+          outerVolumeSpecName: pod.outerVolumeSpecName,
+          pluginName: entry.pluginName,
+          podUID: pod.podUID,
+          mounter: pod.mounter,
+          blockVolumeMapper: pod.blockVolumeMapper,
+          volumeGidValue: pod.volumeGidValue,
+          volumeSpec: pod.volumeSpec,
+          deviceMountPath: entry.deviceMountPath,
+          seLinuxMountContext: entry.seLinuxMountContext,
+          volumeMountState: pod.volumeMountStateForPod,
+        });
+      }
+    }
+    return out;
+  }
+
+  private collectAttached(filter: (entry: AttachedVolumeEntry) => boolean): AttachedVolume[] {
+    const out: AttachedVolume[] = [];
+    for (const entry of this.attachedVolumes.values()) {
+      if (filter(entry)) out.push(this.toAttachedVolume(entry));
+    }
+    return out;
+  }
+
+  private toAttachedVolume(entry: AttachedVolumeEntry): AttachedVolume {
+    return {
+      volumeName: entry.volumeName,
+      volumeSpec: entry.spec,
+      nodeName: this.nodeName,
+      pluginIsAttachable: entry.pluginIsAttachable === 'True',
+      devicePath: entry.devicePath,
+      deviceMountPath: entry.deviceMountPath,
+      pluginName: entry.pluginName,
+      seLinuxMountContext: entry.seLinuxMountContext,
+      deviceMountState: entry.deviceMountState,
+    };
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener();
+  }
+}

@@ -1,0 +1,370 @@
+/**
+ * Desired state of world (kubelet `cache/desired_state_of_world.go`): the volumes that should be
+ * attached to this node and mounted into its pods. Written only by the populator; read by the
+ * reconciler. Passive state: no I/O, no timers.
+ */
+import type { Clock } from '../../clock/clock.ts';
+import type { VolumeToMount } from '../../operationexecutor/types.ts';
+import type { FeatureGates } from '../../volume/features.ts';
+import type { Pod, SELinuxOptions, Volume } from '../../volume/k8s-types.ts';
+import { isAttachableVolume, isDeviceMountableVolume, type VolumePluginMgr } from '../../volume/plugins.ts';
+import { parseQuantity } from '../../volume/quantity.ts';
+import { specName, type Spec } from '../../volume/spec.ts';
+import {
+  uniqueVolumeNameFromPlugin,
+  uniqueVolumeNameWithPod,
+  type PluginName,
+  type UniquePodName,
+  type UniqueVolumeName,
+} from '../../volume/types.ts';
+import { errorMessage } from '../../volume/errors.ts';
+import { goQuote } from '../../volume/util/go-format.ts';
+import {
+  getMountSELinuxLabel,
+  volumeSupportsSELinuxMount,
+  type SELinuxLabelTranslator,
+} from '../../volume/util/selinux.ts';
+
+/** `maxPodErrors`: a pod keeps at most 11 distinct error strings (insert allowed while size <= 10). */
+export const maxPodErrors = 10;
+
+interface PodToMount {
+  podName: UniquePodName;
+  pod: Pod;
+  volumeSpec: Spec;
+  outerVolumeSpecName: string;
+  mountRequestTime: number;
+}
+
+interface VolumeToMountEntry {
+  volumeName: UniqueVolumeName;
+  podsToMount: Map<UniquePodName, PodToMount>;
+  pluginIsAttachable: boolean;
+  pluginIsDeviceMountable: boolean;
+  volumeGidValue: string;
+  reportedInUse: boolean;
+  desiredSizeLimit: number | null;
+  persistentVolumeSize: number | null;
+  effectiveSELinuxMountFileLabel: string;
+  originalSELinuxLabel: string;
+  pluginName: PluginName;
+}
+
+export class SELinuxConflictError extends Error {
+  override readonly name = 'SELinuxConflictError';
+}
+
+export function isSELinuxConflictError(err: unknown): err is SELinuxConflictError {
+  return err instanceof SELinuxConflictError;
+}
+
+/** A read-only view of one desired volume, for snapshots. */
+export interface DesiredVolumeView {
+  volumeName: UniqueVolumeName;
+  pluginName: PluginName;
+  pluginIsAttachable: boolean;
+  pluginIsDeviceMountable: boolean;
+  reportedInUse: boolean;
+  desiredSizeLimit: number | null;
+  persistentVolumeSize: number | null;
+  seLinuxLabel: string;
+  pods: { podName: UniquePodName; pod: Pod; outerVolumeSpecName: string; innerVolumeSpecName: string; mountRequestTime: number }[];
+}
+
+export interface DesiredStateOfWorldOptions {
+  pluginMgr: VolumePluginMgr;
+  seLinuxTranslator: SELinuxLabelTranslator;
+  featureGates: FeatureGates;
+  clock: Clock;
+}
+
+export class DesiredStateOfWorld {
+  private readonly volumesToMount = new Map<UniqueVolumeName, VolumeToMountEntry>();
+  private readonly podErrors = new Map<UniquePodName, Set<string>>();
+  private readonly listeners = new Set<() => void>();
+  private readonly pluginMgr: VolumePluginMgr;
+  private readonly translator: SELinuxLabelTranslator;
+  private readonly gates: FeatureGates;
+  private readonly clock: Clock;
+
+  constructor(opts: DesiredStateOfWorldOptions) {
+    this.pluginMgr = opts.pluginMgr;
+    this.translator = opts.seLinuxTranslator;
+    this.gates = opts.featureGates;
+    this.clock = opts.clock;
+  }
+
+  /** Registers a listener called after every change of the desired volumes (not of pod errors). */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Adds the pod to the volume (creating the volume if needed) and returns the volume's unique
+   * name. Throws with the kubelet's texts when no plugin matches, when the unique name cannot be
+   * computed, or on SELinux label conflicts. Re-adding an existing pod refreshes its pod object
+   * and spec (this keeps configMap/downward API contents current); its `mountRequestTime` is kept
+   * unless the plugin requires remounts.
+   */
+  addPodToVolume(
+    podName: UniquePodName,
+    pod: Pod,
+    volumeSpec: Spec,
+    outerVolumeSpecName: string,
+    volumeGidValue: string,
+    seLinuxContainerContexts: readonly (SELinuxOptions | undefined)[],
+  ): UniqueVolumeName {
+    let plugin;
+    try {
+      plugin = this.pluginMgr.findPluginBySpec(volumeSpec);
+    } catch (err) {
+      throw new Error(`failed to get Plugin from volumeSpec for volume ${goQuote(specName(volumeSpec))} err=${errorMessage(err)}`, { cause: err });
+    }
+
+    const attachable = isAttachableVolume(volumeSpec, this.pluginMgr);
+    const deviceMountable = isDeviceMountableVolume(volumeSpec, this.pluginMgr);
+    let volumeName: UniqueVolumeName;
+    if (attachable || deviceMountable) {
+      try {
+        volumeName = uniqueVolumeNameFromPlugin(plugin.name, plugin.getVolumeName(volumeSpec));
+      } catch (err) {
+        throw new Error(
+          `failed to GetUniqueVolumeNameFromSpec for volumeSpec ${goQuote(specName(volumeSpec))} using volume plugin ${goQuote(plugin.name)} err=${errorMessage(err)}`,
+        { cause: err },
+      );
+      }
+    } else {
+      volumeName = uniqueVolumeNameWithPod(plugin.name, podName, specName(volumeSpec));
+    }
+
+    const label = getMountSELinuxLabel(volumeSpec, seLinuxContainerContexts, this.pluginMgr, this.translator, this.gates);
+
+    let entry = this.volumesToMount.get(volumeName);
+    if (entry === undefined) {
+      entry = {
+        volumeName,
+        podsToMount: new Map(),
+        pluginIsAttachable: attachable,
+        pluginIsDeviceMountable: deviceMountable,
+        volumeGidValue,
+        reportedInUse: false,
+        desiredSizeLimit: desiredSizeLimit(pod, volumeSpec.volume),
+        persistentVolumeSize: persistentVolumeSize(volumeSpec),
+        effectiveSELinuxMountFileLabel: label.effectiveSELinuxMountFileLabel,
+        originalSELinuxLabel: label.originalSELinuxLabel,
+        pluginName: plugin.name,
+      };
+      this.volumesToMount.set(volumeName, entry);
+    }
+
+    const existing = entry.podsToMount.get(podName);
+    let mountRequestTime = this.clock.now();
+    if (existing !== undefined && !plugin.requiresRemount(volumeSpec)) {
+      mountRequestTime = existing.mountRequestTime;
+    }
+    if (existing === undefined && label.pluginSupportsSELinuxContextMount) {
+      // A new pod for an existing volume: every pod must agree on the label when the volume is
+      // mounted with -o context (otherwise only a warning metric in the kubelet).
+      if (label.originalSELinuxLabel !== entry.originalSELinuxLabel && volumeSupportsSELinuxMount(volumeSpec, this.gates)) {
+        throw new SELinuxConflictError(
+          `conflicting SELinux labels of volume ${specName(volumeSpec)}: ${goQuote(entry.originalSELinuxLabel)} and ${goQuote(label.originalSELinuxLabel)}`,
+        );
+      }
+    }
+
+    entry.podsToMount.set(podName, { podName, pod, volumeSpec, outerVolumeSpecName, mountRequestTime });
+    this.notify();
+    return volumeName;
+  }
+
+  /** Removes the pod from the volume, and the volume when no pods remain. Always drops the pod's errors. */
+  deletePodFromVolume(podName: UniquePodName, volumeName: UniqueVolumeName): void {
+    this.podErrors.delete(podName);
+    const entry = this.volumesToMount.get(volumeName);
+    if (entry === undefined || !entry.podsToMount.delete(podName)) return;
+    if (entry.podsToMount.size === 0) this.volumesToMount.delete(volumeName);
+    this.notify();
+  }
+
+  /** Set semantics: every volume's reportedInUse becomes (name ∈ names); unknown names are ignored. */
+  markVolumesReportedInUse(reportedVolumes: readonly string[]): void {
+    const reported = new Set(reportedVolumes);
+    let changed = false;
+    for (const entry of this.volumesToMount.values()) {
+      const inUse = reported.has(entry.volumeName);
+      if (entry.reportedInUse !== inUse) changed = true;
+      entry.reportedInUse = inUse;
+    }
+    if (changed) this.notify();
+  }
+
+  /**
+   * Present and, with the SELinux gate on, desired with exactly `seLinuxMountContext`: a volume
+   * mounted with another label counts as not desired, so it is unmounted and mounted again.
+   */
+  volumeExists(volumeName: UniqueVolumeName, seLinuxMountContext: string | null): boolean {
+    const entry = this.volumesToMount.get(volumeName);
+    if (entry === undefined) return false;
+    if (this.gates.SELinuxMountReadWriteOncePod) {
+      return entry.effectiveSELinuxMountFileLabel === (seLinuxMountContext ?? '');
+    }
+    return true;
+  }
+
+  /** The SELinux rule of {@link volumeExists}, then pod membership. */
+  podExistsInVolume(podName: UniquePodName, volumeName: UniqueVolumeName, seLinuxMountContext: string | null): boolean {
+    if (!this.volumeExists(volumeName, seLinuxMountContext)) return false;
+    return this.volumesToMount.get(volumeName)?.podsToMount.has(podName) ?? false;
+  }
+
+  /** Whether the pod has a desired volume whose inner spec name is `innerSpecName`. */
+  volumeExistsWithSpecName(podName: UniquePodName, innerSpecName: string): boolean {
+    for (const entry of this.volumesToMount.values()) {
+      const pod = entry.podsToMount.get(podName);
+      if (pod !== undefined && specName(pod.volumeSpec) === innerSpecName) return true;
+    }
+    return false;
+  }
+
+  /** One {@link VolumeToMount} per (volume, pod). `devicePath` is empty: the reconciler fills it. */
+  getVolumesToMount(): VolumeToMount[] {
+    const out: VolumeToMount[] = [];
+    for (const entry of this.volumesToMount.values()) {
+      for (const pod of entry.podsToMount.values()) {
+        out.push({
+          volumeName: entry.volumeName,
+          podName: pod.podName,
+          volumeSpec: pod.volumeSpec,
+          outerVolumeSpecName: pod.outerVolumeSpecName,
+          pod: pod.pod,
+          pluginIsAttachable: entry.pluginIsAttachable,
+          pluginIsDeviceMountable: entry.pluginIsDeviceMountable,
+          volumeGidValue: entry.volumeGidValue,
+          devicePath: '',
+          reportedInUse: entry.reportedInUse,
+          desiredSizeLimit: entry.desiredSizeLimit,
+          mountRequestTime: pod.mountRequestTime,
+          desiredPersistentVolumeSize: entry.persistentVolumeSize ?? 0,
+          seLinuxLabel: entry.effectiveSELinuxMountFileLabel,
+        });
+      }
+    }
+    return out;
+  }
+
+  /** Number of (volume, pod) pairs, without building the records. */
+  countVolumesToMount(): number {
+    let n = 0;
+    for (const entry of this.volumesToMount.values()) n += entry.podsToMount.size;
+    return n;
+  }
+
+  /** The pods that have at least one desired volume. */
+  getPods(): Map<UniquePodName, Pod> {
+    const pods = new Map<UniquePodName, Pod>();
+    for (const entry of this.volumesToMount.values()) {
+      for (const pod of entry.podsToMount.values()) pods.set(pod.podName, pod.pod);
+    }
+    return pods;
+  }
+
+  /** Read-only views of every desired volume (snapshots). */
+  getVolumes(): DesiredVolumeView[] {
+    return [...this.volumesToMount.values()].map((e) => ({
+      volumeName: e.volumeName,
+      pluginName: e.pluginName,
+      pluginIsAttachable: e.pluginIsAttachable,
+      pluginIsDeviceMountable: e.pluginIsDeviceMountable,
+      reportedInUse: e.reportedInUse,
+      desiredSizeLimit: e.desiredSizeLimit,
+      persistentVolumeSize: e.persistentVolumeSize,
+      seLinuxLabel: e.effectiveSELinuxMountFileLabel,
+      pods: [...e.podsToMount.values()].map((p) => ({
+        podName: p.podName,
+        pod: p.pod,
+        outerVolumeSpecName: p.outerVolumeSpecName,
+        innerVolumeSpecName: specName(p.volumeSpec),
+        mountRequestTime: p.mountRequestTime,
+      })),
+    }));
+  }
+
+  /** Flips attachability (a plugin stopped being attachable, e.g. a CSIDriver changed). */
+  markVolumeAttachability(volumeName: UniqueVolumeName, attachable: boolean): void {
+    const entry = this.volumesToMount.get(volumeName);
+    if (entry === undefined || entry.pluginIsAttachable === attachable) return;
+    entry.pluginIsAttachable = attachable;
+    this.notify();
+  }
+
+  /** Updates the desired PV size (bytes) of an existing volume; a no-op otherwise. */
+  updatePersistentVolumeSize(volumeName: UniqueVolumeName, size: number): void {
+    const entry = this.volumesToMount.get(volumeName);
+    if (entry === undefined || entry.persistentVolumeSize === size) return;
+    entry.persistentVolumeSize = size;
+    this.notify();
+  }
+
+  /** Records an error for the pod; at most {@link maxPodErrors}+1 distinct strings are kept. */
+  addErrorToPod(podName: UniquePodName, message: string): void {
+    let errors = this.podErrors.get(podName);
+    if (errors === undefined) {
+      errors = new Set();
+      this.podErrors.set(podName, errors);
+    }
+    if (errors.size <= maxPodErrors) errors.add(message);
+  }
+
+  /** Returns the pod's errors sorted, and clears them. */
+  popPodErrors(podName: UniquePodName): string[] {
+    const errors = this.podErrors.get(podName);
+    if (errors === undefined) return [];
+    this.podErrors.delete(podName);
+    return [...errors].sort();
+  }
+
+  /** Peeks at the pod's errors without clearing them (snapshots). */
+  getPodErrors(podName: UniquePodName): string[] {
+    return [...(this.podErrors.get(podName) ?? [])].sort();
+  }
+
+  getPodsWithErrors(): UniquePodName[] {
+    return [...this.podErrors.keys()];
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener();
+  }
+}
+
+/**
+ * The desired size limit of a local ephemeral volume (disk-backed emptyDir, configMap): the
+ * pod's ephemeral-storage limit, or the emptyDir's own sizeLimit when that is smaller (or the pod
+ * has none). Null for every other volume.
+ */
+function desiredSizeLimit(pod: Pod, volume: Volume | undefined): number | null {
+  if (volume === undefined) return null;
+  const localEphemeral = (volume.emptyDir !== undefined && (volume.emptyDir.medium ?? '') === '') || volume.configMap !== undefined;
+  if (!localEphemeral) return null;
+  let limit = podEphemeralStorageLimit(pod);
+  const sizeLimit = volume.emptyDir?.sizeLimit !== undefined ? parseQuantity(volume.emptyDir.sizeLimit) : 0;
+  if (sizeLimit > 0 && (limit === 0 || sizeLimit < limit)) limit = sizeLimit;
+  return limit;
+}
+
+/** `PodLimits` for ephemeral-storage: the sum over containers, at least the largest init container. */
+function podEphemeralStorageLimit(pod: Pod): number {
+  const of = (c: { resources?: { limits?: Record<string, string> } }) => {
+    const v = c.resources?.limits?.['ephemeral-storage'];
+    return v === undefined ? 0 : parseQuantity(v);
+  };
+  const sum = pod.spec.containers.reduce((acc, c) => acc + of(c), 0);
+  const initMax = (pod.spec.initContainers ?? []).reduce((acc, c) => Math.max(acc, of(c)), 0);
+  return Math.max(sum, initMax);
+}
+
+function persistentVolumeSize(spec: Spec): number | null {
+  const storage = spec.persistentVolume?.spec.capacity?.['storage'];
+  return storage === undefined ? null : parseQuantity(storage);
+}

@@ -1,0 +1,465 @@
+/**
+ * The volume manager (kubelet `volumemanager/volume_manager.go`): wires the desired and actual
+ * states of world, the populator, the reconciler, the operation executor and reconstruction, and
+ * exposes read-only views for snapshots plus the few control hooks operators need (retry now,
+ * force an attach verification).
+ */
+import type { Clock, TimerHandle } from '../clock/clock.ts';
+import {
+  desiredStateOfWorldPopulatorLoopSleepPeriodMs,
+  podAttachAndMountRetryIntervalMs,
+  podAttachAndMountTimeoutMs,
+  reconcilerLoopSleepPeriodMs,
+  waitForAttachTimeoutMs,
+} from '../kubelet-constants.ts';
+import { NestedPendingOperations, type ClearBackoffResult, type PendingOperationView } from '../operationexecutor/nested-pending-operations.ts';
+import { OperationExecutor, type OperationRecord } from '../operationexecutor/operation-executor.ts';
+import {
+  OperationGenerator,
+  type BlockVolumePathHandler,
+  type Subpather,
+} from '../operationexecutor/operation-generator.ts';
+import type { MountedVolume } from '../operationexecutor/types.ts';
+import type { EventRecorder } from '../volume/events.ts';
+import { defaultFeatureGates, type FeatureGates } from '../volume/features.ts';
+import { VolumeGidAnnotationKey, type Pod } from '../volume/k8s-types.ts';
+import type { VolumeKubeClient } from '../volume/kube-client.ts';
+import { discardLogger, type Logger } from '../volume/logger.ts';
+import { VolumePluginMgr, type VolumeHost, type VolumePlugin } from '../volume/plugins.ts';
+import {
+  EmptyNodeName,
+  EmptyUniquePodName,
+  uniquePodName,
+  type NodeName,
+  type UniquePodName,
+  type UniqueVolumeName,
+} from '../volume/types.ts';
+import { goSlice } from '../volume/util/go-format.ts';
+import { nodeHostFs, type HostFs } from '../volume/util/host-fs.ts';
+import { newSELinuxLabelTranslator, type SELinuxLabelTranslator } from '../volume/util/selinux.ts';
+import { ActualStateOfWorld, type ActualVolumeView } from './cache/actual-state-of-world.ts';
+import { DesiredStateOfWorld, type DesiredVolumeView } from './cache/desired-state-of-world.ts';
+import { DesiredStateOfWorldPopulator, getPodVolumeNames } from './populator/desired-state-of-world-populator.ts';
+import type { PodManager, PodStateProvider, SourcesReady } from './populator/pod-source.ts';
+import { Reconciler, type ReconcilerMetrics, type ReconstructionReport } from './reconciler/reconciler.ts';
+
+/** Result of one batched attach verification. */
+export interface AttachVerificationResult {
+  startedAt: number;
+  finishedAt: number;
+  checked: UniqueVolumeName[];
+  foundDetached: UniqueVolumeName[];
+  errors: string[];
+}
+
+export class WaitForVolumesError extends Error {
+  override readonly name = 'WaitForVolumesError';
+}
+
+export function isWaitForVolumesError(err: unknown): err is WaitForVolumesError {
+  return err instanceof WaitForVolumesError;
+}
+
+export interface VolumeManagerOptions {
+  nodeName: NodeName;
+  /** The kubelet root dir: `pods/` and `plugins/` live below it. */
+  rootDir: string;
+  plugins: readonly VolumePlugin[];
+  /** The host handed to plugins; built from rootDir when absent. */
+  volumeHost?: VolumeHost;
+  podManager: PodManager;
+  podStateProvider: PodStateProvider;
+  sourcesReady: SourcesReady;
+  kubeClient: VolumeKubeClient;
+  clock: Clock;
+  controllerAttachDetachEnabled: boolean;
+  reconcilerLoopPeriodMs?: number;
+  populatorLoopPeriodMs?: number;
+  waitForAttachTimeoutMs?: number;
+  /** Period of batched attach verification; 0 (default) disables the timer. */
+  attachVerifyPeriodMs?: number;
+  featureGates?: FeatureGates;
+  seLinuxTranslator?: SELinuxLabelTranslator;
+  recorder?: EventRecorder;
+  hostFs?: HostFs;
+  blockPathHandler?: BlockVolumePathHandler;
+  subpather?: Subpather;
+  logger?: Logger;
+  metrics?: ReconcilerMetrics & { observeOverallMount?(pluginName: string, seconds: number): void };
+  /** Finished-operation records kept for views (default 256). */
+  maxOperationRecords?: number;
+  /** Receives every finished-operation record (metrics, logs). */
+  onOperationRecord?: (record: OperationRecord) => void;
+}
+
+export class VolumeManager {
+  readonly nodeName: NodeName;
+  readonly pluginMgr: VolumePluginMgr;
+  readonly dsw: DesiredStateOfWorld;
+  readonly asw: ActualStateOfWorld;
+  readonly pendingOperations: NestedPendingOperations;
+  readonly operationExecutor: OperationExecutor;
+  readonly populator: DesiredStateOfWorldPopulator;
+  readonly reconciler: Reconciler;
+  private readonly o: VolumeManagerOptions;
+  private readonly log: Logger;
+  private readonly podsDir: string;
+  private readonly records: OperationRecord[] = [];
+  private readonly listeners = new Set<() => void>();
+  private lastAttachVerification: AttachVerificationResult | null = null;
+  private verifyTimer: TimerHandle | null = null;
+  private started = false;
+
+  constructor(opts: VolumeManagerOptions) {
+    this.o = opts;
+    this.nodeName = opts.nodeName;
+    this.log = opts.logger ?? discardLogger;
+    this.podsDir = `${opts.rootDir}/pods`;
+    const host: VolumeHost = opts.volumeHost ?? {
+      getPodsDir: () => this.podsDir,
+      getPodVolumeDir: (uid, plugin, name) => `${this.podsDir}/${uid}/volumes/${plugin}/${name}`,
+      getPodVolumeDeviceDir: (uid, plugin) => `${this.podsDir}/${uid}/volumeDevices/${plugin}`,
+      getPluginDir: (plugin) => `${opts.rootDir}/plugins/${plugin}`,
+      getNodeName: () => opts.nodeName,
+    };
+    this.pluginMgr = new VolumePluginMgr(opts.plugins, host);
+    const gates = opts.featureGates ?? defaultFeatureGates;
+    const translator = opts.seLinuxTranslator ?? newSELinuxLabelTranslator(false);
+    this.dsw = new DesiredStateOfWorld({ pluginMgr: this.pluginMgr, seLinuxTranslator: translator, featureGates: gates, clock: opts.clock });
+    this.asw = new ActualStateOfWorld({ nodeName: opts.nodeName, pluginMgr: this.pluginMgr, seLinuxEnabled: gates.SELinuxMountReadWriteOncePod });
+    this.pendingOperations = new NestedPendingOperations({
+      clock: opts.clock,
+      exponentialBackOffOnError: true,
+      logger: {
+        error: (msg) => {
+          this.log.error(msg);
+        },
+        info: (msg) => {
+          this.log.info(msg);
+        },
+      },
+      onChange: () => {
+        this.notify();
+      },
+    });
+    const generator = new OperationGenerator({
+      pluginMgr: this.pluginMgr,
+      clock: opts.clock,
+      kubeClient: opts.kubeClient,
+      ...(opts.recorder !== undefined ? { recorder: opts.recorder } : {}),
+      ...(opts.blockPathHandler !== undefined ? { blockPathHandler: opts.blockPathHandler } : {}),
+      ...(opts.subpather !== undefined ? { subpather: opts.subpather } : {}),
+      ...(opts.metrics?.observeOverallMount !== undefined ? { observeOverallMount: opts.metrics.observeOverallMount.bind(opts.metrics) } : {}),
+      logger: this.log,
+    });
+    this.operationExecutor = new OperationExecutor({
+      generator,
+      pendingOperations: this.pendingOperations,
+      clock: opts.clock,
+      onOperationRecord: (record) => {
+        this.onRecord(record);
+      },
+    });
+    this.populator = new DesiredStateOfWorldPopulator({
+      dsw: this.dsw,
+      asw: this.asw,
+      podManager: opts.podManager,
+      podStateProvider: opts.podStateProvider,
+      kubeClient: opts.kubeClient,
+      pluginMgr: this.pluginMgr,
+      clock: opts.clock,
+      loopSleepDurationMs: opts.populatorLoopPeriodMs ?? desiredStateOfWorldPopulatorLoopSleepPeriodMs,
+      logger: this.log,
+    });
+    this.reconciler = new Reconciler({
+      nodeName: opts.nodeName,
+      dsw: this.dsw,
+      asw: this.asw,
+      operationExecutor: this.operationExecutor,
+      pluginMgr: this.pluginMgr,
+      clock: opts.clock,
+      podsDir: this.podsDir,
+      hostFs: opts.hostFs ?? nodeHostFs,
+      populatorHasAddedPods: () => this.populator.hasAddedPods(),
+      controllerAttachDetachEnabled: opts.controllerAttachDetachEnabled,
+      loopSleepDurationMs: opts.reconcilerLoopPeriodMs ?? reconcilerLoopSleepPeriodMs,
+      waitForAttachTimeoutMs: opts.waitForAttachTimeoutMs ?? waitForAttachTimeoutMs,
+      kubeClient: opts.kubeClient,
+      logger: this.log,
+      ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
+    });
+    this.dsw.onChange(() => {
+      this.reconciler.kick();
+      this.notify();
+    });
+    this.asw.onChange(() => {
+      this.reconciler.refreshReconstructionReport();
+      this.reconciler.kick();
+      this.notify();
+    });
+  }
+
+  // LIFECYCLE
+
+  /** Starts the populator, then reconstruction and the reconciler loop (as the kubelet's Run). */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.populator.start(this.o.sourcesReady);
+    this.reconciler.start();
+    const period = this.o.attachVerifyPeriodMs ?? 0;
+    if (period > 0) this.scheduleVerification(period);
+    this.log.info('Starting Kubelet Volume Manager');
+  }
+
+  /** Stops loops; running operations are not cancelled (see {@link waitForOperations}). */
+  async stop(): Promise<void> {
+    if (this.verifyTimer !== null) this.o.clock.clearTimeout(this.verifyTimer);
+    this.verifyTimer = null;
+    await Promise.all([this.populator.stop(), this.reconciler.stop()]);
+  }
+
+  /** Resolves when no operation is running. */
+  waitForOperations(): Promise<void> {
+    return this.pendingOperations.wait();
+  }
+
+  /** Pods changed in a source: run a populator loop now rather than at the next period. */
+  podsChanged(): void {
+    this.populator.kick();
+  }
+
+  /** Registers a listener called after any change of either world or of the operations table. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  // KUBELET API
+
+  /**
+   * `WaitForAttachAndMount`: polls every 300 ms (immediately first) up to 2m3s until every volume
+   * the pod's containers use is Mounted, failing early with the pod's errors.
+   */
+  async waitForAttachAndMount(pod: Pod, timeoutMs = podAttachAndMountTimeoutMs): Promise<void> {
+    const expected = expectedVolumes(pod);
+    if (expected.length === 0) return;
+    const podName = uniquePodName(pod.metadata.uid ?? '');
+    this.populator.reprocessPod(podName);
+    const cause = await this.poll(timeoutMs, () => {
+      const errs = this.dsw.popPodErrors(podName);
+      if (errs.length > 0) return errs.join('; ');
+      return this.getUnmountedVolumes(podName, expected).length === 0 ? true : false;
+    });
+    if (cause === null) return;
+    const unmounted = this.getUnmountedVolumes(podName, expected);
+    if (unmounted.length === 0) return;
+    const unattached = this.dsw
+      .getVolumesToMount()
+      .filter((v) => v.podName === podName && v.pluginIsAttachable && !this.asw.volumeExists(v.volumeName))
+      .map((v) => v.outerVolumeSpecName)
+      .sort();
+    const inDsw = new Set(this.dsw.getVolumesToMount().filter((v) => v.podName === podName).map((v) => v.outerVolumeSpecName));
+    const notInDsw = [...new Set(expected)].filter((n) => !inDsw.has(n)).sort();
+    throw new WaitForVolumesError(
+      `unmounted volumes=${goSlice(unmounted)}, unattached volumes=${goSlice(unattached)}, failed to process volumes=${goSlice(notInDsw)}: ${cause}`,
+    );
+  }
+
+  /** `WaitForUnmount`: polls until no volume of the pod is Mounted. */
+  async waitForUnmount(pod: Pod, timeoutMs = podAttachAndMountTimeoutMs): Promise<void> {
+    const podName = uniquePodName(pod.metadata.uid ?? '');
+    this.populator.reprocessPod(podName);
+    const cause = await this.poll(timeoutMs, () => {
+      const errs = this.dsw.popPodErrors(podName);
+      if (errs.length > 0) return errs.join('; ');
+      return this.asw.getMountedVolumesForPod(podName).length === 0;
+    });
+    if (cause === null) return;
+    const mounted = this.asw.getMountedVolumesForPod(podName).map((m) => m.outerVolumeSpecName).sort();
+    if (mounted.length === 0) return;
+    throw new WaitForVolumesError(`mounted volumes=${goSlice(mounted)}: ${cause}`);
+  }
+
+  /** Mounted volumes of a pod by outer (pod) volume name. */
+  getMountedVolumesForPod(podName: UniquePodName): Map<string, MountedVolume> {
+    return new Map(this.asw.getMountedVolumesForPod(podName).map((m) => [m.outerVolumeSpecName, m]));
+  }
+
+  /** Mounted and uncertain volumes of a pod by outer volume name. */
+  getPossiblyMountedVolumesForPod(podName: UniquePodName): Map<string, MountedVolume> {
+    return new Map(this.asw.getPossiblyMountedVolumesForPod(podName).map((m) => [m.outerVolumeSpecName, m]));
+  }
+
+  hasPossiblyMountedVolumesForPod(podName: UniquePodName): boolean {
+    return this.asw.getPossiblyMountedVolumesForPod(podName).length > 0;
+  }
+
+  /**
+   * `GetVolumesInUse`: sorted, de-duplicated attachable volumes of both worlds — reported in use
+   * as soon as the decision to attach is made, until the volume is safely unmounted.
+   */
+  getVolumesInUse(): UniqueVolumeName[] {
+    const names = new Set<UniqueVolumeName>();
+    for (const v of this.dsw.getVolumesToMount()) if (v.pluginIsAttachable) names.add(v.volumeName);
+    for (const v of this.asw.getAttachedVolumes()) if (v.pluginIsAttachable) names.add(v.volumeName);
+    return [...names].sort();
+  }
+
+  reconcilerStatesHasBeenSynced(): boolean {
+    return this.reconciler.statesHasBeenSynced();
+  }
+
+  volumeIsAttached(volumeName: UniqueVolumeName): boolean {
+    return this.asw.volumeExists(volumeName);
+  }
+
+  /** After a successful node-status update: the volumes now in `node.status.volumesInUse`. */
+  markVolumesAsReportedInUse(volumes: readonly string[]): void {
+    this.dsw.markVolumesReportedInUse(volumes);
+  }
+
+  /** Numeric gid annotations of the pod's mounted volumes not already in its supplemental groups. */
+  getExtraSupplementalGroupsForPod(pod: Pod): number[] {
+    const podName = uniquePodName(pod.metadata.uid ?? '');
+    const existing = new Set(pod.spec.securityContext?.supplementalGroups ?? []);
+    const out: number[] = [];
+    for (const mv of this.asw.getMountedVolumesForPod(podName)) {
+      const gid = mv.volumeGidValue === '' ? (mv.volumeSpec.persistentVolume?.metadata.annotations?.[VolumeGidAnnotationKey] ?? '') : mv.volumeGidValue;
+      const n = Number.parseInt(gid, 10);
+      if (gid !== '' && Number.isInteger(n) && String(n) === gid.trim() && !existing.has(n) && !out.includes(n)) out.push(n);
+    }
+    return out;
+  }
+
+  // VIEWS
+
+  getDesiredVolumes(): DesiredVolumeView[] {
+    return this.dsw.getVolumes();
+  }
+
+  getActualVolumes(): ActualVolumeView[] {
+    return this.asw.getVolumes();
+  }
+
+  getPendingOperations(): PendingOperationView[] {
+    return this.pendingOperations.list();
+  }
+
+  getReconstructionReport(): ReconstructionReport {
+    return this.reconciler.getReconstructionReport();
+  }
+
+  /** Current pod errors (not cleared). */
+  getPodErrors(): Map<UniquePodName, string[]> {
+    return new Map(this.dsw.getPodsWithErrors().map((p) => [p, this.dsw.getPodErrors(p)]));
+  }
+
+  /** The most recent finished operations, oldest first. */
+  getRecentOperationRecords(): readonly OperationRecord[] {
+    return this.records;
+  }
+
+  getLastAttachVerification(): AttachVerificationResult | null {
+    return this.lastAttachVerification;
+  }
+
+  // CONTROL HOOKS
+
+  /**
+   * Retry now: clears the backoff of the pending-operation key (volume, pod) so the next pass
+   * retries at once. Never bypasses per-volume serialisation: a running key is refused.
+   */
+  retryNow(volumeName: UniqueVolumeName, podName: UniquePodName | null): ClearBackoffResult {
+    const result = this.pendingOperations.clearBackoff(volumeName, podName ?? EmptyUniquePodName, EmptyNodeName);
+    if (result === 'cleared') this.reconciler.kick();
+    return result;
+  }
+
+  /**
+   * Runs one batched attach verification now (one VolumesAreAttached call per plugin for all of
+   * its attached volumes) and resolves with what it found. Volumes found detached leave the
+   * actual state, so the reconciler attaches and mounts them again.
+   */
+  verifyAttachedVolumes(): Promise<AttachVerificationResult> {
+    const startedAt = this.o.clock.now();
+    const attached = this.asw.getAttachedVolumes().filter((v) => v.pluginIsAttachable);
+    return new Promise((resolve, reject) => {
+      try {
+        this.operationExecutor.verifyVolumesAreAttached(attached, this.nodeName, this.asw, (r) => {
+          const result = { startedAt, finishedAt: this.o.clock.now(), ...r };
+          this.lastAttachVerification = result;
+          this.notify();
+          resolve(result);
+        });
+      } catch (err) {
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+  }
+
+  // INTERNALS
+
+  private scheduleVerification(periodMs: number): void {
+    this.verifyTimer = this.o.clock.setTimeout(() => {
+      this.verifyAttachedVolumes()
+        .catch((err: unknown) => {
+          this.log.debug(`attach verification not started: ${String(err)}`);
+        })
+        .finally(() => {
+          if (this.verifyTimer !== null) this.scheduleVerification(periodMs);
+        });
+    }, periodMs);
+  }
+
+  private onRecord(record: OperationRecord): void {
+    this.records.push(record);
+    const max = this.o.maxOperationRecords ?? 256;
+    if (this.records.length > max) this.records.splice(0, this.records.length - max);
+    this.o.onOperationRecord?.(record);
+    this.reconciler.refreshReconstructionReport(record);
+    this.reconciler.kick();
+  }
+
+  private getUnmountedVolumes(podName: UniquePodName, expected: readonly string[]): string[] {
+    const mounted = new Set(this.asw.getMountedVolumesForPod(podName).map((m) => m.outerVolumeSpecName));
+    return [...new Set(expected)].filter((n) => !mounted.has(n)).sort();
+  }
+
+  /**
+   * Polls `condition` immediately and then every 300 ms until it returns true (→ null), a string
+   * (→ that cause) or the timeout passes (→ "context deadline exceeded").
+   */
+  private poll(timeoutMs: number, condition: () => boolean | string): Promise<string | null> {
+    const deadline = this.o.clock.now() + timeoutMs;
+    return new Promise((resolve) => {
+      const check = (): void => {
+        const r = condition();
+        if (r === true) {
+          resolve(null);
+          return;
+        }
+        if (typeof r === 'string') {
+          resolve(r);
+          return;
+        }
+        if (this.o.clock.now() >= deadline) {
+          resolve('context deadline exceeded');
+          return;
+        }
+        this.o.clock.setTimeout(check, Math.min(podAttachAndMountRetryIntervalMs, Math.max(0, deadline - this.o.clock.now())));
+      };
+      check();
+    });
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener();
+  }
+}
+
+/** `getExpectedVolumes`: the volume names the pod's containers mount or map. */
+export function expectedVolumes(pod: Pod): string[] {
+  const { mounts, devices } = getPodVolumeNames(pod);
+  return [...new Set([...mounts, ...devices])];
+}
