@@ -6,5 +6,7 @@ export default defineConfig({
     environment: 'node',
     testTimeout: 20_000,
     pool: 'forks',
+    // Table-driven names (`it.each` with `$title`) are printed whole, not cut at 40 characters.
+    taskTitleValueFormatTruncate: 0,
   },
 });

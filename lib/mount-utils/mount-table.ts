@@ -3,14 +3,15 @@
  * pass paths already resolved the way the kernel reports mount points (absolute, no symlinks,
  * no trailing slash).
  */
-import { isAbsolute, join, relative } from 'node:path';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import type { MountInfo } from './mountinfo.ts';
 
 /** True when `path` equals `base` or lies below it. Both must be absolute and normalised. */
 export function pathWithinOrEqual(path: string, base: string): boolean {
   if (path === base) return true;
   const rel = relative(base, path);
-  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
+  // `..data` or `..2024_…` are names inside base; only `..` itself or `../…` leave it.
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
 }
 
 /** The entries whose mount point is exactly `path` (several when mounts are stacked). */

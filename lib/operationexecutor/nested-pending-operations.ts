@@ -118,6 +118,8 @@ interface Operation {
   expBackoff: ExponentialBackoff;
   failures: number;
   startedAt: number | null;
+  /** Position in the operations array (kept in step with upstream's swap-delete order). */
+  pos: number;
 }
 
 /** The result of {@link NestedPendingOperations.clearBackoff}. */
@@ -150,6 +152,8 @@ export class NestedPendingOperations {
   private readonly logger: { error(msg: string): void; info?(msg: string): void } | undefined;
   private readonly onChange: (() => void) | undefined;
   private operations: Operation[] = [];
+  /** Entries by volume name, so lookups cost O(entries of that volume), not O(all entries). */
+  private readonly byVolume = new Map<UniqueVolumeName, Operation[]>();
   private waiters: (() => void)[] = [];
 
   constructor(opts: NestedPendingOperationsOptions) {
@@ -203,8 +207,12 @@ export class NestedPendingOperations {
         expBackoff: new ExponentialBackoff(),
         failures: 0,
         startedAt: null,
+        pos: this.operations.length,
       };
       this.operations.push(entry);
+      const sameVolume = this.byVolume.get(volumeName);
+      if (sameVolume === undefined) this.byVolume.set(volumeName, [entry]);
+      else sameVolume.push(entry);
     }
     entry.startedAt = this.clock.now();
     this.notifyChange();
@@ -292,9 +300,11 @@ export class NestedPendingOperations {
    */
   private findOperation(key: OperationKey): Operation | undefined {
     if (key.volumeName === EmptyUniqueVolumeName) return undefined;
+    const candidates = this.byVolume.get(key.volumeName);
+    if (candidates === undefined) return undefined;
     let found: Operation | undefined;
-    for (const op of this.operations) {
-      if (op.key.volumeName !== key.volumeName) continue;
+    let exact = false;
+    for (const op of candidates) {
       const podNameMatch =
         op.key.podName === EmptyUniquePodName || key.podName === EmptyUniquePodName || op.key.podName === key.podName;
       const nodeNameMatch =
@@ -303,8 +313,10 @@ export class NestedPendingOperations {
       if (op.pending) return op;
       if (op.key.podName === key.podName && op.key.nodeName === key.nodeName) {
         found = op;
-      } else {
-        found ??= op;
+        exact = true;
+      } else if (!exact && (found === undefined || op.pos < found.pos)) {
+        // The first match in the (upstream-ordered) operations array.
+        found = op;
       }
     }
     return found;
@@ -348,7 +360,7 @@ export class NestedPendingOperations {
         }
         return;
       }
-      if (!this.operations.includes(entry)) {
+      if (this.operations[entry.pos] !== entry) {
         this.logger?.error(
           `Operation ${formatOperationKey(key)} completed. error: ${err.message}. ` +
             'exponentialBackOffOnError is enabled, but failed to get operation to update.',
@@ -369,10 +381,19 @@ export class NestedPendingOperations {
 
   /** Deletes an entry the way upstream does: the last entry takes its place. */
   private deleteOperation(entry: Operation): void {
-    const index = this.operations.indexOf(entry);
-    if (index < 0) return;
+    const index = entry.pos;
+    if (this.operations[index] !== entry) return;
     const last = this.operations.pop();
-    if (last !== undefined && last !== entry) this.operations[index] = last;
+    if (last !== undefined && last !== entry) {
+      this.operations[index] = last;
+      last.pos = index;
+    }
+    const sameVolume = this.byVolume.get(entry.key.volumeName);
+    if (sameVolume !== undefined) {
+      const i = sameVolume.indexOf(entry);
+      if (i >= 0) sameVolume.splice(i, 1);
+      if (sameVolume.length === 0) this.byVolume.delete(entry.key.volumeName);
+    }
   }
 
   private anyPending(): boolean {

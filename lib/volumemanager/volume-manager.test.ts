@@ -1,6 +1,11 @@
+import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Pod } from '../volume/k8s-types.ts';
+import { specFromVolume, type Spec } from '../volume/spec.ts';
+import { FakeVolumePlugin, TimeoutOnSetupVolumeName } from '../volume/testing/fake-volume-plugin.ts';
 import { uniquePodName, uniqueVolumeName } from '../volume/types.ts';
-import { gcePdVolume, Harness, makePod } from './testing/harness.ts';
+import { gcePdVolume, Harness, makeKubeletDir, makePod, syncHostFs, testNodeName, type HarnessOptions } from './testing/harness.ts';
+import { isWaitForVolumesError } from './volume-manager.ts';
 
 describe('VolumeManager', () => {
   let h: Harness | undefined;
@@ -21,5 +26,276 @@ describe('VolumeManager', () => {
     h.pods.delete('pod1uid');
     await h.until(() => !h?.vm.asw.volumeExists(vol));
     expect(h.plugin.counts).toMatchObject({ tearDown: 1, unmountDevice: 1, detach: 1 });
+  });
+});
+
+// FACADE: scenarios 41–42 and the kubelet API
+
+describe('VolumeManager facade', () => {
+  let h: Harness | undefined;
+  const tempDirs: string[] = [];
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+    for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const newHarness = (opts: HarnessOptions = {}): Harness => {
+    h = new Harness(opts);
+    return h;
+  };
+  const pod1 = uniquePodName('pod1uid');
+  const device1 = uniqueVolumeName('fake-plugin/fake-device1');
+  const deadlineMs = 2 * 60_000 + 3_000;
+
+  /** Settles a promise that is expected to fail, returning its error text and the fake time taken. */
+  async function failure(harness: Harness, p: Promise<unknown>, limitMs: number, stepMs = 10): Promise<{ message: string; elapsedMs: number; isWaitError: boolean }> {
+    const { result, elapsedMs } = await harness.settle(p, limitMs, stepMs);
+    if (result.status === 'fulfilled') throw new Error('expected the wait to fail');
+    const reason: unknown = result.reason;
+    return { message: reason instanceof Error ? reason.message : String(reason), elapsedMs, isWaitError: isWaitForVolumesError(reason) };
+  }
+
+  it('scenario 41: states are not synced while the Node GET keeps failing after reconstruction, and no reconstructed volume is unmounted meanwhile', async () => {
+    // Arrange: a reconstructed volume of a pod that no longer exists
+    const root = makeKubeletDir(['pod1uid/volumes/fake-plugin/pvc-abcdef']);
+    tempDirs.push(root);
+    const harness = newHarness({ rootDir: root, hostFs: syncHostFs, controllerAttachDetachEnabled: true });
+    const vol = uniqueVolumeName('fake-plugin/pvc-abcdef');
+    harness.kube.failNodeGet = true;
+
+    // Act
+    harness.start();
+    await harness.clock.advance(10_000);
+
+    // Assert: still waiting for node status; GET retried every pass; nothing unmounted
+    expect(harness.vm.reconcilerStatesHasBeenSynced()).toBe(false);
+    expect(harness.vm.populator.hasAddedPods()).toBe(true);
+    // One GET per pass, a pass every 100 ms.
+    expect(harness.kube.nodeGets).toBeGreaterThanOrEqual(100);
+    expect(harness.kube.nodeGets).toBeLessThanOrEqual(101);
+    expect(harness.vm.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([vol]);
+    expect(harness.vm.asw.getAllMountedVolumes().map((m) => [m.podName, m.volumeMountState])).toEqual([['pod1uid', 'VolumeMountUncertain']]);
+    expect(harness.plugin.counts).toMatchObject({ tearDown: 0, unmountDevice: 0, detach: 0 });
+    expect(harness.records).toEqual([]);
+
+    // Act: the API server answers again (the node does not list the volume)
+    harness.kube.failNodeGet = false;
+    harness.kube.setVolumesAttached([]);
+    await harness.until(() => harness.vm.reconcilerStatesHasBeenSynced());
+    await harness.until(() => !harness.vm.asw.volumeExists(vol));
+
+    // Assert: only now is the reconstructed volume torn down
+    expect(harness.plugin.counts).toMatchObject({ tearDown: 1, unmountDevice: 1, detach: 0 });
+  });
+
+  it('scenario 42: WaitForAttachAndMount for a pod whose PVC is not bound fails quickly with the pod error', async () => {
+    // Arrange
+    const harness = newHarness({ controllerAttachDetachEnabled: true });
+    harness.kube.pvcs.set('ns/c', { metadata: { name: 'c', namespace: 'ns', uid: 'cuid' }, spec: {}, status: { phase: 'Pending' } });
+    const pod = makePod([{ name: 'v', persistentVolumeClaim: { claimName: 'c' } }], { namespace: 'ns' });
+    harness.pods.add(pod);
+    harness.start();
+
+    // Act
+    const { message, elapsedMs, isWaitError } = await failure(harness, harness.vm.waitForAttachAndMount(pod), deadlineMs);
+
+    // Assert
+    expect(isWaitError).toBe(true);
+    expect(message).toBe('unmounted volumes=[v], unattached volumes=[], failed to process volumes=[v]: error processing PVC ns/c: PVC is not bound');
+    // The poll at 0 ms precedes the populator's first loop (100 ms); the poll at 300 ms sees the pod error.
+    expect(elapsedMs).toBe(300);
+  });
+
+  describe('waitForAttachAndMount', () => {
+    it('resolves at the first poll (every 300 ms) after every used volume is mounted', async () => {
+      // Arrange
+      const harness = newHarness({ controllerAttachDetachEnabled: false });
+      const pod = makePod([gcePdVolume()]);
+      harness.pods.add(pod);
+      harness.start();
+
+      // Act
+      const { result, elapsedMs } = await harness.settle(harness.vm.waitForAttachAndMount(pod));
+
+      // Assert
+      expect(result).toEqual({ status: 'fulfilled', value: undefined });
+      expect(harness.vm.asw.getVolumeMountState(device1, pod1)).toBe('VolumeMounted');
+      // Mounted at 100 ms (the populator's first loop); seen by the poll at 300 ms.
+      expect(elapsedMs).toBe(300);
+    });
+
+    it('resolves at once for a pod whose containers use no volume', async () => {
+      // Arrange
+      const harness = newHarness();
+      const pod: Pod = { metadata: { name: 'pod1', uid: 'pod1uid', namespace: 'default' }, spec: { volumes: [gcePdVolume()], containers: [{ name: 'c' }] } };
+
+      // Act
+      const { result, elapsedMs } = await harness.settle(harness.vm.waitForAttachAndMount(pod));
+
+      // Assert
+      expect(result.status).toBe('fulfilled');
+      expect(elapsedMs).toBe(0);
+    });
+
+    it('times out after 2m3s listing unmounted, unattached and unprocessed volumes', async () => {
+      // Arrange: controller-managed attach. `timeout-setup-volume` is attached but its SetUp stays
+      // uncertain; `disk-b` is never reported in use, so never attached; `ghost` is mounted by the
+      // container but not a pod volume, so it never reaches the desired state.
+      const harness = newHarness({ controllerAttachDetachEnabled: true });
+      const pod = makePod([gcePdVolume(TimeoutOnSetupVolumeName, TimeoutOnSetupVolumeName), gcePdVolume('disk-b', 'disk-b')]);
+      pod.spec.containers[0]?.volumeMounts?.push({ name: 'ghost', mountPath: '/ghost' });
+      harness.kube.setVolumesAttached([{ name: `fake-plugin/${TimeoutOnSetupVolumeName}`, devicePath: '/dev/sdb' }]);
+      harness.pods.add(pod);
+      harness.start();
+      await harness.until(() => harness.vm.dsw.getVolumesToMount().length === 2, 1_000);
+      harness.vm.markVolumesAsReportedInUse([`fake-plugin/${TimeoutOnSetupVolumeName}`]);
+
+      // Act
+      const { message, elapsedMs, isWaitError } = await failure(harness, harness.vm.waitForAttachAndMount(pod), deadlineMs + 10_000, 1_000);
+
+      // Assert
+      expect(isWaitError).toBe(true);
+      expect(message).toBe(
+        `unmounted volumes=[disk-b ghost ${TimeoutOnSetupVolumeName}], unattached volumes=[disk-b], failed to process volumes=[ghost]: context deadline exceeded`,
+      );
+      expect(elapsedMs).toBe(deadlineMs);
+      expect(harness.vm.asw.getVolumeMountState(uniqueVolumeName(`fake-plugin/${TimeoutOnSetupVolumeName}`), pod1)).toBe('VolumeMountUncertain');
+    });
+  });
+
+  describe('waitForUnmount', () => {
+    it('resolves once the deleted pod has no mounted volume left', async () => {
+      // Arrange
+      const harness = newHarness({ controllerAttachDetachEnabled: false });
+      const pod = makePod([gcePdVolume()]);
+      harness.pods.add(pod);
+      harness.start();
+      await harness.until(() => harness.vm.asw.getMountedVolumes().length === 1);
+      harness.pods.delete('pod1uid');
+
+      // Act
+      const { result } = await harness.settle(harness.vm.waitForUnmount(pod));
+
+      // Assert
+      expect(result.status).toBe('fulfilled');
+      expect(harness.vm.asw.getMountedVolumesForPod(pod1)).toEqual([]);
+      expect(harness.plugin.counts.tearDown).toBe(1);
+    });
+
+    it('times out after 2m3s listing the volumes still mounted', async () => {
+      // Arrange: the pod keeps running, so its volume stays mounted
+      const harness = newHarness({ controllerAttachDetachEnabled: false });
+      const pod = makePod([gcePdVolume()]);
+      harness.pods.add(pod);
+      harness.start();
+      await harness.until(() => harness.vm.asw.getMountedVolumes().length === 1);
+
+      // Act
+      const { message, elapsedMs, isWaitError } = await failure(harness, harness.vm.waitForUnmount(pod), deadlineMs + 10_000, 1_000);
+
+      // Assert
+      expect(isWaitError).toBe(true);
+      expect(message).toBe('mounted volumes=[volume-name]: context deadline exceeded');
+      expect(elapsedMs).toBe(deadlineMs);
+    });
+
+    it('resolves at once for a pod with nothing mounted', async () => {
+      // Arrange
+      const harness = newHarness();
+
+      // Act
+      const { result, elapsedMs } = await harness.settle(harness.vm.waitForUnmount(makePod([gcePdVolume()])));
+
+      // Assert
+      expect(result.status).toBe('fulfilled');
+      expect(elapsedMs).toBe(0);
+    });
+  });
+
+  it('getVolumesInUse reports attachable volumes of both worlds, sorted and de-duplicated', () => {
+    // Arrange: `fake-plugin` is attachable; `local-plugin` is not.
+    const pdIs = (prefix: string) => (spec: Spec): boolean => (spec.volume?.gcePersistentDisk?.pdName ?? '').startsWith(prefix);
+    const fake = new FakeVolumePlugin({ canSupport: pdIs('fake-') });
+    const local = new FakeVolumePlugin({ name: 'local-plugin', nonAttachable: true, canSupport: pdIs('local-') });
+    const harness = newHarness({ plugins: [fake, local], fakePlugin: fake });
+    const add = (uid: string, volumeName: string, pd: string): void => {
+      const v = gcePdVolume(volumeName, pd);
+      harness.vm.dsw.addPodToVolume(uniquePodName(uid), makePod([v], { uid }), specFromVolume(v), volumeName, '', []);
+    };
+    add('pod1uid', 'b', 'fake-device2');
+    add('pod1uid', 'l', 'local-disk1');
+    add('pod2uid', 'b', 'fake-device2');
+    add('pod2uid', 'a', 'fake-device1');
+    harness.vm.asw.markVolumeAsAttached('', specFromVolume(gcePdVolume('c', 'fake-device3')), testNodeName, '/dev/sdc');
+    harness.vm.asw.addAttachUncertainReconstructedVolume(uniqueVolumeName('fake-plugin/fake-device4'), specFromVolume(gcePdVolume('d', 'fake-device4')), testNodeName, '');
+    harness.vm.asw.markVolumeAsAttached('', specFromVolume(gcePdVolume('m', 'local-disk2')), testNodeName, '');
+
+    // Act
+    const inUse = harness.vm.getVolumesInUse();
+
+    // Assert: local volumes are not attachable; a reconstructed volume of uncertain attachability is not reported
+    expect(inUse).toEqual(['fake-plugin/fake-device1', 'fake-plugin/fake-device2', 'fake-plugin/fake-device3']);
+  });
+
+  describe('retryNow', () => {
+    it('clears the backoff of a failed key so the next pass retries at once', async () => {
+      // Arrange: the mount keeps failing until its backoff reached 4 s
+      const harness = newHarness({ controllerAttachDetachEnabled: false });
+      let failing = true;
+      harness.plugin.waitForAttachHook = () => (failing ? Promise.reject(new Error('disk not ready')) : Promise.resolve('/dev/sdb'));
+      harness.pods.add(makePod([gcePdVolume()]));
+      harness.start();
+      await harness.until(() => harness.records.filter((r) => r.outcome === 'failure').length === 4);
+      failing = false;
+      const [entry] = harness.vm.getPendingOperations();
+      expect(entry).toMatchObject({ operationName: 'volume_mount', pending: false, failures: 4, durationBeforeRetry: 4_000 });
+      const retryAt = entry?.retryAt ?? 0;
+      const clearedAt = harness.clock.now();
+
+      // Act
+      const result = harness.vm.retryNow(device1, null);
+      await harness.until(() => harness.vm.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
+
+      // Assert: retried within one pass, long before the backoff would have allowed it
+      expect(result).toBe('cleared');
+      expect(harness.clock.now() - clearedAt).toBeLessThanOrEqual(100);
+      expect(harness.clock.now()).toBeLessThan(retryAt);
+      expect(harness.plugin.counts.waitForAttach).toBe(5);
+      expect(harness.vm.getPendingOperations()).toEqual([]);
+    });
+
+    it("answers 'running' for a key whose operation runs, and leaves it running", async () => {
+      // Arrange
+      const harness = newHarness({ controllerAttachDetachEnabled: false });
+      let release: (devicePath: string) => void = () => undefined;
+      harness.plugin.waitForAttachHook = () =>
+        new Promise((resolve) => {
+          release = resolve;
+        });
+      harness.pods.add(makePod([gcePdVolume()]));
+      harness.start();
+      await harness.until(() => harness.vm.operationExecutor.isOperationPending(device1, pod1, testNodeName) && harness.plugin.counts.waitForAttach === 1);
+
+      // Act
+      const result = harness.vm.retryNow(device1, pod1);
+
+      // Assert
+      expect(result).toBe('running');
+      expect(harness.vm.getPendingOperations()).toMatchObject([{ operationName: 'volume_mount', pending: true }]);
+      release('/dev/sdb');
+      await harness.until(() => harness.vm.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
+    });
+
+    it("answers 'not-found' for a key without an entry", () => {
+      // Arrange
+      const harness = newHarness();
+
+      // Act
+      const result = harness.vm.retryNow(uniqueVolumeName('fake-plugin/unknown'), null);
+
+      // Assert
+      expect(result).toBe('not-found');
+    });
   });
 });

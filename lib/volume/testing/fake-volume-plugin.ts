@@ -86,6 +86,10 @@ export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlug
   waitForAttachHook: ((spec: Spec, devicePath: string, pod: Pod) => Promise<string>) | null = null;
   /** Runs before UnmountDevice (`UnmountDeviceHook`). */
   unmountDeviceHook: ((deviceMountPath: string) => Promise<void>) | null = null;
+  /** Replaces Attach's result (delay or fail an attach); the volume counts as attached only on success. */
+  attachHook: ((spec: Spec, node: NodeName) => Promise<string>) | null = null;
+  /** Replaces ConstructVolumeSpec (make reconstruction fail or return another spec). */
+  constructVolumeSpecHook: ((volumeName: string, volumePath: string) => Promise<ReconstructedVolume>) | null = null;
   /** Volume names attached per node, for VolumesAreAttached. */
   readonly attached = new Set<string>();
   private readonly deviceMountState = new Map<string, MountState>();
@@ -163,7 +167,8 @@ export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlug
     };
   }
 
-  async constructVolumeSpec(volumeName: string, _volumePath: string): Promise<ReconstructedVolume> {
+  async constructVolumeSpec(volumeName: string, volumePath: string): Promise<ReconstructedVolume> {
+    if (this.constructVolumeSpecHook !== null) return this.constructVolumeSpecHook(volumeName, volumePath);
     return Promise.resolve({ spec: specFromVolume({ name: volumeName }), seLinuxMountContext: '' });
   }
 
@@ -242,8 +247,14 @@ export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlug
 
   private attacher(): Attacher {
     return {
-      attach: (spec: Spec, _node: NodeName) => {
+      attach: (spec: Spec, node: NodeName) => {
         this.counts.attach++;
+        if (this.attachHook !== null) {
+          return this.attachHook(spec, node).then((devicePath) => {
+            this.attached.add(this.getVolumeName(spec));
+            return devicePath;
+          });
+        }
         this.attached.add(this.getVolumeName(spec));
         return Promise.resolve('/dev/vdb-test');
       },
@@ -290,11 +301,9 @@ export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlug
           this.deviceMountState.set(name, 'uncertain');
           return Promise.reject(new UncertainProgressError('timed out mounting error'));
         }
-        if (old === 'uncertain') {
-          this.deviceMountState.set(name, 'not-mounted');
-          return Promise.reject(new Error('final error'));
-        }
-        break;
+        // Every later attempt fails for good, as upstream's fake does (never succeeds).
+        this.deviceMountState.set(name, 'not-mounted');
+        return Promise.reject(new Error(`error mounting disk: ${devicePath}`));
       case SuccessAndTimeoutDeviceName:
         if (old === 'mounted') return Promise.reject(new UncertainProgressError('error mounting state'));
         if (old === undefined) this.deviceMountState.set(name, 'mounted');

@@ -59,7 +59,8 @@ export function volumeSupportsSELinuxMount(spec: Spec, gates: FeatureGates): boo
 
 /**
  * The desired world's SELinux label of a volume for one pod (v1.30 `getSELinuxLabel`).
- * Throws {@link MultipleSELinuxLabelsError} when containers of the pod disagree.
+ * Throws {@link MultipleSELinuxLabelsError} when containers of the pod disagree on a volume that
+ * supports `-o context` mounts.
  */
 export function getMountSELinuxLabel(
   spec: Spec,
@@ -72,11 +73,19 @@ export function getMountSELinuxLabel(
   if (!gates.SELinuxMountReadWriteOncePod || !translator.seLinuxEnabled()) return info;
   info.pluginSupportsSELinuxContextMount = pluginMgr.findPluginBySpec(spec).supportsSELinuxContextMount(spec);
   if (!info.pluginSupportsSELinuxContextMount) return info;
-  const labels = new Set(containerContexts.map((c) => translator.seLinuxOptionsToFileLabel(c)).filter((l) => l !== ''));
-  if (labels.size > 1) throw new MultipleSELinuxLabelsError(specName(spec), [...labels].sort());
-  const [label] = [...labels];
-  if (label === undefined) return info;
+  // Containers are checked in order and the first label wins. A different label is an error only
+  // when the volume can be mounted with -o context; otherwise the kubelet only bumps a warning metric.
+  const supported = volumeSupportsSELinuxMount(spec, gates);
+  let label = '';
+  for (const context of containerContexts) {
+    const next = translator.seLinuxOptionsToFileLabel(context);
+    if (label === '') {
+      label = next;
+    } else if (next !== label && supported) {
+      throw new MultipleSELinuxLabelsError(specName(spec), [label, next]);
+    }
+  }
   info.originalSELinuxLabel = label;
-  info.effectiveSELinuxMountFileLabel = volumeSupportsSELinuxMount(spec, gates) ? label : '';
+  info.effectiveSELinuxMountFileLabel = supported ? label : '';
   return info;
 }

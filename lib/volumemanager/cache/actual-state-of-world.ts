@@ -22,12 +22,15 @@ import {
   type UniquePodName,
   type UniqueVolumeName,
 } from '../../volume/types.ts';
+import { errorMessage } from '../../volume/errors.ts';
 import { goQuote } from '../../volume/util/go-format.ts';
 
 /** Attachability of a volume: "Uncertain" for reconstructed volumes until node status is read. */
 export type AttachabilityState = 'True' | 'False' | 'Uncertain';
 
 interface MountedPod {
+  /** Position of this (volume, pod) pair in the flat scan index. */
+  pairIndex: number;
   podName: UniquePodName;
   podUID: PodUID;
   mounter: Mounter | null;
@@ -156,6 +159,8 @@ export interface ActualStateOfWorldOptions {
 
 export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
   private readonly attachedVolumes = new Map<UniqueVolumeName, AttachedVolumeEntry>();
+  /** Every (volume, pod) entry in a flat array, scanned linearly by reconciler passes. */
+  private readonly pairs: { entry: AttachedVolumeEntry; pod: MountedPod }[] = [];
   private readonly foundDuringReconstruction = new Map<UniqueVolumeName, Map<UniquePodName, PodUID>>();
   private readonly listeners = new Set<() => void>();
   private readonly nodeName: NodeName;
@@ -182,7 +187,12 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
    * gets its device path overwritten. `volumeName` "" means: compute it from the spec.
    */
   markVolumeAsAttached(volumeName: UniqueVolumeName | '', spec: Spec, _nodeName: NodeName, devicePath: string): void {
-    const attachable = this.pluginMgr.findAttachablePluginBySpec(spec) !== null;
+    let attachable = false;
+    try {
+      attachable = this.pluginMgr.findAttachablePluginBySpec(spec) !== null;
+    } catch {
+      // A failed lookup means "not attachable"; addVolume reports the lookup error.
+    }
     this.addVolume(volumeName, spec, devicePath, attachable ? 'True' : 'False');
   }
 
@@ -220,7 +230,10 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
    * device-mount and mount it again for the pods that still want it.
    */
   forgetDetachedVolume(volumeName: UniqueVolumeName): void {
-    if (!this.attachedVolumes.delete(volumeName)) return;
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined) return;
+    for (const pod of entry.mountedPods.values()) this.removePair(pod.pairIndex);
+    this.attachedVolumes.delete(volumeName);
     this.foundDuringReconstruction.delete(volumeName);
     this.notify();
   }
@@ -249,7 +262,9 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     }
     let pod = entry.mountedPods.get(opts.podName);
     if (pod === undefined || pod.volumeMountStateForPod === 'VolumeMountUncertain') {
+      const existing = pod;
       pod = {
+        pairIndex: existing?.pairIndex ?? this.pairs.length,
         podName: opts.podName,
         podUID: opts.podUID,
         mounter: opts.mounter,
@@ -261,6 +276,8 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
         seLinuxMountContext: opts.seLinuxMountContext,
         volumeMountStateForPod: opts.volumeMountState,
       };
+      if (existing === undefined) this.pairs.push({ entry, pod });
+      else this.pairs[pod.pairIndex] = { entry, pod };
       entry.mountedPods.set(opts.podName, pod);
     }
     pod.remountRequired = false;
@@ -281,7 +298,11 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     if (entry === undefined) {
       throw new ActualStateError(`no volume with the name ${goQuote(volumeName)} exists in the list of attached volumes`);
     }
-    entry.mountedPods.delete(podName);
+    const pod = entry.mountedPods.get(podName);
+    if (pod !== undefined) {
+      entry.mountedPods.delete(podName);
+      this.removePair(pod.pairIndex);
+    }
     this.foundDuringReconstruction.get(volumeName)?.delete(podName);
     this.notify();
   }
@@ -448,6 +469,34 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     return { mounted: pod !== undefined, devicePath: entry.devicePath, err: null };
   }
 
+  /**
+   * True exactly when {@link podExistsInVolume} would answer (mounted, no error): the pod's
+   * mount is certain, current and needs neither remount nor resize. Allocation-free, for the
+   * reconciler's scan of a converged state.
+   */
+  isMountedAndCurrent(podName: UniquePodName, volumeName: UniqueVolumeName, desiredVolumeSize: number, seLinuxLabel: string): boolean {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined) return false;
+    if (this.seLinuxEnabled && entry.seLinuxMountContext !== null && entry.seLinuxMountContext !== seLinuxLabel) return false;
+    const pod = entry.mountedPods.get(podName);
+    if (pod === undefined || pod.volumeMountStateForPod === 'VolumeMountUncertain' || pod.remountRequired) return false;
+    return !this.volumeNeedsExpansion(entry, desiredVolumeSize);
+  }
+
+  /**
+   * Mounted and Uncertain entries for which `wanted` returns true; the predicate sees only
+   * primitives so entries that are not wanted cost no allocation.
+   */
+  collectMountedVolumes(
+    wanted: (podName: UniquePodName, volumeName: UniqueVolumeName, seLinuxMountContext: string | null) => boolean,
+  ): MountedVolume[] {
+    const out: MountedVolume[] = [];
+    for (const { entry, pod } of this.pairs) {
+      if (wanted(pod.podName, entry.volumeName, entry.seLinuxMountContext)) out.push(this.toMountedVolume(entry, pod));
+    }
+    return out;
+  }
+
   /** True when the volume or the pod is absent; false while the pod is Mounted or Uncertain. */
   podRemovedFromVolume(podName: UniquePodName, volumeName: UniqueVolumeName): boolean {
     const entry = this.attachedVolumes.get(volumeName);
@@ -579,8 +628,23 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
   // INTERNALS
 
   private addVolume(volumeName: UniqueVolumeName | '', spec: Spec, devicePath: string, attachability: AttachabilityState): void {
-    const plugin = this.pluginMgr.findPluginBySpec(spec);
-    const name = volumeName !== '' ? volumeName : uniqueVolumeNameFromPlugin(plugin.name, plugin.getVolumeName(spec));
+    let plugin;
+    try {
+      plugin = this.pluginMgr.findPluginBySpec(spec);
+    } catch (err) {
+      throw new ActualStateError(`failed to get Plugin from volumeSpec for volume ${goQuote(specName(spec))} err=${errorMessage(err)}`, { cause: err });
+    }
+    let name = volumeName;
+    if (name === '') {
+      try {
+        name = uniqueVolumeNameFromPlugin(plugin.name, plugin.getVolumeName(spec));
+      } catch (err) {
+        throw new ActualStateError(
+          `failed to GetUniqueVolumeNameFromSpec for volumeSpec ${goQuote(specName(spec))} using volume plugin ${goQuote(plugin.name)} err=${errorMessage(err)}`,
+          { cause: err },
+        );
+      }
+    }
     const existing = this.attachedVolumes.get(name);
     if (existing === undefined) {
       this.attachedVolumes.set(name, {
@@ -617,10 +681,14 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
 
   private collectMounted(filter: (pod: MountedPod) => boolean): MountedVolume[] {
     const out: MountedVolume[] = [];
-    for (const entry of this.attachedVolumes.values()) {
-      for (const pod of entry.mountedPods.values()) {
-        if (!filter(pod)) continue;
-        out.push({
+    for (const { entry, pod } of this.pairs) {
+      if (filter(pod)) out.push(this.toMountedVolume(entry, pod));
+    }
+    return out;
+  }
+
+  private toMountedVolume(entry: AttachedVolumeEntry, pod: MountedPod): MountedVolume {
+    return {
           podName: pod.podName,
           volumeName: entry.volumeName,
           innerVolumeSpecName: specName(pod.volumeSpec),
@@ -634,10 +702,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
           deviceMountPath: entry.deviceMountPath,
           seLinuxMountContext: entry.seLinuxMountContext,
           volumeMountState: pod.volumeMountStateForPod,
-        });
-      }
-    }
-    return out;
+    };
   }
 
   private collectAttached(filter: (entry: AttachedVolumeEntry) => boolean): AttachedVolume[] {
@@ -660,6 +725,14 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
       seLinuxMountContext: entry.seLinuxMountContext,
       deviceMountState: entry.deviceMountState,
     };
+  }
+
+  /** Swap-removes a pair from the scan index, keeping the moved pair's position current. */
+  private removePair(index: number): void {
+    const last = this.pairs.pop();
+    if (last === undefined || index >= this.pairs.length) return;
+    this.pairs[index] = last;
+    last.pod.pairIndex = index;
   }
 
   private notify(): void {

@@ -31,13 +31,14 @@ export function getPodVolumeNames(pod: Pod): PodVolumeNames {
   const seLinuxContainerContexts = new Map<string, (SELinuxOptions | undefined)[]>();
   const podOpts = pod.spec.securityContext?.seLinuxOptions;
   const visit = (c: Container): void => {
+    // DetermineEffectiveSecurityContext: container options replace the pod's as a whole (no field merge).
     const own = c.securityContext?.seLinuxOptions;
-    const effective = own === undefined && podOpts === undefined ? undefined : { ...podOpts, ...own };
+    const effective = own ?? podOpts;
     for (const m of c.volumeMounts ?? []) {
       mounts.add(m.name);
       if (effective !== undefined) {
         const list = seLinuxContainerContexts.get(m.name) ?? [];
-        list.push(effective);
+        list.push({ ...effective });
         seLinuxContainerContexts.set(m.name, list);
       }
     }
@@ -125,9 +126,13 @@ export class DesiredStateOfWorldPopulator {
     this.hasAddedPodsFlag = value;
   }
 
-  /** `ReprocessPod`: the pod's volumes are processed again on the next loop (remounts). */
+  /**
+   * `ReprocessPod` (`markPodProcessingFailed`): the pod's volumes are processed again on the next
+   * loop (remounts). Sets the key even for a pod never seen; an orphaned key is dropped by
+   * {@link findAndRemoveDeletedPods}.
+   */
   reprocessPod(podName: UniquePodName): void {
-    if (this.processedPods.has(podName)) this.processedPods.set(podName, false);
+    this.processedPods.set(podName, false);
   }
 
   /** Whether the pod is marked processed (tests). */

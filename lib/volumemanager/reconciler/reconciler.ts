@@ -218,9 +218,12 @@ export class Reconciler {
   }
 
   private unmountVolumes(): void {
-    for (const mv of this.o.asw.getAllMountedVolumes()) {
+    // Desired entries are skipped before anything is allocated (a converged state costs lookups only).
+    const candidates = this.o.asw.collectMountedVolumes(
+      (podName, volumeName, seLinuxMountContext) => !this.o.dsw.podExistsInVolume(podName, volumeName, seLinuxMountContext),
+    );
+    for (const mv of candidates) {
       if (this.o.operationExecutor.isOperationPending(mv.volumeName, mv.podName, EmptyNodeName)) continue;
-      if (this.o.dsw.podExistsInVolume(mv.podName, mv.volumeName, mv.seLinuxMountContext)) continue;
       this.log.debug(`Starting operationExecutor.UnmountVolume for volume ${mv.volumeName} pod ${mv.podName}`);
       this.tryStart(() => {
         this.o.operationExecutor.unmountVolume(mv, this.o.asw, this.o.podsDir);
@@ -229,7 +232,11 @@ export class Reconciler {
   }
 
   private mountOrAttachVolumes(): void {
-    for (const vtm of this.o.dsw.getVolumesToMount()) {
+    // Pairs already mounted and current need no action and are never materialised.
+    const candidates = this.o.dsw.collectVolumesToMount(
+      (volumeName, podName, desiredSize, seLinuxLabel) => !this.o.asw.isMountedAndCurrent(podName, volumeName, desiredSize, seLinuxLabel),
+    );
+    for (const vtm of candidates) {
       const result = this.o.asw.podExistsInVolume(vtm.podName, vtm.volumeName, vtm.desiredPersistentVolumeSize, vtm.seLinuxLabel);
       vtm.devicePath = result.devicePath;
       const err = result.err;
@@ -316,6 +323,15 @@ export class Reconciler {
 
   getVolumesFailedReconstruction(): readonly PodVolume[] {
     return this.volumesFailedReconstruction;
+  }
+
+  /**
+   * Test hook: replaces the list of reconstructed volumes waiting for node status, as
+   * {@link reconstructVolumes} leaves it, so that a test can drive one pass by hand from that
+   * state (the kubelet's reconciler tests assign the field directly). Not for production use.
+   */
+  setVolumesNeedUpdateFromNodeStatusForTest(volumeNames: readonly UniqueVolumeName[]): void {
+    this.volumesNeedUpdateFromNodeStatus = [...volumeNames];
   }
 
   /**
@@ -524,7 +540,8 @@ export class Reconciler {
    * finished cleanup operations. Cheap once every entry is resolved.
    */
   refreshReconstructionReport(record?: OperationRecord): void {
-    if (this.openReportEntries === 0) return;
+    // While the scan is still adding volumes to the actual state, "not mounted" only means "not added yet".
+    if (this.openReportEntries === 0 || this.report.state !== 'done') return;
     const now = this.o.clock.now();
     for (const entry of this.report.entries) {
       if (entry.resolvedAt !== null) continue;

@@ -3,7 +3,7 @@
  * volume plugin, on a fake clock. Mirrors the fixtures of the kubelet's reconciler tests (§8.0):
  * node `mynodename`, pod `pod1`/UID `pod1uid`, inline GCE PD `volume-name` → `fake-plugin/fake-device1`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '../../clock/fake-clock.ts';
@@ -17,7 +17,7 @@ import { FakeVolumePlugin } from '../../volume/testing/fake-volume-plugin.ts';
 import { nodeName, type NodeName, type PodUID } from '../../volume/types.ts';
 import type { SELinuxLabelTranslator } from '../../volume/util/selinux.ts';
 import type { HostFs } from '../../volume/util/host-fs.ts';
-import { VolumeManager } from '../volume-manager.ts';
+import { VolumeManager, type VolumeManagerOptions } from '../volume-manager.ts';
 
 export const testNodeName: NodeName = nodeName('mynodename');
 
@@ -113,6 +113,8 @@ export interface HarnessOptions {
   featureGates?: FeatureGates;
   seLinuxTranslator?: SELinuxLabelTranslator;
   reconcilerLoopPeriodMs?: number;
+  /** Reconstruction and force-cleanup metrics hooks. */
+  metrics?: VolumeManagerOptions['metrics'];
 }
 
 export class Harness {
@@ -152,6 +154,7 @@ export class Harness {
       ...(opts.hostFs !== undefined ? { hostFs: opts.hostFs } : {}),
       ...(opts.featureGates !== undefined ? { featureGates: opts.featureGates } : {}),
       ...(opts.seLinuxTranslator !== undefined ? { seLinuxTranslator: opts.seLinuxTranslator } : {}),
+      ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
     });
   }
 
@@ -170,6 +173,52 @@ export class Harness {
   until(cond: () => boolean, limitMs = 60_000, stepMs = 10): Promise<void> {
     return this.clock.runUntil(cond, limitMs, stepMs);
   }
+
+  /**
+   * Advances fake time until `promise` settles (default limit: 60 s of fake time) and returns its
+   * outcome together with the fake time it took.
+   */
+  async settle<T>(promise: Promise<T>, limitMs = 60_000, stepMs = 10): Promise<{ result: PromiseSettledResult<T>; elapsedMs: number }> {
+    const startedAt = this.clock.now();
+    let result: PromiseSettledResult<T> | null = null;
+    promise.then(
+      (value) => {
+        result = { status: 'fulfilled', value };
+      },
+      (reason: unknown) => {
+        result = { status: 'rejected', reason };
+      },
+    );
+    await this.until(() => result !== null, limitMs, stepMs);
+    return { result: result as unknown as PromiseSettledResult<T>, elapsedMs: this.clock.now() - startedAt };
+  }
+}
+
+/**
+ * The real disk, read synchronously: reconstruction then finishes at the fake instant it starts,
+ * instead of after however many fake-time steps the thread pool needs.
+ */
+export const syncHostFs: HostFs = {
+  readDir(path) {
+    try {
+      const entries = readdirSync(path, { withFileTypes: true });
+      return Promise.resolve(entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory() || e.isSymbolicLink() })));
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  },
+};
+
+/**
+ * A temp kubelet root with `pods/` and one directory per `pods/<path>` (e.g.
+ * `pod1/volumes/fake-plugin/pvc-abcdef`), as the kubelet's reconstruction tests create it.
+ * The caller removes it.
+ */
+export function makeKubeletDir(volumePaths: readonly string[]): string {
+  const root = mkdtempSync(join(tmpdir(), 'vs-kubelet-'));
+  mkdirSync(join(root, 'pods'), { recursive: true });
+  for (const p of volumePaths) mkdirSync(join(root, 'pods', p), { recursive: true });
+  return root;
 }
 
 /** The default pod: `pod1`/`pod1uid` with the given volumes, each mounted by its one container. */

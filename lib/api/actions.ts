@@ -1,0 +1,77 @@
+/**
+ * Request and response bodies of the agent's endpoints other than the snapshot and the stream:
+ * health, resync, retry and unmount. Request schemas are strict: an unknown field is a 400
+ * naming it.
+ */
+import { z } from 'zod';
+import { AttachVerificationSchema, CheckSchema, EpochMsSchema } from './snapshot.ts';
+
+const CountSchema = z.number().int().nonnegative();
+
+/** `GET /healthz` (always) and `GET /readyz` (once states are synced) answer 200 with this. */
+export const HealthResponseSchema = z.object({ status: z.literal('ok') });
+/** The 200 body of `/healthz` and `/readyz`. */
+export type HealthResponse = z.infer<typeof HealthResponseSchema>;
+
+/** `POST /api/v1/resync` (no body): what the verification pass found. */
+export const ResyncResponseSchema = z.object({
+  startedAt: EpochMsSchema,
+  finishedAt: EpochMsSchema,
+  /** What was scanned on disk: volume directories and mount-table entries. */
+  rescanned: z.object({ volumes: CountSchema, mountPoints: CountSchema }),
+  /** The attach verification this pass ran (also now in the snapshot). */
+  attachVerification: AttachVerificationSchema,
+  /** One human-readable line per state change the pass made; empty when everything matched. */
+  changes: z.array(z.string()),
+});
+/** What a resync's verification pass found. */
+export type ResyncResponse = z.infer<typeof ResyncResponseSchema>;
+
+/** `POST /api/v1/operations/retry`: clear the backoff of a failed operation so it runs at once. */
+export const RetryOperationRequestSchema = z.strictObject({
+  /** The operation's unique volume name (`operations[].volume`). */
+  volume: z.string().min(1),
+  /** The operation's pod (`operations[].podUid`); omitted for a volume-level operation. */
+  podUid: z.string().min(1).optional(),
+});
+/** The body of a retry request. */
+export type RetryOperationRequest = z.infer<typeof RetryOperationRequestSchema>;
+
+/**
+ * The 200 body of a retry. 404 when no operation in backoff matches; 409 when the matching
+ * operation is running right now.
+ */
+export const RetryOperationResponseSchema = z.object({
+  /** The cleared operation's key, as `operationKey` builds it. */
+  cleared: z.string(),
+});
+/** The 200 body of a retry. */
+export type RetryOperationResponse = z.infer<typeof RetryOperationResponseSchema>;
+
+/** `POST /api/v1/unmount`: unmount one pod's volume that no running pod may still use. */
+export const UnmountRequestSchema = z.strictObject({
+  podUid: z.string().min(1),
+  /** The unique volume name (`actual.volumes[].uniqueVolumeName`). */
+  volume: z.string().min(1),
+});
+/** The body of an unmount request. */
+export type UnmountRequest = z.infer<typeof UnmountRequestSchema>;
+
+/**
+ * The 200 body of an unmount: every check passed and the unmount ran. When a check fails the
+ * answer is 409 with the error shape, the reason in `message` and the checks in `checks`.
+ */
+export const UnmountResponseSchema = z.object({
+  podUid: z.string(),
+  volume: z.string(),
+  /** `uncertain`: TearDown timed out; the mount is marked uncertain and the reconciler retries. */
+  outcome: z.enum(['unmounted', 'uncertain', 'failed']),
+  /** The TearDown error; `null` when `outcome` is `unmounted`. */
+  error: z.string().nullable(),
+  /** The checks evaluated before unmounting (all ok). */
+  checks: z.array(CheckSchema),
+  startedAt: EpochMsSchema,
+  finishedAt: EpochMsSchema,
+});
+/** The 200 body of an unmount. */
+export type UnmountResponse = z.infer<typeof UnmountResponseSchema>;

@@ -1,0 +1,392 @@
+/**
+ * The snapshot served by the node agent at `GET /api/v1/snapshot` and as the first event of
+ * `GET /api/v1/events`: everything the volume manager knows at one sequence number. Shared by
+ * the agent (which builds it) and the dashboard (which parses it), so this module depends on
+ * zod only.
+ *
+ * Conventions:
+ * - Times are epoch milliseconds of the agent's clock (integers), or `null` when the thing has
+ *   not happened yet.
+ * - Strings that the kubelet leaves empty when unknown (device paths) stay empty strings.
+ * - Every keyed collection has unique keys (see the `*Key` functions); the schema rejects
+ *   duplicates, because deltas address items by key.
+ * - Array order carries no meaning except in `recentEvents`, `audit` and `podErrors` values
+ *   (oldest first); `normalizeSnapshot` puts everything else in key order.
+ */
+import { z } from 'zod';
+
+/** Epoch milliseconds (agent wall clock), a non-negative integer. */
+export const EpochMsSchema = z.number().int().nonnegative();
+/** Epoch milliseconds (agent wall clock). */
+export type EpochMs = z.infer<typeof EpochMsSchema>;
+
+/** A snapshot sequence number: starts at 0 when the agent starts and grows with every change. */
+export const SeqSchema = z.number().int().nonnegative();
+
+/** A count (non-negative integer). */
+const CountSchema = z.number().int().nonnegative();
+
+// KEYS
+
+/** The key of a desired pod: its UID. */
+export function desiredPodKey(pod: Pick<DesiredPod, 'uid'>): string {
+  return pod.uid;
+}
+
+/** The key of an actual-state volume: its unique volume name. */
+export function actualVolumeKey(volume: Pick<ActualVolume, 'uniqueVolumeName'>): string {
+  return volume.uniqueVolumeName;
+}
+
+/**
+ * The key of a pending operation: `operationName|volume|podUid|nodeName`, with `''` for a null
+ * pod UID or node name. Also the value of `cleared` in a retry response.
+ */
+export function operationKey(op: Pick<Operation, 'operationName' | 'volume' | 'podUid' | 'nodeName'>): string {
+  return `${op.operationName}|${op.volume}|${op.podUid ?? ''}|${op.nodeName ?? ''}`;
+}
+
+/** The key of a reconstruction result: `podUid|volumeName`. */
+export function reconstructedVolumeKey(volume: Pick<ReconstructedVolume, 'podUid' | 'volumeName'>): string {
+  return `${volume.podUid}|${volume.volumeName}`;
+}
+
+/** The key of a pod-source error: the file it is about. */
+export function sourceErrorKey(error: Pick<SourceError, 'file'>): string {
+  return error.file;
+}
+
+/** The key of a CSI driver: its name. */
+export function driverKey(driver: Pick<Driver, 'name'>): string {
+  return driver.name;
+}
+
+/** The key of a pod's mount of a volume (inside `actual.volumes[].pods`): the pod UID. */
+export function podMountKey(mount: Pick<PodMount, 'podUid'>): string {
+  return mount.podUid;
+}
+
+/** The key of a desired volume inside its pod: the pod's volume name. */
+export function desiredVolumeKey(volume: Pick<DesiredVolume, 'name'>): string {
+  return volume.name;
+}
+
+/** An array schema whose items must have unique keys. */
+function uniqueArray<T extends z.ZodType>(item: T, key: (value: z.output<T>) => string, what: string) {
+  return z.array(item).superRefine((items, ctx) => {
+    const seen = new Set<string>();
+    items.forEach((value, index) => {
+      const k = key(value);
+      if (seen.has(k)) {
+        ctx.addIssue({ code: 'custom', path: [index], message: `duplicate ${what} key ${JSON.stringify(k)}` });
+      }
+      seen.add(k);
+    });
+  });
+}
+
+// AGENT
+
+/** The agent process that produced the snapshot. */
+export const AgentInfoSchema = z.object({
+  /** The agent's version string (package version). */
+  version: z.string(),
+  /** When this agent process started. A new value means `seq` restarted from 0. */
+  startedAt: EpochMsSchema,
+});
+/** The agent process that produced the snapshot. */
+export type AgentInfo = z.infer<typeof AgentInfoSchema>;
+
+/** The mounter the agent runs with. */
+export const MounterSchema = z.object({
+  /** Which mounter implementation: e.g. `"linux"` (real mounts) or `"unprivileged"`/`"fake"`. */
+  kind: z.string(),
+  /** True when the agent may perform real mounts (root, own mount namespace). */
+  privileged: z.boolean(),
+});
+/** The mounter the agent runs with. */
+export type Mounter = z.infer<typeof MounterSchema>;
+
+// DESIRED STATE OF WORLD
+
+/** One volume a pod wants mounted (desired state of world). */
+export const DesiredVolumeSchema = z.object({
+  /** The pod's name for the volume (`spec.volumes[].name`, the outer volume name). */
+  name: z.string(),
+  /** `v1.UniqueVolumeName`: `<plugin>/<volume>` or `<plugin>/<podUID>-<specName>`. */
+  uniqueVolumeName: z.string(),
+  /** The volume plugin, e.g. `kubernetes.io/csi`. */
+  pluginName: z.string(),
+  /** The plugin attaches the volume to the node before mounting. */
+  attachable: z.boolean(),
+  /** The plugin mounts a global device path before the per-pod mount. */
+  deviceMountable: z.boolean(),
+  /** The volume is listed in the node's `status.volumesInUse`. */
+  reportedInUse: z.boolean(),
+});
+/** One volume a pod wants mounted (desired state of world). */
+export type DesiredVolume = z.infer<typeof DesiredVolumeSchema>;
+
+/** A pod of the desired state of world with the volumes it wants mounted. */
+export const DesiredPodSchema = z.object({
+  /** The pod UID. */
+  uid: z.string(),
+  namespace: z.string(),
+  name: z.string(),
+  /** The pod's volumes that some container uses; empty when none are (yet) added. */
+  volumes: uniqueArray(DesiredVolumeSchema, desiredVolumeKey, 'desired volume'),
+});
+/** A pod of the desired state of world with the volumes it wants mounted. */
+export type DesiredPod = z.infer<typeof DesiredPodSchema>;
+
+/** The desired state of world. */
+export const DesiredStateSchema = z.object({
+  /** Pods with volumes this node should mount; empty before the populator's first pass. */
+  pods: uniqueArray(DesiredPodSchema, desiredPodKey, 'desired pod'),
+});
+/** The desired state of world. */
+export type DesiredState = z.infer<typeof DesiredStateSchema>;
+
+// ACTUAL STATE OF WORLD
+
+/** A pod's mount of a volume (actual state of world). */
+export const PodMountSchema = z.object({
+  podUid: z.string(),
+  /** The kubelet's unique pod name (the UID for regular pods). */
+  podName: z.string(),
+  /** The pod's namespace; absent when unknown (e.g. a mount found by reconstruction). */
+  podNamespace: z.string().optional(),
+  /** The pod's name for the volume (`spec.volumes[].name`). */
+  outerVolumeName: z.string(),
+  /** `uncertain`: a SetUp timed out or its result is unknown; the reconciler will retry. */
+  mountState: z.enum(['mounted', 'uncertain']),
+  /** The volume must be set up again (configMap, secret, projected, … after a pod update). */
+  remountRequired: z.boolean(),
+});
+/** A pod's mount of a volume (actual state of world). */
+export type PodMount = z.infer<typeof PodMountSchema>;
+
+/** A volume attached to (or at least known on) this node (actual state of world). */
+export const ActualVolumeSchema = z.object({
+  uniqueVolumeName: z.string(),
+  pluginName: z.string(),
+  /** `uncertain`: attach was started but not confirmed (e.g. reconstructed without node status). */
+  attachState: z.enum(['attached', 'uncertain']),
+  /** The device path from attach/WaitForAttach; empty when unknown or not attachable. */
+  devicePath: z.string(),
+  /** The global mount state (MountDevice); `not-mounted` for plugins without device mounts. */
+  deviceMountState: z.enum(['mounted', 'uncertain', 'not-mounted']),
+  /** The global mount path; empty when the plugin has none or it is not known yet. */
+  deviceMountPath: z.string(),
+  /** Pods that have this volume mounted (or uncertainly mounted); empty when none. */
+  pods: uniqueArray(PodMountSchema, podMountKey, 'pod mount'),
+});
+/** A volume attached to (or at least known on) this node (actual state of world). */
+export type ActualVolume = z.infer<typeof ActualVolumeSchema>;
+
+/** The actual state of world. */
+export const ActualStateSchema = z.object({
+  /** Volumes known on the node; empty before anything was attached, mounted or reconstructed. */
+  volumes: uniqueArray(ActualVolumeSchema, actualVolumeKey, 'actual volume'),
+});
+/** The actual state of world. */
+export type ActualState = z.infer<typeof ActualStateSchema>;
+
+// OPERATIONS
+
+/**
+ * An entry of the nested pending operations table: an operation that runs now, or that failed
+ * and is in exponential backoff. Succeeded operations leave the table (and the snapshot).
+ */
+export const OperationSchema = z.object({
+  /** `volume_mount`, `volume_unmount`, `unmount_device`, `verify_controller_attached_volume`, … */
+  operationName: z.string(),
+  /** The unique volume name the operation works on. */
+  volume: z.string(),
+  /** The pod the operation is for; `null` for volume-level operations (attach, unmount device). */
+  podUid: z.string().nullable(),
+  /** The node of the key; `null` for operations not keyed by node. */
+  nodeName: z.string().nullable(),
+  /** `running` while an attempt executes; `backoff` after a failure until the next attempt. */
+  state: z.enum(['running', 'backoff']),
+  /** Consecutive failures since the entry was created or its backoff was reset. */
+  failures: CountSchema,
+  /** The detailed error of the last failure; `null` before the first failure. */
+  lastError: z.string().nullable(),
+  /** When the last failure happened; `null` before the first failure. */
+  lastErrorAt: EpochMsSchema.nullable(),
+  /** `lastErrorAt + durationBeforeRetryMs`: a retry is allowed strictly after it; `null` if never failed. */
+  retryAt: EpochMsSchema.nullable(),
+  /** The current backoff window (500 ms doubling to 2 min 2 s); 0 before the first failure. */
+  durationBeforeRetryMs: CountSchema,
+  /** When the running attempt started; `null` while in backoff. */
+  startedAt: EpochMsSchema.nullable(),
+});
+/** An operation that runs now or is in exponential backoff. */
+export type Operation = z.infer<typeof OperationSchema>;
+
+// RECONSTRUCTION
+
+/** What reconstruction did with one volume directory found on disk after a restart. */
+export const ReconstructedVolumeSchema = z.object({
+  podUid: z.string(),
+  /** The volume's directory name under `pods/<uid>/volumes/<plugin>/`. */
+  volumeName: z.string(),
+  pluginName: z.string(),
+  /**
+   * - `reconstructed`: added to the actual state as uncertain, waiting for the desired state;
+   * - `confirmed-mounted`: the desired state wanted it and the mount was confirmed;
+   * - `cleaned-up`: no pod wanted it, so it was unmounted and removed;
+   * - `failed`: it could not be reconstructed (see `error`).
+   */
+  outcome: z.enum(['reconstructed', 'failed', 'confirmed-mounted', 'cleaned-up']),
+  /** Why reconstruction or cleanup failed; `null` unless `outcome` is `failed`. */
+  error: z.string().nullable(),
+  /** When the outcome was reached. */
+  at: EpochMsSchema,
+});
+/** What reconstruction did with one volume directory found on disk after a restart. */
+export type ReconstructedVolume = z.infer<typeof ReconstructedVolumeSchema>;
+
+/** Reconstruction progress, without the per-volume results. */
+export const ReconstructionStatusSchema = z.object({
+  /** `pending` until the first reconcile pass, `running` while scanning, then `done`. */
+  state: z.enum(['pending', 'running', 'done']),
+  /** When the scan started; `null` while pending. */
+  startedAt: EpochMsSchema.nullable(),
+  /** When the scan (and the cleanup of unwanted volumes) finished; `null` until done. */
+  finishedAt: EpochMsSchema.nullable(),
+});
+/** Reconstruction progress, without the per-volume results. */
+export type ReconstructionStatus = z.infer<typeof ReconstructionStatusSchema>;
+
+/** Rebuilding the actual state from disk after an agent restart. */
+export const ReconstructionSchema = ReconstructionStatusSchema.extend({
+  /** One entry per volume directory found; empty while pending or when the node had none. */
+  volumes: uniqueArray(ReconstructedVolumeSchema, reconstructedVolumeKey, 'reconstructed volume'),
+});
+/** Rebuilding the actual state from disk after an agent restart. */
+export type Reconstruction = z.infer<typeof ReconstructionSchema>;
+
+// ERRORS, EVENTS, AUDIT
+
+/** A pod-source file (static pod manifest) that could not be read or parsed. */
+export const SourceErrorSchema = z.object({
+  /** The path of the file. */
+  file: z.string(),
+  message: z.string(),
+});
+/** A pod-source file (static pod manifest) that could not be read or parsed. */
+export type SourceError = z.infer<typeof SourceErrorSchema>;
+
+/** Errors the populator recorded per pod (`DSW.AddErrorToPod`), oldest first, by pod UID. */
+export const PodErrorsSchema = z.record(z.string(), z.array(z.string()));
+/** Errors the populator recorded per pod, oldest first, by pod UID; empty when there are none. */
+export type PodErrors = z.infer<typeof PodErrorsSchema>;
+
+/** An event the agent recorded (as the kubelet's event recorder would). */
+export const RecentEventSchema = z.object({
+  time: EpochMsSchema,
+  type: z.enum(['Normal', 'Warning']),
+  /** The CamelCase reason, e.g. `FailedMount`, `SuccessfulAttachVolume`. */
+  reason: z.string(),
+  /** The pod the event is about; `null` for node-level events. */
+  podUid: z.string().nullable(),
+  message: z.string(),
+});
+/** An event the agent recorded. */
+export type RecentEvent = z.infer<typeof RecentEventSchema>;
+
+/** One safety check evaluated before an operator action (e.g. "pod is not running"). */
+export const CheckSchema = z.object({
+  /** A short, stable identifier, e.g. `pod-not-running`. */
+  name: z.string(),
+  ok: z.boolean(),
+  /** What was found, in words. */
+  detail: z.string(),
+});
+/** One safety check evaluated before an operator action. */
+export type Check = z.infer<typeof CheckSchema>;
+
+/** An operator action taken through the API (resync, retry, unmount). */
+export const AuditEntrySchema = z.object({
+  time: EpochMsSchema,
+  /** Who asked: the token's name, or the remote address when tokens are anonymous. */
+  caller: z.string(),
+  /** `resync`, `retry` or `unmount`. */
+  action: z.string(),
+  /** What the action was about, e.g. `<podUid>/<volume>`; `null` for node-wide actions. */
+  target: z.string().nullable(),
+  /** The checks evaluated before acting; empty when the action has none. */
+  checks: z.array(CheckSchema),
+  /** `refused`: a check failed and nothing was done; `failed`: it was done and failed. */
+  result: z.enum(['succeeded', 'refused', 'failed']),
+  /** The refusal reason or error; `null` on success. */
+  message: z.string().nullable(),
+});
+/** An operator action taken through the API. */
+export type AuditEntry = z.infer<typeof AuditEntrySchema>;
+
+// CSI
+
+/** A CSI driver registered (or trying to register) with the agent. */
+export const DriverSchema = z.object({
+  name: z.string(),
+  /** The driver's socket, e.g. `unix:///var/lib/kubelet/plugins/x/csi.sock`. */
+  endpoint: z.string(),
+  /** The registration handshake completed and NodeGetInfo succeeded. */
+  registered: z.boolean(),
+  /** The node ID the driver reported (NodeGetInfo); `null` until it answered. */
+  nodeId: z.string().nullable(),
+  /** Node service capabilities, e.g. `STAGE_UNSTAGE_VOLUME`; empty until probed. */
+  capabilities: z.array(z.string()),
+  /** When the driver was last probed; `null` if never. */
+  lastProbeAt: EpochMsSchema.nullable(),
+  /** The last probe or registration error; `null` when the last probe succeeded or none ran. */
+  lastError: z.string().nullable(),
+});
+/** A CSI driver registered (or trying to register) with the agent. */
+export type Driver = z.infer<typeof DriverSchema>;
+
+/** The periodic check that volumes the actual state calls attached are still attached. */
+export const AttachVerificationSchema = z.object({
+  /** When the last pass finished; `null` before the first pass. */
+  lastRunAt: EpochMsSchema.nullable(),
+  /** How many volumes the last pass checked; 0 before the first pass. */
+  checked: CountSchema,
+  /** Unique volume names the last pass found detached; empty when none (or no pass yet). */
+  foundDetached: z.array(z.string()),
+});
+/** The periodic check that volumes the actual state calls attached are still attached. */
+export type AttachVerification = z.infer<typeof AttachVerificationSchema>;
+
+// SNAPSHOT
+
+/** The whole state of one node's volume manager at one sequence number. */
+export const SnapshotSchema = z.object({
+  /** The Node object's name. */
+  nodeName: z.string(),
+  /** Grows by at least 1 with every published change; restarts at 0 with the agent. */
+  seq: SeqSchema,
+  /** The desired and actual states were populated (and reconstruction merged): `/readyz` is 200. */
+  statesSynced: z.boolean(),
+  agent: AgentInfoSchema,
+  mounter: MounterSchema,
+  desired: DesiredStateSchema,
+  actual: ActualStateSchema,
+  /** Running operations and operations in backoff; empty when the table is empty. */
+  operations: uniqueArray(OperationSchema, operationKey, 'operation'),
+  reconstruction: ReconstructionSchema,
+  podErrors: PodErrorsSchema,
+  /** Unreadable pod-source files; empty when all parse. */
+  sourceErrors: uniqueArray(SourceErrorSchema, sourceErrorKey, 'source error'),
+  /** The latest events, oldest first, bounded (a ring buffer). */
+  recentEvents: z.array(RecentEventSchema),
+  /** The latest operator actions, oldest first, bounded (a ring buffer). */
+  audit: z.array(AuditEntrySchema),
+  /** CSI drivers known to the agent; empty when none registered. */
+  drivers: uniqueArray(DriverSchema, driverKey, 'driver'),
+  attachVerification: AttachVerificationSchema,
+});
+/** The whole state of one node's volume manager at one sequence number. */
+export type Snapshot = z.infer<typeof SnapshotSchema>;

@@ -1,0 +1,285 @@
+/**
+ * The agent's CSI client (kubelet `csiDriverClient`, pkg/volume/csi/csi_client.go): real gRPC
+ * over the driver's unix socket with `@grpc/grpc-js`, message shapes from the repo's .proto
+ * subset (csi-types.ts). One client per driver endpoint; one channel per client, reused by
+ * every call (grpc-js reconnects by itself; the kubelet dials per call, which grpc-js makes
+ * unnecessary).
+ *
+ * Contracts of every call:
+ * - A deadline: `timeoutMs` of the call, else the client's default, else 2 minutes (the
+ *   kubelet's `csiTimeout`). The deadline runs on the injected Clock; when it expires the call
+ *   is cancelled and rejects with a {@link CsiRpcError} DeadlineExceeded,
+ *   `context deadline exceeded` (the Go wording). The driver sees a cancellation.
+ * - A non-OK status rejects with a {@link CsiRpcError}; anything else with a
+ *   {@link CsiTransportError}. Use `isFinalCsiError` / `classifyCsiError` to decide between
+ *   final and uncertain outcomes.
+ * - Secrets: requests are logged (debug) only through `redactSecrets`; error details returned by
+ *   the driver for a call that carried secrets have those secret values replaced by
+ *   `***stripped***` before they reach any message.
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { Clock, TimerHandle } from '../../clock/clock.ts';
+import { discardLogger, type Logger } from '../logger.ts';
+import { CsiRpcError, CsiTransportError } from './csi-errors.ts';
+import { CSI_METHODS, methodDefinition, REGISTRATION_METHODS, type CsiMethod, type RegistrationMethod } from './csi-proto.ts';
+import type {
+  ControllerGetCapabilitiesResponse,
+  ControllerGetVolumeResponse,
+  ControllerPublishVolumeRequest,
+  ControllerPublishVolumeResponse,
+  ControllerUnpublishVolumeRequest,
+  GetPluginCapabilitiesResponse,
+  GetPluginInfoResponse,
+  ListVolumesRequest,
+  ListVolumesResponse,
+  NodeExpandVolumeRequest,
+  NodeExpandVolumeResponse,
+  NodeGetCapabilitiesResponse,
+  NodeGetInfoResponse,
+  NodeGetVolumeStatsRequest,
+  NodeGetVolumeStatsResponse,
+  NodePublishVolumeRequest,
+  NodeStageVolumeRequest,
+  NodeUnpublishVolumeRequest,
+  NodeUnstageVolumeRequest,
+  PluginInfo,
+  ProbeResponse,
+  RegistrationStatus,
+} from './csi-types.ts';
+import { collectSecretValues, redactSecrets, scrubSecretValues } from './redact.ts';
+
+/** `csiTimeout`: the kubelet's deadline for each CSI call. */
+export const DEFAULT_CSI_TIMEOUT_MS = 2 * 60_000;
+
+/** The Go text of an expired context, used for the client's own deadline. */
+export const DEADLINE_EXCEEDED_DETAILS = 'context deadline exceeded';
+
+export interface CallOptions {
+  /** Deadline of this call in milliseconds; overrides the client's default. */
+  timeoutMs?: number;
+}
+
+export interface GrpcUnixClientOptions {
+  clock: Clock;
+  /** Default deadline of every call; default {@link DEFAULT_CSI_TIMEOUT_MS}. */
+  timeoutMs?: number;
+  logger?: Logger;
+  /** Extra fields on every log line (e.g. `{ driver }`). */
+  logFields?: Record<string, unknown>;
+}
+
+/**
+ * `unix:///abs/path` for a socket path; an endpoint that already has a `unix:` scheme is
+ * returned unchanged. Relative paths are refused: the agent's working directory is no anchor.
+ */
+export function unixEndpoint(pathOrEndpoint: string): string {
+  if (pathOrEndpoint.startsWith('unix:')) return pathOrEndpoint;
+  if (!pathOrEndpoint.startsWith('/')) throw new Error(`CSI endpoint ${JSON.stringify(pathOrEndpoint)} is neither unix://<path> nor an absolute socket path`);
+  return `unix://${pathOrEndpoint}`;
+}
+
+/**
+ * A gRPC channel to one unix socket with Clock-driven deadlines, error conversion and redacted
+ * request logging. {@link CsiClient} and the plugin-registration client build on it.
+ */
+export class GrpcUnixClient {
+  /** `unix:///path` */
+  readonly endpoint: string;
+  protected readonly clock: Clock;
+  protected readonly log: Logger;
+  private readonly defaultTimeoutMs: number;
+  private readonly logFields: Record<string, unknown>;
+  private channel: grpc.Client | null = null;
+  private closed = false;
+
+  constructor(endpoint: string, opts: GrpcUnixClientOptions) {
+    this.endpoint = unixEndpoint(endpoint);
+    this.clock = opts.clock;
+    this.log = opts.logger ?? discardLogger;
+    this.defaultTimeoutMs = opts.timeoutMs ?? DEFAULT_CSI_TIMEOUT_MS;
+    this.logFields = opts.logFields ?? {};
+  }
+
+  /** Closes the channel; later calls reject with a transport error. Idempotent. */
+  close(): void {
+    this.closed = true;
+    this.channel?.close();
+    this.channel = null;
+  }
+
+  protected unary<Res>(
+    service: string,
+    method: CsiMethod | RegistrationMethod,
+    request: object,
+    opts: CallOptions | undefined,
+  ): Promise<Res> {
+    const timeoutMs = opts?.timeoutMs ?? this.defaultTimeoutMs;
+    const secrets = collectSecretValues(request);
+    this.log.debug(`calling ${method} rpc`, { ...this.logFields, endpoint: this.endpoint, request: redactSecrets(request), timeoutMs });
+    if (this.closed) return Promise.reject(new CsiTransportError(method, `${method}: the CSI client for ${this.endpoint} is closed`));
+    let channel: grpc.Client;
+    let def;
+    try {
+      def = methodDefinition(service, method);
+      channel = this.getChannel();
+    } catch (err) {
+      return Promise.reject(new CsiTransportError(method, `${method}: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+    }
+    const started = this.clock.monotonic();
+    return new Promise<Res>((resolve, reject) => {
+      let timedOut = false;
+      const deadline: { timer?: TimerHandle } = {};
+      const done = (err: grpc.ServiceError | null, value: unknown): void => {
+        if (deadline.timer !== undefined) this.clock.clearTimeout(deadline.timer);
+        const durationMs = Math.round(this.clock.monotonic() - started);
+        if (err === null) {
+          this.log.debug(`${method} rpc succeeded`, { ...this.logFields, durationMs });
+          resolve(value as Res);
+          return;
+        }
+        const failure = this.toError(method, err, timedOut, secrets);
+        this.log.debug(`${method} rpc failed`, { ...this.logFields, durationMs, error: failure.message });
+        reject(failure);
+      };
+      let call: grpc.ClientUnaryCall;
+      try {
+        call = channel.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, request, new grpc.Metadata(), {}, done);
+      } catch (err) {
+        reject(new CsiTransportError(method, `${method}: ${scrubSecretValues(err instanceof Error ? err.message : String(err), secrets)}`, { cause: err }));
+        return;
+      }
+      deadline.timer = this.clock.setTimeout(() => {
+        timedOut = true;
+        call.cancel();
+      }, timeoutMs);
+    });
+  }
+
+  private toError(method: CsiMethod | RegistrationMethod, err: unknown, timedOut: boolean, secrets: readonly string[]): Error {
+    if (timedOut) return new CsiRpcError(method, grpc.status.DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_DETAILS);
+    const e = err as Partial<grpc.ServiceError> | null;
+    if (e !== null && typeof e.code === 'number') {
+      return new CsiRpcError(method, e.code, scrubSecretValues(e.details ?? '', secrets));
+    }
+    const text = err instanceof Error ? err.message : String(err);
+    return new CsiTransportError(method, `${method}: ${scrubSecretValues(text, secrets)}`);
+  }
+
+  private getChannel(): grpc.Client {
+    this.channel ??= new grpc.Client(this.endpoint, grpc.credentials.createInsecure(), {
+      // A driver that restarts must be reachable again quickly: the default reconnect backoff
+      // grows to two minutes, longer than any caller's patience.
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2_000,
+    });
+    return this.channel;
+  }
+}
+
+/** A client for the CSI Identity, Controller and Node services of one driver. */
+export class CsiClient extends GrpcUnixClient {
+  private call<Res>(method: CsiMethod, request: object, opts?: CallOptions): Promise<Res> {
+    return this.unary<Res>(CSI_METHODS[method], method, request, opts);
+  }
+
+  // Identity
+
+  getPluginInfo(opts?: CallOptions): Promise<GetPluginInfoResponse> {
+    return this.call('GetPluginInfo', {}, opts);
+  }
+
+  getPluginCapabilities(opts?: CallOptions): Promise<GetPluginCapabilitiesResponse> {
+    return this.call('GetPluginCapabilities', {}, opts);
+  }
+
+  probe(opts?: CallOptions): Promise<ProbeResponse> {
+    return this.call('Probe', {}, opts);
+  }
+
+  // Node
+
+  nodeGetInfo(opts?: CallOptions): Promise<NodeGetInfoResponse> {
+    return this.call('NodeGetInfo', {}, opts);
+  }
+
+  nodeGetCapabilities(opts?: CallOptions): Promise<NodeGetCapabilitiesResponse> {
+    return this.call('NodeGetCapabilities', {}, opts);
+  }
+
+  async nodeStageVolume(req: NodeStageVolumeRequest, opts?: CallOptions): Promise<void> {
+    await this.call('NodeStageVolume', req, opts);
+  }
+
+  async nodeUnstageVolume(req: NodeUnstageVolumeRequest, opts?: CallOptions): Promise<void> {
+    await this.call('NodeUnstageVolume', req, opts);
+  }
+
+  async nodePublishVolume(req: NodePublishVolumeRequest, opts?: CallOptions): Promise<void> {
+    await this.call('NodePublishVolume', req, opts);
+  }
+
+  async nodeUnpublishVolume(req: NodeUnpublishVolumeRequest, opts?: CallOptions): Promise<void> {
+    await this.call('NodeUnpublishVolume', req, opts);
+  }
+
+  nodeExpandVolume(req: NodeExpandVolumeRequest, opts?: CallOptions): Promise<NodeExpandVolumeResponse> {
+    return this.call('NodeExpandVolume', req, opts);
+  }
+
+  nodeGetVolumeStats(req: NodeGetVolumeStatsRequest, opts?: CallOptions): Promise<NodeGetVolumeStatsResponse> {
+    return this.call('NodeGetVolumeStats', req, opts);
+  }
+
+  // Controller
+
+  controllerGetCapabilities(opts?: CallOptions): Promise<ControllerGetCapabilitiesResponse> {
+    return this.call('ControllerGetCapabilities', {}, opts);
+  }
+
+  controllerPublishVolume(req: ControllerPublishVolumeRequest, opts?: CallOptions): Promise<ControllerPublishVolumeResponse> {
+    return this.call('ControllerPublishVolume', req, opts);
+  }
+
+  async controllerUnpublishVolume(req: ControllerUnpublishVolumeRequest, opts?: CallOptions): Promise<void> {
+    await this.call('ControllerUnpublishVolume', req, opts);
+  }
+
+  /** One page; see {@link listAllVolumes} for the paginated listing. */
+  listVolumes(req: ListVolumesRequest, opts?: CallOptions): Promise<ListVolumesResponse> {
+    return this.call('ListVolumes', req, opts);
+  }
+
+  controllerGetVolume(volumeId: string, opts?: CallOptions): Promise<ControllerGetVolumeResponse> {
+    return this.call('ControllerGetVolume', { volume_id: volumeId }, opts);
+  }
+
+  /**
+   * Every volume, following `next_token` page by page (`pageSize` = `max_entries`, 0 = the
+   * plugin decides). Each page is one call with its own deadline. A token that does not advance
+   * is refused, so a buggy plugin cannot loop the caller forever.
+   */
+  async listAllVolumes(pageSize = 0, opts?: CallOptions): Promise<ListVolumesResponse['entries']> {
+    const entries: ListVolumesResponse['entries'] = [];
+    const seen = new Set<string>();
+    let token = '';
+    for (;;) {
+      const page = await this.listVolumes({ max_entries: pageSize, starting_token: token }, opts);
+      entries.push(...page.entries);
+      if (page.next_token === '') return entries;
+      if (seen.has(page.next_token)) throw new Error(`ListVolumes returned the next_token ${JSON.stringify(page.next_token)} twice`);
+      seen.add(page.next_token);
+      token = page.next_token;
+    }
+  }
+}
+
+/** A client for a plugin's registration socket (`pluginregistration.Registration`). */
+export class PluginRegistrationClient extends GrpcUnixClient {
+  getInfo(opts?: CallOptions): Promise<PluginInfo> {
+    return this.unary(REGISTRATION_METHODS.GetInfo, 'GetInfo', {}, opts);
+  }
+
+  async notifyRegistrationStatus(status: RegistrationStatus, opts?: CallOptions): Promise<void> {
+    await this.unary(REGISTRATION_METHODS.NotifyRegistrationStatus, 'NotifyRegistrationStatus', status, opts);
+  }
+}

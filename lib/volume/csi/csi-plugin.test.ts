@@ -1,0 +1,625 @@
+// The kubernetes.io/csi plugin driven directly (no volume manager) against the real csi-loop
+// driver: attach → stage → publish → unpublish → unstage → detach with the driver's call log and
+// the vol_data.json files checked at each step, uncertain vs final errors, reconstruction,
+// registration, attachment verification and expansion. With VOLUMESCOPE_MOUNT_NS=1 the driver
+// makes real loop devices and mounts; otherwise it uses symlinks.
+import { createHash } from 'node:crypto';
+import { lstat, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { realClock } from '../../clock/clock.ts';
+import { testMounter } from '../../mount-utils/mount-test-env.ts';
+import type { Mounter as HostMounter } from '../../mount-utils/mounter.ts';
+import { readMountInfo } from '../../mount-utils/mountinfo.ts';
+import {
+  isFailedPreconditionError,
+  isOperationNotSupportedError,
+  isTransientOperationFailure,
+  isUncertainProgressError,
+} from '../errors.ts';
+import type { Pod } from '../k8s-types.ts';
+import { specFromPersistentVolume, type Spec } from '../spec.ts';
+import { nodeName, podUID } from '../types.ts';
+import { CsiDriverRegistry } from './csi-driver-registry.ts';
+import { isCsiRpcError } from './csi-errors.ts';
+import { CsiPlugin, type CsiPluginOptions } from './csi-plugin.ts';
+import { PLUGINS_REGISTRATION_DIR_NAME, PluginWatcher } from './plugin-watcher.ts';
+import { STRIPPED } from './redact.ts';
+import { CsiLoopProcess, driverMode, driverPrivileged, waitFor, type FaultSpec } from './testing/csi-loop-process.ts';
+import { DRIVER, FakeObjects, finishSuite, finishTestDir, inlineSpec, pod, pvSpec, RecordingLogger, suiteDir, testDir } from './testing/fixtures.ts';
+import { attachmentName, makeVolumeHandle, podVolumeDir } from './vol-data.ts';
+
+const NODE = nodeName('node-a');
+const CSI_NODE_ID = 'csi-node-a';
+const MiB = 2 ** 20;
+const LIFECYCLE = ['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume', 'NodeUnpublishVolume', 'NodeUnstageVolume', 'ControllerUnpublishVolume'];
+
+let suite: string;
+let driver: CsiLoopProcess;
+let registry: CsiDriverRegistry;
+let hostMounter: HostMounter;
+let dir: string;
+let root: string;
+let objects: FakeObjects;
+let logger: RecordingLogger;
+/** The registry's clients log every request (redacted) here. */
+const registryLogger = new RecordingLogger();
+let testCount = 0;
+
+beforeAll(async () => {
+  suite = await suiteDir('volumescope-csi-plugin-');
+  driver = await CsiLoopProcess.start({
+    dir: join(suite, 'driver'),
+    nodeId: CSI_NODE_ID,
+    registrationDir: join(suite, 'reg', PLUGINS_REGISTRATION_DIR_NAME),
+  });
+  registry = new CsiDriverRegistry({ clock: realClock, callTimeoutMs: 20_000, logger: registryLogger });
+  expect((await registry.addDriver(DRIVER, driver.socketPath)).registered).toBe(true);
+  hostMounter = testMounter(join(suite, 'mounter-state'));
+});
+
+afterAll(async () => {
+  registry.close();
+  await finishSuite(driver, suite);
+});
+
+beforeEach(async () => {
+  dir = await testDir(suite, `t${++testCount}`);
+  root = join(dir, 'root');
+  objects = new FakeObjects();
+  logger = new RecordingLogger();
+  registryLogger.lines.length = 0;
+  await driver.clearCalls();
+});
+
+afterEach(async () => {
+  await driver.clearFaults();
+  // After every test: no loop device of the driver's images, no mount under the test dir.
+  expect(await finishTestDir(driver, dir)).toEqual({ loopDevices: [], mounts: [] });
+});
+
+function newPlugin(opts: Partial<CsiPluginOptions> = {}): CsiPlugin {
+  return new CsiPlugin({ objects, registry, nodeName: NODE, rootDir: root, mounter: hostMounter, clock: realClock, logger, ...opts });
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function readJson(path: string): Promise<Record<string, string>> {
+  return JSON.parse(await readFile(path, 'utf8')) as Record<string, string>;
+}
+
+/** Mounted the way the driver mounts in this mode: a kernel mount point, or the driver's symlink. */
+async function driverMounted(path: string): Promise<boolean> {
+  if (driverPrivileged) return (await readMountInfo()).some((m) => m.mountPoint === path);
+  return (await lstat(path).catch(() => null))?.isSymbolicLink() === true;
+}
+
+async function rejection(p: Promise<unknown>): Promise<Error> {
+  return p.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (err: unknown) => err as Error,
+  );
+}
+
+/** Runs `op` while the driver holds `method` for a while, calling `during` once the call is in flight. */
+async function duringCall<T>(method: string, volumeId: string, op: () => Promise<T>, during: () => Promise<void>): Promise<T> {
+  await driver.fault(method, { delayMs: 400, failNext: 1 });
+  const pending = op();
+  await waitFor(async () => (await driver.state()).inFlight.includes(volumeId), `${method} of ${volumeId} in flight`);
+  await during();
+  return pending;
+}
+
+interface Up {
+  staging: string;
+  target: string;
+}
+
+/** attach → waitForAttach → MountDevice → SetUp. */
+async function setUpVolume(plugin: CsiPlugin, spec: Spec, p: Pod): Promise<Up> {
+  const attacher = plugin.newAttacher();
+  await attacher.attach(spec, NODE);
+  const devicePath = await attacher.waitForAttach(spec, '', p, 10_000);
+  const staging = await attacher.getDeviceMountPath(spec);
+  await plugin.newDeviceMounter().mountDevice(spec, devicePath, staging, { seLinuxLabel: '' });
+  const mounter = plugin.newMounter(spec, p);
+  await mounter.setUp({ desiredSize: null, seLinuxLabel: '' });
+  return { staging, target: mounter.getPath() };
+}
+
+/** TearDown → UnmountDevice → Detach. */
+async function tearDownVolume(plugin: CsiPlugin, spec: Spec, p: Pod, up: Up): Promise<void> {
+  await plugin.newUnmounter(spec.persistentVolume?.metadata.name ?? '', podUID(p.metadata.uid ?? '')).tearDown();
+  await plugin.newDeviceUnmounter().unmountDevice(up.staging);
+  await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
+}
+
+describe(`kubernetes.io/csi plugin against csi-loop (${driverMode})`, () => {
+  it('attaches, stages, publishes, unpublishes, unstages and detaches, with vol_data.json written before and removed after each call', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-lifecycle';
+    const spec = pvSpec(vol);
+    const p = pod('uid-lifecycle');
+    const attacher = plugin.newAttacher();
+    expect(plugin.getVolumeName(spec)).toBe(`${DRIVER}^${vol}`);
+    expect(plugin.canAttach(spec) && plugin.canDeviceMount(spec)).toBe(true);
+
+    // Attach: the agent's own ControllerPublishVolume, with the driver's node id.
+    expect(await attacher.attach(spec, NODE)).toBe('');
+    const published = (await driver.state()).volumes[vol];
+    expect(Object.keys(published?.publishedNodes ?? {})).toEqual([CSI_NODE_ID]);
+    const devicePath = await attacher.waitForAttach(spec, '', p, 10_000);
+    expect(devicePath).toBe(attachmentName(vol, DRIVER, NODE));
+
+    // MountDevice: the staging vol_data.json exists while NodeStageVolume runs.
+    const staging = await attacher.getDeviceMountPath(spec);
+    const sha = createHash('sha256').update(vol).digest('hex');
+    expect(staging).toBe(join(root, 'plugins', 'kubernetes.io', 'csi', DRIVER, sha, 'globalmount'));
+    const stagingData = join(dirname(staging), 'vol_data.json');
+    await duringCall(
+      'NodeStageVolume',
+      vol,
+      () => plugin.newDeviceMounter().mountDevice(spec, devicePath, staging, { seLinuxLabel: '' }),
+      async () => {
+        const data = await readJson(stagingData);
+        expect(data).toMatchObject({ volumeHandle: vol, driverName: DRIVER });
+        expect(JSON.parse(data['publishContext'] ?? '{}')).toEqual({ devicePath: published?.devicePath });
+      },
+    );
+    expect(await driverMounted(staging)).toBe(true);
+
+    // SetUp: the pod-level vol_data.json exists while NodePublishVolume runs.
+    const mounter = plugin.newMounter(spec, p);
+    const target = mounter.getPath();
+    expect(target).toBe(join(root, 'pods', 'uid-lifecycle', 'volumes', 'kubernetes.io~csi', `pv-${vol}`, 'mount'));
+    const podData = join(dirname(target), 'vol_data.json');
+    await duringCall(
+      'NodePublishVolume',
+      vol,
+      () => mounter.setUp({ desiredSize: null, seLinuxLabel: '' }),
+      async () => {
+        expect(await readJson(podData)).toEqual({
+          specVolID: `pv-${vol}`,
+          volumeHandle: vol,
+          driverName: DRIVER,
+          nodeName: NODE,
+          attachmentID: attachmentName(vol, DRIVER, NODE),
+          volumeLifecycleMode: 'Persistent',
+        });
+      },
+    );
+    expect(await driverMounted(target)).toBe(true);
+    expect(await plugin.getDeviceMountRefs(staging)).toEqual([target]);
+
+    // TearDown: the file stays until NodeUnpublishVolume succeeded, then file and dirs go.
+    await duringCall(
+      'NodeUnpublishVolume',
+      vol,
+      () => plugin.newUnmounter(`pv-${vol}`, podUID('uid-lifecycle')).tearDown(),
+      async () => {
+        expect(await exists(podData)).toBe(true);
+      },
+    );
+    expect(await exists(dirname(target))).toBe(false);
+    expect(await plugin.getDeviceMountRefs(staging)).toEqual([]);
+
+    // UnmountDevice: likewise for the staging file.
+    await duringCall(
+      'NodeUnstageVolume',
+      vol,
+      () => plugin.newDeviceUnmounter().unmountDevice(staging),
+      async () => {
+        expect(await exists(stagingData)).toBe(true);
+      },
+    );
+    expect(await exists(dirname(staging))).toBe(false);
+
+    // Detach: ControllerUnpublishVolume.
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
+    expect((await driver.state()).volumes[vol]?.publishedNodes).toEqual({});
+
+    expect(await driver.methods(LIFECYCLE)).toEqual(LIFECYCLE);
+    expect((await driver.calls()).every((c) => c.code === 'OK')).toBe(true);
+    // As the kubelet: a capability probe right before stage, publish and unstage.
+    const methods = await driver.methods();
+    for (const m of ['NodeStageVolume', 'NodePublishVolume', 'NodeUnstageVolume']) {
+      expect(methods[methods.indexOf(m) - 1]).toBe('NodeGetCapabilities');
+    }
+  });
+
+  const stageFailures: { name: string; fault: FaultSpec; uncertain: boolean; kept: boolean; message: string }[] = [
+    {
+      name: 'a hung NodeStageVolume ends at the deadline as uncertain and keeps the staging dir and vol_data.json',
+      fault: { hang: true, failNext: 1 },
+      uncertain: true,
+      kept: true,
+      message: 'rpc error: code = DeadlineExceeded desc = context deadline exceeded',
+    },
+    {
+      name: 'NodeStageVolume answering Aborted is uncertain and keeps them',
+      fault: { code: 'ABORTED', failNext: 1 },
+      uncertain: true,
+      kept: true,
+      message: 'rpc error: code = Aborted desc = injected fault: ABORTED',
+    },
+    {
+      name: 'NodeStageVolume answering Internal is final and removes them',
+      fault: { code: 'INTERNAL', failNext: 1 },
+      uncertain: false,
+      kept: false,
+      message: 'rpc error: code = Internal desc = injected fault: INTERNAL',
+    },
+  ];
+
+  it.each(stageFailures)('$name', async ({ fault, uncertain, kept, message }) => {
+    const plugin = newPlugin({ callTimeoutMs: 1_500 });
+    const vol = `vol-stage-${testCount}`;
+    const spec = pvSpec(vol);
+    const attacher = plugin.newAttacher();
+    await attacher.attach(spec, NODE);
+    const staging = await attacher.getDeviceMountPath(spec);
+    await driver.fault('NodeStageVolume', fault);
+
+    const err = await rejection(plugin.newDeviceMounter().mountDevice(spec, '', staging, { seLinuxLabel: '' }));
+
+    expect(err.message).toBe(message);
+    expect(isUncertainProgressError(err)).toBe(uncertain);
+    expect(await exists(join(dirname(staging), 'vol_data.json'))).toBe(kept);
+    expect(await exists(staging)).toBe(kept);
+    expect(await exists(dirname(staging))).toBe(kept);
+
+    // Clean up as the reconciler would: unstage the uncertain device (a no-op for the driver), detach.
+    await waitFor(async () => !(await driver.state()).inFlight.includes(vol), 'the driver to release the volume');
+    await plugin.newDeviceUnmounter().unmountDevice(staging);
+    expect(await exists(dirname(staging))).toBe(false);
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
+  });
+
+  const publishFailures: { name: string; code: string; uncertain: boolean; kept: boolean }[] = [
+    { name: 'a final NodePublishVolume error removes the pod volume dir and its vol_data.json', code: 'INTERNAL', uncertain: false, kept: false },
+    { name: 'an uncertain NodePublishVolume error (Unavailable) keeps them for TearDown', code: 'UNAVAILABLE', uncertain: true, kept: true },
+  ];
+
+  it.each(publishFailures)('$name', async ({ code, uncertain, kept }) => {
+    const plugin = newPlugin();
+    const vol = `vol-publish-${testCount}`;
+    const spec = pvSpec(vol);
+    const p = pod(`uid-publish-${testCount}`);
+    const attacher = plugin.newAttacher();
+    await attacher.attach(spec, NODE);
+    const staging = await attacher.getDeviceMountPath(spec);
+    await plugin.newDeviceMounter().mountDevice(spec, '', staging, { seLinuxLabel: '' });
+    const mounter = plugin.newMounter(spec, p);
+    await driver.fault('NodePublishVolume', { code, failNext: 1 });
+
+    const err = await rejection(mounter.setUp({ desiredSize: null, seLinuxLabel: '' }));
+
+    expect(isCsiRpcError(err) || isCsiRpcError(err.cause)).toBe(true);
+    expect(isUncertainProgressError(err)).toBe(uncertain);
+    expect(await exists(join(dirname(mounter.getPath()), 'vol_data.json'))).toBe(kept);
+    expect(await exists(dirname(mounter.getPath()))).toBe(kept);
+
+    if (kept) await plugin.newUnmounter(`pv-${vol}`, podUID(p.metadata.uid ?? '')).tearDown();
+    expect(await exists(dirname(mounter.getPath()))).toBe(false);
+    await plugin.newDeviceUnmounter().unmountDevice(staging);
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
+  });
+
+  it('keeps vol_data.json after a failed NodeUnpublishVolume or NodeUnstageVolume and removes it after the retry', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-unfail';
+    const spec = pvSpec(vol);
+    const p = pod('uid-unfail');
+    const up = await setUpVolume(plugin, spec, p);
+    const unmounter = plugin.newUnmounter(`pv-${vol}`, podUID('uid-unfail'));
+
+    await driver.fault('NodeUnpublishVolume', { code: 'INTERNAL', failNext: 1 });
+    const unpublishErr = await rejection(unmounter.tearDown());
+    expect(unpublishErr.message).toBe('kubernetes.io/csi: Unmounter.TearDownAt failed: rpc error: code = Internal desc = injected fault: INTERNAL');
+    expect(isUncertainProgressError(unpublishErr)).toBe(false);
+    expect(await exists(join(dirname(up.target), 'vol_data.json'))).toBe(true);
+    await unmounter.tearDown();
+    expect(await exists(dirname(up.target))).toBe(false);
+
+    await driver.fault('NodeUnstageVolume', { code: 'UNAVAILABLE', failNext: 1 });
+    const unstageErr = await rejection(plugin.newDeviceUnmounter().unmountDevice(up.staging));
+    expect(unstageErr.message).toBe('kubernetes.io/csi: attacher.UnmountDevice failed: rpc error: code = Unavailable desc = injected fault: UNAVAILABLE');
+    expect(isUncertainProgressError(unstageErr)).toBe(true);
+    expect(await exists(join(dirname(up.staging), 'vol_data.json'))).toBe(true);
+    await plugin.newDeviceUnmounter().unmountDevice(up.staging);
+    expect(await exists(dirname(up.staging))).toBe(false);
+
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
+  });
+
+  it('reconstructs the spec of a published volume from its pod directory', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-reconstruct';
+    const spec = pvSpec(vol);
+    const p = pod('uid-reconstruct');
+    const up = await setUpVolume(plugin, spec, p);
+
+    // A restarted agent: a new plugin instance that knows nothing in memory.
+    const restarted = newPlugin();
+    const rebuilt = await restarted.constructVolumeSpec(`pv-${vol}`, dirname(up.target));
+
+    expect(rebuilt.seLinuxMountContext).toBe('');
+    expect(rebuilt.spec.persistentVolume?.metadata.name).toBe(`pv-${vol}`);
+    expect(rebuilt.spec.persistentVolume?.spec.csi).toEqual({ driver: DRIVER, volumeHandle: vol });
+    expect(restarted.getVolumeName(rebuilt.spec)).toBe(plugin.getVolumeName(spec));
+    expect(await restarted.newAttacher().getDeviceMountPath(rebuilt.spec)).toBe(up.staging);
+    // The publish context comes back from the staging vol_data.json, so WaitForAttach succeeds.
+    expect(await restarted.newAttacher().waitForAttach(rebuilt.spec, '', p, 1_000)).toBe(attachmentName(vol, DRIVER, NODE));
+    expect(restarted.newMounter(rebuilt.spec, p).getPath()).toBe(up.target);
+
+    await tearDownVolume(restarted, rebuilt.spec, p, up);
+    expect(await driver.methods(LIFECYCLE)).toEqual(LIFECYCLE);
+  });
+
+  const reconstructionCases: { name: string; file: string | null; want: (s: Spec) => void; error?: string }[] = [
+    {
+      name: 'an Ephemeral vol_data.json gives an inline CSI volume',
+      file: JSON.stringify({ specVolID: 'scratch', volumeHandle: makeVolumeHandle('uid-r', 'scratch'), driverName: DRIVER, volumeLifecycleMode: 'Ephemeral', seLinuxMountContext: 'system_u:object_r:container_file_t:s0' }),
+      want: (s) => {
+        expect(s.volume).toEqual({ name: 'scratch', csi: { driver: DRIVER } });
+      },
+    },
+    {
+      name: 'a Persistent vol_data.json gives a PV with spec.csi',
+      file: JSON.stringify({ specVolID: 'pv-x', volumeHandle: 'x', driverName: DRIVER, volumeLifecycleMode: 'Persistent' }),
+      want: (s) => {
+        expect(s.persistentVolume?.spec).toEqual({ csi: { driver: DRIVER, volumeHandle: 'x' }, volumeMode: 'Filesystem' });
+      },
+    },
+    { name: 'a missing vol_data.json fails reconstruction', file: null, want: () => undefined, error: 'failed to open volume data file' },
+    { name: 'a corrupt vol_data.json fails reconstruction', file: '{"specVolID": "pv-x", ', want: () => undefined, error: 'failed to parse volume data file' },
+    {
+      name: 'a vol_data.json without a volume handle fails reconstruction',
+      file: JSON.stringify({ specVolID: 'pv-x', driverName: DRIVER }),
+      want: () => undefined,
+      error: 'specVolID, driverName and volumeHandle are required',
+    },
+  ];
+
+  it.each(reconstructionCases)('$name', async ({ file, want, error }) => {
+    const plugin = newPlugin();
+    const volumeDir = podVolumeDir(root, 'uid-r', 'scratch');
+    await mkdir(volumeDir, { recursive: true });
+    if (file !== null) await writeFile(join(volumeDir, 'vol_data.json'), file);
+
+    const result = plugin.constructVolumeSpec('scratch', volumeDir);
+
+    if (error !== undefined) {
+      const err = await rejection(result);
+      expect(err.message).toContain(`kubernetes.io/csi: plugin.ConstructVolumeSpec failed loading volume data using [${volumeDir}]`);
+      expect(err.message).toContain(error);
+      return;
+    }
+    const rebuilt = await result;
+    want(rebuilt.spec);
+    expect(rebuilt.seLinuxMountContext).toBe((JSON.parse(file ?? '{}') as { seLinuxMountContext?: string }).seLinuxMountContext ?? '');
+  });
+
+  it('gives the transient "not registered" error until the driver registers through plugins_registry, then works', async () => {
+    const unregistered = new CsiDriverRegistry({ clock: realClock, callTimeoutMs: 20_000 });
+    const plugin = newPlugin({ registry: unregistered });
+    const vol = 'vol-late-driver';
+    const spec = pvSpec(vol);
+    const p = pod('uid-late');
+    const attacher = plugin.newAttacher();
+    const staging = await attacher.getDeviceMountPath(spec);
+    const notFound = 'driver name csi-loop.volumescope.dev not found in the list of registered CSI drivers';
+
+    const attempts: [string, Promise<unknown>][] = [
+      ['attacher.Attach failed to create newCsiDriverClient', attacher.attach(spec, NODE)],
+      ['attacher.MountDevice failed to create newCsiDriverClient', plugin.newDeviceMounter().mountDevice(spec, '', staging, { seLinuxLabel: '' })],
+      ['mounter.SetUpAt failed to get CSI client', plugin.newMounter(spec, p).setUp({ desiredSize: null, seLinuxLabel: '' })],
+    ];
+    for (const [what, attempt] of attempts) {
+      const err = await rejection(attempt);
+      expect(isTransientOperationFailure(err)).toBe(true);
+      expect(err.message).toBe(`kubernetes.io/csi: ${what}: ${notFound}`);
+    }
+    expect(await driver.methods()).toEqual([]);
+    expect(plugin.canDeviceMount(spec)).toBe(true);
+
+    // The driver's registration socket is picked up from the watched directory.
+    const watcher = new PluginWatcher({ dir: driver.registrationDir ?? '', registry: unregistered, clock: realClock, resyncMs: 100 });
+    try {
+      await watcher.start();
+      await unregistered.whenRegistered(DRIVER);
+      const up = await setUpVolume(plugin, spec, p);
+      await tearDownVolume(plugin, spec, p, up);
+    } finally {
+      await watcher.stop();
+      unregistered.close();
+    }
+    expect(await driver.methods(LIFECYCLE)).toEqual(LIFECYCLE);
+  });
+
+  it('verifies attachments with one ListVolumes call and reports a volume the node lost as detached', async () => {
+    const plugin = newPlugin();
+    const specs = ['vol-verify-1', 'vol-verify-2', 'vol-verify-3'].map((v) => pvSpec(v));
+    const [s1, s2, s3] = specs as [Spec, Spec, Spec];
+    const attacher = plugin.newAttacher();
+    for (const s of specs) await attacher.attach(s, NODE);
+    await driver.clearCalls();
+
+    const before = await attacher.volumesAreAttached(specs, NODE);
+    expect([...before.entries()].map(([s, v]) => [s.persistentVolume?.metadata.name, v])).toEqual([
+      ['pv-vol-verify-1', true],
+      ['pv-vol-verify-2', true],
+      ['pv-vol-verify-3', true],
+    ]);
+    expect(await driver.methods()).toEqual(['ListVolumes']);
+
+    // The node "terminated" for vol-verify-2: the driver no longer lists this node for it.
+    await driver.yank('vol-verify-2');
+    await driver.clearCalls();
+    const after = await attacher.volumesAreAttached(specs, NODE);
+    expect([after.get(s1), after.get(s2), after.get(s3)]).toEqual([true, false, true]);
+    expect(await driver.methods()).toEqual(['ListVolumes']);
+
+    // Pagination: one page per volume, the same answer.
+    await driver.clearCalls();
+    const paged = await newPlugin({ listVolumesPageSize: 1 }).newAttacher().volumesAreAttached(specs, NODE);
+    expect([paged.get(s1), paged.get(s2), paged.get(s3)]).toEqual([true, false, true]);
+    const listCalls = (await driver.methods()).filter((m) => m === 'ListVolumes').length;
+    expect(listCalls).toBe(Object.keys((await driver.state()).volumes).length);
+
+    for (const s of specs) await plugin.newDetacher().detach(plugin.getVolumeName(s), NODE);
+  });
+
+  it('expands a published volume through NodeExpandVolume with the required bytes', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-expand';
+    const spec = pvSpec(vol);
+    const p = pod('uid-expand');
+    const up = await setUpVolume(plugin, spec, p);
+    const client = registry.client(DRIVER);
+    const totalBefore = (await client.nodeGetVolumeStats({ volume_id: vol, volume_path: up.target })).usage[0]?.total ?? 0;
+    expect(plugin.requiresFSResize()).toBe(true);
+    expect(plugin.requiresFSResize(spec)).toBe(true);
+    await driver.clearCalls();
+
+    const done = await plugin.nodeExpand({ volumeSpec: spec, devicePath: '', deviceMountPath: up.target, deviceStagePath: up.staging, newSize: 96 * MiB, oldSize: 64 * MiB });
+
+    expect(done).toBe(true);
+    expect((await driver.calls()).filter((c) => c.method === 'NodeExpandVolume').map((c) => [c.volumeId, c.code])).toEqual([[vol, 'OK']]);
+    const request = driver.logLines('NodeExpandVolume').at(-1)?.['request'] as { capacity_range?: { required_bytes?: number }; volume_path?: string; staging_target_path?: string };
+    expect(request.capacity_range?.required_bytes).toBe(96 * MiB);
+    // The driver stages, so the volume path is the staging path.
+    expect(request.volume_path).toBe(up.staging);
+    expect(request.staging_target_path).toBe(up.staging);
+    expect((await driver.state()).volumes[vol]?.capacityBytes).toBe(96 * MiB);
+    if (driverPrivileged) {
+      const totalAfter = (await client.nodeGetVolumeStats({ volume_id: vol, volume_path: up.target })).usage[0]?.total ?? 0;
+      expect(totalAfter).toBeGreaterThan(totalBefore);
+    }
+
+    await tearDownVolume(plugin, spec, p, up);
+  });
+
+  const expandFailures: { name: string; code: string; check: (err: unknown) => boolean }[] = [
+    { name: 'FailedPrecondition from NodeExpandVolume is a FailedPreconditionError', code: 'FAILED_PRECONDITION', check: isFailedPreconditionError },
+    { name: 'Unimplemented from NodeExpandVolume is an OperationNotSupportedError', code: 'UNIMPLEMENTED', check: isOperationNotSupportedError },
+    { name: 'Unavailable from NodeExpandVolume is uncertain', code: 'UNAVAILABLE', check: isUncertainProgressError },
+  ];
+
+  it.each(expandFailures)('$name', async ({ code, check }) => {
+    const plugin = newPlugin();
+    const vol = `vol-expand-fail-${testCount}`;
+    const spec = pvSpec(vol);
+    const p = pod(`uid-expand-fail-${testCount}`);
+    const up = await setUpVolume(plugin, spec, p);
+    await driver.fault('NodeExpandVolume', { code, failNext: 1 });
+
+    const err = await rejection(plugin.nodeExpand({ volumeSpec: spec, devicePath: '', deviceMountPath: up.target, deviceStagePath: up.staging, newSize: 80 * MiB, oldSize: 64 * MiB }));
+
+    expect(check(err)).toBe(true);
+    expect(err.message).toContain(`Expander.NodeExpand failed to expand the volume : rpc error: code = `);
+    await tearDownVolume(plugin, spec, p, up);
+  });
+
+  it('resolves secrets for ControllerPublish, NodeStage and NodePublish and never logs their values', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-secrets';
+    objects.addSecret('storage', 'creds', { password: 'p4ss-w0rd-value' });
+    const ref = { name: 'creds', namespace: 'storage' };
+    const spec = pvSpec(vol, { controllerPublishSecretRef: ref, nodeStageSecretRef: ref, nodePublishSecretRef: ref });
+    const p = pod('uid-secrets');
+
+    const up = await setUpVolume(plugin, spec, p);
+    await tearDownVolume(plugin, spec, p, up);
+
+    for (const method of ['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume']) {
+      const request = driver.logLines(method).at(-1)?.['request'] as { secrets?: Record<string, string> };
+      expect(request.secrets).toEqual({ password: STRIPPED });
+    }
+    const requestLog = registryLogger.lines.find((l) => l.includes('calling NodeStageVolume rpc'));
+    expect(requestLog).toContain(`"secrets":{"password":"${STRIPPED}"}`);
+    expect([...logger.lines, ...registryLogger.lines].join('\n')).not.toContain('p4ss-w0rd-value');
+  });
+
+  it('gives a transient error for a secret that does not exist, before touching the disk', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-missing-secret';
+    const spec = pvSpec(vol, { nodeStageSecretRef: { name: 'absent', namespace: 'default' } });
+    const attacher = plugin.newAttacher();
+    await attacher.attach(spec, NODE);
+    const staging = await attacher.getDeviceMountPath(spec);
+
+    const err = await rejection(plugin.newDeviceMounter().mountDevice(spec, '', staging, { seLinuxLabel: '' }));
+
+    expect(isTransientOperationFailure(err)).toBe(true);
+    expect(err.message).toBe('fetching NodeStageSecretRef default/absent failed: secrets "absent" not found');
+    expect(await exists(dirname(staging))).toBe(false);
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
+  });
+
+  it('publishes an inline ephemeral volume with the pod-derived handle only when the CSIDriver allows Ephemeral', async () => {
+    const plugin = newPlugin();
+    const spec = inlineSpec('scratch');
+    const p = pod('uid-inline');
+    const mounter = plugin.newMounter(spec, p);
+
+    const refused = await rejection(mounter.setUp({ desiredSize: null, seLinuxLabel: '' }));
+    expect(isTransientOperationFailure(refused)).toBe(true);
+    expect(refused.message).toBe(
+      'kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Ephemeral" not supported by driver csi-loop.volumescope.dev (no CSIDriver object)',
+    );
+
+    objects.addCSIDriver(DRIVER, { volumeLifecycleModes: ['Persistent', 'Ephemeral'], podInfoOnMount: true });
+    // csi-loop only publishes staged volumes: its final FailedPrecondition removes the pod dir.
+    const err = await rejection(mounter.setUp({ desiredSize: null, seLinuxLabel: '' }));
+    expect(err.message).toContain('rpc error: code = FailedPrecondition');
+    expect(await exists(dirname(mounter.getPath()))).toBe(false);
+    const publish = (await driver.calls()).find((c) => c.method === 'NodePublishVolume');
+    expect(publish).toMatchObject({ volumeId: makeVolumeHandle('uid-inline', 'scratch'), targetPath: mounter.getPath(), code: 'FAILED_PRECONDITION' });
+    const request = driver.logLines('NodePublishVolume').at(-1)?.['request'] as { volume_context?: Record<string, string> };
+    expect(request.volume_context).toMatchObject({ 'csi.storage.k8s.io/pod.uid': 'uid-inline', 'csi.storage.k8s.io/ephemeral': 'true', size: '16Mi' });
+  });
+
+  const capabilityCases: { name: string; spec: () => Spec; csiDriver?: { attachRequired?: boolean }; attach: boolean; deviceMount: boolean }[] = [
+    { name: 'a PV without a CSIDriver object is attachable and device-mountable', spec: () => pvSpec('x'), attach: true, deviceMount: true },
+    { name: 'a PV whose CSIDriver says attachRequired: true is attachable', spec: () => pvSpec('x'), csiDriver: { attachRequired: true }, attach: true, deviceMount: true },
+    { name: 'a PV whose CSIDriver says attachRequired: false is not attachable', spec: () => pvSpec('x'), csiDriver: { attachRequired: false }, attach: false, deviceMount: true },
+    { name: 'an inline ephemeral volume is neither attachable nor device-mountable', spec: () => inlineSpec('scratch'), attach: false, deviceMount: false },
+    {
+      name: 'a PV of a driver that is not registered counts as device-mountable',
+      spec: () => specFromPersistentVolume({ metadata: { name: 'pv-y' }, spec: { csi: { driver: 'other.example.com', volumeHandle: 'y' } } }),
+      attach: true,
+      deviceMount: true,
+    },
+  ];
+
+  it.each(capabilityCases)('$name', ({ spec, csiDriver, attach, deviceMount }) => {
+    if (csiDriver !== undefined) objects.addCSIDriver(DRIVER, csiDriver);
+    const plugin = newPlugin();
+    expect(plugin.canSupport(spec())).toBe(true);
+    expect(plugin.canAttach(spec())).toBe(attach);
+    expect(plugin.canDeviceMount(spec())).toBe(deviceMount);
+  });
+
+  it('names PV volumes <driver>^<handle> and refuses a spec-only name for inline volumes', () => {
+    const plugin = newPlugin();
+    expect(plugin.getVolumeName(pvSpec('h-1'))).toBe(`${DRIVER}^h-1`);
+    expect(() => plugin.getVolumeName(inlineSpec('scratch'))).toThrow('kubernetes.io/csi: plugin.GetVolumeName failed to extract volume source from spec');
+    expect(plugin.canSupport(specFromPersistentVolume({ metadata: { name: 'pv-hp' }, spec: { hostPath: { path: '/x' } } }))).toBe(false);
+  });
+
+  it('treats UnmountDevice of a path without vol_data.json as done, without calling the driver', async () => {
+    const plugin = newPlugin();
+    await plugin.newDeviceUnmounter().unmountDevice(join(root, 'plugins', 'kubernetes.io', 'csi', DRIVER, 'nothing', 'globalmount'));
+    expect(await driver.methods()).toEqual([]);
+  });
+});

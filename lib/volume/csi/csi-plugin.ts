@@ -1,0 +1,411 @@
+/**
+ * The `kubernetes.io/csi` volume plugin (kubelet `csiPlugin`, pkg/volume/csi/csi_plugin.go and
+ * expander.go) for PVs with `spec.csi` and inline ephemeral CSI volumes, talking to drivers
+ * found in the {@link CsiDriverRegistry}.
+ *
+ * - Attachable when the CSIDriver object says `attachRequired: true`, or when there is no
+ *   CSIDriver object (as upstream); inline ephemeral volumes never are. Attach/detach are the
+ *   agent's own ControllerPublish/Unpublish (standalone, see csi-attacher.ts).
+ * - Device-mountable (stage/unstage) when the driver reports STAGE_UNSTAGE_VOLUME in the
+ *   registry's cached capabilities; a driver not registered yet counts as device-mountable
+ *   (upstream's answer for every persistent volume), so the operation reaches MountDevice and
+ *   gets the transient "not registered" error instead of skipping the stage.
+ * - Volume name `<driver>^<volumeHandle>`; unique name `kubernetes.io/csi/<driver>^<volumeHandle>`.
+ *   Inline ephemeral volumes have no spec-only name: the volume manager names them
+ *   `kubernetes.io/csi/<podUID>-<specName>` (not attachable, not device-mountable) and their
+ *   driver handle is `csi-<sha256(podUID + specName)>` (`makeVolumeHandle`); getVolumeName
+ *   throws for them, as upstream.
+ * - Node expansion through NodeExpandVolume when the driver has EXPAND_VOLUME.
+ * - Reconstruction from the pod-level vol_data.json.
+ *
+ * Block volumes (BlockVolumePlugin) are not implemented: a Block PV finds no mapper plugin and
+ * fails with the engine's "could not find BlockVolumeMapper plugin" error.
+ */
+import { dirname } from 'node:path';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { Clock } from '../../clock/clock.ts';
+import type { Mounter as HostMounter } from '../../mount-utils/mounter.ts';
+import {
+  FailedPreconditionError,
+  OperationNotSupportedError,
+  TransientOperationFailure,
+} from '../errors.ts';
+import type { CSIDriver, Pod } from '../k8s-types.ts';
+import { discardLogger, type Logger } from '../logger.ts';
+import type { VolumeObjectGetter } from '../object-getter.ts';
+import type {
+  AttachableVolumePlugin,
+  Attacher,
+  Detacher,
+  DeviceMounter,
+  DeviceUnmounter,
+  Mounter,
+  NodeExpandableVolumePlugin,
+  NodeResizeOptions,
+  ReconstructedVolume,
+  Unmounter,
+  VolumeHost,
+} from '../plugins.ts';
+import { isBlockSpec, specFromPersistentVolume, specFromVolume, type Spec } from '../spec.ts';
+import { nodeName as toNodeName, pluginName, type NodeName, type PluginName, type PodUID } from '../types.ts';
+import { CsiAttacher } from './csi-attacher.ts';
+import type { CallOptions, CsiClient } from './csi-client.ts';
+import type { CsiDriverRegistry } from './csi-driver-registry.ts';
+import { classifyCsiError, isCsiRpcError } from './csi-errors.ts';
+import { CsiMounter, CsiUnmounter } from './csi-mounter.ts';
+import type { CsiPluginContext, StandaloneAttachment } from './csi-plugin-context.ts';
+import type { NodeCapability, StringMap } from './csi-types.ts';
+import {
+  asCSIAccessMode,
+  getCredentialsFromSecret,
+  getPVSourceFromSpec,
+  getSourceFromSpec,
+  log,
+  mountCapability,
+  specAccessMode,
+  symlinkMountRefs,
+} from './csi-util.ts';
+import {
+  CSI_PLUGIN_NAME,
+  decodePublishContext,
+  deviceMountPath,
+  loadVolumeData,
+  VOL_NAME_SEP,
+  volDataKey,
+} from './vol-data.ts';
+
+/** Dependencies and tuning of the plugin. */
+export interface CsiPluginOptions {
+  objects: VolumeObjectGetter;
+  registry: CsiDriverRegistry;
+  nodeName: NodeName | string;
+  /** The kubelet root dir (`--root-dir`); every path of the plugin lies below it. */
+  rootDir: string;
+  /** Mount table access for getDeviceMountRefs / isMountPoint and safe removal. */
+  mounter: HostMounter;
+  clock: Clock;
+  logger?: Logger;
+  /** Deadline of each CSI call the plugin makes; default: the registry's (2 min). */
+  callTimeoutMs?: number;
+  /** `max_entries` of each ListVolumes page in volumesAreAttached; default 100. */
+  listVolumesPageSize?: number;
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The CSIDriver `seLinuxMount` field, which the engine's CSIDriver type does not declare. */
+function seLinuxMountOf(driver: CSIDriver | undefined): boolean {
+  return (driver?.spec as { seLinuxMount?: boolean } | undefined)?.seLinuxMount === true;
+}
+
+export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePlugin, CsiPluginContext {
+  readonly name: PluginName = pluginName(CSI_PLUGIN_NAME);
+  readonly objects: VolumeObjectGetter;
+  readonly registry: CsiDriverRegistry;
+  readonly nodeName: NodeName;
+  readonly rootDir: string;
+  readonly mounter: HostMounter;
+  readonly clock: Clock;
+  readonly log: Logger;
+  private readonly callTimeoutMs: number | undefined;
+  private readonly listVolumesPageSize: number;
+  private readonly attachments = new Map<string, StandaloneAttachment>();
+
+  constructor(opts: CsiPluginOptions) {
+    this.objects = opts.objects;
+    this.registry = opts.registry;
+    this.nodeName = toNodeName(opts.nodeName);
+    this.rootDir = opts.rootDir;
+    this.mounter = opts.mounter;
+    this.clock = opts.clock;
+    this.log = opts.logger ?? discardLogger;
+    this.callTimeoutMs = opts.callTimeoutMs;
+    this.listVolumesPageSize = opts.listVolumesPageSize ?? 100;
+  }
+
+  // VolumePlugin
+
+  /** Nothing to take from the host: paths derive from `rootDir`, the node name is injected. */
+  init(_host: VolumeHost): void {
+    // Intentionally empty.
+  }
+
+  canSupport(spec: Spec): boolean {
+    return spec.persistentVolume?.spec.csi !== undefined || spec.volume?.csi !== undefined;
+  }
+
+  /** `<driver>^<volumeHandle>`; throws for inline ephemeral volumes (named per pod, see the file comment). */
+  getVolumeName(spec: Spec): string {
+    let pvSrc;
+    try {
+      pvSrc = getPVSourceFromSpec(spec);
+    } catch (err) {
+      throw new Error(log(`plugin.GetVolumeName failed to extract volume source from spec: ${errText(err)}`), { cause: err });
+    }
+    return `${pvSrc.driver}${VOL_NAME_SEP}${pvSrc.volumeHandle}`;
+  }
+
+  /** `RequiresRemount`: the CSIDriver asks for periodic NodePublish (`requiresRepublish`). */
+  requiresRemount(spec: Spec): boolean {
+    try {
+      return this.csiDriver(getSourceFromSpec(spec).volSrc?.driver ?? getPVSourceFromSpec(spec).driver)?.spec.requiresRepublish === true;
+    } catch {
+      return false;
+    }
+  }
+
+  supportsMountOption(): boolean {
+    return true;
+  }
+
+  /** Only when the CSIDriver object declares `seLinuxMount: true`. */
+  supportsSELinuxContextMount(spec: Spec): boolean {
+    try {
+      const { volSrc, pvSrc } = getSourceFromSpec(spec);
+      return seLinuxMountOf(this.csiDriver(volSrc?.driver ?? pvSrc?.driver ?? ''));
+    } catch {
+      return false;
+    }
+  }
+
+  newMounter(spec: Spec, pod: Pod): Mounter {
+    return new CsiMounter(this, spec, pod, { supportsSELinuxContextMount: (s) => this.supportsSELinuxContextMount(s) });
+  }
+
+  newUnmounter(specName: string, podUID: PodUID): Unmounter {
+    return new CsiUnmounter(this, specName, podUID);
+  }
+
+  /**
+   * `ConstructVolumeSpec`: rebuilds the spec from `<volumePath>/vol_data.json` (volumePath is the
+   * pod volume directory `.../kubernetes.io~csi/<specName>`): a PV with `spec.csi` for
+   * Persistent volumes, an inline CSI volume for Ephemeral ones. A missing or corrupt file, or
+   * one without driver/handle/spec name, fails: the volume then fails reconstruction.
+   */
+  async constructVolumeSpec(volumeName: string, volumePath: string): Promise<ReconstructedVolume> {
+    let data: Record<string, string>;
+    try {
+      data = await loadVolumeData(volumePath);
+    } catch (err) {
+      throw new Error(log(`plugin.ConstructVolumeSpec failed loading volume data using [${volumePath}]: ${errText(err)}`), { cause: err });
+    }
+    const specVolID = data[volDataKey.specVolID] ?? '';
+    const driver = data[volDataKey.driverName] ?? '';
+    const handle = data[volDataKey.volHandle] ?? '';
+    if (specVolID === '' || driver === '' || handle === '') {
+      throw new Error(
+        log(`plugin.ConstructVolumeSpec failed loading volume data using [${volumePath}]: ${volDataKey.specVolID}, ${volDataKey.driverName} and ${volDataKey.volHandle} are required`),
+      );
+    }
+    this.log.debug(log(`plugin.ConstructVolumeSpec [pv.Name=${volumeName}, path=${volumePath}]`), { data });
+    const seLinuxMountContext = data[volDataKey.seLinuxMountContext] ?? '';
+    if (data[volDataKey.volumeLifecycleMode] === 'Ephemeral') {
+      return { spec: specFromVolume({ name: specVolID, csi: { driver } }), seLinuxMountContext };
+    }
+    const spec = specFromPersistentVolume({
+      metadata: { name: specVolID },
+      spec: { csi: { driver, volumeHandle: handle }, volumeMode: 'Filesystem' },
+    });
+    return { spec, seLinuxMountContext };
+  }
+
+  // DeviceMountableVolumePlugin / AttachableVolumePlugin
+
+  newDeviceMounter(): DeviceMounter {
+    return this.newCsiAttacher();
+  }
+
+  newDeviceUnmounter(): DeviceUnmounter {
+    return this.newCsiAttacher();
+  }
+
+  newAttacher(): Attacher {
+    return this.newCsiAttacher();
+  }
+
+  newDetacher(): Detacher {
+    return this.newCsiAttacher();
+  }
+
+  /**
+   * Mount points (and, for symlink-publishing drivers, pod targets linking to it) that still
+   * reference the staging path.
+   */
+  async getDeviceMountRefs(stagingPath: string): Promise<string[]> {
+    const refs = new Set(await this.mounter.getMountRefs(stagingPath));
+    for (const ref of await symlinkMountRefs(this.rootDir, stagingPath)) refs.add(ref);
+    return [...refs].sort();
+  }
+
+  /** Inline ephemeral → false; PV → the driver stages (cached capabilities; unknown driver → true). */
+  canDeviceMount(spec: Spec): boolean {
+    try {
+      const { pvSrc } = getSourceFromSpec(spec);
+      if (pvSrc === null) return false;
+      return this.registry.nodeCapabilities(pvSrc.driver)?.has('STAGE_UNSTAGE_VOLUME') ?? true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Inline ephemeral → false; PV → CSIDriver `attachRequired` (default true without the object). */
+  canAttach(spec: Spec): boolean {
+    try {
+      const { pvSrc } = getSourceFromSpec(spec);
+      if (pvSrc === null) return false;
+      return !this.skipAttach(pvSrc.driver);
+    } catch {
+      return false;
+    }
+  }
+
+  // NodeExpandableVolumePlugin
+
+  /**
+   * `RequiresFSResize`. The interface has no spec; with one, whether that volume's driver has
+   * EXPAND_VOLUME (true while the driver is not registered, so expansion is attempted and gets
+   * the transient error). Without one, whether any registered driver has EXPAND_VOLUME.
+   */
+  requiresFSResize(spec?: Spec): boolean {
+    if (spec !== undefined) {
+      try {
+        return this.registry.nodeCapabilities(getPVSourceFromSpec(spec).driver)?.has('EXPAND_VOLUME') ?? true;
+      } catch {
+        return false;
+      }
+    }
+    return this.registry.drivers().some((d) => d.registered && d.capabilities.includes('EXPAND_VOLUME'));
+  }
+
+  /**
+   * `NodeExpand` → NodeExpandVolume with `required_bytes = newSize`. The volume path is the
+   * staging path when the driver stages, else the publish path; `staging_target_path` is set
+   * when the driver stages. FailedPrecondition → FailedPreconditionError (in use, retried
+   * later), Unimplemented or a driver without EXPAND_VOLUME → OperationNotSupportedError.
+   */
+  async nodeExpand(options: NodeResizeOptions): Promise<boolean> {
+    let pvSrc;
+    try {
+      pvSrc = getPVSourceFromSpec(options.volumeSpec);
+    } catch (err) {
+      throw new Error(log(`Expander.NodeExpand failed to get CSI persistent source: ${errText(err)}`), { cause: err });
+    }
+    if (isBlockSpec(options.volumeSpec)) {
+      throw new OperationNotSupportedError(log('Expander.NodeExpand: block volumes are not supported by this plugin'));
+    }
+    const driver = pvSrc.driver;
+    const client = this.client(driver, 'Expander.NodeExpand failed to get CSI client');
+    let caps;
+    try {
+      caps = await this.nodeCapabilities(driver);
+    } catch (err) {
+      throw classifyCsiError(err, 'Expander.NodeExpand failed to check if node supports expansion : ');
+    }
+    if (!caps.has('EXPAND_VOLUME')) throw new OperationNotSupportedError(`NodeExpand is not supported by the CSI driver ${driver}`);
+    const stages = caps.has('STAGE_UNSTAGE_VOLUME');
+    const stagingPath = stages ? options.deviceStagePath || deviceMountPath(this.rootDir, driver, pvSrc.volumeHandle) : '';
+    const volumePath = stages ? stagingPath : options.deviceMountPath;
+    if (volumePath === '') throw new Error(log('Expander.NodeExpand failed: no volume path (the volume is neither staged nor published)'));
+    let secrets: StringMap = {};
+    const ref = pvSrc.nodeExpandSecretRef;
+    if (ref !== undefined) {
+      try {
+        secrets = getCredentialsFromSecret(this.objects, ref.namespace ?? 'default', ref.name);
+      } catch (err) {
+        throw new Error(`expander.NodeExpand failed to get NodeExpandSecretRef ${ref.namespace ?? 'default'}/${ref.name}: ${errText(err)}`, { cause: err });
+      }
+    }
+    try {
+      await client.nodeExpandVolume(
+        {
+          volume_id: pvSrc.volumeHandle,
+          volume_path: volumePath,
+          capacity_range: { required_bytes: options.newSize },
+          staging_target_path: stagingPath,
+          volume_capability: mountCapability(
+            pvSrc.fsType ?? '',
+            options.volumeSpec.persistentVolume?.spec.mountOptions ?? [],
+            asCSIAccessMode(specAccessMode(options.volumeSpec), caps.has('SINGLE_NODE_MULTI_WRITER')),
+          ),
+          secrets,
+        },
+        this.callOptions(),
+      );
+    } catch (err) {
+      if (isCsiRpcError(err) && err.code === GrpcStatus.FAILED_PRECONDITION) {
+        throw new FailedPreconditionError(`Expander.NodeExpand failed to expand the volume : ${err.message}`, { cause: err });
+      }
+      if (isCsiRpcError(err) && err.code === GrpcStatus.UNIMPLEMENTED) {
+        throw new OperationNotSupportedError(`Expander.NodeExpand failed to expand the volume : ${err.message}`, { cause: err });
+      }
+      throw classifyCsiError(err, 'Expander.NodeExpand failed to expand the volume : ');
+    }
+    return true;
+  }
+
+  // CsiPluginContext
+
+  callOptions(): CallOptions {
+    return this.callTimeoutMs === undefined ? {} : { timeoutMs: this.callTimeoutMs };
+  }
+
+  client(driverName: string, what: string): CsiClient {
+    try {
+      return this.registry.client(driverName);
+    } catch (err) {
+      // Treat the absence of the CSI driver as a transient error (kubernetes#120268).
+      throw new TransientOperationFailure(log(`${what}: ${errText(err)}`), { cause: err });
+    }
+  }
+
+  csiDriver(driverName: string): CSIDriver | undefined {
+    return this.objects.getCSIDriver(driverName);
+  }
+
+  skipAttach(driverName: string): boolean {
+    return this.csiDriver(driverName)?.spec.attachRequired === false;
+  }
+
+  nodeCapabilities(driverName: string): Promise<ReadonlySet<NodeCapability>> {
+    return this.registry.refreshNodeCapabilities(driverName, this.callTimeoutMs);
+  }
+
+  async publishContextFor(driverName: string, volumeHandle: string): Promise<StringMap | null> {
+    const known = this.attachment(driverName, volumeHandle);
+    if (known !== undefined) return { ...known.publishContext };
+    try {
+      const data = await loadVolumeData(dirname(deviceMountPath(this.rootDir, driverName, volumeHandle)));
+      const persisted = decodePublishContext(data);
+      if (persisted !== undefined) {
+        this.rememberAttachment({ driverName, volumeHandle, publishContext: persisted });
+        return { ...persisted };
+      }
+    } catch {
+      // No staging file (not staged yet, or the driver does not stage): not known from disk.
+    }
+    const caps = this.registry.controllerCapabilities(driverName);
+    if (caps !== undefined && !caps.has('PUBLISH_UNPUBLISH_VOLUME')) return {};
+    return null;
+  }
+
+  rememberAttachment(attachment: StandaloneAttachment): void {
+    this.attachments.set(`${attachment.driverName}${VOL_NAME_SEP}${attachment.volumeHandle}`, attachment);
+  }
+
+  forgetAttachment(driverName: string, volumeHandle: string): void {
+    this.attachments.delete(`${driverName}${VOL_NAME_SEP}${volumeHandle}`);
+  }
+
+  attachment(driverName: string, volumeHandle: string): StandaloneAttachment | undefined {
+    return this.attachments.get(`${driverName}${VOL_NAME_SEP}${volumeHandle}`);
+  }
+
+  private newCsiAttacher(): CsiAttacher {
+    return new CsiAttacher(this, {
+      listVolumesPageSize: this.listVolumesPageSize,
+      supportsSELinuxContextMount: (s) => this.supportsSELinuxContextMount(s),
+    });
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * The CSI side of VolumeScope: the gRPC client, the driver registry (with `--csi-driver` parsing
+ * and the plugins_registry watcher) and the `kubernetes.io/csi` volume plugin. See README.md.
+ */
+export { CsiClient, PluginRegistrationClient, DEFAULT_CSI_TIMEOUT_MS, DEADLINE_EXCEEDED_DETAILS, unixEndpoint } from './csi-client.ts';
+export type { CallOptions } from './csi-client.ts';
+export {
+  classifyCsiError,
+  CsiRpcError,
+  CsiTransportError,
+  goCodeName,
+  isCsiRpcError,
+  isCsiTransportError,
+  isFinalCsiError,
+  NON_FINAL_CODES,
+} from './csi-errors.ts';
+export {
+  CsiDriverNotRegisteredError,
+  CsiDriverRegistry,
+  InvalidCsiDriverFlagError,
+  isCsiDriverNotRegisteredError,
+  isInvalidCsiDriverFlagError,
+  parseCsiDriverFlag,
+} from './csi-driver-registry.ts';
+export type { CsiDriverDetails, CsiDriverRegistryOptions, CsiDriverSource, CsiDriverStatus } from './csi-driver-registry.ts';
+export { CsiPlugin } from './csi-plugin.ts';
+export type { CsiPluginOptions } from './csi-plugin.ts';
+export { PLUGINS_REGISTRATION_DIR_NAME, PluginWatcher, pluginsRegistrationDir } from './plugin-watcher.ts';
+export type { PluginSocketStatus, PluginWatcherOptions } from './plugin-watcher.ts';
+export { redactSecrets, scrubSecretValues, STRIPPED } from './redact.ts';
+export { attachmentName, CSI_PLUGIN_NAME, deviceMountPath, makeVolumeHandle, podVolumeDir, publishTargetPath } from './vol-data.ts';

@@ -1,0 +1,145 @@
+/**
+ * The CSI plugin's on-disk layout under the kubelet root and its `vol_data.json` files
+ * (pkg/volume/csi/csi_util.go, csi_mounter.go, csi_attacher.go; operators-and-csi.md B.1):
+ *
+ * - staging (one per volume and node):
+ *   `<root>/plugins/kubernetes.io/csi/<driver>/<sha256(volumeHandle) hex>/globalmount`, with
+ *   `vol_data.json` beside `globalmount` (driverName, volumeHandle, optional seLinuxMountContext
+ *   and, VolumeScope only, publishContext);
+ * - publish target (one per pod): `<root>/pods/<uid>/volumes/kubernetes.io~csi/<specName>/mount`,
+ *   with `vol_data.json` one level up (specVolID, volumeHandle, driverName, nodeName,
+ *   attachmentID, volumeLifecycleMode, optional seLinuxMountContext).
+ *
+ * The files are written before the driver call and removed only after it succeeded, so that
+ * unpublish, unstage and reconstruction after a restart can read what was set up. Every value is
+ * a string, as upstream's `map[string]string`, so files stay readable by either implementation.
+ */
+import { createHash } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { escapePluginName } from '../types.ts';
+
+/** `CSIPluginName`. */
+export const CSI_PLUGIN_NAME = 'kubernetes.io/csi';
+/** `volDataFileName`. */
+export const VOL_DATA_FILE_NAME = 'vol_data.json';
+/** `globalMountInGlobalPath`. */
+export const GLOBAL_MOUNT_DIR_NAME = 'globalmount';
+/** The last element of a publish target path (`GetCSIMounterPath`). */
+export const PUBLISH_DIR_NAME = 'mount';
+/** `volNameSep`: separates driver and volume handle in the plugin's volume name. */
+export const VOL_NAME_SEP = '^';
+
+/** `volDataKey`: the keys of vol_data.json. */
+export const volDataKey = {
+  specVolID: 'specVolID',
+  volHandle: 'volumeHandle',
+  driverName: 'driverName',
+  nodeName: 'nodeName',
+  attachmentID: 'attachmentID',
+  volumeLifecycleMode: 'volumeLifecycleMode',
+  seLinuxMountContext: 'seLinuxMountContext',
+  /**
+   * VolumeScope extension, staging file only: the ControllerPublishVolume publish context of a
+   * standalone attach, JSON-encoded, so a restarted agent can still stage (upstream reads it
+   * from the VolumeAttachment instead).
+   */
+  publishContext: 'publishContext',
+} as const;
+
+/** `storage.VolumeLifecycleMode`. */
+export type VolumeLifecycleMode = 'Persistent' | 'Ephemeral';
+
+function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/** `getAttachmentName`: `csi-<sha256(volumeHandle + driver + nodeName)>`, the VolumeAttachment name. */
+export function attachmentName(volumeHandle: string, driverName: string, nodeName: string): string {
+  return `csi-${sha256Hex(`${volumeHandle}${driverName}${nodeName}`)}`;
+}
+
+/** `makeVolumeHandle`: the handle of an inline ephemeral volume, `csi-<sha256(podUID + specName)>`. */
+export function makeVolumeHandle(podUID: string, specVolumeName: string): string {
+  return `csi-${sha256Hex(`${podUID}${specVolumeName}`)}`;
+}
+
+/** `makeDeviceMountPath`: the staging path of a volume. */
+export function deviceMountPath(rootDir: string, driverName: string, volumeHandle: string): string {
+  return join(rootDir, 'plugins', CSI_PLUGIN_NAME, driverName, sha256Hex(volumeHandle), GLOBAL_MOUNT_DIR_NAME);
+}
+
+/** `getTargetPath`: `<root>/pods/<uid>/volumes/kubernetes.io~csi/<escaped specName>` (holds vol_data.json). */
+export function podVolumeDir(rootDir: string, podUID: string, specVolumeName: string): string {
+  return join(rootDir, 'pods', podUID, 'volumes', escapePluginName(CSI_PLUGIN_NAME), escapePluginName(specVolumeName));
+}
+
+/** The NodePublishVolume `target_path` of a pod's volume. */
+export function publishTargetPath(rootDir: string, podUID: string, specVolumeName: string): string {
+  return join(podVolumeDir(rootDir, podUID, specVolumeName), PUBLISH_DIR_NAME);
+}
+
+/** vol_data.json is missing, unreadable or not a JSON object of strings. */
+export class VolumeDataError extends Error {
+  override readonly name = 'VolumeDataError';
+  constructor(
+    readonly path: string,
+    readonly notFound: boolean,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export function isVolumeDataError(err: unknown): err is VolumeDataError {
+  return err instanceof VolumeDataError;
+}
+
+/** `saveVolumeData`: writes `<dir>/vol_data.json`. `dir` must exist. */
+export async function saveVolumeData(dir: string, data: Readonly<Record<string, string>>): Promise<void> {
+  const file = join(dir, VOL_DATA_FILE_NAME);
+  try {
+    await writeFile(file, JSON.stringify(data), { mode: 0o640 });
+  } catch (err) {
+    throw new VolumeDataError(file, false, `failed to save volume data file ${file}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * `loadVolumeData`: reads `<dir>/vol_data.json`. Throws {@link VolumeDataError} (`notFound` set
+ * for ENOENT) when the file is missing, unreadable or not a JSON object whose values are strings.
+ */
+export async function loadVolumeData(dir: string): Promise<Record<string, string>> {
+  const file = join(dir, VOL_DATA_FILE_NAME);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const notFound = (err as NodeJS.ErrnoException).code === 'ENOENT';
+    throw new VolumeDataError(file, notFound, `failed to open volume data file [${file}]: ${(err as Error).message}`, { cause: err });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new VolumeDataError(file, false, `failed to parse volume data file [${file}]: ${(err as Error).message}`, { cause: err });
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || !Object.values(parsed).every((v) => typeof v === 'string')) {
+    throw new VolumeDataError(file, false, `failed to parse volume data file [${file}]: not a JSON object of strings`);
+  }
+  return parsed as Record<string, string>;
+}
+
+/** Decodes the publishContext value of a staging vol_data.json; undefined when absent or malformed. */
+export function decodePublishContext(data: Readonly<Record<string, string>>): Record<string, string> | undefined {
+  const raw = data[volDataKey.publishContext];
+  if (raw === undefined) return undefined;
+  try {
+    const v: unknown = JSON.parse(raw);
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || !Object.values(v).every((x) => typeof x === 'string')) return undefined;
+    return v as Record<string, string>;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,168 @@
+import { readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mountMode, realMountsAllowed } from '../../../mount-utils/mount-test-env.ts';
+import type { Volume } from '../../k8s-types.ts';
+import { specFromPersistentVolume, specFromVolume } from '../../spec.ts';
+import {
+  exists,
+  initPlugin,
+  makePluginTestEnv,
+  makePod,
+  modeOf,
+  mountsAtOrBelow,
+  noArgs,
+  POD_UID,
+  rejectionOf,
+  type PluginTestEnv,
+} from '../testing/plugin-test-env.ts';
+import { isTearDownRefusedError } from '../util/errors.ts';
+import { EMPTY_DIR_PLUGIN_NAME, EmptyDirPlugin } from './empty-dir.ts';
+
+let env: PluginTestEnv;
+let plugin: EmptyDirPlugin;
+
+beforeEach(async () => {
+  env = await makePluginTestEnv();
+  plugin = initPlugin(env, new EmptyDirPlugin(env.deps));
+});
+
+afterEach(async () => {
+  expect(await env.cleanUp()).toEqual([]);
+});
+
+function volume(emptyDir: NonNullable<Volume['emptyDir']>): Volume {
+  return { name: 'scratch', emptyDir };
+}
+
+function volumeDir(): string {
+  return join(env.podsDir, POD_UID, 'volumes', 'kubernetes.io~empty-dir', 'scratch');
+}
+
+describe(`EmptyDirPlugin in ${mountMode} mode`, () => {
+  it('claims only emptyDir specs and names volumes after the spec', () => {
+    expect(plugin.name).toBe('kubernetes.io/empty-dir');
+    expect(plugin.name).toBe(EMPTY_DIR_PLUGIN_NAME);
+    expect(plugin.canSupport(specFromVolume(volume({})))).toBe(true);
+    expect(plugin.canSupport(specFromVolume({ name: 'x', hostPath: { path: '/x' } }))).toBe(false);
+    expect(plugin.canSupport(specFromPersistentVolume({ metadata: { name: 'pv' }, spec: {} }))).toBe(false);
+    expect(plugin.getVolumeName(specFromVolume(volume({})))).toBe('scratch');
+    expect(() => plugin.getVolumeName(specFromVolume({ name: 'x' }))).toThrow('Spec does not reference an EmptyDir volume type');
+    expect(plugin.requiresRemount(specFromVolume(volume({})))).toBe(false);
+  });
+
+  it('sets up a disk emptyDir as a 0777 directory under the pod volumes dir, without a mount', async () => {
+    const mounter = plugin.newMounter(specFromVolume(volume({ sizeLimit: '1Mi' })), makePod());
+
+    await mounter.setUp(noArgs);
+
+    expect(mounter.getPath()).toBe(volumeDir());
+    expect(await modeOf(volumeDir())).toBe(0o777);
+    expect(await mountsAtOrBelow(env.mounter, volumeDir())).toEqual([]);
+    expect(mounter.sizeLimitBytes).toBe(1024 * 1024);
+  });
+
+  it('keeps what containers wrote when SetUp runs again', async () => {
+    const mounter = plugin.newMounter(specFromVolume(volume({})), makePod());
+    await mounter.setUp(noArgs);
+    await writeFile(join(volumeDir(), 'data'), 'x');
+
+    await mounter.setUp(noArgs);
+
+    expect(await readdir(volumeDir())).toEqual(['data']);
+    await rejectionOf(plugin.newUnmounter('scratch', POD_UID).tearDown()); // refuses: the file is not the plugin's
+  });
+
+  it.each([
+    { name: 'the desired size when positive', sizeLimit: '1Mi', desiredSize: 2 * 1024 * 1024, bytes: 2 * 1024 * 1024, kernel: 'size=2048k' },
+    { name: 'sizeLimit when there is no desired size', sizeLimit: '1Mi', desiredSize: null, bytes: 1024 * 1024, kernel: 'size=1024k' },
+    { name: 'sizeLimit when the desired size is 0', sizeLimit: '512Ki', desiredSize: 0, bytes: 512 * 1024, kernel: 'size=512k' },
+  ])('mounts a tmpfs for medium Memory sized by $name', async ({ sizeLimit, desiredSize, bytes, kernel }) => {
+    const mounter = plugin.newMounter(specFromVolume(volume({ medium: 'Memory', sizeLimit })), makePod());
+
+    await mounter.setUp({ ...noArgs, desiredSize });
+    await mounter.setUp({ ...noArgs, desiredSize }); // idempotent: no second mount
+
+    const mounts = await mountsAtOrBelow(env.mounter, volumeDir());
+    expect(mounts.map((m) => ({ at: m.mountPoint, fsType: m.fsType }))).toEqual([{ at: volumeDir(), fsType: 'tmpfs' }]);
+    const entry = mounts[0];
+    if (realMountsAllowed) expect(entry?.superOptions).toContain(kernel); // the kernel reports the size in KiB
+    else expect(entry?.mountOptions).toContain(`size=${bytes}`);
+    expect(mounter.sizeLimitBytes).toBe(bytes);
+    await plugin.newUnmounter('scratch', POD_UID).tearDown();
+  });
+
+  it('mounts a tmpfs without a size option when no limit applies', async () => {
+    await plugin.newMounter(specFromVolume(volume({ medium: 'Memory' })), makePod()).setUp(noArgs);
+
+    const [entry] = await mountsAtOrBelow(env.mounter, volumeDir());
+    expect(entry?.fsType).toBe('tmpfs');
+    expect([...(entry?.mountOptions ?? []), ...(realMountsAllowed ? [] : (entry?.superOptions ?? []))].some((o) => o.startsWith('size='))).toBe(false);
+    await plugin.newUnmounter('scratch', POD_UID).tearDown();
+  });
+
+  it('fails for an unknown storage medium with the kubelet text and creates nothing', async () => {
+    const spec = specFromVolume(volume({ medium: 'HugePages' as 'Memory' }));
+
+    const err = await rejectionOf(plugin.newMounter(spec, makePod()).setUp(noArgs));
+
+    expect(err.message).toBe('unknown storage medium "HugePages"');
+    expect(await exists(volumeDir())).toBe(false);
+  });
+
+  it.each([
+    { name: 'a disk emptyDir', emptyDir: {} },
+    { name: 'a Memory emptyDir', emptyDir: { medium: 'Memory' as const } },
+  ])('tears down $name: unmounted, directory gone, idempotent', async ({ emptyDir }) => {
+    await plugin.newMounter(specFromVolume(volume(emptyDir)), makePod()).setUp(noArgs);
+    const unmounter = plugin.newUnmounter('scratch', POD_UID);
+    expect(unmounter.getPath()).toBe(volumeDir());
+
+    await unmounter.tearDown();
+    await unmounter.tearDown();
+
+    expect(await exists(volumeDir())).toBe(false);
+    expect(await mountsAtOrBelow(env.mounter, env.root)).toEqual([]);
+  });
+
+  it('refuses to tear down a disk emptyDir that holds files and deletes none of them', async () => {
+    await plugin.newMounter(specFromVolume(volume({})), makePod()).setUp(noArgs);
+    await writeFile(join(volumeDir(), 'results.csv'), 'precious');
+
+    const err = await rejectionOf(plugin.newUnmounter('scratch', POD_UID).tearDown());
+
+    expect(isTearDownRefusedError(err)).toBe(true);
+    expect(err.message).toBe(`refusing to remove ${volumeDir()}: it holds entries the volume plugin did not create: results.csv`);
+    expect(await readdir(volumeDir())).toEqual(['results.csv']);
+  });
+
+  it('tears down a Memory emptyDir that containers wrote into only when the tmpfs really discards the data', async () => {
+    await plugin.newMounter(specFromVolume(volume({ medium: 'Memory' })), makePod()).setUp(noArgs);
+    await writeFile(join(volumeDir(), 'cache'), 'x');
+
+    const outcome = await plugin
+      .newUnmounter('scratch', POD_UID)
+      .tearDown()
+      .then(
+        () => 'removed',
+        (err: unknown) => (isTearDownRefusedError(err) ? 'refused' : `failed: ${String(err)}`),
+      );
+
+    // A real unmount takes the file with the tmpfs; the unprivileged stand-in is a plain directory.
+    expect(outcome).toBe(realMountsAllowed ? 'removed' : 'refused');
+    expect(await mountsAtOrBelow(env.mounter, env.root)).toEqual([]);
+  });
+
+  it.each([
+    { name: 'a plain directory', emptyDir: {}, want: {} },
+    { name: 'a tmpfs mount point', emptyDir: { medium: 'Memory' as const }, want: { medium: 'Memory' } },
+  ])('reconstructs the spec of $name from disk', async ({ emptyDir, want }) => {
+    await plugin.newMounter(specFromVolume(volume(emptyDir)), makePod()).setUp(noArgs);
+
+    const rebuilt = await plugin.constructVolumeSpec('scratch', volumeDir());
+
+    expect(rebuilt).toEqual({ spec: { volume: { name: 'scratch', emptyDir: want }, readOnly: false }, seLinuxMountContext: '' });
+    expect(plugin.canSupport(rebuilt.spec)).toBe(true);
+    await plugin.newUnmounter('scratch', POD_UID).tearDown();
+  });
+});

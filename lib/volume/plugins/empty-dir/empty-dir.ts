@@ -1,0 +1,98 @@
+/**
+ * `kubernetes.io/empty-dir` (kubelet `pkg/volume/emptydir`): a directory under the pod's volumes
+ * dir that lives as long as the pod.
+ *
+ * - Default medium: a plain directory with mode 0777. A size limit (`sizeLimit`, or the
+ *   desired size the volume manager computes) is recorded on the mounter
+ *   ({@link EmptyDirMounter.sizeLimitBytes}) but not enforced: the kubelet enforces it with
+ *   project quotas or eviction, neither of which VolumeScope has.
+ * - `medium: Memory`: a tmpfs, `mount -t tmpfs -o size=<bytes>` with the size from
+ *   `MounterArgs.desiredSize` when positive, else `sizeLimit`, else no size option (the
+ *   kernel's default of half the RAM).
+ *
+ * TearDown unmounts a tmpfs (its contents go with it) and removes the directory only when it is
+ * empty. Unlike the kubelet, which deletes an emptyDir recursively, VolumeScope refuses to
+ * delete files it did not create (operators-and-csi.md, Part E): a disk-backed emptyDir that
+ * containers wrote into must be emptied by hand, and so must a Memory one under the unprivileged
+ * mounter, whose tmpfs is a plain directory. Hugepages are not supported.
+ */
+import { parseQuantity } from '../../quantity.ts';
+import type { Pod } from '../../k8s-types.ts';
+import type { Mounter, MounterArgs, ReconstructedVolume, Unmounter, VolumePlugin } from '../../plugins.ts';
+import { specFromVolume, specName, type Spec } from '../../spec.ts';
+import { pluginName, type PodUID } from '../../types.ts';
+import { UnsupportedSpecError, VolumeSetupError } from '../util/errors.ts';
+import { InTreePluginBase, podUIDOf } from '../util/plugin-base.ts';
+import { EMPTY_DIR_MODE, ensureDir, ensureTmpfs, mountsAt, tearDownVolumeDir, type RemovalContext } from '../util/volume-dir.ts';
+
+export const EMPTY_DIR_PLUGIN_NAME = pluginName('kubernetes.io/empty-dir');
+
+export class EmptyDirPlugin extends InTreePluginBase implements VolumePlugin {
+  readonly name = EMPTY_DIR_PLUGIN_NAME;
+
+  canSupport(spec: Spec): boolean {
+    return spec.volume?.emptyDir !== undefined;
+  }
+
+  /** The spec name: emptyDirs are never shared between pods. */
+  getVolumeName(spec: Spec): string {
+    if (spec.volume?.emptyDir === undefined) throw new UnsupportedSpecError('Spec does not reference an EmptyDir volume type');
+    return specName(spec);
+  }
+
+  newMounter(spec: Spec, pod: Pod): EmptyDirMounter {
+    const source = spec.volume?.emptyDir ?? {};
+    return new EmptyDirMounter(
+      this.volumeDir(podUIDOf(pod), specName(spec)),
+      source.medium ?? '',
+      source.sizeLimit ?? null,
+      this.removalContext(),
+    );
+  }
+
+  newUnmounter(name: string, podUID: PodUID): Unmounter {
+    const dir = this.volumeDir(podUID, name);
+    const removal = this.removalContext();
+    return { getPath: () => dir, tearDown: () => tearDownVolumeDir(removal, dir) };
+  }
+
+  /** `{name, emptyDir: {}}`, with `medium: Memory` when the directory is a tmpfs mount point now. */
+  async constructVolumeSpec(volumeName: string, volumePath: string): Promise<ReconstructedVolume> {
+    const top = (await mountsAt(this.deps.mounter, volumePath)).at(-1);
+    const emptyDir = top?.fsType === 'tmpfs' ? { medium: 'Memory' as const } : {};
+    return { spec: specFromVolume({ name: volumeName, emptyDir }), seLinuxMountContext: '' };
+  }
+}
+
+export class EmptyDirMounter implements Mounter {
+  /** The size limit of the last SetUp in bytes (enforced only for `Memory`), null when none. */
+  sizeLimitBytes: number | null = null;
+
+  constructor(
+    private readonly dir: string,
+    private readonly medium: string,
+    /** `sizeLimit` as written in the spec; parsed at SetUp so that NewMounter never fails on it. */
+    private readonly specSizeLimit: string | null,
+    private readonly removal: RemovalContext,
+  ) {}
+
+  getPath(): string {
+    return this.dir;
+  }
+
+  async setUp(args: MounterArgs): Promise<void> {
+    const fromSpec = this.specSizeLimit === null ? 0 : parseQuantity(this.specSizeLimit);
+    const limit = args.desiredSize !== null && args.desiredSize > 0 ? args.desiredSize : fromSpec > 0 ? fromSpec : null;
+    switch (this.medium) {
+      case '':
+        await ensureDir(this.dir, EMPTY_DIR_MODE);
+        break;
+      case 'Memory':
+        await ensureTmpfs(this.removal, this.dir, limit === null ? [] : [`size=${limit}`]);
+        break;
+      default:
+        throw new VolumeSetupError(`unknown storage medium "${this.medium}"`);
+    }
+    this.sizeLimitBytes = limit;
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * `kubernetes.io/projected` (kubelet `pkg/volume/projected`): secrets, configMaps, downward API
+ * items and service account tokens merged into one volume, written by the atomic writer onto a
+ * tmpfs. Each source follows the rules of its own plugin (items, modes, optional, the kubelet's
+ * error texts); `defaultMode` of the projected volume applies to all of them. Errors of all
+ * sources are reported together (apimachinery's aggregate format) and then nothing is written.
+ * RequiresRemount: the periodic SetUp writes changed sources again.
+ *
+ * Service account tokens: the kubelet asks the API server for a bound token (TokenRequest).
+ * VolumeScope has no way to mint one, so it writes {@link SERVICE_ACCOUNT_TOKEN_PLACEHOLDER}
+ * at the token's path (mode 0600 when fsUser or fsGroup is set, as upstream, else
+ * `defaultMode`); anything that authenticates with it will be rejected.
+ */
+import type { Pod } from '../../k8s-types.ts';
+import type { Mounter, MounterArgs, ReconstructedVolume, Unmounter, VolumePlugin } from '../../plugins.ts';
+import { specFromVolume, specName, type Spec } from '../../spec.ts';
+import { pluginName, type PodUID } from '../../types.ts';
+import { getConfigMapForVolume, makeConfigMapPayload } from '../configmap/configmap.ts';
+import { collectDownwardAPIData, currentPod, defaultNodeAllocatable } from '../downward-api/downward-api.ts';
+import { getSecretForVolume, makeSecretPayload } from '../secret/secret.ts';
+import type { Payload } from '../util/atomic-writer.ts';
+import { AtomicWriterVolumeMounter, AtomicWriterVolumeUnmounter } from '../util/atomic-writer-volume.ts';
+import { throwAggregate, UnsupportedSpecError } from '../util/errors.ts';
+import { DEFAULT_FILE_MODE } from '../util/object-data.ts';
+import { InTreePluginBase, podNamespace, podUIDOf } from '../util/plugin-base.ts';
+
+export const PROJECTED_PLUGIN_NAME = pluginName('kubernetes.io/projected');
+
+/** The content of a projected service account token file: no token can be minted without an API server. */
+export const SERVICE_ACCOUNT_TOKEN_PLACEHOLDER =
+  'volumescope-placeholder: no service account token was minted (VolumeScope cannot call the TokenRequest API)\n';
+
+export class ProjectedPlugin extends InTreePluginBase implements VolumePlugin {
+  readonly name = PROJECTED_PLUGIN_NAME;
+
+  canSupport(spec: Spec): boolean {
+    return spec.volume?.projected !== undefined;
+  }
+
+  getVolumeName(spec: Spec): string {
+    if (spec.volume?.projected === undefined) throw new UnsupportedSpecError('Spec does not reference a projected volume type');
+    return specName(spec);
+  }
+
+  override requiresRemount(_spec: Spec): boolean {
+    return true;
+  }
+
+  newMounter(spec: Spec, pod: Pod): Mounter {
+    const volumeName = specName(spec);
+    return new AtomicWriterVolumeMounter(
+      { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'memory', removal: this.removalContext(), clock: this.clock },
+      (args) => this.collectData(spec, pod, args),
+    );
+  }
+
+  newUnmounter(name: string, podUID: PodUID): Unmounter {
+    return new AtomicWriterVolumeUnmounter({ dir: this.volumeDir(podUID, name), removal: this.removalContext(), clock: this.clock });
+  }
+
+  /** `{name, projected: {}}`, as upstream (the sources are not on disk). */
+  constructVolumeSpec(volumeName: string, _volumePath: string): Promise<ReconstructedVolume> {
+    return Promise.resolve({ spec: specFromVolume({ name: volumeName, projected: {} }), seLinuxMountContext: '' });
+  }
+
+  /** The kubelet's `collectData`: every source in order, later files overriding earlier ones at the same path. */
+  private collectData(spec: Spec, pod: Pod, args: MounterArgs): Payload {
+    const source = spec.volume?.projected ?? {};
+    const volumeName = specName(spec);
+    const defaultMode = source.defaultMode ?? DEFAULT_FILE_MODE;
+    const namespace = podNamespace(pod);
+    const payload: Payload = new Map();
+    const errors: Error[] = [];
+    const add = (part: () => Payload) => {
+      try {
+        for (const [path, file] of part()) payload.set(path, file);
+      } catch (err) {
+        errors.push(err instanceof Error ? err : new Error(String(err)));
+      }
+    };
+    for (const projection of source.sources ?? []) {
+      const { secret, configMap, downwardAPI, serviceAccountToken } = projection;
+      if (secret !== undefined) {
+        const optional = secret.optional === true;
+        add(() => makeSecretPayload(secret.items, getSecretForVolume(this.deps, namespace, secret.name ?? '', optional, volumeName), defaultMode, optional));
+      } else if (configMap !== undefined) {
+        const optional = configMap.optional === true;
+        add(() =>
+          makeConfigMapPayload(configMap.items, getConfigMapForVolume(this.deps, namespace, configMap.name ?? '', optional, volumeName), defaultMode, optional),
+        );
+      } else if (downwardAPI !== undefined) {
+        add(() =>
+          collectDownwardAPIData(downwardAPI.items ?? [], currentPod(this.deps, pod), defaultMode, this.deps.nodeAllocatable ?? defaultNodeAllocatable()),
+        );
+      } else if (serviceAccountToken !== undefined) {
+        // When fsUser or fsGroup is set the kubelet writes 0600 and relies on ownership changes.
+        const mode = args.fsUser !== undefined || args.fsGroup !== undefined ? 0o600 : defaultMode;
+        add(() => new Map([[serviceAccountToken.path, { data: Buffer.from(SERVICE_ACCOUNT_TOKEN_PLACEHOLDER, 'utf8'), mode }]]));
+      }
+    }
+    throwAggregate(errors);
+    return payload;
+  }
+}

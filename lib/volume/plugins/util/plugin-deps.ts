@@ -1,0 +1,32 @@
+/**
+ * What the in-tree plugins are built from. Plugins take their dependencies in the constructor
+ * (nothing global): the agent passes the mounter chosen by `detectMounter` and an object getter
+ * backed by manifests or informers; tests pass a test mounter, a fake clock and fixtures.
+ */
+import type { Clock } from '../../../clock/clock.ts';
+import type { Mounter } from '../../../mount-utils/mounter.ts';
+import type { ResourceList } from '../../k8s-types.ts';
+import type { VolumeObjectGetter } from '../../object-getter.ts';
+
+export interface VolumePluginDeps {
+  /** Every mount, unmount and mount-table read of the plugins goes through it. */
+  mounter: Mounter;
+  /**
+   * ConfigMaps, Secrets and current pods. Required by configmap, secret and projected volumes
+   * (their SetUp fails without it); the downward API falls back to the pod it was given.
+   */
+  objects?: VolumeObjectGetter;
+  /**
+   * The kubelet root dir, below which every removal must stay. Default: the parent of the
+   * host's pods dir (`<root>/pods`).
+   */
+  rootDir?: string;
+  /** Names the atomic writer's timestamped data dirs. Default: the process clock. */
+  clock?: Clock;
+  /**
+   * Node allocatable resources for downward API `resourceFieldRef` limits that a container does
+   * not set (the kubelet substitutes node allocatable). Default: this machine's CPU count and
+   * total memory; resources missing here count as 0.
+   */
+  nodeAllocatable?: ResourceList;
+}

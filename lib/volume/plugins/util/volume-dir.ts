@@ -1,0 +1,184 @@
+/**
+ * The pod volume directory (`<root>/pods/<uid>/volumes/<escaped plugin>/<name>`) from creation
+ * to removal, shared by every in-tree plugin:
+ *
+ * - {@link ensureDir} / {@link ensureTmpfs}: SetUp's directory and the tmpfs the kubelet's
+ *   emptyDir wrapper mounts (emptyDir `medium: Memory`, secret, projected, downward API).
+ * - {@link tearDownVolumeDir}: TearDown's rules (operators-and-csi.md, Part E). The mount table
+ *   is read fresh; whatever is mounted exactly at the volume dir is unmounted (SetUp put it
+ *   there); a mount below it is refused; then only files the plugin owns and finally the empty
+ *   directory are removed, each through `safeRemove`. Anything else in the directory is left
+ *   where it is and reported, never deleted. The kubelet's emptyDir TearDown deletes
+ *   recursively (`os.RemoveAll`); VolumeScope deliberately does not.
+ */
+import { chmod, lstat, mkdir, readdir, realpath } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative } from 'node:path';
+import type { Mounter } from '../../../mount-utils/mounter.ts';
+import type { MountInfo } from '../../../mount-utils/mountinfo.ts';
+import { isSafeRemoveRefusedError, safeRemove } from '../../../mount-utils/safe-remove.ts';
+import { hasErrnoCode, TearDownRefusedError, VolumeMountStateError } from './errors.ts';
+
+/** Mode of the parent directories SetUp creates (`pods/<uid>/volumes/<plugin>`). */
+export const VOLUME_PARENT_DIR_MODE = 0o750;
+/** The kubelet emptyDir's `perm` (also the dir of every volume that wraps an emptyDir). */
+export const EMPTY_DIR_MODE = 0o777;
+/** Bounds the unmount loop for stacked mounts at one volume dir. */
+const MAX_STACKED_UNMOUNTS = 16;
+/** At most this many names are listed in a refusal. */
+const LISTED_ENTRIES = 10;
+
+/** What removals need: the mounter (fresh mount tables) and the kubelet root every removal stays below. */
+export interface RemovalContext {
+  mounter: Mounter;
+  rootDir: string;
+}
+
+/**
+ * The path as the kernel writes it in mountinfo: the parent with symlinks resolved, the last
+ * component kept (a bind stand-in of the unprivileged mounter is itself a symlink). Null when
+ * the parent does not exist.
+ */
+export async function mountTablePath(path: string): Promise<string | null> {
+  try {
+    return join(await realpath(dirname(path)), basename(path));
+  } catch (err) {
+    if (hasErrnoCode(err, 'ENOENT')) return null;
+    throw err;
+  }
+}
+
+/** The mount-table entries (read now) whose mount point is exactly `path`, bottom first. */
+export async function mountsAt(mounter: Mounter, path: string): Promise<MountInfo[]> {
+  const at = await mountTablePath(path);
+  if (at === null) return [];
+  return (await mounter.list()).filter((e) => e.mountPoint === at);
+}
+
+/** The mount-table entries (read now) strictly below `path`. */
+export async function mountsBelow(mounter: Mounter, path: string): Promise<MountInfo[]> {
+  const at = await mountTablePath(path);
+  if (at === null) return [];
+  return (await mounter.list()).filter((e) => e.mountPoint !== at && isWithin(e.mountPoint, at));
+}
+
+/**
+ * True when `path` is `base` or lies below it (both absolute and normalised). A child whose
+ * name merely starts with `..` (`..data`) is inside; only a `..` path element leaves `base`.
+ */
+export function isWithin(path: string, base: string): boolean {
+  const rel = relative(base, path);
+  return rel === '' || (rel !== '..' && !rel.startsWith('../') && !isAbsolute(rel));
+}
+
+/**
+ * Creates `dir` (parents with {@link VOLUME_PARENT_DIR_MODE}) and gives it exactly `mode`
+ * whatever the umask, as the kubelet's emptyDir `setupDir` does. An existing directory only gets
+ * its permission bits corrected (the sticky bit of a tmpfs root is kept). Returns true when the
+ * directory was created by this call.
+ */
+export async function ensureDir(dir: string, mode: number): Promise<boolean> {
+  const st = await lstat(dir).catch((err: unknown) => {
+    if (hasErrnoCode(err, 'ENOENT')) return null;
+    throw err;
+  });
+  if (st === null) {
+    await mkdir(dirname(dir), { recursive: true, mode: VOLUME_PARENT_DIR_MODE });
+    await mkdir(dir, { mode });
+    await chmod(dir, mode);
+    return true;
+  }
+  if (st.isDirectory() && (st.mode & 0o777) !== mode) await chmod(dir, mode);
+  return false;
+}
+
+/**
+ * SetUp of a memory-backed volume: the directory, then a tmpfs on it unless one is already
+ * mounted there (idempotent, like the kubelet's `setupTmpfs`). `options` are tmpfs options such
+ * as `size=1048576`. A different file system already mounted at `dir` is an error, never
+ * stacked over. If the mount fails, a directory this call created is removed again (when
+ * empty), so a failed SetUp leaves no orphan behind.
+ */
+export async function ensureTmpfs(ctx: RemovalContext, dir: string, options: readonly string[]): Promise<void> {
+  const created = await ensureDir(dir, EMPTY_DIR_MODE);
+  const top = (await mountsAt(ctx.mounter, dir)).at(-1);
+  if (top?.fsType === 'tmpfs') return;
+  if (top !== undefined) {
+    throw new VolumeMountStateError(`${dir} is already a mount point of a ${top.fsType} file system; refusing to mount a tmpfs over it`);
+  }
+  try {
+    await ctx.mounter.mount('tmpfs', dir, 'tmpfs', options);
+  } catch (err) {
+    if (created) await removeEmptyDirQuietly(ctx, dir);
+    throw err;
+  }
+}
+
+/** Removes `dir` if it is an empty, unmounted directory; never fails (used to undo a failed SetUp). */
+export async function removeEmptyDirQuietly(ctx: RemovalContext, dir: string): Promise<void> {
+  await safeRemove(dir, { mounter: ctx.mounter, root: ctx.rootDir }).catch(() => undefined);
+}
+
+/**
+ * Unmounts whatever is mounted exactly at `dir` (mount table read fresh before each step), the
+ * top-most first, until nothing is. Throws the mounter's error when an unmount fails.
+ */
+export async function unmountAt(mounter: Mounter, dir: string): Promise<void> {
+  for (let i = 0; i < MAX_STACKED_UNMOUNTS; i++) {
+    if ((await mountsAt(mounter, dir)).length === 0) return;
+    await mounter.unmount(dir);
+  }
+  if ((await mountsAt(mounter, dir)).length > 0) {
+    throw new VolumeMountStateError(`${dir} is still a mount point after ${MAX_STACKED_UNMOUNTS} unmounts`);
+  }
+}
+
+/** `a, b, c and 4 more` for a refusal message. */
+export function listNames(names: readonly string[]): string {
+  const shown = names.slice(0, LISTED_ENTRIES).join(', ');
+  return names.length > LISTED_ENTRIES ? `${shown} and ${names.length - LISTED_ENTRIES} more` : shown;
+}
+
+/**
+ * TearDown of a pod volume directory:
+ *
+ * 1. Nothing to do when `dir` does not exist (TearDown is idempotent).
+ * 2. A mount point below `dir` (nothing SetUp makes) refuses the whole TearDown.
+ * 3. Everything mounted exactly at `dir` is unmounted (a tmpfs or bind SetUp made).
+ * 4. `removeOwned` removes the files the plugin created (the atomic writer's), or throws a
+ *    {@link TearDownRefusedError} without removing anything when it finds others.
+ * 5. The directory itself is removed with `safeRemove`, i.e. only when empty. When it is not,
+ *    the error names what is left.
+ */
+export async function tearDownVolumeDir(ctx: RemovalContext, dir: string, removeOwned?: () => Promise<void>): Promise<void> {
+  const exists = await lstat(dir).then(
+    () => true,
+    (err: unknown) => {
+      if (hasErrnoCode(err, 'ENOENT')) return false;
+      throw err;
+    },
+  );
+  if (!exists) return;
+  // Checked before unmounting: the kernel would refuse to unmount a tmpfs with a mount inside
+  // (EBUSY), and nothing SetUp makes puts one there.
+  const below = await mountsBelow(ctx.mounter, dir);
+  const first = below[0];
+  if (first !== undefined) {
+    throw new TearDownRefusedError(dir, `it contains a mount point at ${first.mountPoint} that the volume plugin did not create`);
+  }
+  await unmountAt(ctx.mounter, dir);
+  const st = await lstat(dir);
+  if (st.isSymbolicLink()) {
+    throw new TearDownRefusedError(dir, 'it is a symlink, not a directory, and no mount table entry explains it');
+  }
+  if (removeOwned !== undefined) await removeOwned();
+  try {
+    await safeRemove(dir, { mounter: ctx.mounter, root: ctx.rootDir });
+  } catch (err) {
+    if (!isSafeRemoveRefusedError(err)) throw err;
+    const left = await readdir(dir).catch(() => null);
+    if (left !== null && left.length > 0) {
+      throw new TearDownRefusedError(dir, `it holds entries the volume plugin did not create: ${listNames(left.sort())}`);
+    }
+    throw err;
+  }
+}
