@@ -188,11 +188,13 @@ export class VolumeManager {
       logger: this.log,
       ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
     });
-    this.dsw.onChange(() => {
+    this.dsw.onChange((volumeName) => {
+      this.reconciler.markDirty(volumeName);
       this.reconciler.kick();
       this.notify();
     });
-    this.asw.onChange(() => {
+    this.asw.onChange((volumeName) => {
+      this.reconciler.markDirty(volumeName);
       this.reconciler.refreshReconstructionReport();
       this.reconciler.kick();
       this.notify();

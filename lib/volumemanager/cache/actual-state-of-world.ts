@@ -162,7 +162,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
   /** Every (volume, pod) entry in a flat array, scanned linearly by reconciler passes. */
   private readonly pairs: { entry: AttachedVolumeEntry; pod: MountedPod }[] = [];
   private readonly foundDuringReconstruction = new Map<UniqueVolumeName, Map<UniquePodName, PodUID>>();
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(volumeName: UniqueVolumeName) => void>();
   private readonly nodeName: NodeName;
   private readonly pluginMgr: VolumePluginMgr;
   private readonly seLinuxEnabled: boolean;
@@ -173,8 +173,8 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     this.seLinuxEnabled = opts.seLinuxEnabled;
   }
 
-  /** Registers a listener called after every change. */
-  onChange(listener: () => void): () => void {
+  /** Registers a listener called after every change, with the name of the volume that changed. */
+  onChange(listener: (volumeName: UniqueVolumeName) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -221,7 +221,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     }
     this.attachedVolumes.delete(volumeName);
     this.foundDuringReconstruction.delete(volumeName);
-    this.notify();
+    this.notify(volumeName);
   }
 
   /**
@@ -235,7 +235,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     for (const pod of entry.mountedPods.values()) this.removePair(pod.pairIndex);
     this.attachedVolumes.delete(volumeName);
     this.foundDuringReconstruction.delete(volumeName);
-    this.notify();
+    this.notify(volumeName);
   }
 
   /** `AddPodToVolume` with the state given in `opts` (Mounted or Uncertain). */
@@ -289,7 +289,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     if (this.seLinuxEnabled && entry.seLinuxMountContext === null) {
       entry.seLinuxMountContext = opts.seLinuxMountContext;
     }
-    this.notify();
+    this.notify(opts.volumeName);
   }
 
   /** `DeletePodFromVolume`: removes the pod's entry. Throws when the volume is absent. */
@@ -304,7 +304,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
       this.removePair(pod.pairIndex);
     }
     this.foundDuringReconstruction.get(volumeName)?.delete(podName);
-    this.notify();
+    this.notify(volumeName);
   }
 
   /**
@@ -327,7 +327,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     entry.deviceMountPath = deviceMountPath;
     if (devicePath !== '') entry.devicePath = devicePath;
     if (this.seLinuxEnabled && seLinuxMountContext !== '') entry.seLinuxMountContext = seLinuxMountContext;
-    this.notify();
+    this.notify(volumeName);
   }
 
   markDeviceAsMounted(volumeName: UniqueVolumeName, devicePath: string, deviceMountPath: string, seLinuxMountContext: string): void {
@@ -348,7 +348,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     const entry = this.attachedVolumes.get(volumeName);
     if (entry === undefined || entry.deviceMountState !== 'DeviceMountUncertain') return;
     entry.devicePath = devicePath;
-    this.notify();
+    this.notify(volumeName);
   }
 
   /** Resolves the attachability of a reconstructed volume, only while it is Uncertain. */
@@ -356,12 +356,11 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     const entry = this.attachedVolumes.get(volumeName);
     if (entry === undefined || entry.pluginIsAttachable !== 'Uncertain') return;
     entry.pluginIsAttachable = attachable ? 'True' : 'False';
-    this.notify();
+    this.notify(volumeName);
   }
 
   /** Flags every entry of the pod whose plugin requires remounts (configMap, secret, …). */
   markRemountRequired(podName: UniquePodName): void {
-    let changed = false;
     for (const entry of this.attachedVolumes.values()) {
       const pod = entry.mountedPods.get(podName);
       if (pod === undefined) continue;
@@ -373,10 +372,9 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
       }
       if (plugin.requiresRemount(pod.volumeSpec) && !pod.remountRequired) {
         pod.remountRequired = true;
-        changed = true;
+        this.notify(entry.volumeName);
       }
     }
-    if (changed) this.notify();
   }
 
   /** Records a successful resize (bytes); false when the volume is absent. */
@@ -384,7 +382,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     const entry = this.attachedVolumes.get(volumeName);
     if (entry === undefined) return false;
     entry.persistentVolumeSize = claimSize;
-    this.notify();
+    this.notify(volumeName);
     return true;
   }
 
@@ -393,7 +391,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     const entry = this.attachedVolumes.get(volumeName);
     if (entry === undefined) return;
     entry.volumeInUseErrorForExpansion = true;
-    this.notify();
+    this.notify(volumeName);
   }
 
   /** Sets the claim size only while it is unknown. */
@@ -401,7 +399,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     const entry = this.attachedVolumes.get(volumeName);
     if (entry === undefined || entry.persistentVolumeSize !== null || claimSize === null) return;
     entry.persistentVolumeSize = claimSize;
-    this.notify();
+    this.notify(volumeName);
   }
 
   /**
@@ -418,7 +416,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
       this.foundDuringReconstruction.set(opts.volumeName, pods);
     }
     pods.set(opts.podName, opts.podUID);
-    this.notify();
+    this.notify(opts.volumeName);
     return true;
   }
 
@@ -428,7 +426,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     if (entry === undefined || entry.deviceMountState !== 'DeviceNotMounted') return false;
     entry.deviceMountState = 'DeviceMountUncertain';
     entry.deviceMountPath = deviceMountPath;
-    this.notify();
+    this.notify(volumeName);
     return true;
   }
 
@@ -495,6 +493,37 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
       if (wanted(pod.podName, entry.volumeName, entry.seLinuxMountContext)) out.push(this.toMountedVolume(entry, pod));
     }
     return out;
+  }
+
+  /** {@link collectMountedVolumes} restricted to one volume. */
+  collectMountedVolumesOf(
+    volumeName: UniqueVolumeName,
+    wanted: (podName: UniquePodName, volumeName: UniqueVolumeName, seLinuxMountContext: string | null) => boolean,
+  ): MountedVolume[] {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined) return [];
+    const out: MountedVolume[] = [];
+    for (const pod of entry.mountedPods.values()) {
+      if (wanted(pod.podName, entry.volumeName, entry.seLinuxMountContext)) out.push(this.toMountedVolume(entry, pod));
+    }
+    return out;
+  }
+
+  /** The volume when it exists and no pod entry is left on it (a candidate for UnmountDevice/detach), else null. */
+  getUnmountedVolume(volumeName: UniqueVolumeName): AttachedVolume | null {
+    const entry = this.attachedVolumes.get(volumeName);
+    return entry === undefined || entry.mountedPods.size > 0 ? null : this.toAttachedVolume(entry);
+  }
+
+  /** Volume names of the (volume, pod) entries at positions [start, start+count) of the scan index (a sweep). */
+  volumeNamesInRange(start: number, count: number): { names: UniqueVolumeName[]; total: number } {
+    const names: UniqueVolumeName[] = [];
+    const end = Math.min(this.pairs.length, start + count);
+    for (let i = start; i < end; i++) {
+      const pair = this.pairs[i];
+      if (pair !== undefined) names.push(pair.entry.volumeName);
+    }
+    return { names, total: this.pairs.length };
   }
 
   /** True when the volume or the pod is absent; false while the pod is Mounted or Uncertain. */
@@ -663,7 +692,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     } else {
       existing.devicePath = devicePath;
     }
-    this.notify();
+    this.notify(name);
   }
 
   private volumeNeedsExpansion(entry: AttachedVolumeEntry, desiredSize: number): boolean {
@@ -735,7 +764,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     last.pod.pairIndex = index;
   }
 
-  private notify(): void {
-    for (const listener of this.listeners) listener();
+  private notify(volumeName: UniqueVolumeName): void {
+    for (const listener of this.listeners) listener(volumeName);
   }
 }

@@ -88,7 +88,7 @@ export class DesiredStateOfWorld {
    */
   private readonly pairs: { entry: VolumeToMountEntry; pod: PodToMount }[] = [];
   private readonly podErrors = new Map<UniquePodName, Set<string>>();
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(volumeName: UniqueVolumeName) => void>();
   private readonly pluginMgr: VolumePluginMgr;
   private readonly translator: SELinuxLabelTranslator;
   private readonly gates: FeatureGates;
@@ -101,8 +101,11 @@ export class DesiredStateOfWorld {
     this.clock = opts.clock;
   }
 
-  /** Registers a listener called after every change of the desired volumes (not of pod errors). */
-  onChange(listener: () => void): () => void {
+  /**
+   * Registers a listener called after every change of the desired volumes (not of pod errors),
+   * with the name of the volume that changed.
+   */
+  onChange(listener: (volumeName: UniqueVolumeName) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -184,7 +187,7 @@ export class DesiredStateOfWorld {
     if (existing === undefined) this.pairs.push({ entry, pod: record });
     else this.pairs[record.pairIndex] = { entry, pod: record };
     entry.podsToMount.set(podName, record);
-    this.notify();
+    this.notify(volumeName);
     return volumeName;
   }
 
@@ -197,19 +200,18 @@ export class DesiredStateOfWorld {
     entry.podsToMount.delete(podName);
     this.removePair(record.pairIndex);
     if (entry.podsToMount.size === 0) this.volumesToMount.delete(volumeName);
-    this.notify();
+    this.notify(volumeName);
   }
 
   /** Set semantics: every volume's reportedInUse becomes (name ∈ names); unknown names are ignored. */
   markVolumesReportedInUse(reportedVolumes: readonly string[]): void {
     const reported = new Set(reportedVolumes);
-    let changed = false;
     for (const entry of this.volumesToMount.values()) {
       const inUse = reported.has(entry.volumeName);
-      if (entry.reportedInUse !== inUse) changed = true;
+      if (entry.reportedInUse === inUse) continue;
       entry.reportedInUse = inUse;
+      this.notify(entry.volumeName);
     }
-    if (changed) this.notify();
   }
 
   /**
@@ -258,25 +260,38 @@ export class DesiredStateOfWorld {
   ): VolumeToMount[] {
     const out: VolumeToMount[] = [];
     for (const { entry, pod } of this.pairs) {
-      if (!wanted(entry.volumeName, pod.podName, entry.persistentVolumeSize ?? 0, entry.effectiveSELinuxMountFileLabel)) continue;
-      out.push({
-        volumeName: entry.volumeName,
-        podName: pod.podName,
-        volumeSpec: pod.volumeSpec,
-        outerVolumeSpecName: pod.outerVolumeSpecName,
-        pod: pod.pod,
-        pluginIsAttachable: entry.pluginIsAttachable,
-        pluginIsDeviceMountable: entry.pluginIsDeviceMountable,
-        volumeGidValue: entry.volumeGidValue,
-        devicePath: '',
-        reportedInUse: entry.reportedInUse,
-        desiredSizeLimit: entry.desiredSizeLimit,
-        mountRequestTime: pod.mountRequestTime,
-        desiredPersistentVolumeSize: entry.persistentVolumeSize ?? 0,
-        seLinuxLabel: entry.effectiveSELinuxMountFileLabel,
-      });
+      if (wanted(entry.volumeName, pod.podName, entry.persistentVolumeSize ?? 0, entry.effectiveSELinuxMountFileLabel)) {
+        out.push(this.toVolumeToMount(entry, pod));
+      }
     }
     return out;
+  }
+
+  /** {@link collectVolumesToMount} restricted to the pods of one volume. */
+  collectVolumesToMountOf(
+    volumeName: UniqueVolumeName,
+    wanted: (volumeName: UniqueVolumeName, podName: UniquePodName, desiredSize: number, seLinuxLabel: string) => boolean,
+  ): VolumeToMount[] {
+    const entry = this.volumesToMount.get(volumeName);
+    if (entry === undefined) return [];
+    const out: VolumeToMount[] = [];
+    for (const pod of entry.podsToMount.values()) {
+      if (wanted(entry.volumeName, pod.podName, entry.persistentVolumeSize ?? 0, entry.effectiveSELinuxMountFileLabel)) {
+        out.push(this.toVolumeToMount(entry, pod));
+      }
+    }
+    return out;
+  }
+
+  /** Volume names of the pairs at positions [start, start+count) of the scan index (a sweep). */
+  volumeNamesInRange(start: number, count: number): { names: UniqueVolumeName[]; total: number } {
+    const names: UniqueVolumeName[] = [];
+    const end = Math.min(this.pairs.length, start + count);
+    for (let i = start; i < end; i++) {
+      const pair = this.pairs[i];
+      if (pair !== undefined) names.push(pair.entry.volumeName);
+    }
+    return { names, total: this.pairs.length };
   }
 
   /** Number of (volume, pod) pairs, without building the records. */
@@ -319,7 +334,7 @@ export class DesiredStateOfWorld {
     const entry = this.volumesToMount.get(volumeName);
     if (entry === undefined || entry.pluginIsAttachable === attachable) return;
     entry.pluginIsAttachable = attachable;
-    this.notify();
+    this.notify(volumeName);
   }
 
   /** Updates the desired PV size (bytes) of an existing volume; a no-op otherwise. */
@@ -327,7 +342,7 @@ export class DesiredStateOfWorld {
     const entry = this.volumesToMount.get(volumeName);
     if (entry === undefined || entry.persistentVolumeSize === size) return;
     entry.persistentVolumeSize = size;
-    this.notify();
+    this.notify(volumeName);
   }
 
   /** Records an error for the pod; at most {@link maxPodErrors}+1 distinct strings are kept. */
@@ -357,6 +372,25 @@ export class DesiredStateOfWorld {
     return [...this.podErrors.keys()];
   }
 
+  private toVolumeToMount(entry: VolumeToMountEntry, pod: PodToMount): VolumeToMount {
+    return {
+      volumeName: entry.volumeName,
+      podName: pod.podName,
+      volumeSpec: pod.volumeSpec,
+      outerVolumeSpecName: pod.outerVolumeSpecName,
+      pod: pod.pod,
+      pluginIsAttachable: entry.pluginIsAttachable,
+      pluginIsDeviceMountable: entry.pluginIsDeviceMountable,
+      volumeGidValue: entry.volumeGidValue,
+      devicePath: '',
+      reportedInUse: entry.reportedInUse,
+      desiredSizeLimit: entry.desiredSizeLimit,
+      mountRequestTime: pod.mountRequestTime,
+      desiredPersistentVolumeSize: entry.persistentVolumeSize ?? 0,
+      seLinuxLabel: entry.effectiveSELinuxMountFileLabel,
+    };
+  }
+
   /** Swap-removes a pair from the scan index, keeping the moved pair's position current. */
   private removePair(index: number): void {
     const last = this.pairs.pop();
@@ -365,8 +399,8 @@ export class DesiredStateOfWorld {
     last.pod.pairIndex = index;
   }
 
-  private notify(): void {
-    for (const listener of this.listeners) listener();
+  private notify(volumeName: UniqueVolumeName): void {
+    for (const listener of this.listeners) listener(volumeName);
   }
 }
 

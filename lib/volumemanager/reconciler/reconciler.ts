@@ -42,6 +42,9 @@ import {
   type ReconstructedVolume,
 } from './reconstruct.ts';
 
+/** Entries of each world re-examined per pass as a safety net (a full sweep every ⌈entries/256⌉ passes). */
+const sweepSliceSize = 256;
+
 /** `isExpectedError`: states that are normal while retrying, and are not logged as errors. */
 export function isExpectedError(err: unknown): boolean {
   return isAlreadyExists(err) || isExponentialBackoff(err) || isMountFailedPreconditionError(err);
@@ -107,6 +110,11 @@ export class Reconciler {
   private volumesNeedUpdateFromNodeStatus: UniqueVolumeName[] = [];
   private volumesFailedReconstruction: PodVolume[] = [];
   private timeOfLastSync = 0;
+  private readonly dirtyVolumes = new Set<UniqueVolumeName>();
+  private unsettledVolumes = new Set<UniqueVolumeName>();
+  private fullScanNeeded = true;
+  private lastReadyToUnmount: boolean | null = null;
+  private sweepCursor = 0;
   private readonly report: ReconstructionReport = { state: 'pending', startedAt: null, finishedAt: null, error: null, entries: [] };
   private openReportEntries = 0;
 
@@ -192,14 +200,55 @@ export class Reconciler {
   async reconcile(): Promise<void> {
     this.passes++;
     const readyToUnmount = this.readyToUnmount();
-    if (readyToUnmount) this.unmountVolumes();
-    this.mountOrAttachVolumes();
+    const scope = this.takeScope(readyToUnmount);
+    const unsettled = new Set<UniqueVolumeName>();
+    if (readyToUnmount) this.unmountVolumes(scope, unsettled);
+    this.mountOrAttachVolumes(scope, unsettled);
     if (readyToUnmount) {
-      this.unmountDetachDevices();
+      this.unmountDetachDevices(scope, unsettled);
       this.cleanOrphanVolumes();
     }
+    this.unsettledVolumes = unsettled;
     if (this.volumesNeedUpdateFromNodeStatus.length > 0) await this.updateReconstructedFromNodeStatus();
     if (this.volumesNeedUpdateFromNodeStatus.length === 0) this.updateLastSyncTime();
+  }
+
+  /**
+   * Records that a volume changed in either world (null: anything may have changed). The next
+   * pass examines it even if it was settled.
+   */
+  markDirty(volumeName: UniqueVolumeName | null): void {
+    if (volumeName === null) this.fullScanNeeded = true;
+    else this.dirtyVolumes.add(volumeName);
+  }
+
+  /**
+   * Which volumes this pass examines. The decisions of §2.3–§2.5 depend only on a volume's own
+   * entries in both worlds and on the operations table, so a volume that needed no action in
+   * the last pass and has not changed since cannot need one now. A pass therefore looks at the
+   * changed ("dirty") volumes, the ones that still needed action ("unsettled": waiting, in
+   * backoff, running), and a rotating slice of all volumes as a safety net; it scans everything
+   * when asked to, at start and whenever readyToUnmount flips. The result is the kubelet's full
+   * scan, at a cost proportional to what changed rather than to the node's size.
+   */
+  private takeScope(readyToUnmount: boolean): Set<UniqueVolumeName> | null {
+    const full = this.fullScanNeeded || readyToUnmount !== this.lastReadyToUnmount;
+    this.lastReadyToUnmount = readyToUnmount;
+    this.fullScanNeeded = false;
+    if (full) {
+      this.dirtyVolumes.clear();
+      return null;
+    }
+    const scope = new Set<UniqueVolumeName>(this.dirtyVolumes);
+    this.dirtyVolumes.clear();
+    for (const v of this.unsettledVolumes) scope.add(v);
+    const desired = this.o.dsw.volumeNamesInRange(this.sweepCursor, sweepSliceSize);
+    const actual = this.o.asw.volumeNamesInRange(this.sweepCursor, sweepSliceSize);
+    for (const v of desired.names) scope.add(v);
+    for (const v of actual.names) scope.add(v);
+    this.sweepCursor += sweepSliceSize;
+    if (this.sweepCursor >= Math.max(desired.total, actual.total)) this.sweepCursor = 0;
+    return scope;
   }
 
   /** True after the first pass that ended with no reconstructed volume waiting for node status. */
@@ -217,12 +266,16 @@ export class Reconciler {
     return this.o.populatorHasAddedPods() && this.volumesNeedUpdateFromNodeStatus.length === 0;
   }
 
-  private unmountVolumes(): void {
+  private unmountVolumes(scope: Set<UniqueVolumeName> | null, unsettled: Set<UniqueVolumeName>): void {
     // Desired entries are skipped before anything is allocated (a converged state costs lookups only).
-    const candidates = this.o.asw.collectMountedVolumes(
-      (podName, volumeName, seLinuxMountContext) => !this.o.dsw.podExistsInVolume(podName, volumeName, seLinuxMountContext),
-    );
+    const notDesired = (podName: UniquePodName, volumeName: UniqueVolumeName, seLinuxMountContext: string | null): boolean =>
+      !this.o.dsw.podExistsInVolume(podName, volumeName, seLinuxMountContext);
+    const candidates =
+      scope === null
+        ? this.o.asw.collectMountedVolumes(notDesired)
+        : [...scope].flatMap((v) => this.o.asw.collectMountedVolumesOf(v, notDesired));
     for (const mv of candidates) {
+      unsettled.add(mv.volumeName);
       if (this.o.operationExecutor.isOperationPending(mv.volumeName, mv.podName, EmptyNodeName)) continue;
       this.log.debug(`Starting operationExecutor.UnmountVolume for volume ${mv.volumeName} pod ${mv.podName}`);
       this.tryStart(() => {
@@ -231,12 +284,16 @@ export class Reconciler {
     }
   }
 
-  private mountOrAttachVolumes(): void {
+  private mountOrAttachVolumes(scope: Set<UniqueVolumeName> | null, unsettled: Set<UniqueVolumeName>): void {
     // Pairs already mounted and current need no action and are never materialised.
-    const candidates = this.o.dsw.collectVolumesToMount(
-      (volumeName, podName, desiredSize, seLinuxLabel) => !this.o.asw.isMountedAndCurrent(podName, volumeName, desiredSize, seLinuxLabel),
-    );
+    const needsAction = (volumeName: UniqueVolumeName, podName: UniquePodName, desiredSize: number, seLinuxLabel: string): boolean =>
+      !this.o.asw.isMountedAndCurrent(podName, volumeName, desiredSize, seLinuxLabel);
+    const candidates =
+      scope === null
+        ? this.o.dsw.collectVolumesToMount(needsAction)
+        : [...scope].flatMap((v) => this.o.dsw.collectVolumesToMountOf(v, needsAction));
     for (const vtm of candidates) {
+      unsettled.add(vtm.volumeName);
       const result = this.o.asw.podExistsInVolume(vtm.podName, vtm.volumeName, vtm.desiredPersistentVolumeSize, vtm.seLinuxLabel);
       vtm.devicePath = result.devicePath;
       const err = result.err;
@@ -275,9 +332,17 @@ export class Reconciler {
     }, 'operationExecutor.AttachVolume failed');
   }
 
-  private unmountDetachDevices(): void {
-    for (const candidate of this.o.asw.getUnmountedVolumes()) {
+  private unmountDetachDevices(scope: Set<UniqueVolumeName> | null, unsettled: Set<UniqueVolumeName>): void {
+    const candidates =
+      scope === null
+        ? this.o.asw.getUnmountedVolumes()
+        : [...scope].flatMap((v) => {
+            const av = this.o.asw.getUnmountedVolume(v);
+            return av === null ? [] : [av];
+          });
+    for (const candidate of candidates) {
       if (this.o.dsw.volumeExists(candidate.volumeName, candidate.seLinuxMountContext)) continue;
+      unsettled.add(candidate.volumeName);
       if (this.o.operationExecutor.isOperationPending(candidate.volumeName, EmptyUniquePodName, EmptyNodeName)) continue;
       // Re-read: a mount may have finished since the list was taken.
       const av = this.o.asw.getAttachedVolume(candidate.volumeName);
