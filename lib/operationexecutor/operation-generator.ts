@@ -1069,12 +1069,6 @@ export class OperationGenerator {
     const pvcStatusCap = storageOf(pvc.status?.capacity);
     const pvSpecCap = storageOf(pv.spec.capacity);
     if (pvcStatusCap >= pvSpecCap) return true;
-    if (vtm.volumeSpec.readOnly) {
-      const simple = volumeToMountMsg(vtm, 'MountVolume.NodeExpandVolume failed', 'requested read-only file system').simple;
-      this.recorder.event(podObject(vtm.pod), 'Warning', FileSystemResizeFailed, simple);
-      this.recorder.event(claimObject(pvc), 'Warning', FileSystemResizeFailed, simple);
-      return true;
-    }
     return this.callNodeExpandOnPlugin(vtm, asw, plugin, pvc, { ...resize, newSize: pvSpecCap, oldSize: pvcStatusCap });
   }
 
@@ -1089,12 +1083,6 @@ export class OperationGenerator {
     } catch (err) {
       throw new Error(`mountVolume.NodeExpandVolume get PVC failed : ${errorMessage(err)}`, { cause: err });
     }
-    if (vtm.volumeSpec.readOnly) {
-      const simple = volumeToMountMsg(vtm, 'MountVolume.NodeExpandVolume failed', 'requested read-only file system').simple;
-      this.recorder.event(podObject(vtm.pod), 'Warning', FileSystemResizeFailed, simple);
-      this.recorder.event(claimObject(pvc), 'Warning', FileSystemResizeFailed, simple);
-      return true;
-    }
     return this.callNodeExpandOnPlugin(vtm, asw, plugin, pvc, resize);
   }
 
@@ -1106,6 +1094,13 @@ export class OperationGenerator {
     pvc: PersistentVolumeClaim,
     resize: NodeResizeOptions,
   ): Promise<boolean> {
+    // A read-only volume is never resized: events say so, and the step counts as done.
+    if (vtm.volumeSpec.readOnly) {
+      const simple = volumeToMountMsg(vtm, 'MountVolume.NodeExpandVolume failed', 'requested read-only file system').simple;
+      this.recorder.event(podObject(vtm.pod), 'Warning', FileSystemResizeFailed, simple);
+      this.recorder.event(claimObject(pvc), 'Warning', FileSystemResizeFailed, simple);
+      return true;
+    }
     try {
       await plugin.nodeExpand(resize);
     } catch (err) {
