@@ -115,6 +115,8 @@ export interface HarnessOptions {
   reconcilerLoopPeriodMs?: number;
   /** Reconstruction and force-cleanup metrics hooks. */
   metrics?: VolumeManagerOptions['metrics'];
+  /** Also receives every finished-operation record (after `records` got it), e.g. agent metrics. */
+  onOperationRecord?: (record: OperationRecord) => void;
 }
 
 export class Harness {
@@ -150,8 +152,12 @@ export class Harness {
       controllerAttachDetachEnabled: opts.controllerAttachDetachEnabled ?? false,
       recorder,
       reconcilerLoopPeriodMs: opts.reconcilerLoopPeriodMs ?? 100,
-      onOperationRecord: (r) => this.records.push(r),
-      ...(opts.hostFs !== undefined ? { hostFs: opts.hostFs } : {}),
+      onOperationRecord: (r) => {
+        this.records.push(r);
+        opts.onOperationRecord?.(r);
+      },
+      // Synchronous disk reads by default: fake time must not race the thread pool.
+      hostFs: opts.hostFs ?? syncHostFs,
       ...(opts.featureGates !== undefined ? { featureGates: opts.featureGates } : {}),
       ...(opts.seLinuxTranslator !== undefined ? { seLinuxTranslator: opts.seLinuxTranslator } : {}),
       ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
