@@ -1,0 +1,54 @@
+/**
+ * The seam between the node agent's process wiring (agent/main.ts and agent/node/) and its HTTP
+ * server (agent/server/): everything the server reads or triggers, as one interface. The wiring
+ * builds an AgentRuntime around a running VolumeManager; the server turns it into the
+ * snapshot/SSE/action API of docs/api.md. Tests can hand the server a runtime built on the
+ * engine's fake plugin.
+ */
+import type { Driver, RecentEvent, SourceError } from '../lib/api/snapshot.ts';
+import type { Clock } from '../lib/clock/clock.ts';
+import type { Logger } from '../lib/volume/logger.ts';
+import type { NodeName } from '../lib/volume/types.ts';
+import type { VolumeManager } from '../lib/volumemanager/volume-manager.ts';
+
+/** What a resync (rescan of the root dir and mountinfo + batched attach verification) found. */
+export interface ResyncFindings {
+  startedAt: number;
+  finishedAt: number;
+  /** Volume directories found under `<root>/pods` and mount points under the root. */
+  rescanned: { volumes: number; mountPoints: number };
+  attachVerification: { checked: string[]; foundDetached: string[]; errors: string[] };
+  /** Human-readable differences found between disk/mountinfo and the actual state. */
+  changes: string[];
+}
+
+/** The mount-capability probe result shown in the snapshot and the log. */
+export interface MounterInfo {
+  kind: 'linux' | 'unprivileged';
+  privileged: boolean;
+  reason: string;
+}
+
+export interface AgentRuntime {
+  readonly nodeName: NodeName;
+  readonly version: string;
+  readonly startedAt: number;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly volumeManager: VolumeManager;
+  readonly mounter: MounterInfo;
+  /** Kubelet root dir (`pods/` and `plugins/` below it). */
+  readonly rootDir: string;
+  /** Current errors of the object source (invalid manifest files…). */
+  sourceErrors(): SourceError[];
+  /** Registered CSI drivers (empty until CSI drivers are configured). */
+  drivers(): Driver[];
+  /** Kubelet-style events emitted by the engine, oldest first (a bounded ring). */
+  recentEvents(): RecentEvent[];
+  /** True once the object source has listed everything once (sources ready). */
+  sourcesSynced(): boolean;
+  /** Runs a verification pass now and reports what it found. */
+  resync(): Promise<ResyncFindings>;
+  /** Registers a listener for changes that the engine's own onChange does not cover (sources, drivers, events). */
+  onChange(listener: () => void): () => void;
+}

@@ -1,0 +1,330 @@
+/**
+ * The node agent's HTTP server (docs/api.md) on plain `node:http`: health, the snapshot, the
+ * event stream, the three operator actions and `/metrics`, on top of an {@link AgentRuntime}.
+ *
+ * Request handling order: `/healthz` and `/readyz` are public; for every other path the
+ * authenticator runs first (401 before anything else about the request is looked at), then the
+ * route (404), the method (405 with `Allow`), the body (413 over 64 KiB, 400 naming the field)
+ * and the handler. Bad input never reaches a 500: a 500 is an agent bug and is logged as one.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { z } from 'zod';
+import { RetryOperationRequestSchema, UnmountRequestSchema, type HealthResponse } from '../../lib/api/actions.ts';
+import { isInvalidRequestBodyError, MAX_REQUEST_BODY_BYTES, parseJsonRequestBody } from '../../lib/api/request-body.ts';
+import { API_ROUTES } from '../../lib/api/routes.ts';
+import type { Snapshot } from '../../lib/api/snapshot.ts';
+import type { AgentRuntime } from '../runtime.ts';
+import type { ActionContext } from './action-context.ts';
+import { AuditLog, DEFAULT_AUDIT_SIZE } from './audit-log.ts';
+import type { Authenticator } from './authenticator.ts';
+import { EventStreams } from './event-streams.ts';
+import { errorAnswer, jsonAnswer, sendAnswer, sendJsonText, type HttpAnswer } from './http-response.ts';
+import type { AgentMetrics } from './metrics.ts';
+import { SlidingWindowRateLimiter } from './rate-limiter.ts';
+import { isPayloadTooLargeError, isRequestAbortedError, readBody } from './read-body.ts';
+import { resync } from './resync.ts';
+import { RETRY_RATE_LIMIT, retryOperation } from './retry-operation.ts';
+import { SnapshotBuilder } from './snapshot-builder.ts';
+import { SnapshotFeed } from './snapshot-feed.ts';
+import { DEFAULT_UNMOUNT_OUTCOME_TIMEOUT_MS, unmountVolume } from './unmount-volume.ts';
+
+// TYPES
+
+export interface AgentServerOptions {
+  runtime: AgentRuntime;
+  authenticator: Authenticator;
+  /** Rendered at `GET /metrics`; the server binds the runtime's volume manager to it. */
+  metrics: AgentMetrics;
+  /** Deltas kept for stream resumption (default 256). */
+  journalSize?: number;
+  /** Idle time before a `: keepalive` on an event stream (default 15 s, runtime clock). */
+  keepaliveMs?: number;
+  /** Audit entries kept in the snapshot (default 100). */
+  auditSize?: number;
+  /** "Retry now" limit per node (default 10 per 10 s). */
+  retryRateLimit?: { limit: number; windowMs: number };
+  /** How long an unmount request waits for the TearDown's outcome before answering 202 (default 30 s). */
+  unmountOutcomeTimeoutMs?: number;
+  /** Shortest time between two snapshot rebuilds caused by change notifications (default 50 ms). */
+  minRebuildIntervalMs?: number;
+  /** How often parts that change without a notification are probed (default 1 s). */
+  probeIntervalMs?: number;
+}
+
+/** The address the server listens on. */
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+export interface AgentServer {
+  /** Starts listening; port 0 picks a free port (the answer has the real one). */
+  listen(host: string, port: number): Promise<ListenAddress>;
+  /**
+   * Stops: ends every event stream, answers waiting unmount requests with "still running",
+   * stops the snapshot timers and listeners, and resolves once the listening socket is closed
+   * and in-flight requests are answered. Idempotent.
+   */
+  close(): Promise<void>;
+  /** The current snapshot (pending changes published first), as `GET /api/v1/snapshot` serves it. */
+  snapshot(): Snapshot;
+}
+
+/** A handler's answer, or null when it wrote the response itself (streams, `/metrics`). */
+type Handler = (req: IncomingMessage, res: ServerResponse, caller: string) => Promise<HttpAnswer | null>;
+
+interface Route {
+  method: 'GET' | 'POST';
+  path: string;
+  auth: boolean;
+  handle: Handler;
+}
+
+// SERVER
+
+/** Creates the server (not yet listening); its snapshot feed starts at once. */
+export function createAgentServer(opts: AgentServerOptions): AgentServer {
+  const { runtime, authenticator, metrics } = opts;
+  const { clock, logger } = runtime;
+  const vm = runtime.volumeManager;
+  metrics.bindVolumeManager(vm);
+
+  const markChanged = (): void => {
+    liveFeed.markChanged();
+  };
+  // The audit ring is part of the snapshot: an appended entry is a change to publish.
+  const audit = new AuditLog(clock, logger, markChanged, opts.auditSize ?? DEFAULT_AUDIT_SIZE);
+  const liveFeed = new SnapshotFeed({
+    builder: new SnapshotBuilder(runtime, () => audit.entries()),
+    clock,
+    logger,
+    ...(opts.journalSize !== undefined ? { journalSize: opts.journalSize } : {}),
+    ...(opts.minRebuildIntervalMs !== undefined ? { minIntervalMs: opts.minRebuildIntervalMs } : {}),
+    ...(opts.probeIntervalMs !== undefined ? { probeIntervalMs: opts.probeIntervalMs } : {}),
+  });
+  const unsubscribers = [vm.onChange(markChanged), runtime.onChange(markChanged)];
+  liveFeed.start();
+
+  const streams = new EventStreams({
+    feed: liveFeed,
+    clock,
+    logger,
+    ...(opts.keepaliveMs !== undefined ? { keepaliveMs: opts.keepaliveMs } : {}),
+  });
+  const rate = opts.retryRateLimit ?? RETRY_RATE_LIMIT;
+  const limiter = new SlidingWindowRateLimiter(clock, rate.limit, rate.windowMs);
+  const closing = new AbortController();
+  const context = (caller: string): ActionContext => ({ runtime, audit, caller });
+
+  /** Responses not yet finished; on close they are told to close their connection afterwards. */
+  const inFlight = new Set<ServerResponse>();
+  let stopping = false;
+
+  const statesSynced = (): boolean => vm.reconcilerStatesHasBeenSynced() && runtime.sourcesSynced();
+
+  /** Reads and validates a JSON body (throws the 400/413 errors the dispatcher maps). */
+  const body = async <S extends z.ZodType>(req: IncomingMessage, schema: S): Promise<z.output<S>> =>
+    parseJsonRequestBody(schema, await readBody(req, MAX_REQUEST_BODY_BYTES));
+
+  const routes: Route[] = [
+    {
+      ...API_ROUTES.healthz,
+      handle: () => Promise.resolve(jsonAnswer(200, { status: 'ok' } satisfies HealthResponse)),
+    },
+    {
+      ...API_ROUTES.readyz,
+      handle: () =>
+        Promise.resolve(
+          statesSynced()
+            ? jsonAnswer(200, { status: 'ok' } satisfies HealthResponse)
+            : errorAnswer('not-ready', 'desired and actual states are not synced yet'),
+        ),
+    },
+    {
+      ...API_ROUTES.snapshot,
+      handle: (_req, res) => {
+        liveFeed.flush();
+        sendJsonText(res, 200, liveFeed.snapshotJson());
+        return Promise.resolve(null);
+      },
+    },
+    {
+      ...API_ROUTES.events,
+      handle: (req, res, caller) => {
+        // A stream opened after close() began would hold the server open forever.
+        if (stopping) return Promise.resolve(errorAnswer('not-ready', 'the agent is shutting down'));
+        streams.open(req, res, caller);
+        return Promise.resolve(null);
+      },
+    },
+    {
+      ...API_ROUTES.resync,
+      handle: async (req, _res, caller) => {
+        await readBody(req, MAX_REQUEST_BODY_BYTES); // no body expected; read (bounded) and ignore
+        return resync(context(caller));
+      },
+    },
+    {
+      ...API_ROUTES.retryOperation,
+      handle: async (req, _res, caller) => retryOperation({ ...context(caller), limiter }, await body(req, RetryOperationRequestSchema)),
+    },
+    {
+      ...API_ROUTES.unmount,
+      handle: async (req, _res, caller) =>
+        unmountVolume(
+          {
+            ...context(caller),
+            signal: closing.signal,
+            outcomeTimeoutMs: opts.unmountOutcomeTimeoutMs ?? DEFAULT_UNMOUNT_OUTCOME_TIMEOUT_MS,
+          },
+          await body(req, UnmountRequestSchema),
+        ),
+    },
+    {
+      method: 'GET',
+      path: '/metrics',
+      auth: true,
+      handle: async (_req, res) => {
+        const text = await metrics.registry.metrics();
+        res.writeHead(200, { 'Content-Type': metrics.registry.contentType, 'Cache-Control': 'no-store' });
+        res.end(text);
+        return null;
+      },
+    },
+  ];
+  const byPath = new Map<string, Route[]>();
+  for (const route of routes) byPath.set(route.path, [...(byPath.get(route.path) ?? []), route]);
+
+  async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<string> {
+    const method = req.method ?? 'GET';
+    const path = requestPath(req.url);
+    const candidates = byPath.get(path) ?? [];
+    const isPublic = candidates.length > 0 && candidates.every((route) => !route.auth);
+    let caller = 'anonymous';
+    if (!isPublic) {
+      const auth = await authenticator.authenticate(req);
+      if (!auth.ok) {
+        sendAnswer(res, errorAnswer('unauthorized', 'missing or wrong bearer token', { headers: { 'WWW-Authenticate': 'Bearer' } }));
+        return caller;
+      }
+      caller = auth.caller;
+    }
+    if (candidates.length === 0) {
+      sendAnswer(res, errorAnswer('not-found', `no route ${method} ${path}`));
+      return caller;
+    }
+    const route = candidates.find((r) => r.method === method);
+    if (route === undefined) {
+      const allow = candidates.map((r) => r.method).join(', ');
+      sendAnswer(res, errorAnswer('method-not-allowed', `${method} is not allowed on ${path} (allowed: ${allow})`, { headers: { Allow: allow } }));
+      return caller;
+    }
+    const answer = await route.handle(req, res, caller);
+    if (answer !== null) sendAnswer(res, answer);
+    return caller;
+  }
+
+  async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = clock.monotonic();
+    let caller = 'anonymous';
+    inFlight.add(res);
+    // While closing, no connection stays open for another request (close() waits for all of them).
+    if (stopping) res.setHeader('Connection', 'close');
+    res.on('close', () => {
+      inFlight.delete(res);
+      // A connection that went idle after close() started must not hold the server open.
+      if (stopping) {
+        setImmediate(() => {
+          server.closeIdleConnections();
+        });
+      }
+      logger.debug('http request', {
+        method: req.method,
+        path: requestPath(req.url),
+        status: res.statusCode,
+        caller,
+        durationMs: Math.round((clock.monotonic() - started) * 1000) / 1000,
+      });
+    });
+    try {
+      caller = await dispatch(req, res);
+    } catch (err) {
+      if (isRequestAbortedError(err)) {
+        res.destroy();
+        return;
+      }
+      if (res.headersSent) {
+        logger.error('request failed after its answer started', { path: requestPath(req.url), err: describe(err) });
+        res.destroy();
+        return;
+      }
+      if (isInvalidRequestBodyError(err)) {
+        sendAnswer(res, { status: 400, body: err.toErrorBody() });
+      } else if (isPayloadTooLargeError(err)) {
+        // Close the connection: the rest of the body is not read.
+        sendAnswer(res, errorAnswer('payload-too-large', `request body is larger than ${err.limit} bytes`, { headers: { Connection: 'close' } }));
+      } else {
+        logger.error('request failed', { method: req.method, path: requestPath(req.url), err: describe(err) });
+        sendAnswer(res, errorAnswer('internal', 'internal error'));
+      }
+    }
+  }
+
+  const server: Server = createServer((req, res) => {
+    void onRequest(req, res);
+  });
+
+  let closed: Promise<void> | null = null;
+  return {
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        const onError = (err: Error): void => {
+          reject(err);
+        };
+        server.once('error', onError);
+        server.listen(port, host, () => {
+          server.off('error', onError);
+          const address = server.address() as AddressInfo;
+          logger.info('agent API listening', { host: address.address, port: address.port });
+          resolve({ host: address.address, port: address.port });
+        });
+      });
+    },
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        stopping = true;
+        for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+        for (const unsubscribe of unsubscribers) unsubscribe();
+        liveFeed.stop();
+        closing.abort();
+        streams.closeAll();
+        if (!server.listening) {
+          resolve();
+          return;
+        }
+        server.close(() => {
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      return closed;
+    },
+    snapshot() {
+      return liveFeed.flush();
+    },
+  };
+}
+
+// HELPERS
+
+/** The path of a request target, without the query; `/` for something unparsable. */
+function requestPath(url: string | undefined): string {
+  const target = url ?? '/';
+  const end = target.search(/[?#]/);
+  return end < 0 ? target : target.slice(0, end);
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? (err.stack ?? err.message) : String(err);
+}

@@ -1,0 +1,142 @@
+/**
+ * `GET /api/v1/events`: the open server-sent-event streams. Each stream starts with the current
+ * snapshot (or, on a reconnect whose `Last-Event-ID` the journal still covers, the deltas after
+ * it) and then receives every published delta. Events are written as soon as they are
+ * published, with nothing buffering them on the way (no compression, `X-Accel-Buffering: no`
+ * for proxies, Nagle off); an idle stream gets a `: keepalive` comment.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SSE_KEEPALIVE, SSE_KEEPALIVE_INTERVAL_MS } from '../../lib/api/sse.ts';
+import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
+import type { Logger } from '../../lib/volume/logger.ts';
+import type { SnapshotFeed } from './snapshot-feed.ts';
+
+/**
+ * A client with this much unsent data beyond what its stream started with (the snapshot may be
+ * many MB) is not reading: its stream is closed, and it resumes from the journal (or a fresh
+ * snapshot) when it reconnects.
+ */
+export const MAX_UNSENT_STREAM_BYTES = 16 * 1024 * 1024;
+
+/** The headers of an event stream. */
+export const EVENT_STREAM_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-transform',
+  'X-Accel-Buffering': 'no',
+} as const;
+
+/** A `Last-Event-ID` header as a sequence number, or null when absent or not a sequence number. */
+export function parseLastEventId(header: string | string[] | undefined): number | null {
+  const value = Array.isArray(header) ? header[header.length - 1] : header;
+  if (value === undefined || !/^[0-9]{1,15}$/.test(value.trim())) return null;
+  return Number(value.trim());
+}
+
+export interface EventStreamsOptions {
+  feed: SnapshotFeed;
+  clock: Clock;
+  logger: Logger;
+  /** The idle time before a `: keepalive` comment (default 15 s). */
+  keepaliveMs?: number;
+}
+
+interface OpenStream {
+  res: ServerResponse;
+  close(): void;
+}
+
+export class EventStreams {
+  private readonly streams = new Set<OpenStream>();
+  private readonly feed: SnapshotFeed;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly keepaliveMs: number;
+
+  constructor(opts: EventStreamsOptions) {
+    this.feed = opts.feed;
+    this.clock = opts.clock;
+    this.logger = opts.logger;
+    this.keepaliveMs = opts.keepaliveMs ?? SSE_KEEPALIVE_INTERVAL_MS;
+  }
+
+  /** The number of open streams. */
+  get size(): number {
+    return this.streams.size;
+  }
+
+  /**
+   * Turns an authenticated request into a stream. The stream stays open until the client
+   * disconnects, the client stops reading, or {@link closeAll} ends it.
+   */
+  open(req: IncomingMessage, res: ServerResponse, caller: string): void {
+    const { clock, feed, logger } = this;
+    let keepalive: TimerHandle | null = null;
+    let closed = false;
+    let budget = MAX_UNSENT_STREAM_BYTES;
+
+    const armKeepalive = (): void => {
+      if (keepalive !== null) clock.clearTimeout(keepalive);
+      keepalive = clock.setTimeout(() => {
+        keepalive = null;
+        write(SSE_KEEPALIVE);
+      }, this.keepaliveMs);
+    };
+    const write = (text: string): void => {
+      if (closed) return;
+      res.write(text);
+      if (res.writableLength > budget) {
+        logger.warn('event stream client is not reading; closing its stream', { caller, unsentBytes: res.writableLength });
+        res.destroy();
+        return;
+      }
+      armKeepalive();
+    };
+
+    res.writeHead(200, EVENT_STREAM_HEADERS);
+    res.flushHeaders();
+    req.socket.setNoDelay(true);
+
+    // Bring the snapshot up to date first, so that what the client starts from is current.
+    feed.flush();
+    const lastEventId = parseLastEventId(req.headers['last-event-id']);
+    const resumed = lastEventId === null ? null : feed.deltasSince(lastEventId);
+    const first = resumed === null ? feed.snapshotEvent() : resumed.map((entry) => entry.event).join('');
+    const unsubscribe = feed.subscribe((entry) => {
+      write(entry.event);
+    });
+
+    const stream: OpenStream = {
+      res,
+      close: () => {
+        if (closed) return;
+        closed = true;
+        unsubscribe();
+        if (keepalive !== null) clock.clearTimeout(keepalive);
+        keepalive = null;
+        this.streams.delete(stream);
+      },
+    };
+    this.streams.add(stream);
+    res.on('close', () => {
+      stream.close();
+      logger.debug('event stream closed', { caller, open: this.streams.size });
+    });
+    logger.debug('event stream opened', {
+      caller,
+      lastEventId,
+      start: resumed === null ? 'snapshot' : `resume ${resumed.length} deltas`,
+      open: this.streams.size,
+    });
+    budget += Buffer.byteLength(first);
+    if (first === '') armKeepalive();
+    else write(first);
+  }
+
+  /** Ends every stream (server shutdown): clients see the stream end and may reconnect elsewhere. */
+  closeAll(): void {
+    for (const stream of [...this.streams]) {
+      stream.close();
+      stream.res.end();
+    }
+  }
+}

@@ -1,0 +1,160 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { OperationRecord } from '../../lib/operationexecutor/operation-executor.ts';
+import { createAgentMetrics } from './metrics.ts';
+import { mountPod1, startServer, type ServerFixture } from './testing/server-fixture.ts';
+
+/** The value of one sample line `name{labels} value` (labels in prom-client's order), or null. */
+function sample(text: string, line: string): number | null {
+  const found = text.split('\n').find((l) => l.startsWith(`${line} `));
+  return found === undefined ? null : Number(found.slice(line.length + 1));
+}
+
+describe('GET /metrics', () => {
+  let fx: ServerFixture | undefined;
+  afterEach(async () => {
+    await fx?.close();
+    fx = undefined;
+  });
+
+  it('needs the token', async () => {
+    fx = await startServer();
+
+    const res = await fx.client.get('/metrics', { token: null });
+
+    expect(res.status).toBe(401);
+  });
+
+  it('exports every volume manager metric with its labels after one mount', async () => {
+    // Arrange
+    fx = await startServer();
+    await mountPod1(fx);
+
+    // Act
+    const res = await fx.client.get('/metrics');
+
+    // Assert
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = res.text;
+    expect(sample(text, 'volume_manager_total_volumes{plugin_name="fake-plugin",state="actual_state_of_world"}')).toBe(1);
+    expect(sample(text, 'volume_manager_total_volumes{plugin_name="fake-plugin",state="desired_state_of_world"}')).toBe(1);
+    for (const operation of ['volume_attach', 'volume_mount']) {
+      expect(
+        sample(
+          text,
+          `storage_operation_duration_seconds_count{volume_plugin="fake-plugin",operation_name="${operation}",status="success",migrated="false"}`,
+        ),
+      ).toBe(1);
+    }
+    expect(text).toContain(
+      'storage_operation_duration_seconds_bucket{le="0.1",volume_plugin="fake-plugin",operation_name="volume_mount",status="success",migrated="false"}',
+    );
+    expect(text).toContain('storage_operation_duration_seconds_bucket{le="600",');
+    expect(sample(text, 'volume_operation_total_seconds_count{plugin_name="fake-plugin",operation_name="overall_volume_mount"}')).toBe(1);
+    for (const counter of [
+      'reconstruct_volume_operations_total',
+      'reconstruct_volume_operations_errors_total',
+      'force_cleaned_failed_volume_operations_total',
+      'force_cleaned_failed_volume_operation_errors_total',
+    ]) {
+      expect(sample(text, counter)).toBe(0);
+    }
+    expect(text).toContain('# TYPE process_cpu_user_seconds_total counter');
+    expect(text).toContain('# TYPE nodejs_heap_size_used_bytes gauge');
+  });
+
+  it('counts the actual state by Mounted pairs only, and drops series that went away', async () => {
+    fx = await startServer();
+    await mountPod1(fx);
+    const { harness } = fx;
+
+    harness.pods.delete('pod1uid');
+    await harness.until(() => harness.vm.asw.getMountedVolumes().length === 0 && harness.vm.dsw.countVolumesToMount() === 0);
+    const text = (await fx.client.get('/metrics')).text;
+
+    expect(text).not.toMatch(/^volume_manager_total_volumes\{/m);
+  });
+});
+
+describe('createAgentMetrics', () => {
+  const record = (over: Partial<OperationRecord>): OperationRecord => ({
+    operationName: 'volume_mount',
+    volume: '',
+    pod: '',
+    plugin: 'kubernetes.io/csi:csi-loop.volumescope.dev',
+    migrated: false,
+    generatedAt: 1_000,
+    startedAt: 1_100,
+    finishedAt: 3_600,
+    outcome: 'success',
+    error: null,
+    ...over,
+  });
+
+  it.each([
+    {
+      name: 'a success is observed from generation to finish',
+      record: record({}),
+      line: 'storage_operation_duration_seconds_sum{volume_plugin="kubernetes.io/csi:csi-loop.volumescope.dev",operation_name="volume_mount",status="success",migrated="false"}',
+      value: 2.6,
+    },
+    {
+      name: 'a failure has status fail-unknown',
+      record: record({ outcome: 'failure', error: 'boom', operationName: 'unmount_device' }),
+      line: 'storage_operation_duration_seconds_count{volume_plugin="kubernetes.io/csi:csi-loop.volumescope.dev",operation_name="unmount_device",status="fail-unknown",migrated="false"}',
+      value: 1,
+    },
+    {
+      name: 'a migrated operation has migrated="true"',
+      record: record({ migrated: true }),
+      line: 'storage_operation_duration_seconds_count{volume_plugin="kubernetes.io/csi:csi-loop.volumescope.dev",operation_name="volume_mount",status="success",migrated="true"}',
+      value: 1,
+    },
+    {
+      name: 'an operation without a plugin counts under N/A',
+      record: record({ plugin: '' }),
+      line: 'storage_operation_duration_seconds_count{volume_plugin="N/A",operation_name="volume_mount",status="success",migrated="false"}',
+      value: 1,
+    },
+  ])('onOperationRecord: $name', async ({ record: r, line, value }) => {
+    const metrics = createAgentMetrics();
+    const onRecord = metrics.onOperationRecord; // detached, as the wiring passes it
+
+    onRecord(r);
+
+    expect(sample(await metrics.registry.metrics(), line)).toBeCloseTo(value, 6);
+  });
+
+  it.each([
+    { name: 'a successful reconstruction counts the total only', call: 'reconstruct', failed: false, totals: [1, 0, 0, 0] },
+    { name: 'a failed reconstruction counts the total and the error', call: 'reconstruct', failed: true, totals: [1, 1, 0, 0] },
+    { name: 'a started force cleanup counts the total only', call: 'forceClean', failed: false, totals: [0, 0, 1, 0] },
+    { name: 'a force cleanup that failed to start counts both', call: 'forceClean', failed: true, totals: [0, 0, 1, 1] },
+  ])('reconciler metrics: $name', async ({ call, failed, totals }) => {
+    const metrics = createAgentMetrics();
+
+    if (call === 'reconstruct') metrics.reconstructVolumeOperation(failed);
+    else metrics.forceCleanedFailedVolumeOperation(failed);
+
+    const text = await metrics.registry.metrics();
+    expect(
+      [
+        'reconstruct_volume_operations_total',
+        'reconstruct_volume_operations_errors_total',
+        'force_cleaned_failed_volume_operations_total',
+        'force_cleaned_failed_volume_operation_errors_total',
+      ].map((name) => sample(text, name)),
+    ).toEqual(totals);
+  });
+
+  it('keeps series of two instances apart (one registry each)', async () => {
+    const a = createAgentMetrics();
+    const b = createAgentMetrics();
+
+    a.observeOverallMount('kubernetes.io/csi:x', 1.5);
+
+    const line = 'volume_operation_total_seconds_count{plugin_name="kubernetes.io/csi:x",operation_name="overall_volume_mount"}';
+    expect(sample(await a.registry.metrics(), line)).toBe(1);
+    expect(sample(await b.registry.metrics(), line)).toBeNull();
+  });
+});

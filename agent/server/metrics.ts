@@ -1,0 +1,166 @@
+/**
+ * The agent's Prometheus metrics (`GET /metrics`), named and labelled as the kubelet's volume
+ * manager exports them so existing dashboards and alerts work:
+ *
+ * - `volume_manager_total_volumes{plugin_name,state}`: counted at scrape time from both worlds;
+ * - `storage_operation_duration_seconds{volume_plugin,operation_name,status,migrated}`: one
+ *   observation per finished operation ({@link AgentMetrics.onOperationRecord});
+ * - `volume_operation_total_seconds{plugin_name,operation_name}`: `overall_volume_mount`, from
+ *   the pod's mount request to the mount ({@link AgentMetrics.observeOverallMount});
+ * - `reconstruct_volume_operations_total` / `_errors_total` and
+ *   `force_cleaned_failed_volume_operations_total` / `_errors_total`: the reconciler's counters
+ *   (the engine's `ReconcilerMetrics`);
+ * - process metrics (`process_*`, `nodejs_*`).
+ *
+ * Each {@link AgentMetrics} has its own Registry, so several agents (tests) never share series.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { OperationRecord } from '../../lib/operationexecutor/operation-executor.ts';
+import { fullyQualifiedPluginName } from '../../lib/operationexecutor/operation-generator.ts';
+import type { ReconcilerMetrics } from '../../lib/volumemanager/reconciler/reconciler.ts';
+import type { VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
+
+/** The kubelet's buckets for storage operation latencies, in seconds. */
+export const STORAGE_OPERATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600];
+
+/** `plugin_name` when the plugin of a volume cannot be determined (kubelet `pluginNameNotAvailable`). */
+export const PLUGIN_NAME_NOT_AVAILABLE = 'N/A';
+
+/** The `state` label values of `volume_manager_total_volumes`. */
+export const TOTAL_VOLUMES_STATES = {
+  actual: 'actual_state_of_world',
+  desired: 'desired_state_of_world',
+} as const;
+
+/**
+ * The agent's metrics. Every method is a bound function, so members can be handed over on their
+ * own: `new VolumeManager({metrics, onOperationRecord: metrics.onOperationRecord})`.
+ */
+export interface AgentMetrics extends ReconcilerMetrics {
+  /** The registry `GET /metrics` renders. */
+  readonly registry: Registry;
+  /** `volume_operation_total_seconds{operation_name="overall_volume_mount"}` (the engine's mount hook). */
+  readonly observeOverallMount: (pluginName: string, seconds: number) => void;
+  /** `storage_operation_duration_seconds` for one finished operation. */
+  readonly onOperationRecord: (record: OperationRecord) => void;
+  /** `reconstruct_volume_operations_total` (+ `_errors_total` when `failed`). */
+  readonly reconstructVolumeOperation: (failed: boolean) => void;
+  /** `force_cleaned_failed_volume_operations_total` (+ `..._operation_errors_total` when `failedToStart`). */
+  readonly forceCleanedFailedVolumeOperation: (failedToStart: boolean) => void;
+  /**
+   * The volume manager whose worlds `volume_manager_total_volumes` counts at scrape time. The
+   * server binds its runtime's manager; until then the metric has no series.
+   */
+  readonly bindVolumeManager: (volumeManager: VolumeManager) => void;
+}
+
+/** Mounted (volume, pod) pairs of the actual state and (volume, pod) pairs of the desired state, by plugin. */
+function countVolumes(vm: VolumeManager): Map<string, Map<string, number>> {
+  const counts = new Map<string, Map<string, number>>();
+  const add = (state: string, plugin: string): void => {
+    let byPlugin = counts.get(state);
+    if (byPlugin === undefined) {
+      byPlugin = new Map();
+      counts.set(state, byPlugin);
+    }
+    byPlugin.set(plugin, (byPlugin.get(plugin) ?? 0) + 1);
+  };
+  for (const mounted of vm.asw.getMountedVolumes()) {
+    const name = fullyQualifiedPluginName(mounted.pluginName, mounted.volumeSpec);
+    add(TOTAL_VOLUMES_STATES.actual, name === '' ? PLUGIN_NAME_NOT_AVAILABLE : name);
+  }
+  for (const toMount of vm.dsw.getVolumesToMount()) {
+    let name = PLUGIN_NAME_NOT_AVAILABLE;
+    try {
+      name = fullyQualifiedPluginName(vm.pluginMgr.findPluginBySpec(toMount.volumeSpec).name, toMount.volumeSpec);
+    } catch {
+      // As the kubelet: a volume whose plugin cannot be found counts under "N/A".
+    }
+    add(TOTAL_VOLUMES_STATES.desired, name);
+  }
+  return counts;
+}
+
+/** A new set of agent metrics in a new Registry (with the process metrics). */
+export function createAgentMetrics(): AgentMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  let volumeManager: VolumeManager | null = null;
+
+  new Gauge({
+    name: 'volume_manager_total_volumes',
+    help: 'Number of volumes in Volume Manager',
+    labelNames: ['plugin_name', 'state'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (volumeManager === null) return;
+      for (const [state, byPlugin] of countVolumes(volumeManager)) {
+        for (const [plugin, count] of byPlugin) this.set({ plugin_name: plugin, state }, count);
+      }
+    },
+  });
+  const operationDuration = new Histogram({
+    name: 'storage_operation_duration_seconds',
+    help: 'Storage operation duration',
+    labelNames: ['volume_plugin', 'operation_name', 'status', 'migrated'],
+    buckets: STORAGE_OPERATION_BUCKETS,
+    registers: [registry],
+  });
+  const endToEnd = new Histogram({
+    name: 'volume_operation_total_seconds',
+    help: 'Storage operation end to end duration in seconds',
+    labelNames: ['plugin_name', 'operation_name'],
+    buckets: STORAGE_OPERATION_BUCKETS,
+    registers: [registry],
+  });
+  const reconstructTotal = new Counter({
+    name: 'reconstruct_volume_operations_total',
+    help: 'The number of volumes that were attempted to be reconstructed from the operating system during kubelet startup. This includes both successful and failed reconstruction.',
+    registers: [registry],
+  });
+  const reconstructErrors = new Counter({
+    name: 'reconstruct_volume_operations_errors_total',
+    help: 'The number of volumes that failed reconstruction from the operating system during kubelet startup.',
+    registers: [registry],
+  });
+  const forceCleanedTotal = new Counter({
+    name: 'force_cleaned_failed_volume_operations_total',
+    help: 'The number of volumes that were force cleaned after their reconstruction failed during kubelet startup. This includes both successful and failed cleanups.',
+    registers: [registry],
+  });
+  const forceCleanedErrors = new Counter({
+    name: 'force_cleaned_failed_volume_operation_errors_total',
+    help: 'The number of volumes that failed force cleanup after their reconstruction failed during kubelet startup.',
+    registers: [registry],
+  });
+
+  return {
+    registry,
+    bindVolumeManager: (vm) => {
+      volumeManager = vm;
+    },
+    observeOverallMount: (pluginName, seconds) => {
+      endToEnd.observe({ plugin_name: pluginName === '' ? PLUGIN_NAME_NOT_AVAILABLE : pluginName, operation_name: 'overall_volume_mount' }, seconds);
+    },
+    onOperationRecord: (record) => {
+      operationDuration.observe(
+        {
+          volume_plugin: record.plugin === '' ? PLUGIN_NAME_NOT_AVAILABLE : record.plugin,
+          operation_name: record.operationName,
+          status: record.outcome === 'success' ? 'success' : 'fail-unknown',
+          migrated: String(record.migrated),
+        },
+        Math.max(0, record.finishedAt - record.generatedAt) / 1000,
+      );
+    },
+    reconstructVolumeOperation: (failed) => {
+      reconstructTotal.inc();
+      if (failed) reconstructErrors.inc();
+    },
+    forceCleanedFailedVolumeOperation: (failedToStart) => {
+      forceCleanedTotal.inc();
+      if (failedToStart) forceCleanedErrors.inc();
+    },
+  };
+}

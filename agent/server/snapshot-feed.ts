@@ -1,0 +1,217 @@
+/**
+ * The published state of the agent: the current {@link Snapshot}, its sequence number, and the
+ * journal of recent deltas that event streams resume from.
+ *
+ * Change notifications (the volume manager's and the runtime's `onChange`, audit appends) only
+ * mark the state dirty; a rebuild follows on the runtime clock, at most one per
+ * `minIntervalMs` (bursts of notifications during a reconciler pass coalesce into one), and never
+ * more often than keeps rebuilding under {@link MAX_PUBLISH_DUTY} of the time (on a large node
+ * under constant change the interval stretches instead of the agent spending its time diffing). A
+ * rebuild that changed nothing visible publishes nothing, so `seq` grows by exactly one per
+ * published delta. Some parts change without a notification (pod errors, the reconciler's sync
+ * flag); a periodic probe compares those cheap parts and marks the state dirty when they moved.
+ */
+import { encodeDeltaEvent, SNAPSHOT_EVENT } from '../../lib/api/agent-stream.ts';
+import { computeDelta, type Delta } from '../../lib/api/delta.ts';
+import type { Snapshot } from '../../lib/api/snapshot.ts';
+import { formatSseEvent } from '../../lib/api/sse.ts';
+import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
+import type { Logger } from '../../lib/volume/logger.ts';
+import type { BuiltSnapshot, SnapshotBuilder } from './snapshot-builder.ts';
+
+/** Defaults of {@link SnapshotFeedOptions}. */
+export const DEFAULT_JOURNAL_SIZE = 256;
+export const DEFAULT_MIN_REBUILD_INTERVAL_MS = 50;
+export const DEFAULT_PROBE_INTERVAL_MS = 1_000;
+/**
+ * The largest share of time rebuilding may take under constant change: after a rebuild that took
+ * `d` ms the next one waits at least `d / MAX_PUBLISH_DUTY` ms (12 ms at 10k volumes → 120 ms).
+ */
+export const MAX_PUBLISH_DUTY = 0.1;
+
+/** A published delta and its encoded `event: delta` text (encoded once, written to every stream). */
+export interface JournalEntry {
+  delta: Delta;
+  event: string;
+}
+
+/** Receives each published delta, in order. */
+export type FeedListener = (entry: JournalEntry) => void;
+
+export interface SnapshotFeedOptions {
+  builder: SnapshotBuilder;
+  clock: Clock;
+  logger: Logger;
+  /** How many deltas a reconnecting stream can resume across (default 256). */
+  journalSize?: number;
+  /** The shortest time between two rebuilds caused by notifications (default 50 ms). */
+  minIntervalMs?: number;
+  /** How often the cheap parts are probed for changes that come without a notification (default 1 s). */
+  probeIntervalMs?: number;
+}
+
+function hasChanges(delta: Delta): boolean {
+  for (const key of Object.keys(delta)) {
+    if (key !== 'fromSeq' && key !== 'seq') return true;
+  }
+  return false;
+}
+
+export class SnapshotFeed {
+  private built: BuiltSnapshot;
+  /** The current snapshot serialized once: its JSON text and its `event: snapshot` text. */
+  private encoded: { seq: number; json: string; event: string | null } | null = null;
+  private readonly journal: JournalEntry[] = [];
+  private readonly listeners = new Set<FeedListener>();
+  private readonly builder: SnapshotBuilder;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly journalSize: number;
+  private readonly minIntervalMs: number;
+  private readonly probeIntervalMs: number;
+  private dirty = false;
+  private rebuildTimer: TimerHandle | null = null;
+  private probeTimer: TimerHandle | null = null;
+  private lastRebuildAt = Number.NEGATIVE_INFINITY;
+  /** The gap the last rebuild asks for before the next one (min interval, stretched by its duration). */
+  private nextGapMs: number;
+  private stopped = false;
+
+  constructor(opts: SnapshotFeedOptions) {
+    this.builder = opts.builder;
+    this.clock = opts.clock;
+    this.logger = opts.logger;
+    this.journalSize = Math.max(0, opts.journalSize ?? DEFAULT_JOURNAL_SIZE);
+    this.minIntervalMs = opts.minIntervalMs ?? DEFAULT_MIN_REBUILD_INTERVAL_MS;
+    this.probeIntervalMs = opts.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
+    this.nextGapMs = this.minIntervalMs;
+    this.built = this.builder.initial();
+  }
+
+  /** Starts the periodic probe. */
+  start(): void {
+    if (this.stopped || this.probeTimer !== null) return;
+    this.scheduleProbe();
+  }
+
+  /** Cancels timers; later notifications are ignored and listeners are dropped. */
+  stop(): void {
+    this.stopped = true;
+    if (this.rebuildTimer !== null) this.clock.clearTimeout(this.rebuildTimer);
+    if (this.probeTimer !== null) this.clock.clearTimeout(this.probeTimer);
+    this.rebuildTimer = null;
+    this.probeTimer = null;
+    this.listeners.clear();
+  }
+
+  /** Something may have changed: rebuild soon (coalesced). Safe to call from inside engine callbacks. */
+  markChanged(): void {
+    this.dirty = true;
+    if (this.stopped || this.rebuildTimer !== null) return;
+    const delay = Math.max(0, this.lastRebuildAt + this.nextGapMs - this.clock.monotonic());
+    this.rebuildTimer = this.clock.setTimeout(() => {
+      this.rebuildTimer = null;
+      this.rebuild();
+    }, delay);
+  }
+
+  /** The last published snapshot (may lag the engine by up to one coalescing interval). */
+  current(): Snapshot {
+    return this.built.snapshot;
+  }
+
+  /** Publishes pending changes now (if any) and returns the current snapshot. */
+  flush(): Snapshot {
+    if (this.dirty && !this.stopped) {
+      if (this.rebuildTimer !== null) this.clock.clearTimeout(this.rebuildTimer);
+      this.rebuildTimer = null;
+      this.rebuild();
+    }
+    return this.built.snapshot;
+  }
+
+  /** The current snapshot as JSON text (serialized once per seq: 5 MB at 10k volumes). */
+  snapshotJson(): string {
+    return this.encodedSnapshot().json;
+  }
+
+  /** The current snapshot as an `event: snapshot` (`encodeSnapshotEvent`, from the same JSON text). */
+  snapshotEvent(): string {
+    const encoded = this.encodedSnapshot();
+    encoded.event ??= formatSseEvent({ event: SNAPSHOT_EVENT, id: encoded.seq, data: encoded.json });
+    return encoded.event;
+  }
+
+  private encodedSnapshot(): { seq: number; json: string; event: string | null } {
+    const { snapshot } = this.built;
+    if (this.encoded?.seq !== snapshot.seq) this.encoded = { seq: snapshot.seq, json: JSON.stringify(snapshot), event: null };
+    return this.encoded;
+  }
+
+  /**
+   * The deltas that take a client from `seq` to the current snapshot: `[]` when `seq` is
+   * current, null when the journal no longer holds them all (or `seq` was never published by
+   * this process, e.g. it is ahead): the client needs a fresh snapshot.
+   */
+  deltasSince(seq: number): JournalEntry[] | null {
+    const current = this.built.snapshot.seq;
+    if (seq === current) return [];
+    if (seq > current) return null;
+    const first = this.journal.findIndex((entry) => entry.delta.fromSeq === seq);
+    return first < 0 ? null : this.journal.slice(first);
+  }
+
+  /** Registers a listener for published deltas; returns its unsubscribe function. */
+  subscribe(listener: FeedListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private rebuild(): void {
+    this.dirty = false;
+    this.lastRebuildAt = this.clock.monotonic();
+    const prev = this.built.snapshot;
+    let next: BuiltSnapshot;
+    let delta: Delta;
+    try {
+      next = this.builder.build(this.built, prev.seq + 1);
+      delta = computeDelta(prev, next.snapshot);
+    } catch (err) {
+      // A bug in building; keep serving the last good snapshot. The next change retries.
+      this.logger.error('snapshot build failed', { err: err instanceof Error ? err.message : String(err) });
+      return;
+    }
+    const buildMs = this.clock.monotonic() - this.lastRebuildAt;
+    this.nextGapMs = Math.max(this.minIntervalMs, buildMs / MAX_PUBLISH_DUTY);
+    if (!hasChanges(delta)) return;
+    this.built = next;
+    const entry: JournalEntry = { delta, event: encodeDeltaEvent(delta) };
+    this.journal.push(entry);
+    if (this.journal.length > this.journalSize) this.journal.splice(0, this.journal.length - this.journalSize);
+    this.logger.debug('snapshot published', {
+      seq: delta.seq,
+      deltaBytes: entry.event.length,
+      buildMs: Math.round(buildMs * 1000) / 1000,
+    });
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(entry);
+      } catch (err) {
+        this.logger.error('snapshot listener failed', { err: err instanceof Error ? err.message : String(err) });
+      }
+    }
+  }
+
+  private scheduleProbe(): void {
+    this.probeTimer = this.clock.setTimeout(() => {
+      this.probeTimer = null;
+      if (this.stopped) return;
+      try {
+        if (!this.dirty && this.builder.lightPartsChanged(this.built)) this.markChanged();
+      } catch (err) {
+        this.logger.error('snapshot probe failed', { err: err instanceof Error ? err.message : String(err) });
+      }
+      this.scheduleProbe();
+    }, this.probeIntervalMs);
+  }
+}

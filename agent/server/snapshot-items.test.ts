@@ -1,0 +1,180 @@
+import { describe, expect, it } from 'vitest';
+import { jsonEqual } from '../../lib/api/json-equal.ts';
+import type { PendingOperationView } from '../../lib/operationexecutor/nested-pending-operations.ts';
+import type { Pod } from '../../lib/volume/k8s-types.ts';
+import type { NodeName, PluginName, PodUID, UniquePodName, UniqueVolumeName } from '../../lib/volume/types.ts';
+import type { ActualVolumeView } from '../../lib/volumemanager/cache/actual-state-of-world.ts';
+import type { DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
+import type { ReconstructionEntry } from '../../lib/volumemanager/reconciler/reconciler.ts';
+import {
+  actualVolumeFromView,
+  actualVolumeMatchesView,
+  desiredVolumeFromView,
+  desiredVolumeMatchesView,
+  operationFromView,
+  operationMatchesView,
+  operationViewKey,
+  reconstructedVolumeFromEntry,
+  reconstructedVolumeMatchesEntry,
+  reconstructionEntryKey,
+  type DesiredPodEntry,
+  type NamespaceOf,
+} from './snapshot-items.ts';
+import { operationKey, reconstructedVolumeKey } from '../../lib/api/snapshot.ts';
+
+// Every mutation below must leave `matches(fromView(base), mutated)` equal to
+// `jsonEqual(fromView(base), fromView(mutated))`: the matcher is exactly "would build the same item".
+
+const pod = (uid: string): ActualVolumeView['pods'][number] => ({
+  podName: uid as UniquePodName,
+  podUID: uid as PodUID,
+  outerVolumeSpecName: 'data',
+  innerVolumeSpecName: 'pv-1',
+  mountState: 'VolumeMounted',
+  remountRequired: false,
+  foundDuringReconstruction: false,
+});
+
+const actualBase: ActualVolumeView = {
+  volumeName: 'kubernetes.io/csi/d^vol-1' as UniqueVolumeName,
+  pluginName: 'kubernetes.io/csi' as PluginName,
+  attachability: 'True',
+  devicePath: '/dev/loop3',
+  deviceMountState: 'DeviceGloballyMounted',
+  deviceMountPath: '/var/lib/kubelet/plugins/kubernetes.io/csi/d/x/globalmount',
+  persistentVolumeSize: null,
+  volumeInUseErrorForExpansion: false,
+  foundDuringReconstruction: false,
+  pods: [pod('b'), pod('a')],
+};
+const namespaces: NamespaceOf = (uid) => (uid === 'a' ? 'ns-a' : undefined);
+
+describe('actualVolumeMatchesView', () => {
+  it.each<{ name: string; view: ActualVolumeView; namespaceOf?: NamespaceOf; same: boolean }>([
+    { name: 'the same view', view: actualBase, same: true },
+    { name: 'the pods in another order', view: { ...actualBase, pods: [pod('a'), pod('b')] }, same: true },
+    { name: 'a field the contract does not show (size)', view: { ...actualBase, persistentVolumeSize: 5 }, same: true },
+    { name: 'another plugin', view: { ...actualBase, pluginName: 'kubernetes.io/nfs' as PluginName }, same: false },
+    { name: 'attachability uncertain', view: { ...actualBase, attachability: 'Uncertain' }, same: false },
+    { name: 'attachability False (still attached in the API)', view: { ...actualBase, attachability: 'False' }, same: true },
+    { name: 'another device path', view: { ...actualBase, devicePath: '/dev/loop4' }, same: false },
+    { name: 'device mount uncertain', view: { ...actualBase, deviceMountState: 'DeviceMountUncertain' }, same: false },
+    { name: 'device not mounted', view: { ...actualBase, deviceMountState: 'DeviceNotMounted' }, same: false },
+    { name: 'another device mount path', view: { ...actualBase, deviceMountPath: '' }, same: false },
+    { name: 'one pod less', view: { ...actualBase, pods: [pod('a')] }, same: false },
+    { name: 'another pod', view: { ...actualBase, pods: [pod('a'), pod('c')] }, same: false },
+    { name: 'a pod mount uncertain', view: { ...actualBase, pods: [pod('a'), { ...pod('b'), mountState: 'VolumeMountUncertain' }] }, same: false },
+    { name: 'a remount required', view: { ...actualBase, pods: [pod('a'), { ...pod('b'), remountRequired: true }] }, same: false },
+    { name: 'another outer name', view: { ...actualBase, pods: [pod('a'), { ...pod('b'), outerVolumeSpecName: 'other' }] }, same: false },
+    { name: 'another pod name', view: { ...actualBase, pods: [pod('a'), { ...pod('b'), podName: 'x' as UniquePodName }] }, same: false },
+    { name: 'a namespace learned', view: actualBase, namespaceOf: () => 'ns', same: false },
+  ])('$name: matches = $same', ({ view, namespaceOf, same }) => {
+    const item = actualVolumeFromView(actualBase, namespaces);
+    const now = namespaceOf ?? namespaces;
+
+    expect(actualVolumeMatchesView(item, view, now)).toBe(same);
+    expect(jsonEqual(item, actualVolumeFromView(view, now))).toBe(same);
+  });
+});
+
+const podObject: Pod = { metadata: { name: 'web-0', namespace: 'default', uid: 'a' }, spec: { containers: [] } };
+const entryBase: DesiredPodEntry = { podName: 'a' as UniquePodName, pod: podObject, outerVolumeSpecName: 'data', innerVolumeSpecName: 'pv-1', mountRequestTime: 1 };
+const desiredBase: DesiredVolumeView = {
+  volumeName: 'kubernetes.io/csi/d^vol-1' as UniqueVolumeName,
+  pluginName: 'kubernetes.io/csi' as PluginName,
+  pluginIsAttachable: true,
+  pluginIsDeviceMountable: true,
+  reportedInUse: false,
+  desiredSizeLimit: null,
+  persistentVolumeSize: null,
+  seLinuxLabel: '',
+  pods: [entryBase],
+};
+
+describe('desiredVolumeMatchesView', () => {
+  it.each<{ name: string; view: DesiredVolumeView; entry: DesiredPodEntry; same: boolean }>([
+    { name: 'the same pair', view: desiredBase, entry: entryBase, same: true },
+    { name: 'a new mount request time (not shown)', view: desiredBase, entry: { ...entryBase, mountRequestTime: 9 }, same: true },
+    { name: 'another outer name', view: desiredBase, entry: { ...entryBase, outerVolumeSpecName: 'x' }, same: false },
+    { name: 'another unique name', view: { ...desiredBase, volumeName: 'v' as UniqueVolumeName }, entry: entryBase, same: false },
+    { name: 'another plugin', view: { ...desiredBase, pluginName: 'p' as PluginName }, entry: entryBase, same: false },
+    { name: 'not attachable', view: { ...desiredBase, pluginIsAttachable: false }, entry: entryBase, same: false },
+    { name: 'not device-mountable', view: { ...desiredBase, pluginIsDeviceMountable: false }, entry: entryBase, same: false },
+    { name: 'reported in use', view: { ...desiredBase, reportedInUse: true }, entry: entryBase, same: false },
+  ])('$name: matches = $same', ({ view, entry, same }) => {
+    const item = desiredVolumeFromView(desiredBase, entryBase);
+
+    expect(desiredVolumeMatchesView(item, view, entry)).toBe(same);
+    expect(jsonEqual(item, desiredVolumeFromView(view, entry))).toBe(same);
+  });
+});
+
+const opBase: PendingOperationView = {
+  key: { volumeName: 'v' as UniqueVolumeName, podName: 'a' as UniquePodName, nodeName: '' as NodeName },
+  operationName: 'volume_mount',
+  pending: false,
+  failures: 2,
+  startedAt: null,
+  lastError: 'boom',
+  lastErrorTime: 1_000,
+  durationBeforeRetry: 1_000,
+  retryAt: 2_000,
+};
+
+describe('operationMatchesView', () => {
+  it.each<{ name: string; view: PendingOperationView; same: boolean }>([
+    { name: 'the same entry', view: opBase, same: true },
+    { name: 'running', view: { ...opBase, pending: true, startedAt: 3_000 }, same: false },
+    { name: 'another failure count', view: { ...opBase, failures: 3 }, same: false },
+    { name: 'another error', view: { ...opBase, lastError: 'bang' }, same: false },
+    { name: 'another error time', view: { ...opBase, lastErrorTime: 1_001 }, same: false },
+    { name: 'another backoff', view: { ...opBase, durationBeforeRetry: 2_000 }, same: false },
+    { name: 'another retry time', view: { ...opBase, retryAt: 3_000 }, same: false },
+    { name: 'another operation', view: { ...opBase, operationName: 'volume_unmount' }, same: false },
+    { name: 'a node in the key', view: { ...opBase, key: { ...opBase.key, nodeName: 'n' as NodeName } }, same: false },
+    { name: 'no pod in the key', view: { ...opBase, key: { ...opBase.key, podName: '' as UniquePodName } }, same: false },
+  ])('$name: matches = $same', ({ view, same }) => {
+    const item = operationFromView(opBase);
+
+    expect(operationMatchesView(item, view)).toBe(same);
+    expect(jsonEqual(item, operationFromView(view))).toBe(same);
+  });
+
+  it.each([opBase, { ...opBase, key: { ...opBase.key, podName: '' as UniquePodName, nodeName: 'n' as NodeName } }])(
+    'keys a view as operationKey keys its item',
+    (view) => {
+      expect(operationViewKey(view)).toBe(operationKey(operationFromView(view)));
+    },
+  );
+});
+
+const reconBase: ReconstructionEntry = {
+  podName: 'a' as UniquePodName,
+  volumeSpecName: 'data',
+  pluginName: 'kubernetes.io/csi' as PluginName,
+  volumeMode: 'Filesystem',
+  volumePath: '/p',
+  volumeName: null,
+  outcome: 'reconstructed',
+  error: null,
+  scannedAt: 100,
+  resolvedAt: null,
+};
+
+describe('reconstructedVolumeMatchesEntry', () => {
+  it.each<{ name: string; entry: ReconstructionEntry; same: boolean }>([
+    { name: 'the same entry', entry: reconBase, same: true },
+    { name: 'another path (not shown)', entry: { ...reconBase, volumePath: '/q' }, same: true },
+    { name: 'resolved', entry: { ...reconBase, outcome: 'confirmed-mounted', resolvedAt: 200 }, same: false },
+    { name: 'resolved at the scan time', entry: { ...reconBase, outcome: 'confirmed-mounted', resolvedAt: 100 }, same: false },
+    { name: 'skipped (shown as confirmed)', entry: { ...reconBase, outcome: 'skipped', resolvedAt: 100 }, same: false },
+    { name: 'failed', entry: { ...reconBase, outcome: 'failed', error: 'x' }, same: false },
+    { name: 'another plugin', entry: { ...reconBase, pluginName: 'p' as PluginName }, same: false },
+  ])('$name: matches = $same', ({ entry, same }) => {
+    const item = reconstructedVolumeFromEntry(reconBase);
+
+    expect(reconstructedVolumeMatchesEntry(item, entry)).toBe(same);
+    expect(jsonEqual(item, reconstructedVolumeFromEntry(entry))).toBe(same);
+    expect(reconstructionEntryKey(entry)).toBe(reconstructedVolumeKey(reconstructedVolumeFromEntry(entry)));
+  });
+});

@@ -1,0 +1,239 @@
+/**
+ * The items of the API snapshot made from the engine's read-only views, one `…FromView` and one
+ * `…MatchesView` per item type. A `…MatchesView(item, view)` answers, without allocating,
+ * whether `…FromView(view)` would equal `item`; the snapshot builder uses it to keep the
+ * previous object of every unchanged item. The two must agree field for field
+ * (snapshot-items.test.ts checks every field).
+ */
+import { compareKeys, sortByKey } from '../../lib/api/normalize-snapshot.ts';
+import {
+  podMountKey,
+  type ActualVolume,
+  type DesiredVolume,
+  type Operation,
+  type PodMount,
+  type ReconstructedVolume,
+} from '../../lib/api/snapshot.ts';
+import type { PendingOperationView } from '../../lib/operationexecutor/nested-pending-operations.ts';
+import type { DeviceMountState } from '../../lib/operationexecutor/types.ts';
+import type { ActualVolumeView } from '../../lib/volumemanager/cache/actual-state-of-world.ts';
+import type { DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
+import type { ReconstructionEntry, ReconstructionOutcome } from '../../lib/volumemanager/reconciler/reconciler.ts';
+
+/** The namespace of a pod by UID, when known. */
+export type NamespaceOf = (podUid: string) => string | undefined;
+
+/** One pod's entry of a desired volume view. */
+export type DesiredPodEntry = DesiredVolumeView['pods'][number];
+
+/** One pod of an actual volume view. */
+type ActualPodView = ActualVolumeView['pods'][number];
+
+// MAPPINGS
+
+export function attachState(attachability: ActualVolumeView['attachability']): ActualVolume['attachState'] {
+  return attachability === 'Uncertain' ? 'uncertain' : 'attached';
+}
+
+export function deviceMountState(state: DeviceMountState): ActualVolume['deviceMountState'] {
+  switch (state) {
+    case 'DeviceGloballyMounted':
+      return 'mounted';
+    case 'DeviceMountUncertain':
+      return 'uncertain';
+    case 'DeviceNotMounted':
+      return 'not-mounted';
+  }
+}
+
+function mountState(state: ActualPodView['mountState']): PodMount['mountState'] {
+  return state === 'VolumeMounted' ? 'mounted' : 'uncertain';
+}
+
+/**
+ * The engine's reconstruction outcome in the API's terms. `skipped` means the directory belonged
+ * to a volume the actual state already had (mounted through the normal path before the scan got
+ * to it): for an operator that is a confirmed mount.
+ */
+export function reconstructionOutcome(outcome: ReconstructionOutcome): ReconstructedVolume['outcome'] {
+  return outcome === 'skipped' ? 'confirmed-mounted' : outcome;
+}
+
+// DESIRED
+
+/** The UID of the pod of a desired entry (its key in `desired.pods`). */
+export function desiredPodUid(entry: DesiredPodEntry): string {
+  return entry.pod.metadata.uid ?? entry.podName;
+}
+
+/** The pod's namespace as the snapshot shows it (`default` when the manifest leaves it out). */
+export function desiredPodNamespace(entry: DesiredPodEntry): string {
+  return entry.pod.metadata.namespace ?? 'default';
+}
+
+export function desiredVolumeFromView(view: DesiredVolumeView, entry: DesiredPodEntry): DesiredVolume {
+  return {
+    name: entry.outerVolumeSpecName,
+    uniqueVolumeName: view.volumeName,
+    pluginName: view.pluginName,
+    attachable: view.pluginIsAttachable,
+    deviceMountable: view.pluginIsDeviceMountable,
+    reportedInUse: view.reportedInUse,
+  };
+}
+
+export function desiredVolumeMatchesView(volume: DesiredVolume, view: DesiredVolumeView, entry: DesiredPodEntry): boolean {
+  return (
+    volume.name === entry.outerVolumeSpecName &&
+    volume.uniqueVolumeName === view.volumeName &&
+    volume.pluginName === view.pluginName &&
+    volume.attachable === view.pluginIsAttachable &&
+    volume.deviceMountable === view.pluginIsDeviceMountable &&
+    volume.reportedInUse === view.reportedInUse
+  );
+}
+
+// ACTUAL
+
+function podMountFromView(pod: ActualPodView, namespaceOf: NamespaceOf): PodMount {
+  const namespace = namespaceOf(pod.podUID);
+  return {
+    podUid: pod.podUID,
+    podName: pod.podName,
+    ...(namespace !== undefined ? { podNamespace: namespace } : {}),
+    outerVolumeName: pod.outerVolumeSpecName,
+    mountState: mountState(pod.mountState),
+    remountRequired: pod.remountRequired,
+  };
+}
+
+function podMountMatchesView(mount: PodMount, pod: ActualPodView, namespaceOf: NamespaceOf): boolean {
+  return (
+    mount.podUid === pod.podUID &&
+    mount.podName === pod.podName &&
+    mount.podNamespace === namespaceOf(pod.podUID) &&
+    mount.outerVolumeName === pod.outerVolumeSpecName &&
+    mount.mountState === mountState(pod.mountState) &&
+    mount.remountRequired === pod.remountRequired
+  );
+}
+
+/** The mount of `podUid` in `mounts` (sorted by `podUid`), or undefined. */
+function findPodMount(mounts: readonly PodMount[], podUid: string): PodMount | undefined {
+  let lo = 0;
+  let hi = mounts.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const mount = mounts[mid] as PodMount;
+    const order = compareKeys(mount.podUid, podUid);
+    if (order === 0) return mount;
+    if (order < 0) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
+
+export function actualVolumeFromView(view: ActualVolumeView, namespaceOf: NamespaceOf): ActualVolume {
+  const pods = view.pods.map((pod) => podMountFromView(pod, namespaceOf));
+  return {
+    uniqueVolumeName: view.volumeName,
+    pluginName: view.pluginName,
+    attachState: attachState(view.attachability),
+    devicePath: view.devicePath,
+    deviceMountState: deviceMountState(view.deviceMountState),
+    deviceMountPath: view.deviceMountPath,
+    pods: pods.length > 1 ? sortByKey(pods, podMountKey) : pods,
+  };
+}
+
+/**
+ * Whether {@link actualVolumeFromView} would equal `volume`. The pods of a view have distinct
+ * UIDs (the actual state keys them by pod), so equal counts plus every view pod found equal
+ * means the same set.
+ */
+export function actualVolumeMatchesView(volume: ActualVolume, view: ActualVolumeView, namespaceOf: NamespaceOf): boolean {
+  if (
+    volume.uniqueVolumeName !== view.volumeName ||
+    volume.pluginName !== view.pluginName ||
+    volume.attachState !== attachState(view.attachability) ||
+    volume.devicePath !== view.devicePath ||
+    volume.deviceMountState !== deviceMountState(view.deviceMountState) ||
+    volume.deviceMountPath !== view.deviceMountPath ||
+    volume.pods.length !== view.pods.length
+  ) {
+    return false;
+  }
+  for (const pod of view.pods) {
+    const mount = findPodMount(volume.pods, pod.podUID);
+    if (mount === undefined || !podMountMatchesView(mount, pod, namespaceOf)) return false;
+  }
+  return true;
+}
+
+// OPERATIONS
+
+export function operationFromView(op: PendingOperationView): Operation {
+  return {
+    operationName: op.operationName,
+    volume: op.key.volumeName,
+    podUid: op.key.podName === '' ? null : op.key.podName,
+    nodeName: op.key.nodeName === '' ? null : op.key.nodeName,
+    state: op.pending ? 'running' : 'backoff',
+    failures: op.failures,
+    lastError: op.lastError,
+    lastErrorAt: op.lastErrorTime,
+    retryAt: op.retryAt,
+    durationBeforeRetryMs: op.durationBeforeRetry,
+    startedAt: op.startedAt,
+  };
+}
+
+export function operationMatchesView(operation: Operation, op: PendingOperationView): boolean {
+  return (
+    operation.operationName === op.operationName &&
+    operation.volume === op.key.volumeName &&
+    operation.podUid === (op.key.podName === '' ? null : op.key.podName) &&
+    operation.nodeName === (op.key.nodeName === '' ? null : op.key.nodeName) &&
+    operation.state === (op.pending ? 'running' : 'backoff') &&
+    operation.failures === op.failures &&
+    operation.lastError === op.lastError &&
+    operation.lastErrorAt === op.lastErrorTime &&
+    operation.retryAt === op.retryAt &&
+    operation.durationBeforeRetryMs === op.durationBeforeRetry &&
+    operation.startedAt === op.startedAt
+  );
+}
+
+/** The API key of a table entry without building the item (`operationKey`). */
+export function operationViewKey(op: PendingOperationView): string {
+  return `${op.operationName}|${op.key.volumeName}|${op.key.podName}|${op.key.nodeName}`;
+}
+
+// RECONSTRUCTION
+
+export function reconstructedVolumeFromEntry(entry: ReconstructionEntry): ReconstructedVolume {
+  return {
+    podUid: entry.podName,
+    volumeName: entry.volumeSpecName,
+    pluginName: entry.pluginName,
+    outcome: reconstructionOutcome(entry.outcome),
+    error: entry.error,
+    at: entry.resolvedAt ?? entry.scannedAt,
+  };
+}
+
+export function reconstructedVolumeMatchesEntry(volume: ReconstructedVolume, entry: ReconstructionEntry): boolean {
+  return (
+    volume.podUid === entry.podName &&
+    volume.volumeName === entry.volumeSpecName &&
+    volume.pluginName === entry.pluginName &&
+    volume.outcome === reconstructionOutcome(entry.outcome) &&
+    volume.error === entry.error &&
+    volume.at === (entry.resolvedAt ?? entry.scannedAt)
+  );
+}
+
+/** The API key of a reconstruction entry without building the item (`reconstructedVolumeKey`). */
+export function reconstructionEntryKey(entry: ReconstructionEntry): string {
+  return `${entry.podName}|${entry.volumeSpecName}`;
+}

@@ -1,0 +1,130 @@
+/**
+ * Test support: an {@link AgentRuntime} around the engine test harness (fake plugin, in-memory
+ * pod source, fake clock), with switchable source sync, settable source errors/drivers/events,
+ * and a logger that keeps every line.
+ */
+import type { Driver, RecentEvent, SourceError } from '../../../lib/api/snapshot.ts';
+import type { FakeClock } from '../../../lib/clock/fake-clock.ts';
+import type { Logger } from '../../../lib/volume/logger.ts';
+import type { NodeName } from '../../../lib/volume/types.ts';
+import type { Harness } from '../../../lib/volumemanager/testing/harness.ts';
+import type { VolumeManager } from '../../../lib/volumemanager/volume-manager.ts';
+import type { AgentRuntime, MounterInfo, ResyncFindings } from '../../runtime.ts';
+
+/** One logged line. */
+export interface LogLine {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  msg: string;
+  fields: Record<string, unknown>;
+}
+
+/** A logger that keeps every line, for assertions. */
+export class CollectingLogger implements Logger {
+  readonly lines: LogLine[] = [];
+
+  debug(msg: string, fields: Record<string, unknown> = {}): void {
+    this.lines.push({ level: 'debug', msg, fields });
+  }
+
+  info(msg: string, fields: Record<string, unknown> = {}): void {
+    this.lines.push({ level: 'info', msg, fields });
+  }
+
+  warn(msg: string, fields: Record<string, unknown> = {}): void {
+    this.lines.push({ level: 'warn', msg, fields });
+  }
+
+  error(msg: string, fields: Record<string, unknown> = {}): void {
+    this.lines.push({ level: 'error', msg, fields });
+  }
+}
+
+/** The runtime the server tests run against. */
+export class FakeAgentRuntime implements AgentRuntime {
+  readonly nodeName: NodeName;
+  readonly version = '0.1.0-test';
+  readonly startedAt: number;
+  readonly clock: FakeClock;
+  readonly logger = new CollectingLogger();
+  readonly volumeManager: VolumeManager;
+  readonly mounter: MounterInfo = { kind: 'unprivileged', privileged: false, reason: 'tests' };
+  readonly rootDir: string;
+  /** What `sourcesSynced()` answers. */
+  synced = true;
+  /** How many times `resync()` ran. */
+  resyncs = 0;
+  /** When set, `resync()` rejects with it. */
+  resyncError: Error | null = null;
+  private sourceErrorList: SourceError[] = [];
+  private driverList: Driver[] = [];
+  private events: RecentEvent[] = [];
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    readonly harness: Harness,
+    /** How many events the ring keeps. */
+    private readonly maxEvents = 50,
+  ) {
+    this.nodeName = harness.vm.nodeName;
+    this.clock = harness.clock;
+    this.startedAt = harness.clock.now();
+    this.volumeManager = harness.vm;
+    this.rootDir = harness.rootDir;
+  }
+
+  sourceErrors(): SourceError[] {
+    return this.sourceErrorList;
+  }
+
+  drivers(): Driver[] {
+    return this.driverList;
+  }
+
+  recentEvents(): RecentEvent[] {
+    return this.events;
+  }
+
+  sourcesSynced(): boolean {
+    return this.synced;
+  }
+
+  /** A verification pass: the engine's batched attach verification, nothing rescanned. */
+  async resync(): Promise<ResyncFindings> {
+    this.resyncs++;
+    if (this.resyncError !== null) throw this.resyncError;
+    const startedAt = this.clock.now();
+    const result = await this.volumeManager.verifyAttachedVolumes();
+    return {
+      startedAt,
+      finishedAt: result.finishedAt,
+      rescanned: { volumes: 0, mountPoints: 0 },
+      attachVerification: { checked: result.checked, foundDetached: result.foundDetached, errors: result.errors },
+      changes: result.foundDetached.map((v) => `volume ${v}: found detached`),
+    };
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Appends an event to the ring and notifies. */
+  emitEvent(event: Omit<RecentEvent, 'time'>): void {
+    this.events = [...this.events, { time: this.clock.now(), ...event }].slice(-this.maxEvents);
+    this.notify();
+  }
+
+  setSourceErrors(errors: SourceError[]): void {
+    this.sourceErrorList = errors;
+    this.notify();
+  }
+
+  setDrivers(drivers: Driver[]): void {
+    this.driverList = drivers;
+    this.notify();
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener();
+  }
+}
