@@ -1,0 +1,28 @@
+import { connection } from 'next/server';
+import { NodesOverview } from '../../../components/nodes-overview.tsx';
+import { ConfigErrorPanel } from '../../../components/page-states.tsx';
+import { agentsForPage } from '../../../lib/dashboard/server-pages.ts';
+
+export default async function OverviewPage() {
+  // The agent list comes from the environment at request time, never from the build.
+  await connection();
+  const agents = agentsForPage();
+  if (!agents.ok) return <ConfigErrorPanel error={agents.error} />;
+  const list = agents.config.agents.map((a) => ({ name: a.name, url: a.url }));
+  return (
+    <>
+      <h1>Nodes</h1>
+      {list.length === 0 ? (
+        <div className="gate">
+          <p>No agents are configured.</p>
+          <p>
+            Start the dashboard with <code>VOLUMESCOPE_AGENTS=node-a=http://10.0.0.5:7070</code> and{' '}
+            <code>VOLUMESCOPE_AGENT_TOKENS=node-a=/etc/volumescope/node-a.token</code> (or <code>VOLUMESCOPE_DASHBOARD_CONFIG</code>).
+          </p>
+        </div>
+      ) : (
+        <NodesOverview agents={list} />
+      )}
+    </>
+  );
+}

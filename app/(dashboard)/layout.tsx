@@ -1,0 +1,23 @@
+import Link from 'next/link';
+import type { ReactNode } from 'react';
+
+export default function DashboardLayout({ children }: { children: ReactNode }) {
+  return (
+    <>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="app-header">
+        <Link href="/" className="app-header__brand">
+          <span aria-hidden="true">◎ </span>VolumeScope
+        </Link>
+        <nav aria-label="Main">
+          <Link href="/">Nodes</Link>
+        </nav>
+      </header>
+      <main id="main" className="main">
+        {children}
+      </main>
+    </>
+  );
+}

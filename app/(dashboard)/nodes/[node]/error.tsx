@@ -1,0 +1,7 @@
+'use client';
+
+import { RouteError } from '../../../../components/route-states.tsx';
+
+export default function NodeSegmentError({ error, retry }: { error: unknown; retry: () => void }) {
+  return <RouteError error={error} retry={retry} what="node" />;
+}

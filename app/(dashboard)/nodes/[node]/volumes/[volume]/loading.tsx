@@ -1,0 +1,5 @@
+import { PageSkeleton } from '../../../../../../components/page-states.tsx';
+
+export default function Loading() {
+  return <PageSkeleton label="the volume" />;
+}

@@ -1,0 +1,10 @@
+import { listAgents } from '../../../lib/dashboard/agent-proxy.ts';
+import { serverProxyDeps } from '../../../lib/dashboard/server-deps.ts';
+
+export const runtime = 'nodejs';
+export const dynamic = 'force-dynamic';
+
+/** The configured agents: name, URL, and when this server last reached each (never a token). */
+export function GET(): Response {
+  return listAgents(serverProxyDeps());
+}

@@ -1,0 +1,5 @@
+import { NotFoundMessage } from '../../../../components/not-found-message.tsx';
+
+export default function EmbedItemNotFound() {
+  return <NotFoundMessage level="item" />;
+}

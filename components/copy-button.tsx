@@ -1,0 +1,32 @@
+'use client';
+
+import { useState } from 'react';
+
+/**
+ * Copies text to the clipboard; `getText` runs on click so it can read the latest state. Says
+ * "Copied" (announced) for a moment, or why it failed.
+ */
+export function CopyButton({ label, getText }: { label: string; getText: () => string }) {
+  const [status, setStatus] = useState<string>('');
+  const copy = async (): Promise<void> => {
+    try {
+      await navigator.clipboard.writeText(getText());
+      setStatus('Copied');
+    } catch {
+      setStatus('Copy failed: the browser refused clipboard access');
+    }
+    setTimeout(() => {
+      setStatus('');
+    }, 2_000);
+  };
+  return (
+    <span className="copy">
+      <button type="button" className="button" onClick={() => void copy()}>
+        {label}
+      </button>
+      <span className="copy__status" role="status">
+        {status}
+      </span>
+    </span>
+  );
+}

@@ -1,0 +1,122 @@
+'use client';
+
+import { Suspense, useCallback, useMemo, useState } from 'react';
+import type { Snapshot } from '../lib/api/index.ts';
+import { describeResync, resyncAvailability } from '../lib/dashboard/action-guards.ts';
+import { nodeMarkdownSummary } from '../lib/dashboard/markdown-summary.ts';
+import { summarizeNode } from '../lib/dashboard/node-summary.ts';
+import { createVolumeRowsSelector, podDisplayName } from '../lib/dashboard/pipeline.ts';
+import { embedHref } from '../lib/dashboard/routes.ts';
+import { useAgentConnection } from '../lib/dashboard/use-agent.ts';
+import { ActionButton, ActionDialog, type PendingAction } from './action-dialog.tsx';
+import { AgentGate } from './agent-gate.tsx';
+import { ConnectionStatus } from './connection-status.tsx';
+import { CopyButton } from './copy-button.tsx';
+import {
+  AuditTable,
+  DriversTable,
+  EventsTable,
+  NodeCounts,
+  NodeFacts,
+  OperationsTable,
+  Panel,
+  ReconstructionLine,
+  ReconstructionTable,
+  SourceErrorsList,
+} from './node-panels.tsx';
+import { VolumeTable } from './volume-table.tsx';
+
+/** uid → `namespace/name` of the desired pods, for tables that only have UIDs. */
+export function usePodNames(snapshot: Snapshot): ReadonlyMap<string, string> {
+  const pods = snapshot.desired.pods;
+  return useMemo(() => new Map(pods.map((p) => [p.uid, podDisplayName(p)])), [pods]);
+}
+
+function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
+  const connection = useAgentConnection(agent);
+  const [pending, setPending] = useState<PendingAction | null>(null);
+  const onAction = useCallback((action: PendingAction) => {
+    setPending(action);
+  }, []);
+  const selectRows = useMemo(() => createVolumeRowsSelector(), []);
+  const rows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
+  const summary = summarizeNode(snapshot);
+  const podNames = usePodNames(snapshot);
+
+  return (
+    <>
+      <header className="page-header">
+        <div>
+          <p className="breadcrumb">Node</p>
+          <h1>{agent}</h1>
+          {snapshot.nodeName !== agent ? <p className="muted">Node object: {snapshot.nodeName}</p> : null}
+        </div>
+        <ConnectionStatus agent={agent} />
+        <div className="toolbar">
+          <ActionButton
+            label="Force resync"
+            availability={resyncAvailability(connection.phase)}
+            onClick={() => {
+              setPending({ title: 'Force resync', description: describeResync(agent), confirmLabel: 'Resync now', request: { kind: 'resync' } });
+            }}
+          />
+          <CopyButton label="Copy link" getText={() => window.location.href} />
+          <CopyButton
+            label="Copy as Markdown"
+            getText={() => nodeMarkdownSummary({ node: agent, summary, rows, now: Date.now(), url: window.location.href })}
+          />
+          <a className="button" href={embedHref(agent)} target="_blank" rel="noreferrer">
+            Embed view
+          </a>
+        </div>
+      </header>
+      <NodeFacts summary={summary} />
+      <NodeCounts summary={summary} />
+      <nav className="toc" aria-label="Sections">
+        <a href="#pods">Pods and volumes</a>
+        <a href="#operations">Pending operations ({snapshot.operations.length})</a>
+        <a href="#reconstruction">Reconstruction</a>
+        <a href="#events">Recent events</a>
+        <a href="#source-errors">Source errors ({snapshot.sourceErrors.length})</a>
+        <a href="#drivers">CSI drivers</a>
+        <a href="#audit">Audit log</a>
+      </nav>
+      <Panel id="pods" title="Pods and volumes">
+        <Suspense fallback={<p className="empty">Loading the table…</p>}>
+          <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} />
+        </Suspense>
+      </Panel>
+      <Panel id="operations" title="Pending operations" count={snapshot.operations.length}>
+        <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} phase={connection.phase} onAction={onAction} limit={500} />
+      </Panel>
+      <Panel id="reconstruction" title="Reconstruction">
+        <ReconstructionLine summary={summary} />
+        <ReconstructionTable node={agent} reconstruction={snapshot.reconstruction} podNames={podNames} />
+      </Panel>
+      <Panel id="events" title="Recent events" count={snapshot.recentEvents.length}>
+        <EventsTable node={agent} events={snapshot.recentEvents} podNames={podNames} />
+      </Panel>
+      <Panel id="source-errors" title="Source errors" count={snapshot.sourceErrors.length}>
+        <SourceErrorsList errors={snapshot.sourceErrors} />
+      </Panel>
+      <Panel id="drivers" title="CSI drivers" count={snapshot.drivers.length}>
+        <DriversTable drivers={snapshot.drivers} attach={snapshot.attachVerification} />
+      </Panel>
+      <Panel id="audit" title="Audit log" count={snapshot.audit.length}>
+        <AuditTable audit={snapshot.audit} />
+      </Panel>
+      <ActionDialog
+        agent={agent}
+        pending={pending}
+        onClose={() => {
+          setPending(null);
+        }}
+      />
+    </>
+  );
+}
+
+/** The node page: everything the agent knows about one node, live. */
+export function NodeView({ agent }: { agent: string }) {
+  return <AgentGate agent={agent}>{(snapshot) => <NodeBody agent={agent} snapshot={snapshot} />}</AgentGate>;
+}

@@ -1,0 +1,128 @@
+'use client';
+
+import Link from 'next/link';
+import { useCallback, useMemo, useState } from 'react';
+import type { Snapshot } from '../lib/api/index.ts';
+import { podMarkdownSummary } from '../lib/dashboard/markdown-summary.ts';
+import { createVolumeRowsSelector, findPod, kubeletSummaryLine, podDisplayName, type PodView as PodModel } from '../lib/dashboard/pipeline.ts';
+import { embedHref, nodeHref } from '../lib/dashboard/routes.ts';
+import { useAgentConnection } from '../lib/dashboard/use-agent.ts';
+import { ActionDialog, type PendingAction } from './action-dialog.tsx';
+import { AgentGate } from './agent-gate.tsx';
+import { ConnectionStatus } from './connection-status.tsx';
+import { CopyButton } from './copy-button.tsx';
+import { EventsTable, Panel, ReconstructionTable } from './node-panels.tsx';
+import { usePodNames } from './node-view.tsx';
+import { VolumePipeline } from './volume-pipeline.tsx';
+
+/** The pod of `uid` in the live snapshot (rows memoized across deltas). */
+export function useLivePod(snapshot: Snapshot, uid: string): PodModel | null {
+  const selectRows = useMemo(() => createVolumeRowsSelector(), []);
+  const rows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
+  return useMemo(() => findPod(snapshot, uid, rows), [snapshot, uid, rows]);
+}
+
+/** Shown when the live snapshot no longer mentions the pod. */
+export function PodGone({ agent, uid }: { agent: string; uid: string }) {
+  return (
+    <div className="gate" role="status">
+      <h1>Pod not known</h1>
+      <p>
+        Agent {agent} does not know a pod with UID <code>{uid}</code> (any more): it is not in the desired world, has no mounts,
+        operations, errors or reconstruction entries.
+      </p>
+      <p>
+        <Link href={nodeHref(agent)}>Back to node {agent}</Link>
+      </p>
+    </div>
+  );
+}
+
+function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapshot: Snapshot }) {
+  const connection = useAgentConnection(agent);
+  const [pending, setPending] = useState<PendingAction | null>(null);
+  const onAction = useCallback((action: PendingAction) => {
+    setPending(action);
+  }, []);
+  const pod = useLivePod(snapshot, uid);
+  const podNames = usePodNames(snapshot);
+  const events = useMemo(() => snapshot.recentEvents.filter((e) => e.podUid === uid), [snapshot.recentEvents, uid]);
+  const reconstruction = useMemo(
+    () => ({ ...snapshot.reconstruction, volumes: snapshot.reconstruction.volumes.filter((v) => v.podUid === uid) }),
+    [snapshot.reconstruction, uid],
+  );
+  if (pod === null) return <PodGone agent={agent} uid={uid} />;
+  return (
+    <>
+      <header className="page-header">
+        <div>
+          <p className="breadcrumb">
+            <Link href={nodeHref(agent)}>{agent}</Link> / pod
+          </p>
+          <h1>{podDisplayName(pod)}</h1>
+          <p className="muted small">
+            uid <code>{pod.uid}</code>
+            {pod.desired ? '' : ' · not in the desired world (its volumes are being unmounted)'}
+          </p>
+        </div>
+        <ConnectionStatus agent={agent} />
+        <div className="toolbar">
+          <CopyButton label="Copy link" getText={() => window.location.href} />
+          <CopyButton
+            label="Copy as Markdown"
+            getText={() => podMarkdownSummary({ node: agent, pod, now: Date.now(), seq: snapshot.seq, url: window.location.href })}
+          />
+          <a className="button" href={embedHref(agent, uid)} target="_blank" rel="noreferrer">
+            Embed view
+          </a>
+        </div>
+      </header>
+      <p className="summary-line">
+        <span className="muted small">kubelet summary </span>
+        <code data-testid="kubelet-summary">{kubeletSummaryLine(pod.rows)}</code>
+      </p>
+      {pod.errors.length > 0 ? (
+        <div className="result result--bad" role="alert">
+          <p>
+            <strong>Pod errors</strong>
+          </p>
+          <ul>
+            {pod.errors.map((e, i) => (
+              <li key={i} className="error-text">
+                {e}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
+      <Panel id="volumes" title="Volumes" count={pod.rows.length}>
+        {pod.rows.length === 0 ? <p className="empty">The pod has no volumes that need mounting.</p> : null}
+        <div className="pipelines">
+          {pod.rows.map((row) => (
+            <VolumePipeline key={row.id} node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} />
+          ))}
+        </div>
+      </Panel>
+      <Panel id="events" title="Recent events for this pod" count={events.length}>
+        <EventsTable node={agent} events={events} podNames={podNames} />
+      </Panel>
+      {reconstruction.volumes.length > 0 ? (
+        <Panel id="reconstruction" title="Reconstruction">
+          <ReconstructionTable node={agent} reconstruction={reconstruction} podNames={podNames} />
+        </Panel>
+      ) : null}
+      <ActionDialog
+        agent={agent}
+        pending={pending}
+        onClose={() => {
+          setPending(null);
+        }}
+      />
+    </>
+  );
+}
+
+/** The pod page: each volume's mount pipeline, live. */
+export function PodView({ agent, uid }: { agent: string; uid: string }) {
+  return <AgentGate agent={agent}>{(snapshot) => <PodBody agent={agent} uid={uid} snapshot={snapshot} />}</AgentGate>;
+}

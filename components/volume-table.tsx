@@ -1,0 +1,273 @@
+'use client';
+
+import Link from 'next/link';
+import { usePathname, useRouter, useSearchParams } from 'next/navigation';
+import { memo, useCallback, useDeferredValue, useEffect, useId, useMemo, useState } from 'react';
+import { describeRetry, describeUnmount, retryAvailability, retryRequestFor, unmountAvailability } from '../lib/dashboard/action-guards.ts';
+import { STAGE_LABEL, VOLUME_STATES, rowPodName, type VolumeRow } from '../lib/dashboard/pipeline.ts';
+import type { ConnectionPhase } from '../lib/dashboard/queries.ts';
+import { podHref, volumeHref } from '../lib/dashboard/routes.ts';
+import {
+  applyVolumeFilters,
+  namespacesOf,
+  parseVolumeFilters,
+  volumeFiltersToSearch,
+  type VolumeFilters,
+  type VolumeSortKey,
+} from '../lib/dashboard/volume-filters.ts';
+import { ActionButton, type PendingAction } from './action-dialog.tsx';
+import { VolumeStateBadge, volumeStateLabel } from './status-badges.tsx';
+import { OperationCountdown } from './time-text.tsx';
+import { VirtualList } from './virtual-list.tsx';
+
+/** Fixed row height of the pods table (px); the windowing depends on it. */
+const ROW_HEIGHT = 44;
+
+interface RowContext {
+  readonly node: string;
+  readonly phase: ConnectionPhase;
+  readonly synced: boolean;
+  readonly onAction: (action: PendingAction) => void;
+}
+
+const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeRow; ctx: RowContext }) {
+  const op = row.operation;
+  return (
+    <>
+      <div role="cell" className="vt__cell vt__pod">
+        <Link href={podHref(ctx.node, row.podUid)} tabIndex={-1} title={`pod uid ${row.podUid}`}>
+          {rowPodName(row)}
+        </Link>
+        {!row.desired ? <span className="muted small"> not desired</span> : null}
+      </div>
+      <div role="cell" className="vt__cell vt__volume">
+        <Link href={volumeHref(ctx.node, row.uniqueVolumeName)} tabIndex={-1} title={row.uniqueVolumeName}>
+          {row.volumeName}
+        </Link>
+        <span className="muted small"> {row.pluginName.replace(/^kubernetes\.io\//, '')}</span>
+      </div>
+      <div role="cell" className="vt__cell vt__state">
+        <VolumeStateBadge state={row.state} />
+      </div>
+      <div role="cell" className="vt__cell vt__stage">
+        {row.blocking === null ? '—' : STAGE_LABEL[row.blocking.id]}
+      </div>
+      <div role="cell" className="vt__cell vt__op">
+        {op === null ? '—' : (
+          <>
+            <OperationCountdown op={op} />
+            {op.failures > 0 ? <span className="muted small"> · {op.failures}×</span> : null}
+          </>
+        )}
+      </div>
+      <div role="cell" className="vt__cell vt__error" title={op?.lastError ?? undefined}>
+        {op?.lastError ?? ''}
+      </div>
+      <div role="cell" className="vt__cell vt__actions">
+        {op !== null ? (
+          <ActionButton
+            small
+            label="Retry now"
+            availability={retryAvailability(op, ctx.phase)}
+            onClick={() => {
+              ctx.onAction({ title: 'Retry now', description: describeRetry(ctx.node, op), confirmLabel: 'Retry now', request: { kind: 'retry', body: retryRequestFor(op) } });
+            }}
+          />
+        ) : null}
+        {!row.desired ? (
+          <ActionButton
+            small
+            label="Unmount"
+            availability={unmountAvailability(row, { statesSynced: ctx.synced }, ctx.phase)}
+            onClick={() => {
+              ctx.onAction({
+                title: 'Unmount',
+                description: describeUnmount(ctx.node, row),
+                confirmLabel: 'Unmount',
+                request: { kind: 'unmount', body: { podUid: row.podUid, volume: row.uniqueVolumeName } },
+              });
+            }}
+          />
+        ) : null}
+      </div>
+    </>
+  );
+});
+
+const COLUMNS: { key: VolumeSortKey | null; label: string; className: string }[] = [
+  { key: 'pod', label: 'Pod', className: 'vt__pod' },
+  { key: 'volume', label: 'Volume', className: 'vt__volume' },
+  { key: 'state', label: 'State', className: 'vt__state' },
+  { key: null, label: 'Blocking stage', className: 'vt__stage' },
+  { key: 'retry', label: 'Next retry', className: 'vt__op' },
+  { key: null, label: 'Last error', className: 'vt__error' },
+  { key: null, label: 'Actions', className: 'vt__actions' },
+];
+
+/** Search params → filters, and a setter that writes them back into the URL. */
+function useUrlFilters(): [VolumeFilters, (next: VolumeFilters) => void] {
+  const params = useSearchParams();
+  const router = useRouter();
+  const pathname = usePathname();
+  const filters = useMemo(() => parseVolumeFilters(new URLSearchParams(params.toString())), [params]);
+  const set = useCallback(
+    (next: VolumeFilters) => {
+      router.replace(`${pathname}${volumeFiltersToSearch(next)}`, { scroll: false });
+    },
+    [router, pathname],
+  );
+  return [filters, set];
+}
+
+export interface VolumeTableProps {
+  readonly node: string;
+  readonly rows: readonly VolumeRow[];
+  readonly phase: ConnectionPhase;
+  readonly synced: boolean;
+  readonly onAction: (action: PendingAction) => void;
+}
+
+/**
+ * One mount-pipeline row per (pod, volume), filterable by namespace, state and text and sortable,
+ * all kept in the URL (`?ns=&state=&q=&sort=&dir=`). Rows are windowed and memoized by their
+ * stable id, so a node with 10,000 rows stays smooth while deltas stream in.
+ */
+export function VolumeTable({ node, rows, phase, synced, onAction }: VolumeTableProps) {
+  const [filters, setFilters] = useUrlFilters();
+  const [text, setText] = useState(filters.q);
+  const searchId = useId();
+  useEffect(() => {
+    setText(filters.q);
+  }, [filters.q]);
+  useEffect(() => {
+    if (text.trim() === filters.q) return;
+    const timer = setTimeout(() => {
+      setFilters({ ...filters, q: text.trim() });
+    }, 250);
+    return () => {
+      clearTimeout(timer);
+    };
+  }, [text, filters, setFilters]);
+
+  const deferredRows = useDeferredValue(rows);
+  const namespaces = useMemo(() => namespacesOf(deferredRows), [deferredRows]);
+  const shown = useMemo(() => applyVolumeFilters(deferredRows, filters), [deferredRows, filters]);
+  const ctx = useMemo<RowContext>(() => ({ node, phase, synced, onAction }), [node, phase, synced, onAction]);
+  const renderRow = useCallback((row: VolumeRow) => <VolumeTableRow row={row} ctx={ctx} />, [ctx]);
+  const getKey = useCallback((row: VolumeRow) => row.id, []);
+  const router = useRouter();
+  const openPod = useCallback(
+    (row: VolumeRow) => {
+      router.push(podHref(node, row.podUid));
+    },
+    [router, node],
+  );
+
+  const sortBy = (key: VolumeSortKey): void => {
+    setFilters({ ...filters, sort: key, dir: filters.sort === key && filters.dir === 'asc' ? 'desc' : 'asc' });
+  };
+  const filtered = filters.ns !== null || filters.state !== null || filters.q !== '';
+
+  return (
+    <div className="vt">
+      <div className="filters" role="search" aria-label="Filter pods and volumes">
+        <label>
+          Namespace{' '}
+          <select
+            value={filters.ns ?? ''}
+            onChange={(e) => {
+              setFilters({ ...filters, ns: e.target.value === '' ? null : e.target.value });
+            }}
+          >
+            <option value="">all</option>
+            {namespaces.map((ns) => (
+              <option key={ns} value={ns}>
+                {ns}
+              </option>
+            ))}
+            {filters.ns !== null && !namespaces.includes(filters.ns) ? <option value={filters.ns}>{filters.ns}</option> : null}
+          </select>
+        </label>
+        <label>
+          State{' '}
+          <select
+            value={filters.state ?? ''}
+            onChange={(e) => {
+              const value = VOLUME_STATES.find((s) => s === e.target.value) ?? null;
+              setFilters({ ...filters, state: value });
+            }}
+          >
+            <option value="">all</option>
+            {VOLUME_STATES.map((s) => (
+              <option key={s} value={s}>
+                {volumeStateLabel(s)}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label htmlFor={searchId}>Search</label>
+        <input
+          id={searchId}
+          type="search"
+          value={text}
+          placeholder="pod, namespace, volume, uid, error…"
+          onChange={(e) => {
+            setText(e.target.value);
+          }}
+        />
+        {filtered ? (
+          <button
+            type="button"
+            className="button button--small"
+            onClick={() => {
+              setText('');
+              setFilters({ ...filters, ns: null, state: null, q: '' });
+            }}
+          >
+            Clear filters
+          </button>
+        ) : null}
+        <span className="muted" role="status">
+          {shown.length === rows.length ? `${rows.length} rows` : `${shown.length} of ${rows.length} rows`}
+        </span>
+      </div>
+      <div className="vt__table" role="table" aria-label="Pods and volumes" aria-rowcount={shown.length + 1}>
+        <div role="rowgroup">
+          <div role="row" className="vt__head" aria-rowindex={1}>
+            {COLUMNS.map((c) => {
+              const active = c.key !== null && filters.sort === c.key;
+              return (
+                <div
+                  key={c.label}
+                  role="columnheader"
+                  className={`vt__cell ${c.className}`}
+                  aria-sort={active ? (filters.dir === 'asc' ? 'ascending' : 'descending') : undefined}
+                >
+                  {c.key === null ? (
+                    c.label === 'Actions' ? <span className="visually-hidden">{c.label}</span> : c.label
+                  ) : (
+                    <button
+                      type="button"
+                      className="sort-button"
+                      onClick={() => {
+                        if (c.key !== null) sortBy(c.key);
+                      }}
+                    >
+                      {c.label}
+                      <span aria-hidden="true">{active ? (filters.dir === 'asc' ? ' ▲' : ' ▼') : ' ↕'}</span>
+                    </button>
+                  )}
+                </div>
+              );
+            })}
+          </div>
+        </div>
+        {shown.length === 0 ? (
+          <p className="empty">{rows.length === 0 ? 'No pod on this node has volumes.' : 'No row matches the filters.'}</p>
+        ) : (
+          <VirtualList items={shown} rowHeight={ROW_HEIGHT} maxHeight={560} getKey={getKey} renderRow={renderRow} label="Pods and volumes, one row per pod volume; use the arrow keys to move, Enter to open the pod" onActivate={openPod} />
+        )}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { isAgentApiError } from '../api/index.ts';
+import { postResync, postRetry, postUnmount } from './actions-client.ts';
+import { isAgentUnavailableError } from './dashboard-error.ts';
+
+/** The URL of a fetch input. */
+function urlOf(input: string | URL | Request): string {
+  return typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+}
+
+
+function fakeFetch(status: number, body: unknown) {
+  const calls: { url: string; init: RequestInit | undefined }[] = [];
+  const fn: typeof fetch = (input, init) => {
+    calls.push({ url: urlOf(input), init });
+    return Promise.resolve(Response.json(body, { status }));
+  };
+  return { fetch: fn, calls };
+}
+
+describe('actions from the browser', () => {
+  it('a retry posts the body as JSON to the dashboard route and returns the cleared key', async () => {
+    const f = fakeFetch(200, { cleared: 'volume_mount|v|p|' });
+    await expect(postRetry('node-a', { volume: 'v', podUid: 'p' }, f.fetch)).resolves.toEqual({ cleared: 'volume_mount|v|p|' });
+    expect(f.calls[0]?.url).toBe('/api/agents/node-a/operations/retry');
+    expect(f.calls[0]?.init?.body).toBe('{"volume":"v","podUid":"p"}');
+    expect(new Headers(f.calls[0]?.init?.headers).get('content-type')).toBe('application/json');
+  });
+
+  it('a refused unmount is an AgentApiError with the reason and the checks', async () => {
+    const checks = [{ name: 'pod-not-desired', ok: false, detail: 'pod default/db-0 is in the desired state' }];
+    const f = fakeFetch(409, { error: { code: 'conflict', message: 'pod still wants volume pgdata', checks } });
+    const err: unknown = await postUnmount('node-a', { podUid: 'p', volume: 'v' }, f.fetch).catch((e: unknown) => e);
+    expect(isAgentApiError(err)).toBe(true);
+    expect(err).toMatchObject({ status: 409, code: 'conflict', message: 'pod still wants volume pgdata', checks });
+  });
+
+  it('an unreachable agent is an AgentUnavailableError', async () => {
+    const f = fakeFetch(502, { dashboardError: { code: 'agent-unreachable', agent: 'node-a', message: 'cannot reach', lastSeenAt: null } });
+    const err: unknown = await postResync('node-a', f.fetch).catch((e: unknown) => e);
+    expect(isAgentUnavailableError(err)).toBe(true);
+  });
+
+  it('an answer that breaks the contract is an error, not a wrong result', async () => {
+    const f = fakeFetch(200, { cleared: 5 });
+    await expect(postRetry('node-a', { volume: 'v' }, f.fetch)).rejects.toThrow();
+  });
+});

@@ -1,0 +1,88 @@
+/**
+ * The operator actions as the browser calls them (through the dashboard's route handlers, which
+ * add the token), and the mutation options the action dialogs use. Every answer is parsed with
+ * the contract's schemas; a refusal (409 with the agent's reason and checks) becomes an
+ * `AgentApiError`, an unreachable agent an `AgentUnavailableError`.
+ */
+import { mutationOptions } from '@tanstack/react-query';
+import {
+  ResyncResponseSchema,
+  RetryOperationResponseSchema,
+  UnmountResponseSchema,
+  type ResyncResponse,
+  type RetryOperationRequest,
+  type RetryOperationResponse,
+  type UnmountRequest,
+  type UnmountResponse,
+} from '../api/index.ts';
+import { AgentUnavailableError, errorFromDashboardResponse } from './dashboard-error.ts';
+import { agentKeys } from './queries.ts';
+
+/** The result of an action, by kind. */
+export type ActionResult =
+  | { kind: 'resync'; response: ResyncResponse }
+  | { kind: 'retry'; response: RetryOperationResponse }
+  | { kind: 'unmount'; response: UnmountResponse };
+
+async function post(url: string, body: unknown, fetchFn: typeof fetch): Promise<unknown> {
+  let response: Response;
+  try {
+    response = await fetchFn(url, {
+      method: 'POST',
+      headers: body === undefined ? { Accept: 'application/json' } : { Accept: 'application/json', 'Content-Type': 'application/json' },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      cache: 'no-store',
+    });
+  } catch (err) {
+    throw new AgentUnavailableError('agent-unreachable', '', `the dashboard server did not answer: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const json: unknown = await response.json().catch(() => null);
+  if (!response.ok) throw errorFromDashboardResponse(response.status, json);
+  return json;
+}
+
+function actionUrl(agent: string, path: string): string {
+  return `/api/agents/${encodeURIComponent(agent)}/${path}`;
+}
+
+/** `POST …/resync`: a verification pass now. */
+export async function postResync(agent: string, fetchFn: typeof fetch = fetch): Promise<ResyncResponse> {
+  return ResyncResponseSchema.parse(await post(actionUrl(agent, 'resync'), undefined, fetchFn));
+}
+
+/** `POST …/operations/retry`: clear an operation's backoff. */
+export async function postRetry(agent: string, body: RetryOperationRequest, fetchFn: typeof fetch = fetch): Promise<RetryOperationResponse> {
+  return RetryOperationResponseSchema.parse(await post(actionUrl(agent, 'operations/retry'), body, fetchFn));
+}
+
+/** `POST …/unmount`: unmount one pod's volume after the agent's safety checks. */
+export async function postUnmount(agent: string, body: UnmountRequest, fetchFn: typeof fetch = fetch): Promise<UnmountResponse> {
+  return UnmountResponseSchema.parse(await post(actionUrl(agent, 'unmount'), body, fetchFn));
+}
+
+/** What an action dialog asks the agent to do. */
+export type ActionRequest =
+  | { kind: 'resync' }
+  | { kind: 'retry'; body: RetryOperationRequest }
+  | { kind: 'unmount'; body: UnmountRequest };
+
+/**
+ * Mutation options for actions on `agent`. Never retried (an action must run at most once per
+ * click). The live stream brings the resulting state and audit entry; no refetch is needed.
+ */
+export function agentActionMutationOptions(agent: string) {
+  return mutationOptions<ActionResult, Error, ActionRequest>({
+    mutationKey: [...agentKeys.agent(agent), 'action'],
+    retry: false,
+    mutationFn: async (request) => {
+      switch (request.kind) {
+        case 'resync':
+          return { kind: 'resync', response: await postResync(agent) };
+        case 'retry':
+          return { kind: 'retry', response: await postRetry(agent, request.body) };
+        case 'unmount':
+          return { kind: 'unmount', response: await postUnmount(agent, request.body) };
+      }
+    },
+  });
+}

@@ -1,0 +1,140 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { computeDelta, normalizeSnapshot, type AgentStreamEvent, type Snapshot } from '../api/index.ts';
+import { exampleSnapshot } from '../api/snapshot-fixtures.ts';
+import { realClock } from '../clock/clock.ts';
+import { createStreamBatcher } from './stream-batcher.ts';
+
+const s42 = normalizeSnapshot(exampleSnapshot());
+const s43: Snapshot = { ...s42, seq: 43, statesSynced: false };
+const s44: Snapshot = { ...s43, seq: 44, operations: [] };
+const s45: Snapshot = { ...s44, seq: 45, sourceErrors: [{ file: '/etc/kubernetes/manifests/bad.yaml', message: 'yaml: line 3' }] };
+const snap = (snapshot: Snapshot): AgentStreamEvent => ({ type: 'snapshot', snapshot });
+const delta = (a: Snapshot, b: Snapshot): AgentStreamEvent => ({ type: 'delta', delta: computeDelta(a, b) });
+
+function setup(initial: Snapshot | null = null) {
+  const flushed: Snapshot[] = [];
+  const gaps: string[] = [];
+  const batcher = createStreamBatcher({
+    clock: realClock,
+    initial,
+    onFlush: (s) => flushed.push(s),
+    onGap: (e) => gaps.push(e.message),
+  });
+  return { batcher, flushed, gaps };
+}
+
+describe('the stream batcher', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('a snapshot then deltas fold into the agent’s latest state', async () => {
+    // Arrange
+    const { batcher, flushed } = setup();
+
+    // Act
+    batcher.push(snap(s42));
+    batcher.push(delta(s42, s43));
+    batcher.push(delta(s43, s44));
+    await vi.advanceTimersByTimeAsync(0);
+
+    // Assert
+    expect(flushed).toHaveLength(1);
+    expect(flushed[0]).toEqual(normalizeSnapshot(s44));
+  });
+
+  it('a burst of deltas renders at most once per 250 ms', async () => {
+    // Arrange
+    const { batcher, flushed } = setup(s42);
+    const states = [s42, s43, s44, s45];
+
+    // Act: one delta every 50 ms for 150 ms
+    for (let i = 1; i < states.length; i++) {
+      batcher.push(delta(states[i - 1] as Snapshot, states[i] as Snapshot));
+      await vi.advanceTimersByTimeAsync(50);
+    }
+    const afterBurst = flushed.length;
+    await vi.advanceTimersByTimeAsync(250);
+
+    // Assert: the first delta flushed at once (leading edge), the rest 250 ms later, together
+    expect(afterBurst).toBe(1);
+    expect(flushed.map((s) => s.seq)).toEqual([43, 45]);
+  });
+
+  it('stale deltas (a duplicate after a resume) are ignored and cause no render', async () => {
+    // Arrange
+    const { batcher, flushed, gaps } = setup(s44);
+
+    // Act
+    batcher.push(delta(s42, s43));
+    batcher.push(delta(s43, s44));
+    await vi.advanceTimersByTimeAsync(1_000);
+
+    // Assert
+    expect(batcher.state).toBe(s44);
+    expect(flushed).toEqual([]);
+    expect(gaps).toEqual([]);
+  });
+
+  it('a delta from the future is a gap: reported once, then deltas are dropped until resume', async () => {
+    // Arrange
+    const { batcher, flushed, gaps } = setup(s42);
+
+    // Act
+    batcher.push(delta(s43, s44));
+    batcher.push(delta(s44, s45));
+    await vi.advanceTimersByTimeAsync(1_000);
+
+    // Assert
+    expect(gaps).toEqual(['delta 43->44 does not apply to snapshot 42']);
+    expect(batcher.gapped).toBe(true);
+    expect(batcher.state?.seq).toBe(42);
+    expect(flushed).toEqual([]);
+  });
+
+  it('after a gap, resuming accepts the deltas that follow the state again', async () => {
+    // Arrange
+    const { batcher, flushed } = setup(s42);
+    batcher.push(delta(s43, s44));
+
+    // Act
+    batcher.resume();
+    batcher.push(delta(s42, s43));
+    await vi.advanceTimersByTimeAsync(0);
+
+    // Assert
+    expect(flushed.map((s) => s.seq)).toEqual([43]);
+  });
+
+  it('a snapshot after a gap replaces the state and clears the gap', async () => {
+    // Arrange
+    const { batcher, flushed } = setup(s42);
+    batcher.push(delta(s44, s45));
+
+    // Act
+    batcher.push(snap(s45));
+    batcher.push(delta(s45, { ...s45, seq: 46, statesSynced: true }));
+    await vi.advanceTimersByTimeAsync(0);
+
+    // Assert
+    expect(batcher.gapped).toBe(false);
+    expect(flushed.map((s) => s.seq)).toEqual([46]);
+  });
+
+  it('a delta before any snapshot is a gap', () => {
+    const { batcher, gaps } = setup(null);
+    batcher.push(delta(s42, s43));
+    expect(gaps).toEqual(['delta 42->43 does not apply to snapshot (none)']);
+  });
+
+  it('dispose cancels a scheduled flush', async () => {
+    const { batcher, flushed } = setup(s42);
+    batcher.push(delta(s42, s43));
+    batcher.dispose();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(flushed).toEqual([]);
+  });
+});
