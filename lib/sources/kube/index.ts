@@ -1,0 +1,44 @@
+/**
+ * The Kubernetes API object source (node agent `--kubeconfig` / `KUBECONFIG` / in-cluster).
+ *
+ * - kube-source.ts: `KubeSource`, the same read API as `ManifestSource` (listPods, getPodByUID,
+ *   getPersistentVolume, getPersistentVolumeClaim, getConfigMap, getSecret, getCSIDriver,
+ *   sourceErrors, onChange, isSynced, start/stop, resync) plus `getNode()`,
+ *   `getAttachedVolumesFromNodeStatus()`, `waitUntilSynced()` and `fetchPersistentVolumeClaim()`.
+ * - load-kube-config.ts: `loadKubeConfig`: `--kubeconfig`, else `KUBECONFIG`, else in-cluster.
+ * - resilient-informer.ts: a client-node `ListWatch` that is restarted with backoff after
+ *   failures (client-node 2.x informers stop on any error but 410 Gone) and stops for good.
+ * - referenced-objects.ts: the PVCs, ConfigMaps and Secrets the node's pods reference, fetched
+ *   by name with a short cache (why not informers: see that file).
+ * - object-references.ts: which objects a pod (and its CSI PVs) references.
+ * - api-objects.ts: client-node objects → lib/volume/k8s-types.ts shapes (RFC 3339 timestamps,
+ *   unmodelled fields dropped); plain-json.ts, api-error.ts: helpers for both.
+ *
+ * Test support (lib/sources/kube/testing/): `FakeApiServer`, a Kubernetes-protocol server over
+ * real HTTP for the real client; `writeKubeconfigFile`/`fakeKubeConfig` pointing at it;
+ * object builders (fixtures.ts) and `waitFor`.
+ */
+export {
+  KubeSource,
+  defaultKubeRestartBackoff,
+  defaultMaxConcurrentFetches,
+  defaultReferencedObjectRetry,
+  defaultReferencedObjectTtlMs,
+} from './kube-source.ts';
+export type { KubeSourceChange, KubeSourceChangeListener, KubeSourceOptions } from './kube-source.ts';
+export { defaultServiceAccountDir, loadKubeConfig, loadKubeConfigWithOrigin } from './load-kube-config.ts';
+export type { KubeConfigOrigin, LoadKubeConfigOptions } from './load-kube-config.ts';
+export type { KubeSourceError } from './source-error.ts';
+export type { Backoff } from './backoff.ts';
+export type { ObjectRef, ReferencedKind } from './object-references.ts';
+export { persistentVolumeSecretReferences, podReferences } from './object-references.ts';
+export {
+  KubeApiRequestError,
+  KubeConfigError,
+  KubeSourceStateError,
+  isKubeApiRequestError,
+  isKubeConfigError,
+  isKubeSourceStateError,
+} from './errors.ts';
+export { describeApiError } from './api-error.ts';
+export type { ApiErrorInfo } from './api-error.ts';
