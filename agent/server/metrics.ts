@@ -84,7 +84,9 @@ function countVolumes(vm: VolumeManager): Map<string, Map<string, number>> {
 /** A new set of agent metrics in a new Registry (with the process metrics). */
 export function createAgentMetrics(): AgentMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  // Event-loop lag sampled every 100 ms instead of prom-client's 10 ms: the 10 ms timer alone
+  // costs an idle agent about 0.7 % CPU.
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   let volumeManager: VolumeManager | null = null;
 
   new Gauge({

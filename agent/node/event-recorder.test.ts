@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../../lib/clock/fake-clock.ts';
+import type { Logger } from '../../lib/volume/logger.ts';
+import { RingEventRecorder } from './event-recorder.ts';
+
+function recordingLogger(lines: string[]): Logger {
+  const push = (level: string) => (msg: string) => {
+    lines.push(`${level} ${msg}`);
+  };
+  return { debug: push('debug'), info: push('info'), warn: push('warn'), error: push('error') };
+}
+
+describe('RingEventRecorder', () => {
+  it('keeps the latest events oldest first, with the pod uid for pod events, logs each and tells listeners', async () => {
+    // Arrange
+    const clock = new FakeClock(1_000);
+    const lines: string[] = [];
+    const recorder = new RingEventRecorder(clock, recordingLogger(lines), 2);
+    let heard = 0;
+    recorder.onEvent(() => heard++);
+
+    // Act
+    recorder.event({ kind: 'Pod', namespace: 'default', name: 'web', uid: 'u1' }, 'Warning', 'FailedMount', 'first');
+    await clock.advance(5);
+    recorder.event({ kind: 'Node', name: 'node-a' }, 'Normal', 'Something', 'second');
+    await clock.advance(5);
+    recorder.event({ kind: 'Pod', namespace: 'default', name: 'db', uid: 'u2' }, 'Normal', 'SuccessfulAttachVolume', 'third');
+
+    // Assert
+    expect(recorder.recent()).toEqual([
+      { time: 1_005, type: 'Normal', reason: 'Something', podUid: null, message: 'second' },
+      { time: 1_010, type: 'Normal', reason: 'SuccessfulAttachVolume', podUid: 'u2', message: 'third' },
+    ]);
+    expect(lines).toEqual(['warn first', 'info second', 'info third']);
+    expect(heard).toBe(3);
+  });
+});

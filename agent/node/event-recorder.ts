@@ -1,0 +1,52 @@
+/**
+ * The agent's EventRecorder: where the kubelet would post an Event to the API server, the agent
+ * keeps the latest events in a bounded ring (the snapshot's `recentEvents`, oldest first) and
+ * logs each one. Listeners hear about every recorded event (the runtime's onChange).
+ */
+import type { RecentEvent } from '../../lib/api/snapshot.ts';
+import type { Clock } from '../../lib/clock/clock.ts';
+import type { EventRecorder, EventType, InvolvedObject } from '../../lib/volume/events.ts';
+import type { Logger } from '../../lib/volume/logger.ts';
+
+/** Ring size: enough for a screenful of recent trouble; old events fall off the front. */
+export const defaultMaxRecentEvents = 100;
+
+export class RingEventRecorder implements EventRecorder {
+  private readonly ring: RecentEvent[] = [];
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly capacity = defaultMaxRecentEvents,
+  ) {}
+
+  event(object: InvolvedObject, type: EventType, reason: string, message: string): void {
+    const entry: RecentEvent = {
+      time: Math.floor(this.clock.now()),
+      type,
+      reason,
+      podUid: object.kind === 'Pod' ? (object.uid ?? null) : null,
+      message,
+    };
+    this.ring.push(entry);
+    if (this.ring.length > this.capacity) this.ring.splice(0, this.ring.length - this.capacity);
+    const fields = {
+      event: { type, reason },
+      object: { kind: object.kind, ...(object.namespace !== undefined ? { namespace: object.namespace } : {}), name: object.name, ...(object.uid !== undefined ? { uid: object.uid } : {}) },
+    };
+    if (type === 'Warning') this.log.warn(message, fields);
+    else this.log.info(message, fields);
+    for (const listener of this.listeners) listener();
+  }
+
+  /** The recorded events, oldest first (a copy). */
+  recent(): RecentEvent[] {
+    return [...this.ring];
+  }
+
+  onEvent(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}

@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { flagSpecs, helpText, isFlagError, parseAgentFlags, type AgentConfig } from './flags.ts';
+
+const defaults = { hostname: 'Worker-7.Example', cwd: '/srv/agent' };
+
+function config(args: string[]): AgentConfig {
+  const parsed = parseAgentFlags(args, defaults);
+  if (parsed.help) throw new Error('unexpected help');
+  return parsed.config;
+}
+
+function flagOfError(args: string[]): string {
+  try {
+    parseAgentFlags(args, defaults);
+  } catch (err) {
+    if (isFlagError(err)) return err.flag;
+    throw err;
+  }
+  throw new Error('no error');
+}
+
+describe('parseAgentFlags', () => {
+  it('fills every default: the lower-cased host name, the root dir below the working directory and the paths below it', () => {
+    expect(config([])).toEqual({
+      nodeName: 'worker-7.example',
+      rootDir: '/srv/agent/.volumescope/worker-7.example',
+      manifestDir: '/srv/agent/.volumescope/worker-7.example/manifests',
+      manifestDirGiven: false,
+      listen: { host: '127.0.0.1', port: 7070 },
+      tokenFile: '/srv/agent/.volumescope/worker-7.example/agent-token',
+      reconcilePeriodMs: 100,
+      controllerAttachDetach: false,
+      csiDrivers: [],
+      attachVerifyPeriodMs: 60_000,
+      allowMount: true,
+      shutdownGracePeriodMs: 10_000,
+      logLevel: 'info',
+    });
+  });
+
+  it('reads every flag, booleans in both forms and repeated --csi-driver values', () => {
+    const c = config([
+      '--node-name=node-a',
+      '--root-dir',
+      'var/kubelet',
+      '--manifest-dir',
+      '/etc/manifests',
+      '--listen',
+      '[::1]:0',
+      '--token-file',
+      'token',
+      '--reconcile-period',
+      '250ms',
+      '--controller-attach-detach',
+      '--csi-driver',
+      'a.example.com=/run/a.sock',
+      '--csi-driver',
+      'b.example.com=unix:///run/b.sock',
+      '--attach-verify-period',
+      '0',
+      '--allow-mount=false',
+      '--shutdown-grace-period',
+      '2s',
+      '--log-level',
+      'debug',
+    ]);
+    expect(c).toMatchObject({
+      nodeName: 'node-a',
+      rootDir: '/srv/agent/var/kubelet',
+      manifestDir: '/etc/manifests',
+      manifestDirGiven: true,
+      listen: { host: '::1', port: 0 },
+      tokenFile: '/srv/agent/token',
+      reconcilePeriodMs: 250,
+      controllerAttachDetach: true,
+      csiDrivers: [
+        { name: 'a.example.com', endpoint: 'unix:///run/a.sock' },
+        { name: 'b.example.com', endpoint: 'unix:///run/b.sock' },
+      ],
+      attachVerifyPeriodMs: 0,
+      allowMount: false,
+      shutdownGracePeriodMs: 2000,
+      logLevel: 'debug',
+    });
+    expect(config(['--controller-attach-detach=true', '--controller-attach-detach=false']).controllerAttachDetach).toBe(false);
+  });
+
+  it('answers --help without reading other flags', () => {
+    expect(parseAgentFlags(['--listen', 'nonsense', '--help'], defaults)).toEqual({ help: true });
+  });
+
+  it.each([
+    [['--reconcile-period', '100'], '--reconcile-period'],
+    [['--reconcile-period', '0ms'], '--reconcile-period'],
+    [['--attach-verify-period', 'hourly'], '--attach-verify-period'],
+    [['--shutdown-grace-period', '1x'], '--shutdown-grace-period'],
+    [['--listen', '127.0.0.1'], '--listen'],
+    [['--listen', '127.0.0.1:70000'], '--listen'],
+    [['--csi-driver', 'a.example.com=relative.sock'], '--csi-driver'],
+    [['--node-name', 'UPPER'], '--node-name'],
+    [['--root-dir', ' '], '--root-dir'],
+    [['--log-level', 'loud'], '--log-level'],
+    [['--allow-mount=perhaps'], '--allow-mount'],
+    [['--bogus'], '--bogus'],
+    [['--listen'], '--listen'],
+    [['stray'], 'stray'],
+  ])('refuses %j with a FlagError for %s', (args, flag) => {
+    expect(flagOfError(args)).toBe(flag);
+  });
+
+  it('names the host name and --node-name when the host name is no valid node name', () => {
+    let message = '';
+    try {
+      parseAgentFlags([], { hostname: 'bad_host', cwd: '/' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('--node-name');
+    expect(message).toContain('bad_host');
+  });
+});
+
+describe('helpText', () => {
+  it('lists every flag with its default', () => {
+    const text = helpText();
+    for (const f of flagSpecs) {
+      expect(text).toContain(`--${f.name}`);
+      if (f.default !== '') expect(text).toContain(`(default: ${f.default})`);
+    }
+  });
+});

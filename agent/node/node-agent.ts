@@ -1,0 +1,369 @@
+/**
+ * The node agent's wiring: manifest source → pod/object adapters → volume plugins (in-tree and
+ * CSI) → VolumeManager, exposed as the {@link AgentRuntime} the HTTP server serves.
+ *
+ * Start order and why:
+ * 1. The root dir (and `pods/`) exist and are resolved through symlinks, because mountinfo
+ *    reports resolved paths and every "is this mounted?" check compares against them.
+ * 2. The mounter is chosen by a probe (detectMounter), before any plugin exists.
+ * 3. The manifest source completes its initial load before the volume manager starts, so the
+ *    populator's first pass sees every pod and reconstruction never tears down a volume whose pod
+ *    is merely not loaded yet.
+ * 4. CSI: the plugin watcher over `<root>/plugins_registry` and the `--csi-driver` handshakes
+ *    start before the volume manager; handshakes retry in the background, and until a driver is
+ *    registered its operations fail with the kubelet's transient "not registered" error.
+ * 5. The volume manager starts: reconstruction from `<root>/pods`, then the reconciler loop;
+ *    then the kubelet's housekeeping of orphaned pod directories (orphaned-pod-dirs.ts).
+ *
+ * Pod sync: every manifest change reprocesses the changed pods (all pods when another object
+ * changed, so configMap/secret/projected volumes are set up again and claims re-resolved) and
+ * kicks the populator, so a new pod's mount starts within milliseconds of the file change.
+ *
+ * Stop: {@link NodeAgent.stop} stops taking work (source, watcher, loops), lets running
+ * operations finish within a grace period, and never unmounts anything: the next start
+ * reconstructs what is mounted.
+ */
+import { mkdir, realpath, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Driver, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
+import type { Clock } from '../../lib/clock/clock.ts';
+import { detectMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
+import type { OperationRecord } from '../../lib/operationexecutor/operation-executor.ts';
+import { ManifestSource, type ManifestChange } from '../../lib/sources/manifest/index.ts';
+import { CsiDriverRegistry, CsiPlugin, PluginWatcher, pluginsRegistrationDir } from '../../lib/volume/csi/index.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
+import type { Logger } from '../../lib/volume/logger.ts';
+import { probeVolumePlugins } from '../../lib/volume/plugins/index.ts';
+import { nodeName as toNodeName, uniquePodName, type NodeName } from '../../lib/volume/types.ts';
+import type { ReconcilerMetrics } from '../../lib/volumemanager/reconciler/reconciler.ts';
+import { VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
+import type { AgentRuntime, MounterInfo, ResyncFindings } from '../runtime.ts';
+import { RingEventRecorder } from './event-recorder.ts';
+import { FlagError, type AgentConfig } from './flags.ts';
+import { engineLogger, type AgentLogger } from './logger.ts';
+import { ManifestObjects } from './manifest-objects.ts';
+import { ManifestPods } from './manifest-pods.ts';
+import { OrphanedPodDirs } from './orphaned-pod-dirs.ts';
+import { runResync } from './resync.ts';
+
+/** What the agent feeds its metrics with (the server's `createAgentMetrics()` provides it). */
+export interface AgentMetricsSink extends ReconcilerMetrics {
+  observeOverallMount(pluginName: string, seconds: number): void;
+  onOperationRecord(record: OperationRecord): void;
+}
+
+export interface NodeAgentOptions {
+  config: AgentConfig;
+  log: AgentLogger;
+  clock: Clock;
+  version: string;
+  metrics?: AgentMetricsSink;
+}
+
+/**
+ * Debounce of manifest directory events. Shorter than the source's default (50 ms) because the
+ * agent's target is "manifest written → mounted" within 50 ms at the median; every rescan is a
+ * full, idempotent re-read, so a short window only costs an extra scan during a burst.
+ */
+export const agentManifestDebounceMs = 10;
+
+/**
+ * Period of the desired-state populator's own loop. The kubelet polls its pod manager every
+ * 100 ms; here every pod source change kicks the populator at once (`podsChanged`), so the loop is
+ * only a safety net and its first tick gates `hasAddedPods`. Its pass walks every mounted volume,
+ * which at 100 ms dominated the idle CPU of a node with 1,000 volumes.
+ */
+export const agentPopulatorLoopPeriodMs = 1000;
+
+/** Directory below the root dir where the unprivileged mounter keeps its stand-in table. */
+export const unprivilegedMounterDirName = 'unprivileged-mounter';
+
+export class NodeAgent implements AgentRuntime {
+  readonly nodeName: NodeName;
+  readonly version: string;
+  readonly startedAt: number;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly mounter: MounterInfo;
+  readonly rootDir: string;
+  readonly volumeManager: VolumeManager;
+
+  private readonly log: AgentLogger;
+  private readonly source: ManifestSource;
+  private readonly registry: CsiDriverRegistry;
+  private readonly watcher: PluginWatcher;
+  private readonly recorder: RingEventRecorder;
+  private readonly orphanedPodDirs: OrphanedPodDirs;
+  private readonly hostMounter: Mounter;
+  private readonly config: AgentConfig;
+  private readonly listeners = new Set<() => void>();
+  private readonly unsubscribe: (() => void)[] = [];
+  private stopping: Promise<{ operationsFinished: boolean }> | null = null;
+
+  private constructor(parts: {
+    opts: NodeAgentOptions;
+    rootDir: string;
+    mounter: Mounter;
+    mounterInfo: MounterInfo;
+    source: ManifestSource;
+    startedAt: number;
+  }) {
+    const { opts } = parts;
+    this.config = opts.config;
+    this.log = opts.log;
+    this.clock = opts.clock;
+    this.version = opts.version;
+    this.startedAt = parts.startedAt;
+    this.nodeName = toNodeName(opts.config.nodeName);
+    this.rootDir = parts.rootDir;
+    this.hostMounter = parts.mounter;
+    this.mounter = parts.mounterInfo;
+    this.source = parts.source;
+    this.logger = engineLogger(opts.log, 'volumemanager');
+
+    const objects = new ManifestObjects(this.source);
+    const pods = new ManifestPods(this.source);
+    this.recorder = new RingEventRecorder(this.clock, engineLogger(opts.log, 'events'));
+    const csiLog = engineLogger(opts.log, 'csi');
+    this.registry = new CsiDriverRegistry({ clock: this.clock, logger: csiLog });
+    const csi = new CsiPlugin({
+      objects,
+      registry: this.registry,
+      nodeName: this.nodeName,
+      rootDir: this.rootDir,
+      mounter: this.hostMounter,
+      clock: this.clock,
+      logger: csiLog,
+    });
+    this.watcher = new PluginWatcher({ dir: pluginsRegistrationDir(this.rootDir), registry: this.registry, clock: this.clock, logger: csiLog });
+    const metrics = opts.metrics;
+    this.volumeManager = new VolumeManager({
+      nodeName: this.nodeName,
+      rootDir: this.rootDir,
+      plugins: [...probeVolumePlugins({ mounter: this.hostMounter, objects, rootDir: this.rootDir, clock: this.clock }), csi],
+      podManager: pods,
+      podStateProvider: pods,
+      sourcesReady: pods,
+      kubeClient: objects,
+      clock: this.clock,
+      controllerAttachDetachEnabled: opts.config.controllerAttachDetach,
+      reconcilerLoopPeriodMs: opts.config.reconcilePeriodMs,
+      populatorLoopPeriodMs: Math.max(opts.config.reconcilePeriodMs, agentPopulatorLoopPeriodMs),
+      attachVerifyPeriodMs: opts.config.attachVerifyPeriodMs,
+      recorder: this.recorder,
+      logger: this.logger,
+      ...(metrics !== undefined
+        ? {
+            metrics,
+            onOperationRecord: (record: OperationRecord) => {
+              metrics.onOperationRecord(record);
+            },
+          }
+        : {}),
+    });
+    this.orphanedPodDirs = new OrphanedPodDirs({
+      rootDir: this.rootDir,
+      volumeManager: this.volumeManager,
+      podKnown: (uid) => this.source.getPodByUID(uid) !== undefined,
+      mounter: this.hostMounter,
+      clock: this.clock,
+      logger: engineLogger(opts.log, 'housekeeping'),
+    });
+  }
+
+  /**
+   * Builds and starts everything (see the file comment for the order). Throws {@link FlagError}
+   * for a `--manifest-dir` that is not a readable directory, and other errors for failures to
+   * prepare the root dir or load the manifests.
+   */
+  static async start(opts: NodeAgentOptions): Promise<NodeAgent> {
+    const { config, log, clock } = opts;
+    const startedAt = Math.floor(clock.now());
+    await mkdir(join(config.rootDir, 'pods'), { recursive: true, mode: 0o750 });
+    const rootDir = await realpath(config.rootDir);
+
+    const detected = await detectMounter({ unprivilegedStateDir: join(rootDir, unprivilegedMounterDirName), allowMount: config.allowMount });
+    const mounterInfo: MounterInfo = { kind: detected.kind, privileged: detected.privileged, reason: detected.reason };
+    log.info({ mounter: mounterInfo }, `Using the ${detected.kind} mounter: ${detected.reason}`);
+
+    if (config.manifestDirGiven) {
+      const info = await stat(config.manifestDir).catch((err: unknown) => {
+        throw new FlagError('--manifest-dir', `--manifest-dir: ${config.manifestDir} cannot be read: ${errorMessage(err)}`);
+      });
+      if (!info.isDirectory()) throw new FlagError('--manifest-dir', `--manifest-dir: ${config.manifestDir} is not a directory`);
+    } else {
+      await mkdir(config.manifestDir, { recursive: true, mode: 0o750 });
+    }
+    const source = new ManifestSource({
+      dir: config.manifestDir,
+      nodeName: config.nodeName,
+      clock,
+      logger: log.child({ component: 'manifest-source' }),
+      debounceMs: agentManifestDebounceMs,
+    });
+    await source.start();
+
+    let agent: NodeAgent;
+    try {
+      agent = new NodeAgent({ opts, rootDir, mounter: detected.mounter, mounterInfo, source, startedAt });
+    } catch (err) {
+      await source.stop();
+      throw err;
+    }
+    try {
+      await agent.run();
+    } catch (err) {
+      await agent.stop(0);
+      throw err;
+    }
+    return agent;
+  }
+
+  private async run(): Promise<void> {
+    this.unsubscribe.push(
+      this.source.onChange((change) => {
+        this.onSourceChange(change);
+      }),
+      this.registry.onChange(() => {
+        this.notify();
+      }),
+      this.recorder.onEvent(() => {
+        this.notify();
+      }),
+    );
+    await this.watcher.start();
+    for (const driver of this.config.csiDrivers) {
+      // The first handshake may take up to a call deadline; it retries in the background.
+      this.registry.addDriver(driver.name, driver.endpoint).then(
+        (d) => {
+          if (d.registered) this.log.info({ driver: d.name, endpoint: d.endpoint, nodeId: d.nodeId }, `Registered CSI driver ${d.name}`);
+          else this.log.warn({ driver: d.name, endpoint: d.endpoint, error: d.lastError }, `CSI driver ${d.name} is not registered yet; retrying`);
+        },
+        (err: unknown) => {
+          this.log.error({ driver: driver.name, error: errorMessage(err) }, `Cannot add CSI driver ${driver.name}`);
+        },
+      );
+    }
+    this.volumeManager.start();
+    this.orphanedPodDirs.start();
+    this.log.info(
+      {
+        rootDir: this.rootDir,
+        manifestDir: this.config.manifestDir,
+        reconcilePeriodMs: this.config.reconcilePeriodMs,
+        controllerAttachDetach: this.config.controllerAttachDetach,
+        attachVerifyPeriodMs: this.config.attachVerifyPeriodMs,
+        pods: this.source.listPods().length,
+      },
+      'Volume manager started',
+    );
+  }
+
+  /**
+   * A pod source change is the agent's "pod sync": updated pods, and on any other object change
+   * (ConfigMap, Secret, PVC, PV…) every pod, are processed again, which marks their remountable
+   * volumes (configMap, secret, projected, downward API) for SetUp and re-resolves claims; then
+   * the populator runs at once instead of at its next period.
+   */
+  private onSourceChange(change: ManifestChange): void {
+    const populator = this.volumeManager.populator;
+    if (change.objectsChanged) {
+      for (const pod of this.source.listPods()) populator.reprocessPod(uniquePodName(pod.metadata.uid ?? ''));
+    } else {
+      for (const uid of change.pods.updated) populator.reprocessPod(uniquePodName(uid));
+    }
+    this.volumeManager.podsChanged();
+    this.notify();
+  }
+
+  // AgentRuntime
+
+  sourceErrors(): SourceError[] {
+    return this.source.sourceErrors().map((e) => ({ file: e.file, message: e.message }));
+  }
+
+  drivers(): Driver[] {
+    return this.registry.drivers().map((d) => ({
+      name: d.name,
+      endpoint: d.endpoint,
+      registered: d.registered,
+      nodeId: d.nodeId,
+      capabilities: [...d.capabilities],
+      lastProbeAt: d.lastProbeAt === null ? null : Math.floor(d.lastProbeAt),
+      lastError: d.lastError,
+    }));
+  }
+
+  recentEvents(): RecentEvent[] {
+    return this.recorder.recent();
+  }
+
+  sourcesSynced(): boolean {
+    return this.source.isSynced();
+  }
+
+  /** Rescans the manifest directory, then compares disk and mountinfo with the actual state. */
+  async resync(): Promise<ResyncFindings> {
+    await this.source.resync();
+    const findings = await runResync({ rootDir: this.rootDir, volumeManager: this.volumeManager, mounter: this.hostMounter, clock: this.clock });
+    this.log.info({ rescanned: findings.rescanned, changes: findings.changes, foundDetached: findings.attachVerification.foundDetached }, 'Resync finished');
+    return findings;
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  // LIFECYCLE
+
+  /**
+   * Stops taking work and waits up to `graceMs` for running operations; idempotent (a second call
+   * returns the first one's promise). Mounts stay; the CSI clients are closed.
+   */
+  stop(graceMs: number): Promise<{ operationsFinished: boolean }> {
+    this.stopping ??= this.doStop(graceMs);
+    return this.stopping;
+  }
+
+  private async doStop(graceMs: number): Promise<{ operationsFinished: boolean }> {
+    for (const off of this.unsubscribe.splice(0)) off();
+    await Promise.all([this.source.stop(), this.watcher.stop(), this.orphanedPodDirs.stop(), this.volumeManager.stop()]);
+    const running = this.volumeManager.getPendingOperations().filter((o) => o.pending).length;
+    if (running > 0) this.log.info({ running, graceMs }, `Waiting for ${running} running operation(s) to finish`);
+    const operationsFinished = await this.waitBounded(this.volumeManager.waitForOperations(), graceMs);
+    if (!operationsFinished) {
+      this.log.warn({ running: this.volumeManager.getPendingOperations().filter((o) => o.pending).length }, 'Operations still running after the grace period; leaving them to reconstruction');
+    }
+    this.registry.close();
+    return { operationsFinished };
+  }
+
+  private waitBounded(work: Promise<void>, ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = this.clock.setTimeout(() => {
+        resolve(false);
+      }, ms);
+      work.then(
+        () => {
+          this.clock.clearTimeout(timer);
+          resolve(true);
+        },
+        () => {
+          this.clock.clearTimeout(timer);
+          resolve(true);
+        },
+      );
+    });
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) {
+      try {
+        listener();
+      } catch (err) {
+        this.log.warn({ error: errorMessage(err) }, 'runtime change listener failed');
+      }
+    }
+  }
+}

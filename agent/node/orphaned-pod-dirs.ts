@@ -1,0 +1,133 @@
+/**
+ * Removal of orphaned pod directories (kubelet `cleanupOrphanedPodDirs`, run from its 2 s
+ * housekeeping): the volume manager tears volumes down and removes each volume directory, but
+ * `pods/<uid>/` itself belongs to the kubelet, which deletes it once the pod is gone and nothing
+ * of it remains mounted or on disk.
+ *
+ * A pod directory is removed only when all of these hold, checked in this order each time:
+ * - the volume manager's states are synced (reconstruction finished), as the kubelet waits for;
+ * - the pod is unknown to the source (a terminated pod that is still listed keeps its directory);
+ * - the pod has no volumes in the desired state and none mounted or uncertain in the actual state;
+ * - no volume directory exists below `volumes/` or `volumeDevices/` (a volume that could not be
+ *   reconstructed or torn down keeps the pod directory, as in the kubelet);
+ * - then `safeRemoveTree` with the fresh mount table: only empty directories and known metadata
+ *   files go, never anything mounted, on another filesystem or behind a symlink.
+ */
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
+import type { MountLister } from '../../lib/mount-utils/mounter.ts';
+import { safeRemoveTree } from '../../lib/mount-utils/safe-remove.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
+import type { Logger } from '../../lib/volume/logger.ts';
+import { uniquePodName } from '../../lib/volume/types.ts';
+import type { VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
+
+/** The kubelet's housekeeping period. */
+export const housekeepingPeriodMs = 2000;
+
+export interface OrphanedPodDirsOptions {
+  rootDir: string;
+  volumeManager: VolumeManager;
+  /** True while the source knows the pod (listed, terminated or not). */
+  podKnown: (uid: string) => boolean;
+  mounter: MountLister;
+  clock: Clock;
+  logger: Logger;
+  periodMs?: number;
+}
+
+export class OrphanedPodDirs {
+  private readonly podsDir: string;
+  private timer: TimerHandle | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = true;
+  /** Refusals already logged, so a stuck directory is reported once, not every 2 s. */
+  private readonly reported = new Set<string>();
+
+  constructor(private readonly o: OrphanedPodDirsOptions) {
+    this.podsDir = join(o.rootDir, 'pods');
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) this.o.clock.clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  /** One housekeeping pass; resolves with the pod directories removed. */
+  async cleanupOnce(): Promise<string[]> {
+    const vm = this.o.volumeManager;
+    if (!vm.reconcilerStatesHasBeenSynced()) return [];
+    let uids: string[];
+    try {
+      uids = (await readdir(this.podsDir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+    } catch {
+      return [];
+    }
+    const candidates = uids.filter((uid) => !this.o.podKnown(uid));
+    if (candidates.length === 0) return [];
+    const desired = vm.dsw.getPods();
+    const removed: string[] = [];
+    for (const uid of candidates) {
+      const podName = uniquePodName(uid);
+      if (desired.has(podName) || vm.hasPossiblyMountedVolumesForPod(podName)) continue;
+      const podDir = join(this.podsDir, uid);
+      if (await hasVolumeDirs(podDir)) continue;
+      // Re-check right before removing: the pod may have appeared while the disk was read.
+      if (this.o.podKnown(uid) || vm.hasPossiblyMountedVolumesForPod(podName)) continue;
+      const result = await safeRemoveTree(podDir, { mounter: this.o.mounter, root: this.o.rootDir, volumeDirsVerifiedUnmounted: true });
+      if (result.refused.length === 0) {
+        removed.push(podDir);
+        this.reported.delete(podDir);
+        this.o.logger.info(`Cleaned up orphaned pod volumes dir`, { podUID: uid, path: podDir });
+      } else if (!this.reported.has(podDir)) {
+        this.reported.add(podDir);
+        this.o.logger.warn(`Orphaned pod ${uid} found, but its directory cannot be removed: ${result.refused.map((r) => r.reason).join('; ')}`, { podUID: uid });
+      }
+    }
+    return removed;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = this.o.clock.setTimeout(() => {
+      this.timer = null;
+      this.running = this.cleanupOnce()
+        .then(() => undefined)
+        .catch((err: unknown) => {
+          this.o.logger.error(`Orphaned pod directory cleanup failed: ${errorMessage(err)}`);
+        })
+        .finally(() => {
+          this.running = null;
+          this.schedule();
+        });
+    }, this.o.periodMs ?? housekeepingPeriodMs);
+  }
+}
+
+/** Whether `volumes/<plugin>/<entry>` or `volumeDevices/<plugin>/<entry>` exists (any entry). */
+async function hasVolumeDirs(podDir: string): Promise<boolean> {
+  for (const top of ['volumes', 'volumeDevices']) {
+    let plugins: string[];
+    try {
+      plugins = await readdir(join(podDir, top));
+    } catch {
+      continue;
+    }
+    for (const plugin of plugins) {
+      try {
+        if ((await readdir(join(podDir, top, plugin))).length > 0) return true;
+      } catch {
+        // Not a directory: safeRemoveTree decides about it.
+      }
+    }
+  }
+  return false;
+}

@@ -1,0 +1,60 @@
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ensureTokenFile, isTokenFileError } from './token-file.ts';
+
+let dirs: string[] = [];
+afterEach(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+  dirs = [];
+});
+
+async function tempDir(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'volumescope-token-'));
+  dirs.push(d);
+  return d;
+}
+
+describe('ensureTokenFile', () => {
+  it('creates a missing file (and its directory) with mode 0600 holding 32 random bytes as hex', async () => {
+    // Arrange
+    const path = join(await tempDir(), 'sub', 'agent-token');
+
+    // Act
+    const first = await ensureTokenFile(path);
+
+    // Assert
+    expect(first.created).toBe(true);
+    expect(first.token).toMatch(/^[0-9a-f]{64}$/);
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+  });
+
+  it('reuses an existing file as is', async () => {
+    // Arrange
+    const path = join(await tempDir(), 'agent-token');
+    await writeFile(path, 'operator-chosen-token\n');
+
+    // Act
+    const r = await ensureTokenFile(path);
+
+    // Assert
+    expect(r).toEqual({ token: 'operator-chosen-token', created: false });
+  });
+
+  it.each([
+    ['an empty file', '\n'],
+    ['a token with white space', 'two words\n'],
+  ])('refuses %s with a TokenFileError naming the path', async (_what, content) => {
+    // Arrange
+    const path = join(await tempDir(), 'agent-token');
+    await writeFile(path, content);
+
+    // Act
+    const err = await ensureTokenFile(path).catch((e: unknown) => e);
+
+    // Assert
+    expect(isTokenFileError(err)).toBe(true);
+    expect((err as Error).message).toContain(path);
+  });
+});

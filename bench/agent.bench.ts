@@ -1,0 +1,411 @@
+/**
+ * `npm run bench:agent`: the node agent PROCESS under load, as JSON on stdout (progress on stderr).
+ *
+ * One real agent (`node --import tsx agent/main.ts`) on a fresh root dir, driven through manifest
+ * files and read through its HTTP API:
+ *
+ * - mountLatency: manifest written → volume mounted, for 100 pods with one emptyDir each, written
+ *   one after the other. "Mounted" is the agent's `MountVolume.SetUp succeeded` log line (pino's
+ *   millisecond timestamp, same machine clock as the write), so the figure is the agent's own
+ *   latency, not the API's publication interval.
+ * - idle: CPU % (utime + stime from /proc/<pid>/stat) over three 10 s windows (each and overall)
+ *   and RSS with 1,000 mounted volumes, no API client connected.
+ * - snapshot (process): at 10,000 mounted volumes, GET /api/v1/snapshot round trips right after
+ *   a change (the server rebuilds before answering when changes are pending) and when nothing
+ *   changed (a published snapshot is encoded and sent), and the JSON size.
+ * - delta: the `event: delta` messages an open event stream receives for one change at 10,000
+ *   volumes (one more pod with one emptyDir being added and mounted), in bytes.
+ * - restart (in this process, same root dir and manifests, after SIGTERM): reconstruction of the
+ *   10,000 volumes until all are confirmed mounted, then the snapshot build itself without HTTP:
+ *   the first (cold) build when the server is created, `JSON.stringify`, and one incremental
+ *   build after a change (`server.snapshot()` publishes pending changes first).
+ *
+ * Pods carry no uid, so they get the 36-character uids the manifest source derives, as real
+ * manifests do; names are short (`big-123`, volumes `v0`…`v4`).
+ *
+ * Targets (issue "Node agent"): p50 ≤ 50 ms, p99 ≤ 150 ms; snapshot ≤ 150 ms and ≤ 5 MB;
+ * delta ≤ 2 KB; idle CPU ≤ 1 %; RSS ≤ 150 MB.
+ *
+ * Mounting: emptyDir (disk medium) needs no mount. The agent may probe for real mounts only in a
+ * private mount namespace (VOLUMESCOPE_MOUNT_NS=1); elsewhere it runs with --allow-mount=false.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseAgentFlags } from '../agent/node/flags.ts';
+import { createAgentLogger } from '../agent/node/logger.ts';
+import { NodeAgent } from '../agent/node/node-agent.ts';
+import { AgentProcess, standInMounter, waitFor, type LogLine } from '../agent/node/testing/agent-process.ts';
+import { createAgentMetrics, createAgentServer, staticTokenAuthenticator } from '../agent/server/index.ts';
+import { realClock } from '../lib/clock/clock.ts';
+import { cleanUpTempDir, makeTempDir, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { deriveManifestPodUID } from '../lib/sources/manifest/index.ts';
+import { uniquePodName } from '../lib/volume/types.ts';
+
+const LATENCY_PODS = 100;
+const VOLUMES_PER_POD = 5;
+const IDLE_VOLUMES = 1_000;
+const SNAPSHOT_VOLUMES = 10_000;
+const PODS_PER_FILE = 100;
+const IDLE_SAMPLE_MS = 10_000;
+const IDLE_WINDOWS = 3;
+const SETTLE_MS = 5_000;
+const NODE_NAME = 'bench-node';
+const NAMESPACE = 'bench';
+
+function progress(msg: string): void {
+  process.stderr.write(`[bench:agent] ${msg}\n`);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i] ?? Number.NaN;
+}
+
+function round(n: number, digits = 1): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+/** The uid the manifest source derives for a pod of the bench namespace. */
+function uidOf(name: string): string {
+  return deriveManifestPodUID(NODE_NAME, NAMESPACE, name);
+}
+
+function pod(name: string, volumes: number): Record<string, unknown> {
+  const names = Array.from({ length: volumes }, (_, i) => `v${i}`);
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NAMESPACE },
+    spec: {
+      containers: [{ name: 'app', image: 'busybox', volumeMounts: names.map((n) => ({ name: n, mountPath: `/m/${n}` })) }],
+      volumes: names.map((n) => ({ name: n, emptyDir: {} })),
+    },
+  };
+}
+
+/** Writes the objects as one JSON file (a `List` when there are several), atomically. */
+async function writeManifest(dir: string, file: string, docs: readonly Record<string, unknown>[]): Promise<void> {
+  const tmp = join(dir, `.${file}.tmp`);
+  await writeFile(tmp, JSON.stringify(docs.length === 1 ? docs[0] : { apiVersion: 'v1', kind: 'List', items: docs }));
+  await rename(tmp, join(dir, file));
+}
+
+/** Mounted (pod, volume) pairs in a snapshot. */
+async function mountedCount(agent: AgentProcess): Promise<number> {
+  const s = await agent.snapshot();
+  const problem = s.sourceErrors[0];
+  if (problem !== undefined) throw new Error(`manifest error: ${problem.message}`);
+  let n = 0;
+  for (const v of s.actual.volumes) for (const p of v.pods) if (p.mountState === 'mounted') n++;
+  return n;
+}
+
+/** Writes `pods` pods of `VOLUMES_PER_POD` volumes in files of 100 and waits until `total` volumes are mounted. */
+async function scaleTo(agent: AgentProcess, manifestDir: string, prefix: string, pods: number, total: number): Promise<number> {
+  const started = performance.now();
+  for (let f = 0; f * PODS_PER_FILE < pods; f++) {
+    const docs = [];
+    for (let i = f * PODS_PER_FILE; i < Math.min(pods, (f + 1) * PODS_PER_FILE); i++) docs.push(pod(`${prefix}-${i}`, VOLUMES_PER_POD));
+    await writeManifest(manifestDir, `${prefix}-${f}.json`, docs);
+  }
+  let last = 0;
+  await waitFor(
+    `${total} volumes mounted`,
+    async () => {
+      last = await mountedCount(agent);
+      return last >= total;
+    },
+    { deadlineMs: 300_000, describe: () => `${last} mounted` },
+  );
+  return performance.now() - started;
+}
+
+/** CPU seconds (utime + stime) and RSS bytes of a process. */
+async function processUsage(pid: number, ticksPerSecond: number): Promise<{ cpuSeconds: number; rssBytes: number }> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (1-based).
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const utime = Number(rest[11]);
+  const stime = Number(rest[12]);
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const rssKb = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1] ?? Number.NaN);
+  return { cpuSeconds: (utime + stime) / ticksPerSecond, rssBytes: rssKb * 1024 };
+}
+
+async function measureLatency(agent: AgentProcess, manifestDir: string): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let i = 0; i < LATENCY_PODS; i++) {
+    const uid = uidOf(`lat-${i}`);
+    const mounted = setUpLogged(agent, uid);
+    const writtenAt = Date.now();
+    await writeManifest(manifestDir, `lat-${i}.json`, [pod(`lat-${i}`, 1)]);
+    const line = await mounted;
+    latencies.push(Number(line['time']) - writtenAt);
+  }
+  return latencies;
+}
+
+/** Reads SSE events from an open stream until `done` says stop; returns each event's text. */
+async function readEvents(body: ReadableStream<Uint8Array>, done: (events: string[]) => boolean, deadlineMs: number): Promise<string[]> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const events: string[] = [];
+  let buffer = '';
+  const deadline = performance.now() + deadlineMs;
+  try {
+    while (!done(events)) {
+      if (performance.now() > deadline) throw new Error(`event stream: condition not reached within ${deadlineMs} ms`);
+      const { value, done: ended } = await reader.read();
+      if (ended) break;
+      buffer += decoder.decode(value, { stream: true });
+      let at;
+      while ((at = buffer.indexOf('\n\n')) >= 0) {
+        const event = buffer.slice(0, at);
+        buffer = buffer.slice(at + 2);
+        if (!event.startsWith(':')) events.push(event);
+      }
+    }
+  } finally {
+    await reader.cancel();
+  }
+  return events;
+}
+
+function eventData(event: string): string {
+  return event
+    .split('\n')
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => l.slice(5).trimStart())
+    .join('\n');
+}
+
+/** Resolves once a `MountVolume.SetUp succeeded` line for the pod's uid was logged. */
+function setUpLogged(agent: AgentProcess, uid: string): Promise<LogLine> {
+  return new Promise((resolve) => {
+    const found = agent.logs.find((l) => isSetUpOf(l, uid));
+    if (found !== undefined) {
+      resolve(found);
+      return;
+    }
+    const off = agent.onLog((line) => {
+      if (!isSetUpOf(line, uid)) return;
+      off();
+      resolve(line);
+    });
+  });
+}
+
+function isSetUpOf(line: LogLine, uid: string): boolean {
+  return line.msg.startsWith('MountVolume.SetUp succeeded') && line.msg.includes(`(UID: "${uid}")`);
+}
+
+/** One change observed through the event stream: the delta events until the new pod's volume is mounted. */
+async function deltaForOneChange(agent: AgentProcess, manifestDir: string): Promise<{ snapshotEventBytes: number; deltaBytes: number[] }> {
+  const stream = await fetch(`${agent.baseUrl}/api/v1/events`, { headers: { authorization: `Bearer ${agent.token}`, accept: 'text/event-stream' } });
+  if (stream.body === null) throw new Error('the event stream has no body');
+  const uid = uidOf('delta');
+  let written = false;
+  const events = await readEvents(
+    stream.body,
+    (evs) => {
+      if (evs.length >= 1 && !written) {
+        written = true;
+        void writeManifest(manifestDir, 'delta.json', [pod('delta', 1)]);
+      }
+      const last = evs.at(-1);
+      return last !== undefined && evs.length > 1 && last.includes(`"podUid":"${uid}"`) && last.includes('"mountState":"mounted"');
+    },
+    30_000,
+  );
+  return { snapshotEventBytes: Buffer.byteLength(eventData(events[0] ?? '')), deltaBytes: events.slice(1).map((e) => Buffer.byteLength(eventData(e))) };
+}
+
+async function getSnapshot(agent: AgentProcess): Promise<{ ms: number; bytes: number }> {
+  const t0 = performance.now();
+  const res = await fetch(`${agent.baseUrl}/api/v1/snapshot`, { headers: { authorization: `Bearer ${agent.token}` } });
+  const text = await res.text();
+  return { ms: performance.now() - t0, bytes: Buffer.byteLength(text) };
+}
+
+function summary(values: number[]): { p50: number; max: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { p50: round(percentile(sorted, 50)), max: round(sorted.at(-1) ?? Number.NaN) };
+}
+
+/** The process part: latency, idle at 1k, snapshot and delta at 10k. */
+async function measureProcess(rootDir: string, manifestDir: string, ticksPerSecond: number) {
+  progress(`starting the agent (mounter: ${realMountsAllowed ? 'linux if the probe succeeds' : 'unprivileged'})`);
+  const agent = await AgentProcess.start({ rootDir, manifestDir, nodeName: NODE_NAME });
+  try {
+    await agent.waitForSnapshot('states synced', (s) => s.statesSynced);
+    const mounter = (await agent.snapshot()).mounter;
+
+    progress(`mount latency over ${LATENCY_PODS} pods`);
+    const latencies = (await measureLatency(agent, manifestDir)).sort((a, b) => a - b);
+
+    progress(`scaling to ${IDLE_VOLUMES} volumes`);
+    const toIdleMs = await scaleTo(agent, manifestDir, 'idle', (IDLE_VOLUMES - LATENCY_PODS) / VOLUMES_PER_POD, IDLE_VOLUMES);
+    await sleep(SETTLE_MS);
+    progress(`sampling idle CPU and RSS over ${IDLE_WINDOWS} windows of ${IDLE_SAMPLE_MS / 1000} s`);
+    const windows: number[] = [];
+    const first = await processUsage(agent.pid, ticksPerSecond);
+    const sampleStart = performance.now();
+    let before = first;
+    let after = first;
+    for (let w = 0; w < IDLE_WINDOWS; w++) {
+      const t0 = performance.now();
+      await sleep(IDLE_SAMPLE_MS);
+      after = await processUsage(agent.pid, ticksPerSecond);
+      windows.push(round(((after.cpuSeconds - before.cpuSeconds) / ((performance.now() - t0) / 1000)) * 100, 2));
+      before = after;
+    }
+    const idleSeconds = (performance.now() - sampleStart) / 1000;
+
+    progress(`scaling to ${SNAPSHOT_VOLUMES} volumes`);
+    const toBigMs = await scaleTo(agent, manifestDir, 'big', (SNAPSHOT_VOLUMES - IDLE_VOLUMES) / VOLUMES_PER_POD, SNAPSHOT_VOLUMES);
+    await sleep(SETTLE_MS);
+    const rssAt10k = (await processUsage(agent.pid, ticksPerSecond)).rssBytes;
+
+    progress('snapshot requests at 10k volumes');
+    const unchanged: number[] = [];
+    let snapshotBytes = 0;
+    for (let i = 0; i < 10; i++) {
+      const r = await getSnapshot(agent);
+      unchanged.push(r.ms);
+      snapshotBytes = r.bytes;
+    }
+    const afterChange: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const mounted = setUpLogged(agent, uidOf(`rebuild-${i}`));
+      await writeManifest(manifestDir, `rebuild-${i}.json`, [pod(`rebuild-${i}`, 1)]);
+      await mounted;
+      afterChange.push((await getSnapshot(agent)).ms);
+    }
+
+    progress('one change at 10k volumes through the event stream');
+    const delta = await deltaForOneChange(agent, manifestDir);
+
+    const exit = await agent.stop('SIGTERM');
+    if (exit.code !== 0) throw new Error(`the agent exited with ${JSON.stringify(exit)}`);
+    return {
+      mounter,
+      mountLatencyMs: { pods: LATENCY_PODS, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies.at(-1), targetP50: 50, targetP99: 150 },
+      idle: {
+        volumes: IDLE_VOLUMES,
+        sampleSeconds: round(idleSeconds, 2),
+        cpuPercent: round(((after.cpuSeconds - first.cpuSeconds) / idleSeconds) * 100, 2),
+        cpuPercentPerWindow: windows,
+        rssMB: round(after.rssBytes / 1024 / 1024),
+        targetCpuPercent: 1,
+        targetRssMB: 150,
+      },
+      snapshotHttp: {
+        volumes: SNAPSHOT_VOLUMES,
+        getAfterChangeMs: summary(afterChange),
+        getUnchangedMs: summary(unchanged),
+        jsonBytes: snapshotBytes,
+        jsonMB: round(snapshotBytes / 1024 / 1024, 2),
+        targetMs: 150,
+        targetMB: 5,
+      },
+      delta: {
+        volumes: SNAPSHOT_VOLUMES + LATENCY_PODS,
+        eventsForOneChange: delta.deltaBytes.length,
+        bytes: delta.deltaBytes,
+        maxBytes: Math.max(...delta.deltaBytes),
+        targetBytes: 2048,
+      },
+      rssAt10kMB: round(rssAt10k / 1024 / 1024),
+      setupSeconds: { to1k: round(toIdleMs / 1000, 2), to10k: round(toBigMs / 1000, 2) },
+    };
+  } finally {
+    await agent.stop('SIGKILL');
+  }
+}
+
+/** The in-process part: restart over the same root dir, then snapshot builds without HTTP. */
+async function measureRestartAndBuild(rootDir: string, manifestDir: string) {
+  progress('restarting in this process over the same root dir');
+  const parsed = parseAgentFlags(['--node-name', NODE_NAME, '--root-dir', rootDir, '--manifest-dir', manifestDir, `--allow-mount=${realMountsAllowed ? 'true' : 'false'}`]);
+  if (parsed.help) throw new Error('unexpected --help');
+  const log = createAgentLogger({ level: 'warn', nodeName: NODE_NAME, destination: { write: () => undefined } });
+  const started = performance.now();
+  const agent = await NodeAgent.start({ config: parsed.config, log, clock: realClock, version: 'bench' });
+  const vm = agent.volumeManager;
+  try {
+    const total = (await waitFor(
+      'every reconstructed volume is confirmed mounted',
+      () => {
+        const report = vm.getReconstructionReport();
+        const open = report.entries.filter((e) => e.outcome === 'reconstructed').length;
+        return report.state === 'done' && report.entries.length > 0 && open === 0 ? report.entries.length : undefined;
+      },
+      { deadlineMs: 300_000 },
+    ));
+    const reconstructMs = performance.now() - started;
+
+    const metrics = createAgentMetrics();
+    const colds: number[] = [];
+    let server: ReturnType<typeof createAgentServer> | null = null;
+    for (let i = 0; i < 3; i++) {
+      await server?.close();
+      const t0 = performance.now();
+      server = createAgentServer({ runtime: agent, authenticator: staticTokenAuthenticator('bench-token'), metrics });
+      colds.push(performance.now() - t0);
+    }
+    if (server === null) throw new Error('no server');
+    const stringify: number[] = [];
+    let bytes = 0;
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      bytes = Buffer.byteLength(JSON.stringify(server.snapshot()));
+      stringify.push(performance.now() - t0);
+    }
+    const incremental: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const name = `inproc-${i}`;
+      await writeManifest(manifestDir, `${name}.json`, [pod(name, 1)]);
+      await waitFor('the new pod is mounted', () => vm.getMountedVolumesForPod(uniquePodName(uidOf(name))).size === 1);
+      const t0 = performance.now();
+      server.snapshot();
+      incremental.push(performance.now() - t0);
+    }
+    await server.close();
+    return {
+      restart: { volumesOnDisk: total, startToAllConfirmedMountedMs: Math.round(reconstructMs) },
+      snapshotBuild: {
+        volumes: vm.asw.countMountedVolumes(),
+        coldBuildMs: summary(colds),
+        incrementalBuildMs: summary(incremental),
+        jsonStringifyMs: summary(stringify),
+        jsonBytes: bytes,
+        targetMs: 150,
+      },
+    };
+  } finally {
+    await agent.stop(10_000);
+  }
+}
+
+async function main(): Promise<void> {
+  const base = await makeTempDir('volumescope-bench-agent-');
+  const rootDir = join(base, 'root');
+  const manifestDir = join(base, 'manifests');
+  await mkdir(manifestDir, { recursive: true });
+  const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  try {
+    const processFigures = await measureProcess(rootDir, manifestDir, ticksPerSecond);
+    const inProcess = await measureRestartAndBuild(rootDir, manifestDir);
+    process.stdout.write(`${JSON.stringify({ ...processFigures, ...inProcess }, null, 2)}\n`);
+  } finally {
+    await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
+  }
+}
+
+await main();
