@@ -20,6 +20,18 @@
  *   the first (cold) build when the server is created, `JSON.stringify`, and one incremental
  *   build after a change (`server.snapshot()` publishes pending changes first).
  *
+ * - csi (issue "Attachable volumes through CSI", requirement 9): a second agent with the csi-loop
+ *   test driver (a separate process, registered with --csi-driver). For each driver mode (the
+ *   privileged one only as root in a private mount namespace; otherwise reported as not run),
+ *   `CSI_VOLUMES` attachable volumes (CSIDriver attachRequired, PV + bound PVC + pod) are added one
+ *   after the other: time to mounted = manifest written → the pod's `MountVolume.SetUp succeeded`
+ *   log line. Driver time = the call log's `durationMs` of ControllerPublishVolume + NodeStageVolume
+ *   + NodePublishVolume for that volume; agent time = the rest (reconciler periods, manifest
+ *   watch, gRPC, bookkeeping). Afterwards every pod is removed and the run fails if a loop device
+ *   or a mount is left.
+ *
+ * `--only csi` runs only the csi section.
+ *
  * Pods carry no uid, so they get the 36-character uids the manifest source derives, as real
  * manifests do; names are short (`big-123`, volumes `v0`…`v4`).
  *
@@ -30,7 +42,7 @@
  * private mount namespace (VOLUMESCOPE_MOUNT_NS=1); elsewhere it runs with --allow-mount=false.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAgentFlags } from '../agent/node/flags.ts';
 import { createAgentLogger } from '../agent/node/logger.ts';
@@ -40,7 +52,9 @@ import { createAgentMetrics, createAgentServer, staticTokenAuthenticator } from 
 import { realClock } from '../lib/clock/clock.ts';
 import { cleanUpTempDir, makeTempDir, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
 import { deriveManifestPodUID } from '../lib/sources/manifest/index.ts';
+import { CsiLoopProcess, driverPrivileged } from '../lib/volume/csi/testing/csi-loop-process.ts';
 import { uniquePodName } from '../lib/volume/types.ts';
+import { csiClaimObjects, csiDriverObject, csiLoopDriverName, csiPodObject, csiUniqueVolumeName } from '../agent/node/testing/csi-manifests.ts';
 
 const LATENCY_PODS = 100;
 const VOLUMES_PER_POD = 5;
@@ -52,6 +66,9 @@ const IDLE_WINDOWS = 3;
 const SETTLE_MS = 5_000;
 const NODE_NAME = 'bench-node';
 const NAMESPACE = 'bench';
+const CSI_VOLUMES = 20;
+/** The driver calls of one volume's way to mounted (attach, stage, publish). */
+const CSI_SETUP_CALLS = ['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume'];
 
 function progress(msg: string): void {
   process.stderr.write(`[bench:agent] ${msg}\n`);
@@ -393,7 +410,85 @@ async function measureRestartAndBuild(rootDir: string, manifestDir: string) {
   }
 }
 
+type CsiMode = 'privileged' | 'unprivileged';
+
+/**
+ * One driver mode: a fresh agent + driver, `CSI_VOLUMES` volumes mounted one after the other, then
+ * all pods removed; fails if anything is left (loop devices, mounts, the volumes in the agent).
+ */
+async function measureCsiMode(mode: CsiMode) {
+  const base = await makeTempDir(`volumescope-bench-csi-${mode}-`);
+  const rootDir = join(base, 'root');
+  const manifestDir = join(base, 'manifests');
+  await mkdir(manifestDir, { recursive: true });
+  const driver = await CsiLoopProcess.start({ dir: join(base, 'driver'), nodeId: NODE_NAME, mode });
+  let agent: AgentProcess | null = null;
+  try {
+    agent = await AgentProcess.start({ rootDir, manifestDir, nodeName: NODE_NAME, extraArgs: ['--csi-driver', `${csiLoopDriverName}=${driver.socketPath}`] });
+    await agent.waitForSnapshot('the CSI driver is registered', (s) => s.statesSynced && s.drivers.some((d) => d.name === csiLoopDriverName && d.registered), 30_000);
+    await writeManifest(manifestDir, 'csidriver.json', [csiDriverObject()]);
+    const totals: number[] = [];
+    const driverMs: number[] = [];
+    for (let i = 0; i < CSI_VOLUMES; i++) {
+      const handle = `vol-${i}`;
+      const uid = `csi-bench-${i}-uid`;
+      // The storage objects first (no pod uses them yet): the measured change is the pod.
+      await writeManifest(manifestDir, `storage-${i}.json`, csiClaimObjects({ handle, namespace: NAMESPACE }));
+      const mounted = setUpLogged(agent, uid);
+      const writtenAt = Date.now();
+      await writeManifest(manifestDir, `pod-${i}.json`, [csiPodObject(`csi-${i}`, handle, { uid, namespace: NAMESPACE })]);
+      const line = await mounted;
+      totals.push(Number(line['time']) - writtenAt);
+      const calls = await driver.calls();
+      driverMs.push(calls.filter((c) => c.volumeId === handle && CSI_SETUP_CALLS.includes(c.method)).reduce((sum, c) => sum + c.durationMs, 0));
+    }
+    const agentMs = totals.map((t, i) => t - (driverMs[i] ?? 0));
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const mounter = (await agent.snapshot()).mounter;
+
+    progress(`csi (${mode}): removing the pods`);
+    for (let i = 0; i < CSI_VOLUMES; i++) await rm(join(manifestDir, `pod-${i}.json`));
+    await agent.waitForSnapshot('every CSI volume is unpublished, unstaged and detached', (s) => !s.actual.volumes.some((v) => v.uniqueVolumeName.startsWith(csiUniqueVolumeName(''))), 120_000);
+    const left = await driver.leftovers(base);
+    if (left.loopDevices.length > 0 || left.mounts.length > 0) throw new Error(`csi (${mode}): left behind ${JSON.stringify(left)}`);
+    const sorted = [...totals].sort((a, b) => a - b);
+    return {
+      driverMode: mode,
+      agentMounter: mounter,
+      volumes: CSI_VOLUMES,
+      timeToMountedMs: { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) },
+      driverMs: summary(driverMs),
+      agentMs: summary(agentMs),
+      agentShare: round(sum(agentMs) / sum(totals), 3),
+      driverShare: round(sum(driverMs) / sum(totals), 3),
+    };
+  } finally {
+    await agent?.stop('SIGKILL');
+    await driver.stop();
+    await driver.forceCleanUp(base);
+    await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
+  }
+}
+
+/** The csi section: both driver modes where allowed; the privileged one needs root in a private mount namespace. */
+async function measureCsi() {
+  progress(`csi: ${CSI_VOLUMES} attachable volumes per driver mode`);
+  const unprivileged = await measureCsiMode('unprivileged');
+  const privileged = driverPrivileged
+    ? await measureCsiMode('privileged')
+    : { notRun: 'the privileged driver needs root in a private mount namespace: VOLUMESCOPE_MOUNT_NS=1 unshare --mount --propagation private npm run bench:agent' };
+  return {
+    method: 'manifest write → MountVolume.SetUp succeeded (agent log time); driver = sum of durationMs of ControllerPublish/NodeStage/NodePublish in the call log; agent = the rest',
+    unprivileged,
+    privileged,
+  };
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--only') && process.argv.includes('csi')) {
+    process.stdout.write(`${JSON.stringify({ csi: await measureCsi() }, null, 2)}\n`);
+    return;
+  }
   const base = await makeTempDir('volumescope-bench-agent-');
   const rootDir = join(base, 'root');
   const manifestDir = join(base, 'manifests');
@@ -402,7 +497,8 @@ async function main(): Promise<void> {
   try {
     const processFigures = await measureProcess(rootDir, manifestDir, ticksPerSecond);
     const inProcess = await measureRestartAndBuild(rootDir, manifestDir);
-    process.stdout.write(`${JSON.stringify({ ...processFigures, ...inProcess }, null, 2)}\n`);
+    const csi = await measureCsi();
+    process.stdout.write(`${JSON.stringify({ ...processFigures, ...inProcess, csi }, null, 2)}\n`);
   } finally {
     await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
   }

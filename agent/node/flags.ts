@@ -59,6 +59,11 @@ export interface AgentConfig {
   controllerAttachDetach: boolean;
   csiDrivers: CsiDriverFlag[];
   attachVerifyPeriodMs: number;
+  /**
+   * Deadline of every CSI call (`--csi-timeout`); absent = the CSI client's default (2 min, the
+   * kubelet's csiTimeout). Optional so configs built without the flag keep their shape.
+   */
+  csiTimeoutMs?: number;
   allowMount: boolean;
   shutdownGracePeriodMs: number;
   logLevel: LogLevel;
@@ -89,6 +94,7 @@ export const flagSpecs: readonly FlagSpec[] = [
   { name: 'controller-attach-detach', type: 'boolean', default: 'false', help: 'volumes are attached by a controller, not by this agent (=true|false)' },
   { name: 'csi-driver', type: 'string', multiple: true, value: 'name=socket', default: 'none', help: 'a CSI driver at a unix socket path (repeatable); drivers may also register through <root-dir>/plugins_registry' },
   { name: 'attach-verify-period', type: 'string', value: 'duration', default: formatDuration(defaultAttachVerifyPeriodMs), help: 'period of the batched check that attached volumes are still attached; 0 disables it' },
+  { name: 'csi-timeout', type: 'string', value: 'duration', default: '2m', help: 'deadline of every CSI call; an expired call leaves the volume uncertain' },
   { name: 'allow-mount', type: 'boolean', default: 'true', help: 'probe for real mounts; false always uses the unprivileged mounter (=true|false)' },
   { name: 'shutdown-grace-period', type: 'string', value: 'duration', default: formatDuration(defaultShutdownGracePeriodMs), help: 'on SIGTERM/SIGINT, how long running operations may take to finish' },
   { name: 'log-level', type: 'string', value: 'level', default: 'info', help: `pino log level: ${logLevels.join(', ')}` },
@@ -165,6 +171,9 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
   const tokenFlag = nonEmpty('--token-file', str('token-file'));
   const reconcilePeriodMs = duration('--reconcile-period', str('reconcile-period'), defaultReconcilePeriodMs);
   if (reconcilePeriodMs <= 0) throw new FlagError('--reconcile-period', `--reconcile-period: must be greater than 0, got ${JSON.stringify(str('reconcile-period'))}`);
+  const csiTimeoutFlag = str('csi-timeout');
+  const csiTimeoutMs = csiTimeoutFlag === undefined ? undefined : duration('--csi-timeout', csiTimeoutFlag, 0);
+  if (csiTimeoutMs !== undefined && csiTimeoutMs <= 0) throw new FlagError('--csi-timeout', `--csi-timeout: must be greater than 0, got ${JSON.stringify(csiTimeoutFlag)}`);
 
   return {
     help: false,
@@ -179,6 +188,7 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       controllerAttachDetach: bool('controller-attach-detach', false),
       csiDrivers: list('csi-driver').map(csiDriver),
       attachVerifyPeriodMs: duration('--attach-verify-period', str('attach-verify-period'), defaultAttachVerifyPeriodMs),
+      ...(csiTimeoutMs === undefined ? {} : { csiTimeoutMs }),
       allowMount: bool('allow-mount', true),
       shutdownGracePeriodMs: duration('--shutdown-grace-period', str('shutdown-grace-period'), defaultShutdownGracePeriodMs),
       logLevel: logLevel(str('log-level') ?? 'info'),

@@ -125,7 +125,9 @@ export class NodeAgent implements AgentRuntime {
     const pods = new ManifestPods(this.source);
     this.recorder = new RingEventRecorder(this.clock, engineLogger(opts.log, 'events'));
     const csiLog = engineLogger(opts.log, 'csi');
-    this.registry = new CsiDriverRegistry({ clock: this.clock, logger: csiLog });
+    // --csi-timeout: one deadline for the handshake calls (registry) and the volume calls (plugin).
+    const csiTimeout = opts.config.csiTimeoutMs === undefined ? {} : { callTimeoutMs: opts.config.csiTimeoutMs };
+    this.registry = new CsiDriverRegistry({ clock: this.clock, logger: csiLog, ...csiTimeout });
     const csi = new CsiPlugin({
       objects,
       registry: this.registry,
@@ -134,6 +136,7 @@ export class NodeAgent implements AgentRuntime {
       mounter: this.hostMounter,
       clock: this.clock,
       logger: csiLog,
+      ...csiTimeout,
     });
     this.watcher = new PluginWatcher({ dir: pluginsRegistrationDir(this.rootDir), registry: this.registry, clock: this.clock, logger: csiLog });
     const metrics = opts.metrics;

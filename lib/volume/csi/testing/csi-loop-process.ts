@@ -41,6 +41,8 @@ export interface DriverCall {
   /** gRPC status name, e.g. `OK`, `DEADLINE_EXCEEDED`. */
   code: string;
   message?: string;
+  /** Time the driver spent on the call, from arrival to answer. */
+  durationMs: number;
 }
 
 /** A volume in `GET /state`. */
@@ -80,6 +82,11 @@ export interface StartCsiLoopOptions {
   registrationDir?: string;
   /** Socket path; default `<dir>/csi.sock`. */
   socketPath?: string;
+  /**
+   * Backend mode; default {@link driverMode} (this run's). `privileged` is only valid where
+   * {@link driverPrivileged} holds; `unprivileged` is always safe (the benchmark runs both).
+   */
+  mode?: 'privileged' | 'unprivileged';
 }
 
 /**
@@ -120,6 +127,8 @@ export class CsiLoopProcess {
 
   /** Starts the driver and waits for its "started" line (which carries the control port). */
   static async start(opts: StartCsiLoopOptions): Promise<CsiLoopProcess> {
+    // Never mount outside a private mount namespace: privileged only where this run may mount.
+    if (opts.mode === 'privileged' && !driverPrivileged) throw new Error('the csi-loop driver may run privileged only as root in a private mount namespace (VOLUMESCOPE_MOUNT_NS=1)');
     const driverName = opts.driverName ?? 'csi-loop.volumescope.dev';
     const socketPath = opts.socketPath ?? join(opts.dir, 'csi.sock');
     const stateDir = join(opts.dir, 'state');
@@ -138,7 +147,7 @@ export class CsiLoopProcess {
       '--node-id',
       opts.nodeId,
       '--mode',
-      driverMode,
+      opts.mode ?? driverMode,
       ...(opts.registrationDir === undefined ? [] : ['--registration-dir', opts.registrationDir]),
     ];
     const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
