@@ -41,6 +41,31 @@ export function sendAnswer(res: ServerResponse, answer: HttpAnswer): void {
   sendJsonText(res, answer.status, JSON.stringify(answer.body), answer.headers);
 }
 
+/**
+ * Writes JSON text gzip-compressed, for clients that accept it. The caller passes the
+ * compressed bytes so a large body (the snapshot) is compressed once per version, not per request.
+ */
+export function sendGzippedJson(res: ServerResponse, status: number, gzipped: Buffer): void {
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Encoding': 'gzip',
+    'Content-Length': gzipped.length,
+    'Cache-Control': 'no-store',
+    Vary: 'Accept-Encoding',
+  });
+  res.end(gzipped);
+}
+
+/** Whether the request's Accept-Encoding allows gzip (q=0 excluded). */
+export function acceptsGzip(acceptEncoding: string | undefined): boolean {
+  if (acceptEncoding === undefined) return false;
+  return acceptEncoding.split(',').some((part) => {
+    const [coding = '', ...params] = part.trim().split(';');
+    if (coding.trim().toLowerCase() !== 'gzip' && coding.trim() !== '*') return false;
+    return !params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(p));
+  });
+}
+
 /** Writes JSON text that is already serialized (the snapshot, serialized once per seq). */
 export function sendJsonText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, {
