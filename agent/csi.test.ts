@@ -25,7 +25,17 @@ import { mountsAtOrBelow } from '../lib/mount-utils/mount-table.ts';
 import { readMountInfo } from '../lib/mount-utils/mountinfo.ts';
 import { CsiLoopProcess, driverPrivileged, type DriverCall } from '../lib/volume/csi/testing/csi-loop-process.ts';
 import { AgentProcess, mountsBelow, standInMounter, waitFor } from './node/testing/agent-process.ts';
-import { csiClaimObjects, csiDriverObject, csiLoopDriverName, csiPodObject, csiUniqueVolumeName } from './node/testing/csi-manifests.ts';
+import { makeVolumeHandle } from '../lib/volume/csi/index.ts';
+import {
+  csiClaimObjects,
+  csiDriverObject,
+  csiEphemeralDriverObject,
+  csiInlinePodObject,
+  csiInlineUniqueVolumeName,
+  csiLoopDriverName,
+  csiPodObject,
+  csiUniqueVolumeName,
+} from './node/testing/csi-manifests.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -420,6 +430,50 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
     // Act / Assert: the pod goes; nothing is left.
     await removePod(env, 'grow');
     await waitGone(env, 'vol-grow');
+    await expectNothingLeft(env, uid);
+  });
+
+  it('mounts an inline ephemeral CSI volume without attach or stage, and unpublishes it when the pod goes', async () => {
+    // Arrange: the CSIDriver allows the Ephemeral lifecycle mode (and podInfoOnMount, which carries the ephemeral flag).
+    const env = await startEnv();
+    await writeManifest(env, 'csidriver.json', [csiEphemeralDriverObject()]);
+    const uid = 'inline-uid';
+    const handle = makeVolumeHandle(uid, 'scratch');
+    const unique = csiInlineUniqueVolumeName(uid, 'scratch');
+    const target = join(env.rootDir, 'pods', uid, 'volumes', 'kubernetes.io~csi', 'scratch', 'mount');
+
+    // Act
+    await writeManifest(env, 'pod-inline.json', [csiInlinePodObject('inline', { uid, volumeAttributes: { capacity: '32Mi' } })]);
+
+    // Assert: the snapshot names the volume per pod and shows it mounted for the pod, without a device mount.
+    const s = await env.agent.waitForSnapshot(
+      'the inline CSI volume is mounted for the pod',
+      (snap) => snap.actual.volumes.find((v) => v.uniqueVolumeName === unique)?.pods.find((p) => p.podUid === uid)?.mountState === 'mounted' && snap,
+      MOUNT_DEADLINE_MS,
+    );
+    expect(s.actual.volumes.find((v) => v.uniqueVolumeName === unique)).toMatchObject({ pluginName: 'kubernetes.io/csi', deviceMountState: 'not-mounted' });
+    expect(s.desired.pods.find((p) => p.uid === uid)?.volumes).toEqual([expect.objectContaining({ name: 'scratch', attachable: false, deviceMountable: false })]);
+    expect(await isDriverMounted(env, target)).toBe(true);
+    await writeDurably(join(target, 'scratch.txt'), 'written in the inline volume');
+    expect(await readFile(join(target, 'scratch.txt'), 'utf8')).toBe('written in the inline volume');
+    // The driver created the volume from the publish: ephemeral, with the requested capacity, never attached or staged.
+    const created = (await env.driver.state()).volumes[handle];
+    expect({ capacity: created?.capacityBytes, nodes: Object.keys(created?.publishedNodes ?? {}), staged: created?.staged ?? null, targets: Object.keys(created?.publishedTargets ?? {}) }).toEqual({
+      capacity: 32 * 1024 * 1024,
+      nodes: [],
+      staged: null,
+      targets: [target],
+    });
+
+    // Act: the pod goes.
+    await rm(join(env.manifestDir, 'pod-inline.json'));
+
+    // Assert: exactly NodePublishVolume then NodeUnpublishVolume, and the driver deleted the volume.
+    await env.agent.waitForSnapshot('the inline CSI volume left the actual state', (snap) => !snap.actual.volumes.some((v) => v.uniqueVolumeName === unique), MOUNT_DEADLINE_MS);
+    // Every mutating call of the whole run, for any volume: no ControllerPublish, no NodeStage, no unstage or detach.
+    const calls = (await env.driver.calls()).filter((c) => LIFECYCLE.includes(c.method));
+    expect(calls.map((c) => `${c.method} ${c.volumeId} ${c.code}`)).toEqual([`NodePublishVolume ${handle} OK`, `NodeUnpublishVolume ${handle} OK`]);
+    expect((await env.driver.state()).volumes[handle]).toBeUndefined();
     await expectNothingLeft(env, uid);
   });
 

@@ -54,6 +54,23 @@ export interface VolumeBackend {
   expand(record: VolumeRecord, newBytes: number): Promise<void>;
 
   /**
+   * CSI ephemeral volumes (no controller publish, no stage): attaches the disk if needed, formats
+   * it once and makes it available directly at `targetPath` (ext4 mount of the loop device, or a
+   * symlink to the disk directory). Returns the attachment (loop device / disk directory). On
+   * failure nothing it attached stays attached.
+   */
+  publishEphemeral(record: VolumeRecord, targetPath: string, readonly: boolean, mountFlags: readonly string[]): Promise<string>;
+
+  /** Whether the ephemeral volume is (still) available at `targetPath` on the host. */
+  isEphemeralPublished(record: VolumeRecord, targetPath: string): Promise<boolean>;
+
+  /** Undoes publishEphemeral: unmounts/unlinks `targetPath`, removes what it created there, detaches. */
+  unpublishEphemeral(record: VolumeRecord, targetPath: string): Promise<void>;
+
+  /** Deletes the disk of a volume that is neither attached nor published any more (ephemeral end of life). */
+  deleteDisk(record: VolumeRecord): Promise<void>;
+
+  /**
    * The "terminated node" simulation: drops every mount of the volume lazily (the way a vanished
    * node loses them) and detaches the disk, without asking anyone.
    */

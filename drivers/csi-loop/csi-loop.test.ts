@@ -633,3 +633,229 @@ describe(`csi-loop driver (${MODE} mode)`, () => {
     await expect(fs.lstat(h.driver.socketPath)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
+
+// ---- CSI ephemeral (inline) volumes ---------------------------------------------------------
+
+/** What kubelet sends for an inline ephemeral volume of a CSIDriver with podInfoOnMount. */
+function ephemeralContext(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    'csi.storage.k8s.io/ephemeral': 'true',
+    'csi.storage.k8s.io/pod.name': 'pod-1',
+    'csi.storage.k8s.io/pod.namespace': 'default',
+    'csi.storage.k8s.io/pod.uid': 'pod-1-uid',
+    'csi.storage.k8s.io/serviceAccount.name': '',
+    ...extra,
+  };
+}
+
+/** NodePublishVolume of an ephemeral volume: no staging path, no publish context. */
+function publishEphemeral(h: Harness, volumeId: string, extra: object = {}): Promise<unknown> {
+  return h.client.node('NodePublishVolume', {
+    volume_id: volumeId,
+    target_path: h.target(volumeId),
+    volume_capability: MOUNT_CAP,
+    volume_context: ephemeralContext(),
+    ...extra,
+  });
+}
+
+interface StateVolumes {
+  volumes: Record<string, { ephemeral: boolean; staged: unknown; publishedNodes: object; publishedTargets: object; devicePath: string | null; capacityBytes: number }>;
+}
+
+async function stateVolumes(h: Harness): Promise<StateVolumes['volumes']> {
+  return ((await control(h.port, 'GET', '/state')).body as StateVolumes).volumes;
+}
+
+/** Loop devices whose backing file is `image` (`losetup -a`, which works after the image is deleted). */
+async function loopDevicesBackedBy(image: string): Promise<string[]> {
+  const { stdout } = await run('losetup', ['-a']);
+  return stdout.split('\n').filter((line) => line.includes(`(${image}`));
+}
+
+describe(`csi-loop driver, ephemeral volumes (${MODE} mode)`, () => {
+  it('creates an ephemeral volume on NodePublishVolume, publishes it without stage, and deletes it on NodeUnpublishVolume leaving nothing behind', async () => {
+    // Arrange
+    const h = await start();
+    const vol = 'csi-ephemeral-life';
+
+    // Act
+    await publishEphemeral(h, vol, { volume_context: ephemeralContext({ capacity: '32Mi' }) });
+
+    // Assert: usable at the target, created with the requested capacity, never attached or staged.
+    await fs.writeFile(path.join(h.target(vol), 'scratch.txt'), 'ephemeral data');
+    expect(await fs.readFile(path.join(h.target(vol), 'scratch.txt'), 'utf8')).toBe('ephemeral data');
+    const image = await h.image(vol);
+    expect((await stateVolumes(h))[vol]).toMatchObject({ ephemeral: true, staged: null, publishedNodes: {}, capacityBytes: 32 * MiB });
+    if (PRIVILEGED) {
+      expect((await fs.stat(image)).size).toBe(32 * MiB);
+      expect(await loopDevicesOf(image)).toHaveLength(1);
+      expect(await h.mountsUnderDir()).toEqual([h.target(vol)]);
+    } else {
+      expect(await fs.readlink(h.target(vol))).toBe(image);
+      expect(await h.mountsUnderDir()).toEqual([]);
+    }
+
+    // Act
+    await h.unpublish(vol);
+
+    // Assert: the volume, its disk, its target, its mount and its loop device are gone.
+    expect((await h.calls()).map((c) => `${c.method} ${c.code}`)).toEqual(['NodePublishVolume OK', 'NodeUnpublishVolume OK']);
+    expect(Object.keys(await stateVolumes(h))).toEqual([]);
+    await expect(fs.lstat(image)).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(fs.lstat(h.target(vol))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await h.mountsUnderDir()).toEqual([]);
+    if (PRIVILEGED) {
+      expect(await loopDevicesBackedBy(image)).toEqual([]);
+    }
+  });
+
+  it('treats a repeated ephemeral publish and unpublish as a success, with the default capacity and one attachment', async () => {
+    // Arrange
+    const h = await start();
+    const vol = 'csi-ephemeral-idem';
+
+    // Act
+    await publishEphemeral(h, vol);
+    await publishEphemeral(h, vol);
+    const image = await h.image(vol);
+    const published = (await stateVolumes(h))[vol];
+    const loops = PRIVILEGED ? await loopDevicesOf(image) : [];
+    const mounts = await h.mountsUnderDir();
+    await h.unpublish(vol);
+    await h.unpublish(vol);
+
+    // Assert
+    expect(published?.capacityBytes).toBe(64 * MiB);
+    expect(Object.keys(published?.publishedTargets ?? {})).toEqual([h.target(vol)]);
+    expect(loops).toHaveLength(PRIVILEGED ? 1 : 0);
+    expect(mounts).toEqual(PRIVILEGED ? [h.target(vol)] : []);
+    const calls = await h.calls();
+    expect(calls.map((c) => `${c.method} ${c.code}`)).toEqual(['NodePublishVolume OK', 'NodePublishVolume OK', 'NodeUnpublishVolume OK', 'NodeUnpublishVolume OK']);
+    expect(Object.keys(await stateVolumes(h))).toEqual([]);
+    expect(await h.mountsUnderDir()).toEqual([]);
+    if (PRIVILEGED) {
+      expect(await loopDevicesBackedBy(image)).toEqual([]);
+    }
+  });
+
+  it('publishes the ephemeral volume again at the same target when its mount vanished', async () => {
+    // Arrange
+    const h = await start();
+    const vol = 'csi-ephemeral-repair';
+    await publishEphemeral(h, vol);
+    await fs.writeFile(path.join(h.target(vol), 'kept.txt'), 'still on the disk');
+    if (PRIVILEGED) {
+      await run('umount', [h.target(vol)]);
+    } else {
+      await fs.unlink(h.target(vol));
+    }
+
+    // Act
+    await publishEphemeral(h, vol);
+
+    // Assert
+    expect(await fs.readFile(path.join(h.target(vol), 'kept.txt'), 'utf8')).toBe('still on the disk');
+    await h.unpublish(vol);
+    expect(await h.mountsUnderDir()).toEqual([]);
+    expect(Object.keys(await stateVolumes(h))).toEqual([]);
+  });
+
+  it('deletes a new ephemeral volume again when its first publish fails, so nothing needs an unpublish', async () => {
+    // Arrange: the target is a file with content, which neither backend may replace or mount on.
+    const h = await start();
+    const vol = 'csi-ephemeral-fail';
+    await fs.mkdir(path.dirname(h.target(vol)), { recursive: true });
+    await fs.writeFile(h.target(vol), 'not a directory');
+
+    // Act
+    const result = await codeOf(publishEphemeral(h, vol));
+
+    // Assert
+    expect(result.code).not.toBe(status.OK);
+    expect(await stateVolumes(h)).toEqual({});
+    expect(await fs.readdir(path.join(h.dir, 'state', PRIVILEGED ? 'images' : 'disks'))).toEqual([]);
+    expect(await fs.readFile(h.target(vol), 'utf8')).toBe('not a directory');
+    expect(await h.mountsUnderDir()).toEqual([]);
+    if (PRIVILEGED) {
+      expect((await run('losetup', ['-a'])).stdout).not.toContain(path.join(h.dir, 'state'));
+    }
+  });
+
+  it.each([
+    {
+      name: 'ControllerPublishVolume of an ephemeral volume',
+      arrange: (h: Harness) => publishEphemeral(h, 'e'),
+      act: (h: Harness) => h.publishController('e'),
+      code: FAILED_PRECONDITION,
+    },
+    {
+      name: 'NodeStageVolume of an ephemeral volume',
+      arrange: (h: Harness) => publishEphemeral(h, 'e'),
+      act: (h: Harness) => h.stage('e'),
+      code: FAILED_PRECONDITION,
+    },
+    {
+      name: 'a second target for an ephemeral volume',
+      arrange: (h: Harness) => publishEphemeral(h, 'e'),
+      act: (h: Harness) => publishEphemeral(h, 'e', { target_path: h.target('e', 'pod-2') }),
+      code: FAILED_PRECONDITION,
+    },
+    {
+      name: 'the same ephemeral target published again read-only',
+      arrange: (h: Harness) => publishEphemeral(h, 'e'),
+      act: (h: Harness) => publishEphemeral(h, 'e', { readonly: true }),
+      code: ALREADY_EXISTS,
+    },
+    {
+      name: 'an ephemeral publish of a persistent volume',
+      arrange: (h: Harness) => h.publishController('e'),
+      act: (h: Harness) => publishEphemeral(h, 'e'),
+      code: FAILED_PRECONDITION,
+    },
+    {
+      name: 'an ephemeral publish with a staging path',
+      arrange: () => Promise.resolve(),
+      act: (h: Harness) => publishEphemeral(h, 'e', { staging_target_path: h.staging('e') }),
+      code: INVALID_ARGUMENT,
+    },
+    {
+      name: 'an ephemeral publish with block access',
+      arrange: () => Promise.resolve(),
+      act: (h: Harness) => publishEphemeral(h, 'e', { volume_capability: { block: {}, access_mode: { mode: 'SINGLE_NODE_WRITER' } } }),
+      code: INVALID_ARGUMENT,
+    },
+    {
+      name: 'a persistent publish (no ephemeral flag) without stage',
+      arrange: () => Promise.resolve(),
+      act: (h: Harness) => publishEphemeral(h, 'e', { volume_context: ephemeralContext({ 'csi.storage.k8s.io/ephemeral': 'false' }) }),
+      code: FAILED_PRECONDITION,
+    },
+  ])('rejects $name', async ({ arrange, act, code }) => {
+    const h = await start();
+    await arrange(h);
+    const result = await codeOf(act(h));
+    expect(result.code).toBe(code);
+    expect(result.details).not.toBe('');
+  });
+
+  it('keeps the ephemeral volume published across a driver restart and still deletes it on unpublish', async () => {
+    // Arrange
+    const h = await start();
+    const vol = 'csi-ephemeral-restart';
+    await publishEphemeral(h, vol);
+    const image = await h.image(vol);
+
+    // Act
+    await h.restart();
+    await publishEphemeral(h, vol);
+    await h.unpublish(vol);
+
+    // Assert
+    expect(Object.keys(await stateVolumes(h))).toEqual([]);
+    expect(await h.mountsUnderDir()).toEqual([]);
+    if (PRIVILEGED) {
+      expect(await loopDevicesBackedBy(image)).toEqual([]);
+    }
+  });
+});

@@ -14,6 +14,12 @@
  *   ControllerUnpublishVolume for this node while the volume is still staged here (a deliberate
  *   choice: the spec makes ordering the CO's duty; refusing keeps the loop device from being
  *   pulled out from under a mounted filesystem and makes ordering bugs visible);
+ * - CSI ephemeral volumes (NodePublishVolume with volume_context
+ *   `csi.storage.k8s.io/ephemeral: "true"`, as kubelet sends for inline `csi:` pod volumes of a
+ *   CSIDriver with the Ephemeral lifecycle mode) are created by that publish, made available at
+ *   the target without controller publish or stage, and deleted by their NodeUnpublishVolume; a
+ *   repeated unpublish of a deleted one is OK. They are refused by ControllerPublishVolume and
+ *   NodeStageVolume (FAILED_PRECONDITION), and a persistent volume id is refused as ephemeral;
  * - per-volume serialisation is done by the caller (grpc-server.ts), not here.
  */
 import { promises as fs, type StatsFs } from 'node:fs';
@@ -51,6 +57,8 @@ import { isInvalidQuantityError, parseQuantity } from './quantity.ts';
 import type { StateStore, VolumeRecord } from './state-store.ts';
 
 export const DEFAULT_CAPACITY_BYTES = 64 * 2 ** 20;
+/** The volume_context key kubelet sets to "true" on the NodePublishVolume of an inline ephemeral volume. */
+export const EPHEMERAL_CONTEXT_KEY = 'csi.storage.k8s.io/ephemeral';
 export const VENDOR_VERSION = '0.1.0';
 
 /** Access modes that allow only one node (CSI ControllerPublishVolume "published to another node"). */
@@ -119,6 +127,9 @@ export class CsiLoopService {
     const capability = requireCapability(req.volume_capability);
     const accessMode = capability.access_mode?.mode ?? 'UNKNOWN';
     const record = await this.getOrCreate(req.volume_id, req.volume_context);
+    if (record.ephemeral) {
+      throw failedPrecondition(`volume ${req.volume_id} is an ephemeral volume; it is never controller-published`);
+    }
 
     const existing = record.publishedNodes[req.node_id];
     if (existing !== undefined && existing.readonly !== req.readonly) {
@@ -150,7 +161,8 @@ export class CsiLoopService {
   async controllerUnpublishVolume(req: ControllerUnpublishVolumeRequest): Promise<object> {
     requireField(req.volume_id, 'Volume ID');
     const record = this.store.get(req.volume_id);
-    if (record === undefined) {
+    if (record === undefined || record.ephemeral) {
+      // Unknown, or ephemeral (never controller-published): certainly not published.
       return {};
     }
     const nodes = req.node_id === '' ? Object.keys(record.publishedNodes) : [req.node_id];
@@ -262,6 +274,9 @@ export class CsiLoopService {
     requireField(req.volume_id, 'Volume ID');
     requireField(req.target_path, 'Target path');
     const capability = requireCapability(req.volume_capability);
+    if (req.volume_context[EPHEMERAL_CONTEXT_KEY] === 'true') {
+      return this.publishEphemeral(req, capability);
+    }
     if (req.staging_target_path === '') {
       throw failedPrecondition('Staging target path not set: NodeStageVolume must succeed before NodePublishVolume');
     }
@@ -296,7 +311,15 @@ export class CsiLoopService {
   async nodeUnpublishVolume(req: NodeUnpublishVolumeRequest): Promise<object> {
     requireField(req.volume_id, 'Volume ID');
     requireField(req.target_path, 'Target path');
+    const known = this.store.get(req.volume_id);
+    if (known === undefined && this.store.removedEphemeralTarget(req.volume_id) === req.target_path) {
+      // A repeated unpublish of an ephemeral volume that the first one already deleted.
+      return {};
+    }
     const record = this.requireVolume(req.volume_id);
+    if (record.ephemeral) {
+      return this.unpublishEphemeral(record, req.target_path);
+    }
     if (record.publishedTargets[req.target_path] === undefined) {
       return {};
     }
@@ -358,6 +381,84 @@ export class CsiLoopService {
     return { capacity_bytes: record.capacityBytes };
   }
 
+  /**
+   * NodePublishVolume of an ephemeral volume: creates it on first use (capacity from the volume
+   * context, default 64Mi) and makes it available at `target_path` without stage. Mount access
+   * only, no staging path (kubelet sends none for inline volumes); one target per volume (it
+   * belongs to one pod). A first publish that fails deletes the volume again, so a failed pod
+   * start leaves nothing the CO would have to unpublish.
+   */
+  private async publishEphemeral(req: NodePublishVolumeRequest, capability: VolumeCapability): Promise<object> {
+    const accessType = accessTypeOf(capability);
+    const accessMode = capability.access_mode?.mode ?? 'UNKNOWN';
+    if (accessType !== 'mount') {
+      throw invalidArgument(`ephemeral volume ${req.volume_id}: only mount access is supported, not ${accessType}`);
+    }
+    if (req.staging_target_path !== '') {
+      throw invalidArgument(`ephemeral volume ${req.volume_id}: staging_target_path must be empty (ephemeral volumes are not staged)`);
+    }
+    const known = this.store.get(req.volume_id);
+    if (known !== undefined && !known.ephemeral) {
+      throw failedPrecondition(`volume ${req.volume_id} exists as a persistent volume; it cannot be published as an ephemeral volume`);
+    }
+    const record = known ?? (await this.getOrCreate(req.volume_id, req.volume_context, true));
+
+    const existing = record.publishedTargets[req.target_path];
+    if (existing !== undefined) {
+      if (existing.readonly !== req.readonly || existing.accessType !== accessType || existing.accessMode !== accessMode) {
+        throw alreadyExists(`volume ${req.volume_id} is already published at ${req.target_path} with other arguments`);
+      }
+      if (await this.backend.isEphemeralPublished(record, req.target_path)) {
+        return {};
+      }
+    } else {
+      const others = Object.keys(record.publishedTargets);
+      if (others.length > 0) {
+        throw failedPrecondition(`ephemeral volume ${req.volume_id} is already published at ${others.join(', ')}; it belongs to one pod`);
+      }
+    }
+    try {
+      record.devicePath = await this.backend.publishEphemeral(record, req.target_path, req.readonly, capability.mount?.mount_flags ?? []);
+    } catch (err) {
+      if (known === undefined) {
+        await this.deleteEphemeral(record, req.target_path);
+      }
+      throw err;
+    }
+    record.formatted ||= this.backend.mode === 'privileged';
+    record.publishedTargets[req.target_path] = { readonly: req.readonly, accessType, accessMode };
+    await this.save(record);
+    return {};
+  }
+
+  /**
+   * NodeUnpublishVolume of an ephemeral volume: undoes the publish at `target_path` and deletes
+   * the volume (its lifetime is the pod's). A target the volume is not published at while it is
+   * published elsewhere is OK and changes nothing; with no target recorded at all (a failed
+   * publish, or `POST /detach`) the volume is detached and deleted without touching the path.
+   */
+  private async unpublishEphemeral(record: VolumeRecord, targetPath: string): Promise<object> {
+    const targets = Object.keys(record.publishedTargets);
+    if (targets.length > 0 && !targets.includes(targetPath)) {
+      return {};
+    }
+    if (targets.includes(targetPath)) {
+      await this.backend.unpublishEphemeral(record, targetPath);
+      record.publishedTargets = {};
+      record.devicePath = null;
+      await this.save(record);
+    }
+    await this.deleteEphemeral(record, targetPath);
+    return {};
+  }
+
+  private async deleteEphemeral(record: VolumeRecord, targetPath: string): Promise<void> {
+    await this.backend.detach(record);
+    await this.backend.deleteDisk(record);
+    this.store.removeEphemeral(record.volumeId, targetPath);
+    await this.store.save();
+  }
+
   // ---- Used by the control API ----------------------------------------------------------------
 
   /** Creates a volume without publishing it (control API `POST /volumes`). */
@@ -391,7 +492,7 @@ export class CsiLoopService {
     return record;
   }
 
-  private async getOrCreate(volumeId: string, volumeContext: StringMap): Promise<VolumeRecord> {
+  private async getOrCreate(volumeId: string, volumeContext: StringMap, ephemeral = false): Promise<VolumeRecord> {
     const known = this.store.get(volumeId);
     if (known !== undefined) {
       return known;
@@ -407,8 +508,10 @@ export class CsiLoopService {
       staged: null,
       publishedTargets: {},
       createdAt: new Date().toISOString(),
+      ephemeral,
     };
     await this.backend.ensureDisk(record);
+    this.store.forgetRemovedEphemeral(volumeId);
     this.store.put(record);
     await this.store.save();
     return record;

@@ -8,6 +8,8 @@
  * - expand: grow the image, `losetup -c`, `resize2fs` online; when online resizing is refused
  *   (it needs CAP_SYS_RESOURCE) the volume is briefly unmounted, checked and resized offline,
  *   then every mount is restored.
+ * - ephemeral volumes (NodePublishVolume without stage): attach, format once and mount the loop
+ *   device directly at the target; unpublish unmounts, detaches, and the image is deleted.
  * Mount points are always checked against a fresh /proc/self/mountinfo, loop attachments against
  * sysfs, and only directories left empty are removed (never recursively).
  */
@@ -168,6 +170,46 @@ export class PrivilegedBackend implements VolumeBackend {
       }
       await this.offlineResize(record, device, staged.path);
     }
+  }
+
+  async publishEphemeral(record: VolumeRecord, targetPath: string, readonly: boolean, mountFlags: readonly string[]): Promise<string> {
+    await this.ensureDisk(record);
+    const device = await this.attach(record);
+    try {
+      await fs.mkdir(targetPath, { recursive: true });
+      if (await isMountPoint(targetPath)) {
+        return device;
+      }
+      if (!(await this.hasFilesystem(device))) {
+        await run('mkfs.ext4', ['-F', '-q', device]);
+      }
+      const flags = readonly ? ['ro', ...mountFlags] : [...mountFlags];
+      const options = flags.length > 0 ? ['-o', flags.join(',')] : [];
+      await run('mount', ['-t', 'ext4', ...options, device, targetPath]);
+      return device;
+    } catch (err) {
+      // Leave no loop device behind for a volume that did not get mounted.
+      if (!(await isMountPoint(targetPath))) {
+        await this.detach({ ...record, devicePath: device });
+      }
+      throw err;
+    }
+  }
+
+  async isEphemeralPublished(record: VolumeRecord, targetPath: string): Promise<boolean> {
+    return (await this.attachedDevice(record)) !== null && (await isMountPoint(targetPath));
+  }
+
+  async unpublishEphemeral(record: VolumeRecord, targetPath: string): Promise<void> {
+    if (await isMountPoint(targetPath)) {
+      await run('umount', [targetPath]);
+    }
+    await removeCreatedPath(targetPath);
+    await this.detach(record);
+  }
+
+  async deleteDisk(record: VolumeRecord): Promise<void> {
+    await fs.rm(record.diskPath, { force: true });
   }
 
   async yank(record: VolumeRecord): Promise<void> {

@@ -28,6 +28,12 @@ const volumeRecordSchema = z.object({
     z.object({ readonly: z.boolean(), accessType: accessTypeSchema, accessMode: z.string() }),
   ),
   createdAt: z.string(),
+  /**
+   * True for a CSI ephemeral (inline) volume: created by NodePublishVolume with
+   * `csi.storage.k8s.io/ephemeral: "true"`, never controller-published or staged, and deleted by
+   * its NodeUnpublishVolume. Absent in state files written before ephemeral support (= false).
+   */
+  ephemeral: z.boolean().default(false),
 });
 
 export type VolumeRecord = z.infer<typeof volumeRecordSchema>;
@@ -36,7 +42,16 @@ const stateFileSchema = z.object({
   version: z.literal(1),
   mode: z.enum(['privileged', 'unprivileged']),
   volumes: z.record(z.string(), volumeRecordSchema),
+  /**
+   * Ephemeral volumes already deleted by NodeUnpublishVolume: volume id → its target path. A
+   * repeated NodeUnpublishVolume of such a volume (the CO retrying) is answered OK instead of
+   * NOT_FOUND. Bounded to the last {@link MAX_REMOVED_EPHEMERAL} entries.
+   */
+  removedEphemeral: z.record(z.string(), z.string()).default({}),
 });
+
+/** How many deleted ephemeral volumes are remembered for idempotent NodeUnpublishVolume. */
+export const MAX_REMOVED_EPHEMERAL = 1000;
 
 export type DriverMode = z.infer<typeof stateFileSchema>['mode'];
 export type StateFile = z.infer<typeof stateFileSchema>;
@@ -63,7 +78,7 @@ export class StateStore {
    */
   static async open(stateDir: string, mode: DriverMode): Promise<StateStore> {
     const file = path.join(stateDir, 'state.json');
-    let state: StateFile = { version: 1, mode, volumes: {} };
+    let state: StateFile = { version: 1, mode, volumes: {}, removedEphemeral: {} };
     try {
       state = stateFileSchema.parse(JSON.parse(await fs.readFile(file, 'utf8')));
     } catch (err) {
@@ -94,6 +109,29 @@ export class StateStore {
 
   put(record: VolumeRecord): void {
     this.state.volumes[record.volumeId] = record;
+  }
+
+  /**
+   * Forgets an ephemeral volume that was deleted, remembering its target path so that a repeated
+   * NodeUnpublishVolume can be recognised (oldest entries dropped beyond the bound).
+   */
+  removeEphemeral(volumeId: string, targetPath: string): void {
+    this.state.volumes = Object.fromEntries(Object.entries(this.state.volumes).filter(([id]) => id !== volumeId));
+    // Re-inserting moves the id to the end: insertion order is the age order.
+    const entries = [...Object.entries(this.state.removedEphemeral).filter(([id]) => id !== volumeId), [volumeId, targetPath] as const];
+    this.state.removedEphemeral = Object.fromEntries(entries.slice(Math.max(0, entries.length - MAX_REMOVED_EPHEMERAL)));
+  }
+
+  /** The target path a deleted ephemeral volume was published at, if it is remembered. */
+  removedEphemeralTarget(volumeId: string): string | undefined {
+    return this.state.removedEphemeral[volumeId];
+  }
+
+  /** Forgets that `volumeId` was a deleted ephemeral volume (it is being created again). */
+  forgetRemovedEphemeral(volumeId: string): void {
+    if (this.state.removedEphemeral[volumeId] !== undefined) {
+      this.state.removedEphemeral = Object.fromEntries(Object.entries(this.state.removedEphemeral).filter(([id]) => id !== volumeId));
+    }
   }
 
   /** A deep copy of the whole state (for the control API). */

@@ -10,14 +10,17 @@
  *   empty directory), so target → staging → disk mirrors bind mount → staging mount → device;
  * - unpublish removes the target symlink; unstage replaces the staging symlink by an empty
  *   directory again (what a real unmount leaves behind);
- * - read-only publishes and expansion are bookkeeping only (recorded, not enforced).
- * Nothing outside a symlink this backend created is ever removed.
+ * - read-only publishes and expansion are bookkeeping only (recorded, not enforced);
+ * - ephemeral volumes: `target_path` becomes a symlink straight to the disk directory (no
+ *   staging); unpublish removes the symlink and the disk directory is deleted.
+ * Nothing outside a symlink this backend created, or the disk directory of a deleted ephemeral
+ * volume, is ever removed.
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { VolumeBackend } from './backend.ts';
 import { diskFileName } from './backend.ts';
-import { failedPrecondition } from './csi-error.ts';
+import { failedPrecondition, internal } from './csi-error.ts';
 import { lstatOrNull } from './host-tools.ts';
 import type { VolumeRecord } from './state-store.ts';
 
@@ -85,6 +88,34 @@ export class UnprivilegedBackend implements VolumeBackend {
 
   async expand(): Promise<void> {
     // A directory has no size to grow; the service records the new capacity.
+  }
+
+  async publishEphemeral(record: VolumeRecord, targetPath: string): Promise<string> {
+    await this.ensureDisk(record);
+    await placeSymlink(targetPath, record.diskPath);
+    return record.diskPath;
+  }
+
+  async isEphemeralPublished(record: VolumeRecord, targetPath: string): Promise<boolean> {
+    return (await readLinkOrNull(targetPath)) === record.diskPath;
+  }
+
+  async unpublishEphemeral(record: VolumeRecord, targetPath: string): Promise<void> {
+    if ((await readLinkOrNull(targetPath)) === record.diskPath) {
+      await fs.unlink(targetPath);
+    }
+  }
+
+  /**
+   * Removes the disk directory with its content: the one recursive removal of this backend, and
+   * only of a directory it created for a volume whose lifetime has ended (ephemeral), never of a
+   * path outside `<state-dir>/disks`.
+   */
+  async deleteDisk(record: VolumeRecord): Promise<void> {
+    if (path.dirname(record.diskPath) !== this.diskDir) {
+      throw internal(`refusing to delete ${record.diskPath}: not a disk directory of this driver`);
+    }
+    await fs.rm(record.diskPath, { recursive: true, force: true });
   }
 
   async yank(record: VolumeRecord): Promise<void> {

@@ -3,16 +3,59 @@
  * driver, as the standalone manifest source reads them: a CSIDriver object (`attachRequired:
  * true`, so the agent attaches with ControllerPublishVolume), a PersistentVolume with `spec.csi`
  * and `capacity.storage`, a PersistentVolumeClaim bound to it (`spec.volumeName`, `status.phase:
- * Bound`, `status.capacity`) and a pod that uses the claim. Shared by `agent/csi.test.ts` and
+ * Bound`, `status.capacity`) and a pod that uses the claim; and, for inline ephemeral volumes, a
+ * CSIDriver with the Ephemeral lifecycle mode and a pod with a `csi:` volume. Shared by `agent/csi.test.ts` and
  * `bench/agent.bench.ts`.
  */
 
 /** The csi-loop driver's default name. */
 export const csiLoopDriverName = 'csi-loop.volumescope.dev';
 
-/** The CSIDriver object: attach required (ControllerPublish/Unpublish), stage/unstage by capability. */
-export function csiDriverObject(driverName: string = csiLoopDriverName): Record<string, unknown> {
-  return { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: driverName }, spec: { attachRequired: true } };
+/**
+ * The CSIDriver object: attach required (ControllerPublish/Unpublish), stage/unstage by capability.
+ * `spec` adds fields, e.g. `volumeLifecycleModes` and `podInfoOnMount` for inline ephemeral volumes.
+ */
+export function csiDriverObject(driverName: string = csiLoopDriverName, spec: Record<string, unknown> = {}): Record<string, unknown> {
+  return { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: driverName }, spec: { attachRequired: true, ...spec } };
+}
+
+/**
+ * The CSIDriver object for inline ephemeral volumes: the Ephemeral lifecycle mode, and
+ * `podInfoOnMount`, without which kubelet (and the agent, as upstream) sends no
+ * `csi.storage.k8s.io/ephemeral` attribute and the driver cannot tell an inline volume from a
+ * persistent one. `attachRequired` stays true: inline volumes are never attached regardless.
+ */
+export function csiEphemeralDriverObject(driverName: string = csiLoopDriverName): Record<string, unknown> {
+  return csiDriverObject(driverName, { volumeLifecycleModes: ['Ephemeral'], podInfoOnMount: true });
+}
+
+export interface CsiInlinePodOptions {
+  uid: string;
+  /** The pod volume's name (the spec name of the inline volume). */
+  volumeName?: string;
+  driverName?: string;
+  namespace?: string;
+  /** `csi.volumeAttributes`; csi-loop reads `capacity`. */
+  volumeAttributes?: Record<string, string>;
+}
+
+/** A pod whose one container mounts an inline ephemeral CSI volume (`spec.volumes[].csi`). */
+export function csiInlinePodObject(name: string, o: CsiInlinePodOptions): Record<string, unknown> {
+  const volumeName = o.volumeName ?? 'scratch';
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: o.namespace ?? 'default', uid: o.uid },
+    spec: {
+      containers: [{ name: 'app', image: 'busybox', volumeMounts: [{ name: volumeName, mountPath: '/scratch' }] }],
+      volumes: [{ name: volumeName, csi: { driver: o.driverName ?? csiLoopDriverName, volumeAttributes: o.volumeAttributes ?? {} } }],
+    },
+  };
+}
+
+/** The agent's unique volume name of an inline CSI volume: per pod, `kubernetes.io/csi/<podUID>-<specName>`. */
+export function csiInlineUniqueVolumeName(podUid: string, volumeName: string): string {
+  return `kubernetes.io/csi/${podUid}-${volumeName}`;
 }
 
 export interface CsiClaimOptions {

@@ -566,11 +566,12 @@ describe(`kubernetes.io/csi plugin against csi-loop (${driverMode})`, () => {
     await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
   });
 
-  it('publishes an inline ephemeral volume with the pod-derived handle only when the CSIDriver allows Ephemeral', async () => {
+  it('publishes an inline ephemeral volume with the pod-derived handle only when the CSIDriver allows Ephemeral, and unpublishes it on TearDown', async () => {
     const plugin = newPlugin();
     const spec = inlineSpec('scratch');
     const p = pod('uid-inline');
     const mounter = plugin.newMounter(spec, p);
+    const handle = makeVolumeHandle('uid-inline', 'scratch');
 
     const refused = await rejection(mounter.setUp({ desiredSize: null, seLinuxLabel: '' }));
     expect(isTransientOperationFailure(refused)).toBe(true);
@@ -579,14 +580,22 @@ describe(`kubernetes.io/csi plugin against csi-loop (${driverMode})`, () => {
     );
 
     objects.addCSIDriver(DRIVER, { volumeLifecycleModes: ['Persistent', 'Ephemeral'], podInfoOnMount: true });
-    // csi-loop only publishes staged volumes: its final FailedPrecondition removes the pod dir.
-    const err = await rejection(mounter.setUp({ desiredSize: null, seLinuxLabel: '' }));
-    expect(err.message).toContain('rpc error: code = FailedPrecondition');
-    expect(await exists(dirname(mounter.getPath()))).toBe(false);
-    const publish = (await driver.calls()).find((c) => c.method === 'NodePublishVolume');
-    expect(publish).toMatchObject({ volumeId: makeVolumeHandle('uid-inline', 'scratch'), targetPath: mounter.getPath(), code: 'FAILED_PRECONDITION' });
-    const request = driver.logLines('NodePublishVolume').at(-1)?.['request'] as { volume_context?: Record<string, string> };
+    // csi-loop creates the ephemeral volume on this publish: no attach, no stage, no staging path.
+    await mounter.setUp({ desiredSize: null, seLinuxLabel: '' });
+    expect(await driverMounted(mounter.getPath())).toBe(true);
+    const request = driver.logLines('NodePublishVolume').at(-1)?.['request'] as { volume_context?: Record<string, string>; staging_target_path?: string };
     expect(request.volume_context).toMatchObject({ 'csi.storage.k8s.io/pod.uid': 'uid-inline', 'csi.storage.k8s.io/ephemeral': 'true', size: '16Mi' });
+    expect(request.staging_target_path ?? '').toBe('');
+    expect(await readJson(join(dirname(mounter.getPath()), 'vol_data.json'))).toMatchObject({ volumeHandle: handle, volumeLifecycleMode: 'Ephemeral' });
+
+    await plugin.newUnmounter('scratch', podUID('uid-inline')).tearDown();
+
+    expect((await driver.calls()).filter((c) => c.volumeId !== undefined).map((c) => `${c.method} ${c.volumeId} ${c.code}`)).toEqual([
+      `NodePublishVolume ${handle} OK`,
+      `NodeUnpublishVolume ${handle} OK`,
+    ]);
+    expect(await exists(dirname(mounter.getPath()))).toBe(false);
+    expect((await driver.state()).volumes[handle]).toBeUndefined();
   });
 
   const capabilityCases: { name: string; spec: () => Spec; csiDriver?: { attachRequired?: boolean }; attach: boolean; deviceMount: boolean }[] = [
