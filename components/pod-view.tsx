@@ -51,73 +51,85 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
     () => ({ ...snapshot.reconstruction, volumes: snapshot.reconstruction.volumes.filter((v) => v.podUid === uid) }),
     [snapshot.reconstruction, uid],
   );
-  if (pod === null) return <PodGone agent={agent} uid={uid} />;
+  // The dialog stays mounted (same tree position) when the pod disappears, so the result of an
+  // action that made it disappear (unmounting an orphan's last volume) is still shown.
+  const dialog = (
+    <ActionDialog
+      agent={agent}
+      pending={pending}
+      onClose={() => {
+        setPending(null);
+      }}
+    />
+  );
+  const body =
+    pod === null ? (
+      <PodGone agent={agent} uid={uid} />
+    ) : (
+      <>
+        <header className="page-header">
+          <div>
+            <p className="breadcrumb">
+              <Link href={nodeHref(agent)}>{agent}</Link> / pod
+            </p>
+            <h1>{podDisplayName(pod)}</h1>
+            <p className="muted small">
+              uid <code>{pod.uid}</code>
+              {pod.desired ? '' : ' · not in the desired world (its volumes are being unmounted)'}
+            </p>
+          </div>
+          <ConnectionStatus agent={agent} />
+          <div className="toolbar">
+            <CopyButton label="Copy link" getText={() => window.location.href} />
+            <CopyButton
+              label="Copy as Markdown"
+              getText={() => podMarkdownSummary({ node: agent, pod, now: Date.now(), seq: snapshot.seq, url: window.location.href })}
+            />
+            <a className="button" href={embedHref(agent, uid)} target="_blank" rel="noreferrer">
+              Embed view
+            </a>
+          </div>
+        </header>
+        <p className="summary-line">
+          <span className="muted small">kubelet summary </span>
+          <code data-testid="kubelet-summary">{kubeletSummaryLine(pod.rows)}</code>
+        </p>
+        {pod.errors.length > 0 ? (
+          <div className="result result--bad" role="alert">
+            <p>
+              <strong>Pod errors</strong>
+            </p>
+            <ul>
+              {pod.errors.map((e, i) => (
+                <li key={i} className="error-text">
+                  {e}
+                </li>
+              ))}
+            </ul>
+          </div>
+        ) : null}
+        <Panel id="volumes" title="Volumes" count={pod.rows.length}>
+          {pod.rows.length === 0 ? <p className="empty">The pod has no volumes that need mounting.</p> : null}
+          <div className="pipelines">
+            {pod.rows.map((row) => (
+              <VolumePipeline key={row.id} node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} />
+            ))}
+          </div>
+        </Panel>
+        <Panel id="events" title="Recent events for this pod" count={events.length}>
+          <EventsTable node={agent} events={events} podNames={podNames} />
+        </Panel>
+        {reconstruction.volumes.length > 0 ? (
+          <Panel id="reconstruction" title="Reconstruction">
+            <ReconstructionTable node={agent} reconstruction={reconstruction} podNames={podNames} />
+          </Panel>
+        ) : null}
+      </>
+    );
   return (
     <>
-      <header className="page-header">
-        <div>
-          <p className="breadcrumb">
-            <Link href={nodeHref(agent)}>{agent}</Link> / pod
-          </p>
-          <h1>{podDisplayName(pod)}</h1>
-          <p className="muted small">
-            uid <code>{pod.uid}</code>
-            {pod.desired ? '' : ' · not in the desired world (its volumes are being unmounted)'}
-          </p>
-        </div>
-        <ConnectionStatus agent={agent} />
-        <div className="toolbar">
-          <CopyButton label="Copy link" getText={() => window.location.href} />
-          <CopyButton
-            label="Copy as Markdown"
-            getText={() => podMarkdownSummary({ node: agent, pod, now: Date.now(), seq: snapshot.seq, url: window.location.href })}
-          />
-          <a className="button" href={embedHref(agent, uid)} target="_blank" rel="noreferrer">
-            Embed view
-          </a>
-        </div>
-      </header>
-      <p className="summary-line">
-        <span className="muted small">kubelet summary </span>
-        <code data-testid="kubelet-summary">{kubeletSummaryLine(pod.rows)}</code>
-      </p>
-      {pod.errors.length > 0 ? (
-        <div className="result result--bad" role="alert">
-          <p>
-            <strong>Pod errors</strong>
-          </p>
-          <ul>
-            {pod.errors.map((e, i) => (
-              <li key={i} className="error-text">
-                {e}
-              </li>
-            ))}
-          </ul>
-        </div>
-      ) : null}
-      <Panel id="volumes" title="Volumes" count={pod.rows.length}>
-        {pod.rows.length === 0 ? <p className="empty">The pod has no volumes that need mounting.</p> : null}
-        <div className="pipelines">
-          {pod.rows.map((row) => (
-            <VolumePipeline key={row.id} node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} />
-          ))}
-        </div>
-      </Panel>
-      <Panel id="events" title="Recent events for this pod" count={events.length}>
-        <EventsTable node={agent} events={events} podNames={podNames} />
-      </Panel>
-      {reconstruction.volumes.length > 0 ? (
-        <Panel id="reconstruction" title="Reconstruction">
-          <ReconstructionTable node={agent} reconstruction={reconstruction} podNames={podNames} />
-        </Panel>
-      ) : null}
-      <ActionDialog
-        agent={agent}
-        pending={pending}
-        onClose={() => {
-          setPending(null);
-        }}
-      />
+      {body}
+      {dialog}
     </>
   );
 }

@@ -1,28 +1,46 @@
-// `npm start`: builds the dashboard when its build is missing, then serves it and prints the URL.
-// Runs on the pinned Node (npm puts node_modules/.bin first on PATH).
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+// `npm start`: the embedded demo. npm has already run scripts/ensure-deps.mjs (prestart: `npm ci`
+// when node_modules is missing or stale, on whatever Node runs npm); this script runs on the pinned
+// Node from node_modules/.bin (re-executing itself there if started with another one). It builds
+// the dashboard when its build is missing or stale (scripts/dashboard-build.mjs) and runs the demo,
+// scripts/demo/main.ts: as root inside a private mount namespace (scripts/mount-namespace.mjs),
+// otherwise directly in unprivileged mode. The demo prints
+// `VolumeScope dashboard: http://localhost:3000` once everything is up.
+//
+// The demo runs in its own process group, so a Ctrl-C in the terminal reaches this process (and
+// npm) but not the demo directly: this process passes exactly one SIGTERM on, then waits for the
+// demo, which stops its children in the order that leaves no mounts, and exits with its code.
+// @ts-check
+import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensurePinnedNode } from './pinned-node.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const nextBin = join(root, 'node_modules', 'next', 'dist', 'bin', 'next');
-const port = process.env.PORT ?? '3000';
-const env = { ...process.env, NEXT_TELEMETRY_DISABLED: '1' };
+ensurePinnedNode(import.meta.url);
 
-if (!existsSync(join(root, '.next', 'BUILD_ID'))) {
-  console.log('volumescope: building the dashboard…');
-  const build = spawnSync(process.execPath, [nextBin, 'build'], { cwd: root, stdio: 'inherit', env });
-  if (build.status !== 0) process.exit(build.status ?? 1);
+// Imported only now: they need the pinned Node's features.
+const { ensureDashboardBuild } = await import('./dashboard-build.mjs');
+const { mountNamespaceCommand } = await import('./mount-namespace.mjs');
+
+try {
+  ensureDashboardBuild({ frameAncestors: process.env.VOLUMESCOPE_FRAME_ANCESTORS });
+} catch (err) {
+  // A failed build, or a malformed VOLUMESCOPE_FRAME_ANCESTORS (the message names the entry).
+  console.error(`volumescope: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
 }
 
-const server = spawn(process.execPath, [nextBin, 'start', '-H', '127.0.0.1', '-p', port], {
-  cwd: root,
-  stdio: ['ignore', 'ignore', 'inherit'],
-  env,
+const command = mountNamespaceCommand(['--import', 'tsx', join(root, 'scripts', 'demo', 'main.ts')], process.env);
+console.log(`volumescope: starting the demo (${command.note})…`);
+const demo = spawn(command.file, command.args, { cwd: root, stdio: 'inherit', env: command.env, detached: true });
+let stopping = false;
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    demo.kill('SIGTERM');
+  });
+}
+demo.on('exit', (code, signal) => {
+  process.exit(code ?? (signal === null ? 1 : 128 + 15));
 });
-console.log(`volumescope: dashboard on http://localhost:${port}  (Ctrl-C stops it)`);
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => server.kill('SIGTERM'));
-}
-server.on('exit', (code) => process.exit(code ?? 0));

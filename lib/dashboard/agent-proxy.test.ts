@@ -7,6 +7,7 @@ import {
   proxyAgentAction,
   proxyAgentSnapshot,
   relayAgentEvents,
+  STREAM_OPENED,
   type AgentProxyDeps,
 } from './agent-proxy.ts';
 import type { AgentsConfig } from './agents-config.ts';
@@ -117,11 +118,27 @@ describe('the event stream relay', () => {
     const reader = res.body?.getReader();
 
     // Act
+    const opened = await reader?.read();
     const first = await reader?.read();
 
     // Assert
+    expect(opened?.value).toEqual(STREAM_OPENED);
     expect(new TextDecoder().decode(first?.value)).toBe(': keepalive\n\n');
     expect(deps.registry.get('node-a').lastSeenAt).not.toBeNull();
+    stream.close();
+  });
+
+  it('sends an SSE comment at once, before the agent sends anything (a resume with nothing new)', async () => {
+    // Arrange: an upstream stream that stays silent.
+    const stream = sseStream('', true);
+    const { deps } = setup(() => stream.response);
+    const res = await relayAgentEvents(new Request('http://dash/x', { headers: { 'Last-Event-ID': '42' } }), 'node-a', deps);
+
+    // Act
+    const first = await res.body?.getReader().read();
+
+    // Assert
+    expect(new TextDecoder().decode(first?.value)).toMatch(/^: [^\n]*\n\n$/);
     stream.close();
   });
 

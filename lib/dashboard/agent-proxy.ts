@@ -25,6 +25,7 @@ import {
   SnapshotSchema,
   agentApiErrorFromResponse,
   apiErrorBody,
+  formatSseComment,
   normalizeSnapshot,
   type Snapshot,
 } from '../api/index.ts';
@@ -191,6 +192,9 @@ export function requestedLastEventId(req: Request): string | null {
  * `GET /api/agents/<name>/events`: relays the agent's event stream. The upstream request carries
  * the token and the client's `Last-Event-ID`; the response carries only the agent's stream bytes.
  */
+/** The relay's first chunk: an SSE comment (see relayAgentEvents). */
+export const STREAM_OPENED = new TextEncoder().encode(formatSseComment('connected to the agent'));
+
 export async function relayAgentEvents(req: Request, name: string, deps: AgentProxyDeps): Promise<Response> {
   const upstreamAbort = new AbortController();
   const onClientAbort = (): void => {
@@ -236,6 +240,10 @@ export async function relayAgentEvents(req: Request, name: string, deps: AgentPr
   const stream = new ReadableStream<Uint8Array>(
     {
       start(controller) {
+        // Bytes at once, so the server sends the response now: an agent resuming a stream with
+        // nothing new sends nothing until its next keepalive (15 s), and until the first bytes
+        // the browser has no response and the page says "connecting…". Clients ignore comments.
+        controller.enqueue(STREAM_OPENED);
         unregister = deps.onShutdown(() => {
           finish();
           try {

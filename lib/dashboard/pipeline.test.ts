@@ -101,6 +101,14 @@ describe('pipeline stages of one volume', () => {
     expect(stages).toEqual({ desired: 'done', 'reported-in-use': 'skipped', attached: 'done', 'device-mounted': 'skipped', mounted: 'done', ready: 'done' });
   });
 
+  it('a volume the agent attached itself skips reported in use (no attach/detach controller, no node status)', () => {
+    // Act
+    const stages = statuses(deriveStages({ ...CSI, reportedInUse: false }, actual({ pods: [mount()] }), mount()));
+
+    // Assert
+    expect(stages).toEqual({ desired: 'done', 'reported-in-use': 'skipped', attached: 'done', 'device-mounted': 'done', mounted: 'done', ready: 'done' });
+  });
+
   it('the attached stage carries the device path and the device stage the global mount path', () => {
     const stages = deriveStages(CSI, actual(), null);
     expect(stages.find((s) => s.id === 'attached')?.detail).toBe('device /dev/loop1');

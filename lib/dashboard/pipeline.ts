@@ -188,6 +188,12 @@ export function deriveStages(
     stages.push(stage('reported-in-use', 'skipped', 'not needed: the plugin is not attachable'));
   } else if (desired === null) {
     stages.push(stage('reported-in-use', 'skipped', 'not applicable: the volume is not desired'));
+  } else if (!desired.reportedInUse && actual !== null && actual.attachState === 'attached') {
+    // A controller-attached volume enters the actual state only after it was reported in use
+    // (the kubelet's VerifyControllerAttachedVolume checks that first), so an attached volume
+    // that is not reported was attached by the agent itself (no attach/detach controller, e.g. a
+    // standalone agent with no node status): the stage does not gate anything.
+    stages.push(stage('reported-in-use', 'skipped', 'not needed: the agent attached the volume itself (no attach/detach controller)'));
   } else {
     stages.push(
       desired.reportedInUse

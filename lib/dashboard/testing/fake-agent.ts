@@ -318,6 +318,9 @@ export async function startFakeAgent(options: FakeAgentOptions): Promise<FakeAge
         return;
       case `GET ${API_ROUTES.events.path}`: {
         res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform' });
+        // Send the headers now: a resume with nothing new writes no event, and a client waiting
+        // for the headers would otherwise wait for the first change or keepalive.
+        res.flushHeaders();
         const lastId = req.headers['last-event-id'];
         const resume = typeof lastId === 'string' && /^[0-9]+$/.test(lastId) ? node.deltasAfter(Number(lastId)) : null;
         if (resume === null) res.write(encodeSnapshotEvent(node.current));
