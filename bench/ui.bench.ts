@@ -184,9 +184,6 @@ async function main(): Promise<void> {
     page.on('crash', () => {
       progress('the page crashed');
     });
-    page.on('console', (m) => {
-      if (m.type() === 'error') progress(`console: ${m.text().slice(0, 300)}`);
-    });
     const nodeUrl = `${dashboardUrl}/nodes/${NODE}`;
 
     // Time to first rows: the first load after the server started, then warm loads.
