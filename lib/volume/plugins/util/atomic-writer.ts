@@ -17,10 +17,11 @@
  * Removals go through `safeRemove` with the target dir as the root (the target dir may itself
  * be a tmpfs mount point, and nothing is ever removed above it); the writer removes only what
  * it created: its links, its data dirs and the regular files and directories inside them.
- * `safeRemove` currently takes any name starting with `..` for a path outside its root (its
- * containment test checks `relative(...).startsWith('..')`), so an entry named `..something`
- * is first renamed to `.volumescope-removing-<hex>` in the same directory and removed under
- * that name; such leftovers of an interrupted removal are recognised as the writer's own.
+ * An entry named `..something` is first renamed to `.volumescope-removing-<hex>` in the same
+ * directory and removed under that name; such leftovers of an interrupted removal are
+ * recognised as the writer's own. (The rename worked around a containment test in
+ * `safeRemove` that took `..`-prefixed names for paths outside the root; that test is fixed,
+ * so the rename step is no longer required and can be dropped.)
  *
  * Like upstream, the writer offers no concurrency guarantees: the operation executor runs at
  * most one operation per volume at a time.
