@@ -15,7 +15,9 @@ import { helpText, isFlagError, parseAgentFlags, type AgentConfig } from './node
 import { createAgentLogger, type AgentLogger } from './node/logger.ts';
 import { NodeAgent } from './node/node-agent.ts';
 import { isTokenFileError, ensureTokenFile } from './node/token-file.ts';
-import { createAgentMetrics, createAgentServer, staticTokenAuthenticator } from './server/index.ts';
+import { createAgentServer } from './server/agent-server.ts';
+import { staticTokenAuthenticator, type Authenticator } from './server/authenticator.ts';
+import { createAgentMetrics } from './server/metrics.ts';
 
 const EXIT_OK = 0;
 const EXIT_START_FAILED = 1;
@@ -85,7 +87,33 @@ async function main(argv: readonly string[]): Promise<number> {
     return EXIT_START_FAILED;
   }
 
-  const server = createAgentServer({ runtime: agent, authenticator: staticTokenAuthenticator(token), metrics });
+  let authenticator: Authenticator & { close(): void };
+  if (config.auth.tokenWebhook && agent.kubeConfig !== null) {
+    // The webhook authenticator (and the Kubernetes client) is loaded only when asked for.
+    const { createAgentAuthenticator, isAuthConfigError } = await import('./server/webhook-auth.ts');
+    try {
+      authenticator = createAgentAuthenticator({
+        staticToken: token,
+        webhook: {
+          kubeConfig: agent.kubeConfig,
+          nodeName: config.nodeName,
+          clock: realClock,
+          authorizationMode: config.auth.authorizationMode,
+          authenticationCacheTtlMs: config.auth.tokenWebhookCacheTtlMs,
+          authorizedTtlMs: config.auth.authorizedTtlMs,
+          unauthorizedTtlMs: config.auth.unauthorizedTtlMs,
+        },
+      });
+    } catch (err) {
+      await agent.stop(0);
+      if (isAuthConfigError(err)) return badFlag(`--authentication-token-webhook: ${err.message}`);
+      throw err;
+    }
+    log.info({ authorizationMode: config.auth.authorizationMode }, 'Bearer tokens are checked with TokenReview (webhook authentication)');
+  } else {
+    authenticator = { ...staticTokenAuthenticator(token), close: () => undefined };
+  }
+  const server = createAgentServer({ runtime: agent, authenticator, metrics });
   let address: { host: string; port: number };
   try {
     address = await server.listen(config.listen.host, config.listen.port);
@@ -101,6 +129,8 @@ async function main(argv: readonly string[]): Promise<number> {
   );
 
   const received = await signal;
+  // A review still waiting for the API server must not hold the shutdown.
+  authenticator.close();
   await shutdown(received, log, agent, server, config.shutdownGracePeriodMs);
   return EXIT_OK;
 }

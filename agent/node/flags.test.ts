@@ -35,6 +35,45 @@ describe('parseAgentFlags', () => {
       allowMount: true,
       shutdownGracePeriodMs: 10_000,
       logLevel: 'info',
+      mode: 'managed',
+      source: 'manifest',
+      mountinfoPath: '/proc/self/mountinfo',
+      observeRefreshPeriodMs: 10_000,
+      allowOrphanCleanup: false,
+      nodeStatusUpdateFrequencyMs: 10_000,
+      auth: { tokenWebhook: false, tokenWebhookCacheTtlMs: 120_000, authorizationMode: 'AlwaysAllow', authorizedTtlMs: 300_000, unauthorizedTtlMs: 30_000 },
+    });
+  });
+
+  it('picks the kubernetes source for --kubeconfig, --mode=observe and inside a pod; controller attach/detach then defaults to true', () => {
+    expect(config(['--kubeconfig', 'kube/config'])).toMatchObject({ source: 'kubernetes', kubeconfig: '/srv/agent/kube/config', controllerAttachDetach: true });
+    expect(config(['--mode=observe'])).toMatchObject({ mode: 'observe', source: 'kubernetes' });
+    const inPod = parseAgentFlags([], { ...defaults, inCluster: true });
+    expect(inPod.help ? null : inPod.config.source).toBe('kubernetes');
+    expect(config(['--source=kubernetes', '--controller-attach-detach=false']).controllerAttachDetach).toBe(false);
+    // A KUBECONFIG in the developer's shell alone never turns a standalone agent into a cluster agent.
+    expect(config([]).source).toBe('manifest');
+  });
+
+  it('reads the observe-mode and webhook flags', () => {
+    const c = config([
+      '--mode=observe',
+      '--mountinfo=/proc/1/mountinfo',
+      '--observe-refresh-period=30s',
+      '--allow-orphan-cleanup',
+      '--authentication-token-webhook',
+      '--authentication-token-webhook-cache-ttl=1m',
+      '--authorization-mode=Webhook',
+      '--authorization-webhook-cache-authorized-ttl=10s',
+      '--authorization-webhook-cache-unauthorized-ttl=1s',
+      '--node-status-update-frequency=5s',
+    ]);
+    expect(c).toMatchObject({
+      mountinfoPath: '/proc/1/mountinfo',
+      observeRefreshPeriodMs: 30_000,
+      allowOrphanCleanup: true,
+      nodeStatusUpdateFrequencyMs: 5000,
+      auth: { tokenWebhook: true, tokenWebhookCacheTtlMs: 60_000, authorizationMode: 'Webhook', authorizedTtlMs: 10_000, unauthorizedTtlMs: 1000 },
     });
   });
 
@@ -102,6 +141,16 @@ describe('parseAgentFlags', () => {
     [['--log-level', 'loud'], '--log-level'],
     [['--allow-mount=perhaps'], '--allow-mount'],
     [['--bogus'], '--bogus'],
+    [['--mode=watch'], '--mode'],
+    [['--source=etcd'], '--source'],
+    [['--source=manifest', '--kubeconfig=k'], '--kubeconfig'],
+    [['--source=manifest', '--mode=observe'], '--mode'],
+    [['--allow-orphan-cleanup'], '--allow-orphan-cleanup'],
+    [['--authorization-mode=Webhook'], '--authorization-mode'],
+    [['--authentication-token-webhook'], '--authentication-token-webhook'],
+    [['--kubeconfig', 'k', '--authorization-mode=RBAC'], '--authorization-mode'],
+    [['--kubeconfig', 'k', '--authorization-mode=Webhook'], '--authorization-mode'],
+    [['--node-status-update-frequency=0'], '--node-status-update-frequency'],
     [['--listen'], '--listen'],
     [['stray'], 'stray'],
   ])('refuses %j with a FlagError for %s', (args, flag) => {

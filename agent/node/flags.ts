@@ -67,6 +67,38 @@ export interface AgentConfig {
   allowMount: boolean;
   shutdownGracePeriodMs: number;
   logLevel: LogLevel;
+  /**
+   * `managed`: the agent is the node's volume manager (mounts, unmounts, attaches when
+   * controller attach/detach is off). `observe`: a real kubelet manages volumes; the agent only
+   * reads its root dir and mountinfo and plans (never mutates, except the opt-in orphan cleanup).
+   */
+  mode: AgentMode;
+  /** Where pods and objects come from; `kubernetes` when `--kubeconfig`, in-cluster or `--mode=observe`. */
+  source: 'manifest' | 'kubernetes';
+  /** Absolute kubeconfig path (`--kubeconfig`); absent = `KUBECONFIG`, then in-cluster. */
+  kubeconfig?: string;
+  /** mountinfo file the observe mode reads (the host's, e.g. `/proc/1/mountinfo` in a hostPID pod). */
+  mountinfoPath: string;
+  /** Observe mode: period of the actual-state refresh from disk and mountinfo. */
+  observeRefreshPeriodMs: number;
+  /** Observe mode: allows the guarded cleanup of orphaned pod directories (off by default). */
+  allowOrphanCleanup: boolean;
+  /** Kubernetes source: period of the `node.status.volumesInUse` report (the kubelet's `--node-status-update-frequency`). */
+  nodeStatusUpdateFrequencyMs: number;
+  auth: AuthConfig;
+}
+
+export type AgentMode = 'managed' | 'observe';
+
+/** The kubelet's webhook authentication/authorization flags, applied to the agent API. */
+export interface AuthConfig {
+  /** Bearer tokens other than the static token are checked with a TokenReview. */
+  tokenWebhook: boolean;
+  tokenWebhookCacheTtlMs: number;
+  /** `Webhook`: every authenticated request is authorized with a SubjectAccessReview on `nodes/volumemanager`. */
+  authorizationMode: 'AlwaysAllow' | 'Webhook';
+  authorizedTtlMs: number;
+  unauthorizedTtlMs: number;
 }
 
 /** What `--help` prints per flag; the order is the help order. */
@@ -83,19 +115,39 @@ export const defaultListen = '127.0.0.1:7070';
 export const defaultReconcilePeriodMs = 100;
 export const defaultAttachVerifyPeriodMs = 60_000;
 export const defaultShutdownGracePeriodMs = 10_000;
+/** The kubelet's `--node-status-update-frequency` default. */
+export const defaultNodeStatusUpdateFrequencyMs = 10_000;
+export const defaultObserveRefreshPeriodMs = 10_000;
+/** The kubelet's defaults for `--authentication-token-webhook-cache-ttl` and the authorization cache TTLs. */
+export const defaultTokenWebhookCacheTtlMs = 120_000;
+export const defaultAuthorizedTtlMs = 300_000;
+export const defaultUnauthorizedTtlMs = 30_000;
+export const defaultMountinfoPath = '/proc/self/mountinfo';
 
 export const flagSpecs: readonly FlagSpec[] = [
+  { name: 'mode', type: 'string', value: 'managed|observe', default: 'managed', help: 'managed: this agent is the volume manager of the node; observe: a kubelet manages volumes and the agent reads its root dir read-only and lists what it still has to do' },
+  { name: 'source', type: 'string', value: 'auto|manifest|kubernetes', default: 'auto: kubernetes with --kubeconfig, --mode=observe or inside a pod (KUBERNETES_SERVICE_HOST), else manifest', help: 'where pods and objects come from' },
+  { name: 'kubeconfig', type: 'string', value: 'path', default: 'KUBECONFIG, then the in-cluster service account', help: 'kubeconfig of the API server (implies --source=kubernetes)' },
   { name: 'node-name', type: 'string', value: 'name', default: 'the host name, lower-cased', help: "this node's name (a DNS-1123 subdomain); mixed into derived pod uids" },
   { name: 'root-dir', type: 'string', value: 'dir', default: './.volumescope/<node-name>', help: 'the kubelet root dir: pods/, plugins/ and plugins_registry/ live below it' },
   { name: 'manifest-dir', type: 'string', value: 'dir', default: '<root-dir>/manifests, created if missing', help: 'directory of Pod/PV/PVC/ConfigMap/Secret/CSIDriver manifests (the standalone object source)' },
   { name: 'listen', type: 'string', value: 'host:port', default: defaultListen, help: 'address of the HTTP API; port 0 picks a free port' },
   { name: 'token-file', type: 'string', value: 'path', default: '<root-dir>/agent-token', help: 'bearer token of the HTTP API; created (mode 0600, 32 random bytes as hex) if missing' },
   { name: 'reconcile-period', type: 'string', value: 'duration', default: formatDuration(defaultReconcilePeriodMs), help: 'period of the reconciler loop; the desired-state populator runs on every manifest change and otherwise every max(this, 1s)' },
-  { name: 'controller-attach-detach', type: 'boolean', default: 'false', help: 'volumes are attached by a controller, not by this agent (=true|false)' },
+  { name: 'controller-attach-detach', type: 'boolean', default: 'true with the kubernetes source, false with manifests', help: 'volumes are attached by the attach/detach controller, not by this agent (=true|false)' },
+  { name: 'node-status-update-frequency', type: 'string', value: 'duration', default: formatDuration(defaultNodeStatusUpdateFrequencyMs), help: 'kubernetes source, managed mode: period of the node.status.volumesInUse report (it is also sent on every change)' },
   { name: 'csi-driver', type: 'string', multiple: true, value: 'name=socket', default: 'none', help: 'a CSI driver at a unix socket path (repeatable); drivers may also register through <root-dir>/plugins_registry' },
   { name: 'attach-verify-period', type: 'string', value: 'duration', default: formatDuration(defaultAttachVerifyPeriodMs), help: 'period of the batched check that attached volumes are still attached; 0 disables it' },
   { name: 'csi-timeout', type: 'string', value: 'duration', default: '2m', help: 'deadline of every CSI call; an expired call leaves the volume uncertain' },
   { name: 'allow-mount', type: 'boolean', default: 'true', help: 'probe for real mounts; false always uses the unprivileged mounter (=true|false)' },
+  { name: 'mountinfo', type: 'string', value: 'path', default: defaultMountinfoPath, help: "observe mode: the host's mountinfo (e.g. /proc/1/mountinfo with hostPID)" },
+  { name: 'observe-refresh-period', type: 'string', value: 'duration', default: formatDuration(defaultObserveRefreshPeriodMs), help: 'observe mode: how often the actual state is rebuilt from the kubelet root dir and mountinfo' },
+  { name: 'allow-orphan-cleanup', type: 'boolean', default: 'false', help: 'observe mode: allow the guarded cleanup of orphaned pod directories (unmount, then remove empty directories)' },
+  { name: 'authentication-token-webhook', type: 'boolean', default: 'false', help: 'accept bearer tokens validated by a TokenReview (the static token keeps working)' },
+  { name: 'authentication-token-webhook-cache-ttl', type: 'string', value: 'duration', default: formatDuration(defaultTokenWebhookCacheTtlMs), help: 'how long TokenReview results are cached' },
+  { name: 'authorization-mode', type: 'string', value: 'AlwaysAllow|Webhook', default: 'AlwaysAllow', help: 'Webhook: authorize each caller with a SubjectAccessReview (verb get for reads, update for actions, on nodes/volumemanager of this node)' },
+  { name: 'authorization-webhook-cache-authorized-ttl', type: 'string', value: 'duration', default: formatDuration(defaultAuthorizedTtlMs), help: 'how long an allowed SubjectAccessReview is cached' },
+  { name: 'authorization-webhook-cache-unauthorized-ttl', type: 'string', value: 'duration', default: formatDuration(defaultUnauthorizedTtlMs), help: 'how long a denied SubjectAccessReview is cached' },
   { name: 'shutdown-grace-period', type: 'string', value: 'duration', default: formatDuration(defaultShutdownGracePeriodMs), help: 'on SIGTERM/SIGINT, how long running operations may take to finish' },
   { name: 'log-level', type: 'string', value: 'level', default: 'info', help: `pino log level: ${logLevels.join(', ')}` },
   { name: 'help', type: 'boolean', default: '', help: 'print this help and exit' },
@@ -132,10 +184,12 @@ export interface FlagDefaults {
   hostname: string;
   /** Directory relative defaults resolve against. */
   cwd: string;
+  /** True inside a pod (`KUBERNETES_SERVICE_HOST` is set): `--source=auto` picks kubernetes. */
+  inCluster?: boolean;
 }
 
 /** Parses argv (without node and script); throws {@link FlagError}. */
-export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults = { hostname: hostname(), cwd: process.cwd() }): ParsedFlags {
+export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults = { hostname: hostname(), cwd: process.cwd(), inCluster: (process.env['KUBERNETES_SERVICE_HOST'] ?? '') !== '' }): ParsedFlags {
   const args = normaliseBooleans(argv);
   let values;
   try {
@@ -175,9 +229,53 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
   const csiTimeoutMs = csiTimeoutFlag === undefined ? undefined : duration('--csi-timeout', csiTimeoutFlag, 0);
   if (csiTimeoutMs !== undefined && csiTimeoutMs <= 0) throw new FlagError('--csi-timeout', `--csi-timeout: must be greater than 0, got ${JSON.stringify(csiTimeoutFlag)}`);
 
+  const mode = oneOf('--mode', str('mode') ?? 'managed', ['managed', 'observe'] as const);
+  const kubeconfigFlag = nonEmpty('--kubeconfig', str('kubeconfig'));
+  const sourceFlag = oneOf('--source', str('source') ?? 'auto', ['auto', 'manifest', 'kubernetes'] as const);
+  let source: AgentConfig['source'];
+  if (sourceFlag === 'auto') {
+    source = kubeconfigFlag !== undefined || mode === 'observe' || defaults.inCluster === true ? 'kubernetes' : 'manifest';
+  } else {
+    source = sourceFlag;
+  }
+  if (source === 'manifest' && kubeconfigFlag !== undefined) throw new FlagError('--kubeconfig', '--kubeconfig: cannot be used with --source=manifest');
+  if (source === 'manifest' && mode === 'observe') throw new FlagError('--mode', '--mode=observe: needs the kubernetes source (the pods come from the API server); drop --source=manifest');
+  const nodeStatusUpdateFrequencyMs = duration('--node-status-update-frequency', str('node-status-update-frequency'), defaultNodeStatusUpdateFrequencyMs);
+  if (nodeStatusUpdateFrequencyMs <= 0) throw new FlagError('--node-status-update-frequency', '--node-status-update-frequency: must be greater than 0');
+  const observeRefreshPeriodMs = duration('--observe-refresh-period', str('observe-refresh-period'), defaultObserveRefreshPeriodMs);
+  if (observeRefreshPeriodMs <= 0) throw new FlagError('--observe-refresh-period', '--observe-refresh-period: must be greater than 0');
+  const allowOrphanCleanup = bool('allow-orphan-cleanup', false);
+  if (allowOrphanCleanup && mode !== 'observe') {
+    throw new FlagError('--allow-orphan-cleanup', '--allow-orphan-cleanup: only applies to --mode=observe (in managed mode the agent cleans up orphaned pod directories itself, as the kubelet does)');
+  }
+  const authorizationMode = oneOf('--authorization-mode', str('authorization-mode') ?? 'AlwaysAllow', ['AlwaysAllow', 'Webhook'] as const);
+  const tokenWebhook = bool('authentication-token-webhook', false);
+  if (authorizationMode === 'Webhook' && !tokenWebhook) {
+    // The static token skips every review, so there would be nobody to authorize.
+    throw new FlagError('--authorization-mode', '--authorization-mode=Webhook: needs --authentication-token-webhook (the static token is never reviewed)');
+  }
+  if ((tokenWebhook || authorizationMode === 'Webhook') && source !== 'kubernetes') {
+    const flag = tokenWebhook ? '--authentication-token-webhook' : '--authorization-mode';
+    throw new FlagError(flag, `${flag}: needs the kubernetes source (TokenReview and SubjectAccessReview go to the API server)`);
+  }
+
   return {
     help: false,
     config: {
+      mode,
+      source,
+      ...(kubeconfigFlag === undefined ? {} : { kubeconfig: resolve(defaults.cwd, kubeconfigFlag) }),
+      mountinfoPath: resolve(defaults.cwd, nonEmpty('--mountinfo', str('mountinfo')) ?? defaultMountinfoPath),
+      observeRefreshPeriodMs,
+      allowOrphanCleanup,
+      nodeStatusUpdateFrequencyMs,
+      auth: {
+        tokenWebhook,
+        tokenWebhookCacheTtlMs: duration('--authentication-token-webhook-cache-ttl', str('authentication-token-webhook-cache-ttl'), defaultTokenWebhookCacheTtlMs),
+        authorizationMode,
+        authorizedTtlMs: duration('--authorization-webhook-cache-authorized-ttl', str('authorization-webhook-cache-authorized-ttl'), defaultAuthorizedTtlMs),
+        unauthorizedTtlMs: duration('--authorization-webhook-cache-unauthorized-ttl', str('authorization-webhook-cache-unauthorized-ttl'), defaultUnauthorizedTtlMs),
+      },
       nodeName,
       rootDir,
       manifestDir: manifestFlag === undefined ? join(rootDir, 'manifests') : resolve(defaults.cwd, manifestFlag),
@@ -185,7 +283,7 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       listen: parseListen(str('listen') ?? defaultListen),
       tokenFile: tokenFlag === undefined ? join(rootDir, 'agent-token') : resolve(defaults.cwd, tokenFlag),
       reconcilePeriodMs,
-      controllerAttachDetach: bool('controller-attach-detach', false),
+      controllerAttachDetach: bool('controller-attach-detach', source === 'kubernetes'),
       csiDrivers: list('csi-driver').map(csiDriver),
       attachVerifyPeriodMs: duration('--attach-verify-period', str('attach-verify-period'), defaultAttachVerifyPeriodMs),
       ...(csiTimeoutMs === undefined ? {} : { csiTimeoutMs }),
@@ -209,6 +307,12 @@ function normaliseBooleans(argv: readonly string[]): string[] {
     if (value === 'false' || value === '0') return `--no-${name}`;
     throw new FlagError(`--${name}`, `--${name}: expected true or false, got ${JSON.stringify(value)}`);
   });
+}
+
+function oneOf<const T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  const match = allowed.find((a) => a === value);
+  if (match === undefined) throw new FlagError(flag, `${flag}: ${JSON.stringify(value)} is not one of ${allowed.join(', ')}`);
+  return match;
 }
 
 function nonEmpty(flag: string, value: string | undefined): string | undefined {

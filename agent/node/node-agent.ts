@@ -29,7 +29,10 @@ import type { Driver, RecentEvent, SourceError } from '../../lib/api/snapshot.ts
 import type { Clock } from '../../lib/clock/clock.ts';
 import { detectMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
 import type { OperationRecord } from '../../lib/operationexecutor/operation-executor.ts';
-import { ManifestSource, type ManifestChange } from '../../lib/sources/manifest/index.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeEventSink, KubeSource } from '../../lib/sources/kube/index.ts';
+import type { EventRecorder } from '../../lib/volume/events.ts';
+import { ManifestSource } from '../../lib/sources/manifest/index.ts';
 import { CsiDriverRegistry, CsiPlugin, PluginWatcher, pluginsRegistrationDir } from '../../lib/volume/csi/index.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
@@ -41,10 +44,32 @@ import type { AgentRuntime, MounterInfo, ResyncFindings } from '../runtime.ts';
 import { RingEventRecorder } from './event-recorder.ts';
 import { FlagError, type AgentConfig } from './flags.ts';
 import { engineLogger, type AgentLogger } from './logger.ts';
+import type { AgentSource, AgentSourceChange } from './agent-source.ts';
+import type { KubeObjects } from './kube-objects.ts';
 import { ManifestObjects } from './manifest-objects.ts';
 import { ManifestPods } from './manifest-pods.ts';
+import { NodeStatusUpdater, type VolumesInUseReport } from './node-status-updater.ts';
 import { OrphanedPodDirs } from './orphaned-pod-dirs.ts';
 import { runResync } from './resync.ts';
+
+/** The API server side of an agent with the kubernetes source. */
+interface KubeParts {
+  source: KubeSource;
+  objects: KubeObjects;
+  kubeConfig: KubeConfig;
+  /** Posts the engine's events as core/v1 Events (what `kubectl describe pod` shows). */
+  events: KubeEventSink;
+}
+
+/** An event recorder that hands every event to both recorders. */
+function teeRecorder(a: EventRecorder, b: EventRecorder): EventRecorder {
+  return {
+    event(object, type, reason, message) {
+      a.event(object, type, reason, message);
+      b.event(object, type, reason, message);
+    },
+  };
+}
 
 /** What the agent feeds its metrics with (the server's `createAgentMetrics()` provides it). */
 export interface AgentMetricsSink extends ReconcilerMetrics {
@@ -58,6 +83,8 @@ export interface NodeAgentOptions {
   clock: Clock;
   version: string;
   metrics?: AgentMetricsSink;
+  /** Environment for `KUBECONFIG` and in-cluster detection; default `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /**
@@ -87,9 +114,14 @@ export class NodeAgent implements AgentRuntime {
   readonly mounter: MounterInfo;
   readonly rootDir: string;
   readonly volumeManager: VolumeManager;
+  /** The API server's client configuration with the kubernetes source; null standalone. */
+  readonly kubeConfig: KubeConfig | null;
 
   private readonly log: AgentLogger;
-  private readonly source: ManifestSource;
+  private readonly source: AgentSource;
+  /** The API server side of the node (managed mode with the kubernetes source); null standalone. */
+  private readonly statusUpdater: NodeStatusUpdater | null;
+  private readonly eventSink: KubeEventSink | null;
   private readonly registry: CsiDriverRegistry;
   private readonly watcher: PluginWatcher;
   private readonly recorder: RingEventRecorder;
@@ -105,7 +137,9 @@ export class NodeAgent implements AgentRuntime {
     rootDir: string;
     mounter: Mounter;
     mounterInfo: MounterInfo;
-    source: ManifestSource;
+    source: AgentSource;
+    /** Present for the kubernetes source: reads claims, nodes and VolumeAttachments from the API server. */
+    kube: KubeParts | null;
     startedAt: number;
   }) {
     const { opts } = parts;
@@ -121,7 +155,8 @@ export class NodeAgent implements AgentRuntime {
     this.source = parts.source;
     this.logger = engineLogger(opts.log, 'volumemanager');
 
-    const objects = new ManifestObjects(this.source);
+    this.kubeConfig = parts.kube?.kubeConfig ?? null;
+    const objects = parts.kube?.objects ?? new ManifestObjects(this.source);
     const pods = new ManifestPods(this.source);
     this.recorder = new RingEventRecorder(this.clock, engineLogger(opts.log, 'events'));
     const csiLog = engineLogger(opts.log, 'csi');
@@ -137,6 +172,8 @@ export class NodeAgent implements AgentRuntime {
       clock: this.clock,
       logger: csiLog,
       ...csiTimeout,
+      // With the controller attaching, the publish context comes from its VolumeAttachment.
+      ...(parts.kube !== null && opts.config.controllerAttachDetach ? { volumeAttachments: parts.kube.objects } : {}),
     });
     this.watcher = new PluginWatcher({ dir: pluginsRegistrationDir(this.rootDir), registry: this.registry, clock: this.clock, logger: csiLog });
     const metrics = opts.metrics;
@@ -153,7 +190,7 @@ export class NodeAgent implements AgentRuntime {
       reconcilerLoopPeriodMs: opts.config.reconcilePeriodMs,
       populatorLoopPeriodMs: Math.max(opts.config.reconcilePeriodMs, agentPopulatorLoopPeriodMs),
       attachVerifyPeriodMs: opts.config.attachVerifyPeriodMs,
-      recorder: this.recorder,
+      recorder: parts.kube === null ? this.recorder : teeRecorder(this.recorder, parts.kube.events),
       logger: this.logger,
       ...(metrics !== undefined
         ? {
@@ -164,6 +201,21 @@ export class NodeAgent implements AgentRuntime {
           }
         : {}),
     });
+    const kube = parts.kube;
+    this.eventSink = kube?.events ?? null;
+    this.statusUpdater =
+      kube === null
+        ? null
+        : new NodeStatusUpdater({
+            volumeManager: this.volumeManager,
+            patchVolumesInUse: (volumes) => kube.objects.patchVolumesInUse(this.nodeName, volumes),
+            clock: this.clock,
+            periodMs: opts.config.nodeStatusUpdateFrequencyMs,
+            logger: engineLogger(opts.log, 'node-status'),
+            onReport: () => {
+              this.notify();
+            },
+          });
     this.orphanedPodDirs = new OrphanedPodDirs({
       rootDir: this.rootDir,
       volumeManager: this.volumeManager,
@@ -189,26 +241,11 @@ export class NodeAgent implements AgentRuntime {
     const mounterInfo: MounterInfo = { kind: detected.kind, privileged: detected.privileged, reason: detected.reason };
     log.info({ mounter: mounterInfo }, `Using the ${detected.kind} mounter: ${detected.reason}`);
 
-    if (config.manifestDirGiven) {
-      const info = await stat(config.manifestDir).catch((err: unknown) => {
-        throw new FlagError('--manifest-dir', `--manifest-dir: ${config.manifestDir} cannot be read: ${errorMessage(err)}`);
-      });
-      if (!info.isDirectory()) throw new FlagError('--manifest-dir', `--manifest-dir: ${config.manifestDir} is not a directory`);
-    } else {
-      await mkdir(config.manifestDir, { recursive: true, mode: 0o750 });
-    }
-    const source = new ManifestSource({
-      dir: config.manifestDir,
-      nodeName: config.nodeName,
-      clock,
-      logger: log.child({ component: 'manifest-source' }),
-      debounceMs: agentManifestDebounceMs,
-    });
-    await source.start();
+    const { source, kube } = config.source === 'kubernetes' ? await startKubeSource(opts) : { source: await startManifestSource(opts), kube: null };
 
     let agent: NodeAgent;
     try {
-      agent = new NodeAgent({ opts, rootDir, mounter: detected.mounter, mounterInfo, source, startedAt });
+      agent = new NodeAgent({ opts, rootDir, mounter: detected.mounter, mounterInfo, source, kube, startedAt });
     } catch (err) {
       await source.stop();
       throw err;
@@ -249,10 +286,20 @@ export class NodeAgent implements AgentRuntime {
     }
     this.volumeManager.start();
     this.orphanedPodDirs.start();
+    const statusUpdater = this.statusUpdater;
+    if (statusUpdater !== null) {
+      this.unsubscribe.push(
+        this.volumeManager.onChange(() => {
+          statusUpdater.kick();
+        }),
+      );
+      statusUpdater.start();
+    }
     this.log.info(
       {
+        source: this.config.source,
         rootDir: this.rootDir,
-        manifestDir: this.config.manifestDir,
+        ...(this.config.source === 'manifest' ? { manifestDir: this.config.manifestDir } : {}),
         reconcilePeriodMs: this.config.reconcilePeriodMs,
         controllerAttachDetach: this.config.controllerAttachDetach,
         attachVerifyPeriodMs: this.config.attachVerifyPeriodMs,
@@ -268,7 +315,7 @@ export class NodeAgent implements AgentRuntime {
    * volumes (configMap, secret, projected, downward API) for SetUp and re-resolves claims; then
    * the populator runs at once instead of at its next period.
    */
-  private onSourceChange(change: ManifestChange): void {
+  private onSourceChange(change: AgentSourceChange): void {
     const populator = this.volumeManager.populator;
     if (change.objectsChanged) {
       for (const pod of this.source.listPods()) populator.reprocessPod(uniquePodName(pod.metadata.uid ?? ''));
@@ -282,7 +329,17 @@ export class NodeAgent implements AgentRuntime {
   // AgentRuntime
 
   sourceErrors(): SourceError[] {
-    return this.source.sourceErrors().map((e) => ({ file: e.file, message: e.message }));
+    const errors = this.source.sourceErrors().map((e) => ({ file: e.file, message: e.message }));
+    const report = this.statusUpdater?.lastReport();
+    if (report?.ok === false && report.error !== null) {
+      errors.push({ file: `/api/v1/nodes/${this.nodeName}/status`, message: `node.status.volumesInUse not reported: ${report.error}` });
+    }
+    return errors;
+  }
+
+  /** The last `node.status.volumesInUse` report, or null (standalone, or not reported yet). */
+  volumesInUseReport(): VolumesInUseReport | null {
+    return this.statusUpdater?.lastReport() ?? null;
   }
 
   drivers(): Driver[] {
@@ -305,7 +362,7 @@ export class NodeAgent implements AgentRuntime {
     return this.source.isSynced();
   }
 
-  /** Rescans the manifest directory, then compares disk and mountinfo with the actual state. */
+  /** Re-reads the source (manifest dir, or relists from the API server), then compares disk and mountinfo with the actual state. */
   async resync(): Promise<ResyncFindings> {
     await this.source.resync();
     const findings = await runResync({ rootDir: this.rootDir, volumeManager: this.volumeManager, mounter: this.hostMounter, clock: this.clock });
@@ -331,7 +388,7 @@ export class NodeAgent implements AgentRuntime {
 
   private async doStop(graceMs: number): Promise<{ operationsFinished: boolean }> {
     for (const off of this.unsubscribe.splice(0)) off();
-    await Promise.all([this.source.stop(), this.watcher.stop(), this.orphanedPodDirs.stop(), this.volumeManager.stop()]);
+    await Promise.all([this.source.stop(), this.watcher.stop(), this.orphanedPodDirs.stop(), this.volumeManager.stop(), this.statusUpdater?.stop()]);
     const running = this.volumeManager.getPendingOperations().filter((o) => o.pending).length;
     if (running > 0) this.log.info({ running, graceMs }, `Waiting for ${running} running operation(s) to finish`);
     const operationsFinished = await this.waitBounded(this.volumeManager.waitForOperations(), graceMs);
@@ -339,6 +396,8 @@ export class NodeAgent implements AgentRuntime {
       this.log.warn({ running: this.volumeManager.getPendingOperations().filter((o) => o.pending).length }, 'Operations still running after the grace period; leaving them to reconstruction');
     }
     this.registry.close();
+    // Events still queued get one attempt within a short deadline; the rest are dropped (as client-go at exit).
+    await this.eventSink?.stop({ timeoutMs: Math.min(graceMs, 5000) });
     return { operationsFinished };
   }
 
@@ -369,4 +428,48 @@ export class NodeAgent implements AgentRuntime {
       }
     }
   }
+}
+
+async function startManifestSource(opts: NodeAgentOptions): Promise<ManifestSource> {
+  const { config, clock, log } = opts;
+  if (config.manifestDirGiven) {
+    const info = await stat(config.manifestDir).catch((err: unknown) => {
+      throw new FlagError('--manifest-dir', `--manifest-dir: ${config.manifestDir} cannot be read: ${errorMessage(err)}`);
+    });
+    if (!info.isDirectory()) throw new FlagError('--manifest-dir', `--manifest-dir: ${config.manifestDir} is not a directory`);
+  } else {
+    await mkdir(config.manifestDir, { recursive: true, mode: 0o750 });
+  }
+  const source = new ManifestSource({
+    dir: config.manifestDir,
+    nodeName: config.nodeName,
+    clock,
+    logger: log.child({ component: 'manifest-source' }),
+    debounceMs: agentManifestDebounceMs,
+  });
+  await source.start();
+  return source;
+}
+
+/**
+ * The API source. Its start returns once every informer made its first attempt; the volume
+ * manager starts without waiting for sync, as the kubelet's: until the source is synced, sources
+ * are not ready, so nothing whose pod might merely be unlisted yet is torn down.
+ */
+async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSource; kube: KubeParts }> {
+  const { config, clock, log } = opts;
+  // Loaded only here: a standalone agent never pays for the Kubernetes client (start time, memory).
+  const [{ KubeEventSink, KubeSource, loadKubeConfigWithOrigin }, { KubeObjects }] = await Promise.all([import('../../lib/sources/kube/index.ts'), import('./kube-objects.ts')]);
+  let loaded;
+  try {
+    loaded = loadKubeConfigWithOrigin({ kubeconfig: config.kubeconfig, env: opts.env ?? process.env });
+  } catch (err) {
+    throw new FlagError('--kubeconfig', `--kubeconfig: ${errorMessage(err)}`);
+  }
+  log.info({ kubeconfig: loaded.origin }, loaded.origin.kind === 'file' ? `Using the API server of ${loaded.origin.paths.join(', ')}` : `Using the in-cluster API server ${loaded.origin.server}`);
+  const source = new KubeSource({ kubeConfig: loaded.kubeConfig, nodeName: config.nodeName, clock, logger: log.child({ component: 'kube-source' }) });
+  await source.start();
+  // Events go to the API server only in managed mode: in observe mode the kubelet reports its own.
+  const events = new KubeEventSink({ kubeConfig: loaded.kubeConfig, nodeName: config.nodeName, clock, logger: log.child({ component: 'events' }) });
+  return { source, kube: { source, objects: new KubeObjects(source, loaded.kubeConfig), kubeConfig: loaded.kubeConfig, events } };
 }

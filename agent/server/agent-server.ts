@@ -3,7 +3,7 @@
  * event stream, the three operator actions and `/metrics`, on top of an {@link AgentRuntime}.
  *
  * Request handling order: `/healthz` and `/readyz` are public; for every other path the
- * authenticator runs first (401 before anything else about the request is looked at), then the
+ * authenticator runs first (401/403 before anything else about the request is looked at), then the
  * route (404), the method (405 with `Allow`), the body (413 over 64 KiB, 400 naming the field)
  * and the handler. Bad input never reaches a 500: a 500 is an agent bug and is logged as one.
  */
@@ -18,7 +18,7 @@ import type { Snapshot } from '../../lib/api/snapshot.ts';
 import type { AgentRuntime } from '../runtime.ts';
 import type { ActionContext } from './action-context.ts';
 import { AuditLog, DEFAULT_AUDIT_SIZE } from './audit-log.ts';
-import type { Authenticator } from './authenticator.ts';
+import { authFailureAnswer, type Authenticator } from './authenticator.ts';
 import { EventStreams } from './event-streams.ts';
 import { acceptsGzip, errorAnswer, jsonAnswer, sendAnswer, sendGzippedJson, sendJsonText, type HttpAnswer } from './http-response.ts';
 import type { AgentMetrics } from './metrics.ts';
@@ -28,6 +28,8 @@ import { resync } from './resync.ts';
 import { RETRY_RATE_LIMIT, retryOperation } from './retry-operation.ts';
 import { SnapshotBuilder } from './snapshot-builder.ts';
 import { SnapshotFeed } from './snapshot-feed.ts';
+import { summaryHandler } from './summary.ts';
+import { SUMMARY_ROUTE } from '../../lib/api/summary.ts';
 import { DEFAULT_UNMOUNT_OUTCOME_TIMEOUT_MS, unmountVolume } from './unmount-volume.ts';
 
 // TYPES
@@ -159,6 +161,7 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
         return Promise.resolve(null);
       },
     },
+    { ...SUMMARY_ROUTE, handle: summaryHandler(liveFeed) },
     {
       ...API_ROUTES.events,
       handle: (req, res, caller) => {
@@ -215,7 +218,9 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     if (!isPublic) {
       const auth = await authenticator.authenticate(req);
       if (!auth.ok) {
-        sendAnswer(res, errorAnswer('unauthorized', 'missing or wrong bearer token', { headers: { 'WWW-Authenticate': 'Bearer' } }));
+        // 401 unauthenticated, 403 forbidden, 500 when the authorization check itself failed.
+        if (auth.logDetail !== undefined) logger.warn('request refused: an authentication or authorization check failed', { path, reason: auth.reason, detail: auth.logDetail });
+        sendAnswer(res, authFailureAnswer(auth));
         return caller;
       }
       caller = auth.caller;

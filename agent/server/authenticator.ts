@@ -1,27 +1,66 @@
 /**
- * Who is calling: the agent's authentication seam. The server asks an {@link Authenticator} about
- * every request except `/healthz` and `/readyz`, before it looks at anything else in the request.
- * The static bearer token is the first implementation; a TokenReview/SubjectAccessReview
- * authenticator can replace it without touching the server.
+ * Who is calling: the agent's authentication and authorization seam. The server asks an
+ * {@link Authenticator} about every request except `/healthz` and `/readyz`, before it looks at
+ * anything else in the request. Implementations: the static bearer token (this file) and the
+ * TokenReview/SubjectAccessReview webhook with the static token in front (webhook-auth.ts).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { errorAnswer, type HttpAnswer } from './http-response.ts';
 
-/** The outcome of authenticating one request. */
-export type AuthResult =
-  | {
-      ok: true;
-      /** Who asked, as recorded in the audit log (`caller`): a token's name or the remote address. */
-      caller: string;
-    }
-  | { ok: false };
+/** The outcome of authenticating (and authorizing) one request. */
+export type AuthResult = AuthSuccess | AuthFailure;
+
+/** The request may proceed. */
+export interface AuthSuccess {
+  ok: true;
+  /** Who asked, as recorded in the audit log (`caller`): a user or token name, or the remote address. */
+  caller: string;
+}
+
+/**
+ * Why a request was refused, which decides its status:
+ * - `unauthenticated` (401): no credentials, wrong ones, or they could not be checked (the
+ *   TokenReview failed: fail closed, as the kubelet does);
+ * - `forbidden` (403): the caller is known but may not do this;
+ * - `error` (500): the authorization check itself failed (the SubjectAccessReview call), so
+ *   nothing was decided; the request is refused (fail closed, as the kubelet does).
+ */
+export type AuthFailureReason = 'unauthenticated' | 'forbidden' | 'error';
+
+/** The request is refused. */
+export interface AuthFailure {
+  ok: false;
+  reason: AuthFailureReason;
+  /** The message sent to the client; absent: a generic one per reason. Never holds credentials. */
+  message?: string;
+  /** Why a check failed, for the agent's log only (never sent): e.g. the review call's error. */
+  logDetail?: string;
+}
 
 /**
  * Decides whether a request may use the API. May be asynchronous (a TokenReview is a network
- * call). Must not throw for bad credentials (answer `{ok: false}`); a throw is an agent bug (500).
+ * call). Must not throw for bad credentials or a failed review (answer an {@link AuthFailure});
+ * a throw is an agent bug (500).
  */
 export interface Authenticator {
   authenticate(req: IncomingMessage): AuthResult | Promise<AuthResult>;
+}
+
+/**
+ * The answer to a refused request: 401 with `WWW-Authenticate: Bearer` (code `unauthorized`),
+ * 403 (code `unauthorized`: the API has no separate code for it, as 429 is sent as `conflict`),
+ * or 500 (code `internal`).
+ */
+export function authFailureAnswer(failure: AuthFailure): HttpAnswer {
+  switch (failure.reason) {
+    case 'unauthenticated':
+      return errorAnswer('unauthorized', failure.message ?? 'missing or wrong bearer token', { headers: { 'WWW-Authenticate': 'Bearer' } });
+    case 'forbidden':
+      return errorAnswer('forbidden', failure.message ?? 'Forbidden');
+    case 'error':
+      return errorAnswer('internal', failure.message ?? 'Authorization error');
+  }
 }
 
 /** A static token that cannot authenticate anyone (empty, or with characters a header cannot carry). */
@@ -67,8 +106,7 @@ export function staticTokenAuthenticator(token: string, options: StaticTokenOpti
   return {
     authenticate(req) {
       const presented = bearerToken(req);
-      if (presented === null) return { ok: false };
-      if (!timingSafeEqual(digest(presented), expected)) return { ok: false };
+      if (presented === null || !timingSafeEqual(digest(presented), expected)) return { ok: false, reason: 'unauthenticated' };
       return { ok: true, caller: options.name ?? remoteCaller(req) };
     },
   };

@@ -155,7 +155,7 @@ describe('POST /api/v1/operations/retry', () => {
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('10');
     expect(ApiErrorBodySchema.parse(limited.json).error).toEqual({
-      code: 'conflict',
+      code: 'rate-limited',
       message: 'too many retries: at most 10 per 10 s on this node; try again in 10 s',
     });
 

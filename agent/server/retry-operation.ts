@@ -75,7 +75,7 @@ export function retryOperation(ctx: ActionContext & { limiter: SlidingWindowRate
     const message = `too many retries: at most ${limiter.limit} per ${windowSeconds} s on this node; try again in ${retryAfter} s`;
     checks.push({ name: 'rate-limit', ok: false, detail: message });
     // 429 has no code of its own in the contract; `conflict` is the closest (the action was refused).
-    return refuse(errorAnswer('conflict', message, { status: 429, headers: { 'Retry-After': String(retryAfter) } }), message);
+    return refuse(errorAnswer('rate-limited', message, { headers: { 'Retry-After': String(retryAfter) } }), message);
   }
   checks.push({ name: 'rate-limit', ok: true, detail: `within ${limiter.limit} retries per ${windowSeconds} s on this node` });
 

@@ -11,6 +11,8 @@ export const API_ERROR_STATUS = {
   'bad-request': 400,
   /** Missing or wrong `Authorization: Bearer <token>`. */
   unauthorized: 401,
+  /** Authenticated, but a SubjectAccessReview denied the verb on `nodes/volumemanager`. */
+  forbidden: 403,
   /** Unknown route, or nothing matches (e.g. no such operation). */
   'not-found': 404,
   /** The route exists but not for this method. */
@@ -19,6 +21,8 @@ export const API_ERROR_STATUS = {
   conflict: 409,
   /** The request body is larger than 64 KiB. */
   'payload-too-large': 413,
+  /** Too many retries of one operation in a short time; `Retry-After` says when to try again. */
+  'rate-limited': 429,
   /** A bug or an unexpected failure in the agent, never caused by the request's content. */
   internal: 500,
   /** The agent is not ready (states not synced yet). */

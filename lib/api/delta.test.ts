@@ -275,3 +275,46 @@ describe('snapshotFieldTransport', () => {
     expect(Object.keys(snapshotFieldTransport).sort()).toEqual(Object.keys(SnapshotSchema.shape).sort());
   });
 });
+
+describe('the observe section in deltas', () => {
+  const observe = (planned: number): NonNullable<Snapshot['observe']> => ({
+    kubeletRootDir: '/var/lib/kubelet',
+    refreshedAt: FIXTURE_T0,
+    refreshError: null,
+    plan: Array.from({ length: planned }, (_, i) => ({
+      key: `volume_mount|kubernetes.io/csi/d^v${String(i)}|uid-${String(i)}`,
+      operation: 'volume_mount',
+      volume: `kubernetes.io/csi/d^v${String(i)}`,
+      podUid: `uid-${String(i)}`,
+      pod: `default/p${String(i)}`,
+      outerVolumeName: 'data',
+      reason: 'desired, not mounted',
+      since: FIXTURE_T0,
+      kubeletBackoff: i === 0 ? { retryAt: FIXTURE_T0 + 60_000, durationBeforeRetryMs: 64_000, error: 'rpc error: code = Internal', observedAt: FIXTURE_T0 } : null,
+    })),
+    orphans: [],
+    orphansTruncated: false,
+    truthDiff: [],
+    cleanupAllowed: false,
+  });
+
+  it.each([
+    { name: 'appears', before: undefined, after: observe(1) },
+    { name: 'changes', before: observe(1), after: observe(2) },
+    { name: 'goes away', before: observe(2), after: undefined },
+  ])('travels whole in set.observe when it $name, and applyDelta reproduces the next snapshot', ({ before, after }) => {
+    const prev = normalizeSnapshot({ ...exampleSnapshot(), ...(before === undefined ? {} : { observe: before }) });
+    const { observe: _dropped, ...rest } = prev;
+    const nextSnapshot = normalizeSnapshot({ ...rest, seq: prev.seq + 1, ...(after === undefined ? {} : { observe: after }) });
+    const delta = DeltaSchema.parse(computeDelta(prev, nextSnapshot));
+    expect(delta.set?.observe).toEqual(after ?? null);
+    expect(applyDelta(prev, delta)).toEqual(nextSnapshot);
+    expect(SnapshotSchema.parse(nextSnapshot)).toEqual(nextSnapshot);
+  });
+
+  it('leaves set.observe out when the section did not change', () => {
+    const prev = normalizeSnapshot({ ...exampleSnapshot(), observe: observe(1) });
+    const delta = computeDelta(prev, { ...prev, seq: prev.seq + 1, statesSynced: !prev.statesSynced });
+    expect(delta.set).not.toHaveProperty('observe');
+  });
+});

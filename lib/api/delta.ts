@@ -13,6 +13,7 @@
  */
 import { z } from 'zod';
 import { jsonEqual } from './json-equal.ts';
+import { ObserveSchema } from './observe.ts';
 import { normalizePodErrors, normalizeSnapshot, sortByKey } from './normalize-snapshot.ts';
 import {
   ActualVolumeSchema,
@@ -71,6 +72,8 @@ export const DeltaSetSchema = z.object({
   /** `reconstruction` without its `volumes` (which travel in `reconstructionVolumes`). */
   reconstruction: ReconstructionStatusSchema.optional(),
   attachVerification: AttachVerificationSchema.optional(),
+  /** The observe-mode section, whole; `null` when it went away. */
+  observe: ObserveSchema.nullable().optional(),
 });
 /** Top-level values of a delta that are replaced whole; a field is absent when unchanged. */
 export type DeltaSet = z.infer<typeof DeltaSetSchema>;
@@ -128,6 +131,7 @@ export const snapshotFieldTransport: Record<keyof Snapshot, 'seq' | 'set' | 'key
   nodeName: 'set',
   seq: 'seq',
   statesSynced: 'set',
+  observe: 'set',
   agent: 'set',
   mounter: 'set',
   desired: 'keyed',
@@ -265,6 +269,7 @@ export function computeDelta(prev: Snapshot, next: Snapshot): Delta {
   const status = reconstructionStatus(b);
   if (!jsonEqual(reconstructionStatus(a), status)) set.reconstruction = status;
   if (!jsonEqual(a.attachVerification, b.attachVerification)) set.attachVerification = b.attachVerification;
+  if (!jsonEqual(a.observe ?? null, b.observe ?? null)) set.observe = b.observe ?? null;
 
   const delta: Delta = { fromSeq: a.seq, seq: b.seq };
   if (Object.keys(set).length > 0) delta.set = set;
@@ -298,8 +303,9 @@ export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
   const pods = applyKeyed(snapshot.desired.pods, delta.desiredPods, desiredPodKey);
   const volumes = applyKeyed(snapshot.actual.volumes, delta.actualVolumes, actualVolumeKey);
   const reconstructed = applyKeyed(snapshot.reconstruction.volumes, delta.reconstructionVolumes, reconstructedVolumeKey);
+  const { observe: _observeBefore, ...withoutObserve } = snapshot;
   return normalizeSnapshot({
-    ...snapshot,
+    ...withoutObserve,
     seq: delta.seq,
     nodeName: set.nodeName ?? snapshot.nodeName,
     statesSynced: set.statesSynced ?? snapshot.statesSynced,
@@ -318,7 +324,14 @@ export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
     drivers: applyKeyed(snapshot.drivers, delta.drivers, driverKey),
     recentEvents: applyRing(snapshot.recentEvents, delta.recentEvents),
     audit: applyRing(snapshot.audit, delta.audit),
+    ...observeAfter(snapshot, set),
   });
+}
+
+/** `{observe}` after the delta's `set.observe` (null removes it), or `{}` when absent before and after. */
+function observeAfter(snapshot: Snapshot, set: DeltaSet): Pick<Snapshot, 'observe'> {
+  const observe = set.observe === undefined ? snapshot.observe : (set.observe ?? undefined);
+  return observe === undefined ? {} : { observe };
 }
 
 /**

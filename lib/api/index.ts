@@ -13,3 +13,4 @@ export * from './request-body.ts';
 export * from './routes.ts';
 export * from './snapshot.ts';
 export * from './sse.ts';
+export * from './summary.ts';

@@ -14,6 +14,7 @@
  *   (oldest first); `normalizeSnapshot` puts everything else in key order.
  */
 import { z } from 'zod';
+import { ObserveSchema } from './observe.ts';
 
 /** Epoch milliseconds (agent wall clock), a non-negative integer. */
 export const EpochMsSchema = z.number().int().nonnegative();
@@ -387,6 +388,8 @@ export const SnapshotSchema = z.object({
   /** CSI drivers known to the agent; empty when none registered. */
   drivers: uniqueArray(DriverSchema, driverKey, 'driver'),
   attachVerification: AttachVerificationSchema,
+  /** Observe mode only (`--mode=observe`): the kubelet's outstanding work, orphans, truth diff. Absent in managed mode. */
+  observe: ObserveSchema.optional(),
 });
 /** The whole state of one node's volume manager at one sequence number. */
 export type Snapshot = z.infer<typeof SnapshotSchema>;

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
+  discoveredAgentsConfig,
   findAgent,
   isAgentsConfigError,
   loadAgentsConfig,
   parseAgentsConfigFile,
   parseAgentsEnv,
   readAgentToken,
+  usesDiscovery,
 } from './agents-config.ts';
 import { isAgentUnavailableError } from './dashboard-error.ts';
 
@@ -98,6 +100,37 @@ describe('choosing the configuration', () => {
       }),
     );
     expect((err as Error).message).toBe(message);
+  });
+});
+
+describe('discovery as the configuration', () => {
+  it('is used with VOLUMESCOPE_DISCOVERY=kubernetes, and not without', () => {
+    expect(usesDiscovery({ VOLUMESCOPE_DISCOVERY: 'kubernetes' })).toBe(true);
+    expect(usesDiscovery({ VOLUMESCOPE_DISCOVERY: ' ' })).toBe(false);
+    expect(usesDiscovery({ VOLUMESCOPE_AGENTS: 'a=http://h' })).toBe(false);
+  });
+
+  it.each([
+    { name: 'an unknown mode', env: { VOLUMESCOPE_DISCOVERY: 'dns' }, message: /^VOLUMESCOPE_DISCOVERY: "dns" is not a discovery mode/ },
+    {
+      name: 'a static configuration as well',
+      env: { VOLUMESCOPE_DISCOVERY: 'kubernetes', VOLUMESCOPE_AGENTS: 'a=http://h', VOLUMESCOPE_AGENT_TOKENS: '*=/t' },
+      message: /^VOLUMESCOPE_DISCOVERY: set either it or VOLUMESCOPE_AGENTS\/VOLUMESCOPE_AGENT_TOKENS, not both$/,
+    },
+  ])('$name is a configuration error naming the variable', ({ env, message }) => {
+    const err = caught(() => usesDiscovery(env));
+    expect(isAgentsConfigError(err)).toBe(true);
+    expect((err as Error).message).toMatch(message);
+  });
+
+  it("is the running discovery's agents and status", () => {
+    const agents = [{ name: 'node-a', url: 'http://10.0.0.5:7070', tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token' }];
+    const status = { namespace: 'volumescope', selector: 'app=agent', listed: true, error: null };
+
+    const config = discoveredAgentsConfig({ agents: () => agents, status: () => status });
+
+    expect(config).toEqual({ agents, source: 'kubernetes', discovery: status });
+    expect(findAgent(config, 'node-a')?.url).toBe('http://10.0.0.5:7070');
   });
 });
 

@@ -2,7 +2,7 @@
  * Which agents the dashboard server knows, and where each one's bearer token is. Server-only:
  * token files are read here and nowhere else, and the token never leaves the server.
  *
- * Two ways to configure, not both:
+ * Three ways to configure, one at a time:
  *
  * 1. Environment variables
  *    - `VOLUMESCOPE_AGENTS=name=url[,name=url…]`, e.g.
@@ -13,6 +13,9 @@
  * 2. A JSON file named by `VOLUMESCOPE_DASHBOARD_CONFIG`:
  *    `{"agents": [{"name": "node-a", "url": "http://10.0.0.5:7070", "tokenFile": "node-a.token"}]}`
  *    (relative `tokenFile`s are relative to the file's directory).
+ * 3. `VOLUMESCOPE_DISCOVERY=kubernetes`: the agents are the agent pods the dashboard finds
+ *    through the Kubernetes API, and change as they do (discovery.ts; the list then comes from
+ *    the process's running discovery, with its status in {@link AgentsConfig.discovery}).
  *
  * Names are what the dashboard's URLs use (`/nodes/<name>`): lowercase letters, digits, `-` and
  * `.`, as Kubernetes node names. Token files are read on every request (so a rotated token is
@@ -23,6 +26,8 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgentUnavailableError } from './dashboard-error.ts';
+import { DISCOVERY_ENV, discoveryEnabled, isDiscoveryConfigError, serverDiscovery, type AgentDiscovery } from './discovery.ts';
+import type { DiscoveryStatus } from './discovery-status.ts';
 
 /** The environment variables (and the file variable) this module reads. */
 export const AGENTS_ENV = 'VOLUMESCOPE_AGENTS';
@@ -39,11 +44,19 @@ export interface AgentConfig {
   readonly tokenFile: string;
 }
 
-/** The agents, in configuration order; `source` says where they came from. */
+/** Where the agent list comes from. */
+export type AgentsSource = 'env' | 'file' | 'none' | 'kubernetes';
+
+/**
+ * The agents, in configuration order (discovered ones by name); `source` says where they came
+ * from.
+ */
 export interface AgentsConfig {
   readonly agents: readonly AgentConfig[];
   /** `none` when nothing is configured (the overview then says how to configure). */
-  readonly source: 'env' | 'file' | 'none';
+  readonly source: AgentsSource;
+  /** With `source: 'kubernetes'`: where discovery looks, whether it listed, its current failure. */
+  readonly discovery?: DiscoveryStatus;
 }
 
 /** The configuration is malformed; the message names the variable (or file) and the bad entry. */
@@ -195,14 +208,47 @@ export function loadAgentsConfig(
   return { agents: parseAgentsEnv(agents, tokens, cwd), source: 'env' };
 }
 
+/** The configuration of a running discovery: its agents now, and its status. */
+export function discoveredAgentsConfig(discovery: Pick<AgentDiscovery, 'agents' | 'status'>): AgentsConfig {
+  return { agents: discovery.agents(), source: 'kubernetes', discovery: discovery.status() };
+}
+
+/**
+ * Whether `env` asks for discovery. Throws an {@link AgentsConfigError} for an unknown mode, or
+ * when a static configuration is set as well.
+ */
+export function usesDiscovery(env: AgentsEnv): boolean {
+  let enabled: boolean;
+  try {
+    enabled = discoveryEnabled(env);
+  } catch (err) {
+    if (isDiscoveryConfigError(err)) throw new AgentsConfigError(err.variable, err.detail);
+    throw err;
+  }
+  if (!enabled) return false;
+  const set = [DASHBOARD_CONFIG_ENV, AGENTS_ENV, AGENT_TOKENS_ENV].filter((name) => (env[name]?.trim() ?? '') !== '');
+  if (set.length > 0) throw new AgentsConfigError(DISCOVERY_ENV, `set either it or ${set.join('/')}, not both`);
+  return true;
+}
+
 let cached: { key: string; config: AgentsConfig } | null = null;
 
 /**
- * The configuration of this process (from `process.env`), parsed once per distinct value of the
- * variables. Throws an {@link AgentsConfigError} when malformed.
+ * The configuration of this process (from `process.env`): static configurations parsed once per
+ * distinct value of the variables; with discovery, the process discovery's current agents
+ * (started on first use; the list changes as agent pods come and go). Throws an
+ * {@link AgentsConfigError} when malformed.
  */
 export function getAgentsConfig(): AgentsConfig {
   const env = process.env;
+  if (usesDiscovery(env)) {
+    try {
+      return discoveredAgentsConfig(serverDiscovery(env));
+    } catch (err) {
+      if (isDiscoveryConfigError(err)) throw new AgentsConfigError(err.variable, err.detail);
+      throw err;
+    }
+  }
   const key = [env[DASHBOARD_CONFIG_ENV], env[AGENTS_ENV], env[AGENT_TOKENS_ENV]].join('\u0000');
   if (cached?.key !== key) cached = { key, config: loadAgentsConfig(env, process.cwd()) };
   return cached.config;

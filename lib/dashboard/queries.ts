@@ -52,6 +52,15 @@ export const agentKeys = {
   connection: (agent: string) => ['agents', agent, 'connection'] as const,
 };
 
+/**
+ * Query keys of the overview (apart from `agentKeys`, whose second element is an agent name: a
+ * node could be called `summaries`). The overview polls these (summary.ts); unlike the agent
+ * keys above they are fetched, not streamed.
+ */
+export const overviewKeys = {
+  summaries: ['overview', 'summaries'] as const,
+};
+
 /** The agent's latest snapshot, kept current by the stream. Pending until the first one arrives. */
 export function agentSnapshotOptions(agent: string) {
   return queryOptions<Snapshot>({

@@ -5,6 +5,7 @@
 import { realClock } from '../clock/clock.ts';
 import { getAgentsConfig, readAgentToken } from './agents-config.ts';
 import { onServerShutdown, serverContactRegistry, type AgentProxyDeps } from './agent-proxy.ts';
+import { FIRST_LIST_WAIT_MS, startedServerDiscovery } from './discovery.ts';
 
 /** How long to wait for an agent's response headers before calling it unreachable. */
 export const AGENT_CONNECT_TIMEOUT_MS = 5_000;
@@ -23,4 +24,20 @@ export function serverProxyDeps(): AgentProxyDeps {
     connectTimeoutMs: AGENT_CONNECT_TIMEOUT_MS,
     actionTimeoutMs: AGENT_ACTION_TIMEOUT_MS,
   };
+}
+
+/**
+ * Resolves once the agent list is usable: at once for a static configuration; with discovery,
+ * once the agent pods were first listed or discovery failed, at most {@link FIRST_LIST_WAIT_MS}
+ * after the process's first request (so a request right after the dashboard started does not
+ * call a node unknown). Never rejects; a malformed configuration is left to `config()`.
+ */
+export async function serverAgentsReady(): Promise<void> {
+  let source: string;
+  try {
+    source = getAgentsConfig().source; // starts the discovery when it is configured
+  } catch {
+    return;
+  }
+  if (source === 'kubernetes') await startedServerDiscovery()?.whenSettled(FIRST_LIST_WAIT_MS);
 }

@@ -9,6 +9,7 @@ import type { Snapshot } from '../api/index.ts';
 import { fetchAgentSnapshot, serverContactRegistry } from './agent-proxy.ts';
 import { findAgent, getAgentsConfig, isAgentsConfigError, type AgentConfig, type AgentsConfig } from './agents-config.ts';
 import { isAgentUnavailableError } from './dashboard-error.ts';
+import { describeDiscoveryProblem } from './discovery-status.ts';
 import { PREFETCHED_UPDATED_AT, agentKeys } from './queries.ts';
 import { decodeSegment } from './routes.ts';
 import { serverProxyDeps } from './server-deps.ts';
@@ -34,12 +35,26 @@ export type PageAgent =
   | { readonly kind: 'unknown' }
   | { readonly kind: 'config-error'; readonly error: string };
 
-/** Resolves a `[node]` route segment to its configured agent. */
+/**
+ * Resolves a `[node]` route segment to its configured agent. With discovery, a node that is not
+ * (yet) known while the agent pods have never been listed is not called unknown (a 404 would be
+ * wrong a moment after the dashboard started, or while the API is unreachable): the page shows
+ * why the list is missing instead.
+ */
 export function agentForPage(segment: string): PageAgent {
   const agents = agentsForPage();
   if (!agents.ok) return { kind: 'config-error', error: agents.error };
   const agent = findAgent(agents.config, decodeSegment(segment));
-  return agent === null ? { kind: 'unknown' } : { kind: 'found', agent };
+  if (agent !== null) return { kind: 'found', agent };
+  const discovery = agents.config.discovery;
+  if (discovery !== undefined && !discovery.listed) {
+    const why = discovery.error === null ? 'it has not listed them yet; reload in a moment' : describeDiscoveryProblem(discovery.error);
+    return {
+      kind: 'config-error',
+      error: `agent discovery has no list of the agent pods (namespace ${discovery.namespace}, selector ${discovery.selector}): ${why}`,
+    };
+  }
+  return { kind: 'unknown' };
 }
 
 /** A snapshot for a page, or why there is none. */

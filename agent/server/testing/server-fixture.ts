@@ -5,7 +5,7 @@
 import { Harness, gcePdVolume, makePod, type HarnessOptions } from '../../../lib/volumemanager/testing/harness.ts';
 import { uniquePodName, uniqueVolumeName, type UniquePodName, type UniqueVolumeName } from '../../../lib/volume/types.ts';
 import { createAgentServer, type AgentServer, type AgentServerOptions } from '../agent-server.ts';
-import { staticTokenAuthenticator } from '../authenticator.ts';
+import { staticTokenAuthenticator, type Authenticator } from '../authenticator.ts';
 import { createAgentMetrics, type AgentMetrics } from '../metrics.ts';
 import { ApiClient } from './api-client.ts';
 import { FakeAgentRuntime } from './fake-agent-runtime.ts';
@@ -30,6 +30,8 @@ export interface ServerFixture {
 export interface FixtureOptions {
   harness?: HarnessOptions;
   server?: Partial<Omit<AgentServerOptions, 'runtime' | 'metrics' | 'authenticator'>>;
+  /** Default: the static {@link TEST_TOKEN}, caller `test-client` (the fixture's client sends it). */
+  authenticator?: Authenticator;
 }
 
 /** Starts a server (the volume manager is not started: call `harness.start()` or {@link mountPod1}). */
@@ -39,7 +41,7 @@ export async function startServer(options: FixtureOptions = {}): Promise<ServerF
   const runtime = new FakeAgentRuntime(harness);
   const server = createAgentServer({
     runtime,
-    authenticator: staticTokenAuthenticator(TEST_TOKEN, { name: 'test-client' }),
+    authenticator: options.authenticator ?? staticTokenAuthenticator(TEST_TOKEN, { name: 'test-client' }),
     metrics,
     ...options.server,
   });

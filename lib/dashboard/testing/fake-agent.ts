@@ -1,7 +1,7 @@
 /**
  * A stand-in node agent for developing and demonstrating the dashboard without a real node: a
  * tiny `node:http` server that speaks the agent API of docs/api.md (bearer check, snapshot,
- * SSE snapshot + deltas with `Last-Event-ID` resume, resync/retry/unmount with their refusals),
+ * summary, SSE snapshot + deltas with `Last-Event-ID` resume, resync/retry/unmount with their refusals),
  * over a generated node whose state keeps changing: a mount that fails and retries with
  * exponential backoff, an uncertain device mount, a volume left mounted for a deleted pod, and
  * churn across generated pods.
@@ -26,6 +26,8 @@ import { pathToFileURL } from 'node:url';
 import {
   API_ROUTES,
   API_ERROR_STATUS,
+  SUMMARY_ROUTE,
+  summarizeSnapshot,
   SSE_KEEPALIVE,
   SSE_KEEPALIVE_INTERVAL_MS,
   apiErrorBody,
@@ -315,6 +317,9 @@ export async function startFakeAgent(options: FakeAgentOptions): Promise<FakeAge
     switch (route) {
       case `GET ${API_ROUTES.snapshot.path}`:
         sendJson(res, 200, node.current);
+        return;
+      case `GET ${SUMMARY_ROUTE.path}`:
+        sendJson(res, 200, summarizeSnapshot(node.current));
         return;
       case `GET ${API_ROUTES.events.path}`: {
         res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform' });

@@ -42,3 +42,4 @@ export {
 } from './errors.ts';
 export { describeApiError } from './api-error.ts';
 export type { ApiErrorInfo } from './api-error.ts';
+export { KubeEventSink, KubeEventSinkOptionsError, isKubeEventSinkOptionsError, type KubeEventSinkBacklog, type KubeEventSinkCounters, type KubeEventSinkOptions, type KubeEventSinkStopOptions } from './event-sink.ts';

@@ -66,6 +66,7 @@ import {
   symlinkMountRefs,
 } from './csi-util.ts';
 import {
+  attachmentName,
   CSI_PLUGIN_NAME,
   decodePublishContext,
   deviceMountPath,
@@ -89,6 +90,35 @@ export interface CsiPluginOptions {
   callTimeoutMs?: number;
   /** `max_entries` of each ListVolumes page in volumesAreAttached; default 100. */
   listVolumesPageSize?: number;
+  /**
+   * Reads VolumeAttachment objects. Present when the attach/detach controller attaches
+   * (`--controller-attach-detach` with an API server): the publish context then comes from the
+   * VolumeAttachment's `status.attachmentMetadata`, as upstream, and never from this agent's own
+   * ControllerPublish.
+   */
+  volumeAttachments?: VolumeAttachmentReader;
+}
+
+/** What the CSI plugin reads of a `storage.k8s.io/v1` VolumeAttachment. */
+export interface VolumeAttachmentStatus {
+  attached: boolean;
+  attachmentMetadata: Readonly<Record<string, string>>;
+  /** `status.attachError.message`, when the external attacher reported one. */
+  attachError?: string;
+}
+
+/** GET of a VolumeAttachment by name; resolves undefined when it does not exist. */
+export interface VolumeAttachmentReader {
+  getVolumeAttachment(name: string): Promise<VolumeAttachmentStatus | undefined>;
+}
+
+/** The VolumeAttachment exists but is not attached (yet), or reports an attach error. */
+export class VolumeAttachmentNotAttachedError extends Error {
+  override readonly name = 'VolumeAttachmentNotAttachedError';
+}
+
+export function isVolumeAttachmentNotAttachedError(err: unknown): err is VolumeAttachmentNotAttachedError {
+  return err instanceof VolumeAttachmentNotAttachedError;
 }
 
 function errText(err: unknown): string {
@@ -112,8 +142,10 @@ export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePl
   private readonly callTimeoutMs: number | undefined;
   private readonly listVolumesPageSize: number;
   private readonly attachments = new Map<string, StandaloneAttachment>();
+  private readonly volumeAttachments: VolumeAttachmentReader | undefined;
 
   constructor(opts: CsiPluginOptions) {
+    this.volumeAttachments = opts.volumeAttachments;
     this.objects = opts.objects;
     this.registry = opts.registry;
     this.nodeName = toNodeName(opts.nodeName);
@@ -373,6 +405,7 @@ export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePl
   }
 
   async publishContextFor(driverName: string, volumeHandle: string): Promise<StringMap | null> {
+    if (this.volumeAttachments !== undefined) return this.publishContextFromVolumeAttachment(driverName, volumeHandle);
     const known = this.attachment(driverName, volumeHandle);
     if (known !== undefined) return { ...known.publishContext };
     try {
@@ -388,6 +421,31 @@ export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePl
     const caps = this.registry.controllerCapabilities(driverName);
     if (caps !== undefined && !caps.has('PUBLISH_UNPUBLISH_VOLUME')) return {};
     return null;
+  }
+
+  /**
+   * Controller-attached volumes: the VolumeAttachment `csi-<sha256(handle+driver+node)>` is read
+   * on every call (upstream reads it in WaitForAttach and again in MountDevice), so a detach by
+   * the controller is seen at once. Null when it does not exist or is not attached; an attach
+   * error is thrown with the attacher's message.
+   */
+  private async publishContextFromVolumeAttachment(driverName: string, volumeHandle: string): Promise<StringMap | null> {
+    const reader = this.volumeAttachments;
+    if (reader === undefined) return null;
+    const caps = this.registry.controllerCapabilities(driverName);
+    if (caps !== undefined && !caps.has('PUBLISH_UNPUBLISH_VOLUME')) return {};
+    const name = attachmentName(volumeHandle, driverName, this.nodeName);
+    let va: VolumeAttachmentStatus | undefined;
+    try {
+      va = await reader.getVolumeAttachment(name);
+    } catch (err) {
+      throw new Error(`volume ${volumeHandle} has GET error for volume attachment ${name}: ${errText(err)}`, { cause: err });
+    }
+    if (va === undefined) return null;
+    if (va.attachError !== undefined && va.attachError !== '') {
+      throw new VolumeAttachmentNotAttachedError(`attachment for ${volumeHandle} failed: ${va.attachError}`);
+    }
+    return va.attached ? { ...va.attachmentMetadata } : null;
   }
 
   rememberAttachment(attachment: StandaloneAttachment): void {

@@ -23,8 +23,8 @@ export {
   parseCsiDriverFlag,
 } from './csi-driver-registry.ts';
 export type { CsiDriverDetails, CsiDriverRegistryOptions, CsiDriverSource, CsiDriverStatus } from './csi-driver-registry.ts';
-export { CsiPlugin } from './csi-plugin.ts';
-export type { CsiPluginOptions } from './csi-plugin.ts';
+export { CsiPlugin, VolumeAttachmentNotAttachedError, isVolumeAttachmentNotAttachedError } from './csi-plugin.ts';
+export type { CsiPluginOptions, VolumeAttachmentReader, VolumeAttachmentStatus } from './csi-plugin.ts';
 export { PLUGINS_REGISTRATION_DIR_NAME, PluginWatcher, pluginsRegistrationDir } from './plugin-watcher.ts';
 export type { PluginSocketStatus, PluginWatcherOptions } from './plugin-watcher.ts';
 export { redactSecrets, scrubSecretValues, STRIPPED } from './redact.ts';

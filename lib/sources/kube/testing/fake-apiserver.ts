@@ -4,7 +4,8 @@
  * mocked: tests point a kubeconfig at {@link FakeApiServer.url} (see kubeconfig-file.ts).
  *
  * What it serves (for the kinds in `fakeResourceTypes`: pods, nodes, persistentvolumes,
- * persistentvolumeclaims, configmaps, secrets, events, namespaces, storage.k8s.io csidrivers):
+ * persistentvolumeclaims, configmaps, secrets, events, namespaces, storage.k8s.io csidrivers and
+ * volumeattachments):
  * - GET of one object; LIST with `fieldSelector` (as the real server: `metadata.name`,
  *   `metadata.namespace`, plus per-kind fields such as pods' `spec.nodeName`) and
  *   `labelSelector`, answering `metadata.resourceVersion`; list items carry no kind/apiVersion,

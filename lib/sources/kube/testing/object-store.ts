@@ -47,6 +47,14 @@ export const fakeResourceTypes = {
   events: { resource: 'events', group: '', version: 'v1', kind: 'Event', namespaced: true, hasStatus: false },
   namespaces: { resource: 'namespaces', group: '', version: 'v1', kind: 'Namespace', namespaced: false, hasStatus: true },
   csidrivers: { resource: 'csidrivers', group: 'storage.k8s.io', version: 'v1', kind: 'CSIDriver', namespaced: false, hasStatus: false },
+  volumeattachments: {
+    resource: 'volumeattachments',
+    group: 'storage.k8s.io',
+    version: 'v1',
+    kind: 'VolumeAttachment',
+    namespaced: false,
+    hasStatus: true,
+  },
 } as const satisfies Record<string, ResourceType>;
 
 export type FakeResource = keyof typeof fakeResourceTypes;

@@ -1,0 +1,128 @@
+/**
+ * The API objects the engine and the plugins read, answered from the Kubernetes API source
+ * (lib/sources/kube/) — the cluster counterpart of manifest-objects.ts.
+ *
+ * Where each answer comes from, and why:
+ * - claims: a GET each time (`fetchPersistentVolumeClaim`), as the kubelet's populator reads
+ *   claims from the API server on every pod (re)process: a claim that was just bound must not be
+ *   answered from a stale cache. A failing GET rejects with the API error; the populator then
+ *   reports it for that one volume and never removes anything (kubernetes#120150).
+ * - persistent volumes, CSIDrivers: the informers' caches (watched, so fresh), a GET for a PV the
+ *   informer has not delivered yet.
+ * - config maps, secrets: the source's referenced-object cache (GETs with a TTL, like the
+ *   kubelet's default `configMapAndSecretChangeDetectionStrategy: Watch`'s cache behaviour).
+ * - the Node: `getNode` GETs it (the kubelet's VerifyControllerAttachedVolume reads the node from
+ *   the API server); `getAttachedVolumesFromNodeStatus` answers from the node informer.
+ * - VolumeAttachments: a GET by name, for the CSI plugin when the controller attaches.
+ */
+import { CoreV1Api, PatchStrategy, setHeaderOptions, StorageV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeSource } from '../../lib/sources/kube/index.ts';
+import { apiErrorStatus, describeApiError } from '../../lib/sources/kube/api-error.ts';
+import { convertNode, convertPersistentVolume } from '../../lib/sources/kube/api-objects.ts';
+import { abortableRequestOptions } from '../../lib/sources/kube/request-deadline.ts';
+import type { VolumeAttachmentReader, VolumeAttachmentStatus } from '../../lib/volume/csi/index.ts';
+import type { Node, PersistentVolume, PersistentVolumeClaim } from '../../lib/volume/k8s-types.ts';
+import { ObjectNotFoundError } from '../../lib/volume/kube-client.ts';
+import type { NodeName } from '../../lib/volume/types.ts';
+import { ManifestObjects } from './manifest-objects.ts';
+
+/** Deadline of each GET made here; the operation that asked fails and is retried with backoff. */
+export const kubeObjectGetTimeoutMs = 30_000;
+
+/** A request the API server answered with an error (other than 404 for GETs), or a transport failure. */
+export class KubeObjectGetError extends Error {
+  override readonly name = 'KubeObjectGetError';
+  constructor(
+    readonly path: string,
+    readonly status: number | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function isKubeObjectGetError(err: unknown): err is KubeObjectGetError {
+  return err instanceof KubeObjectGetError;
+}
+
+export class KubeObjects extends ManifestObjects implements VolumeAttachmentReader {
+  private readonly core: CoreV1Api;
+  private readonly storage: StorageV1Api;
+
+  constructor(
+    private readonly kube: KubeSource,
+    kubeConfig: KubeConfig,
+  ) {
+    super(kube);
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+    this.storage = kubeConfig.makeApiClient(StorageV1Api);
+  }
+
+  /** Rejects with ObjectNotFoundError when absent, with the API error when the GET fails. */
+  override async getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim> {
+    const pvc = await this.kube.fetchPersistentVolumeClaim(namespace, name);
+    if (pvc === undefined) throw new ObjectNotFoundError('persistentvolumeclaims', name);
+    return pvc;
+  }
+
+  override async getPersistentVolume(name: string): Promise<PersistentVolume> {
+    const cached = this.kube.getPersistentVolume(name);
+    if (cached !== undefined) return cached;
+    const raw = await this.get(`/api/v1/persistentvolumes/${name}`, (options) => this.core.readPersistentVolume({ name }, options));
+    if (raw === undefined) throw new ObjectNotFoundError('persistentvolumes', name);
+    const converted = convertPersistentVolume(raw);
+    if (!converted.ok) throw new KubeObjectGetError(`/api/v1/persistentvolumes/${name}`, undefined, `persistent volume ${name} cannot be read: ${converted.error}`);
+    return converted.object;
+  }
+
+  /** GET of this node (the engine passes its own node name). */
+  readonly getNode = async (name: NodeName): Promise<Node> => {
+    const raw = await this.get(`/api/v1/nodes/${name}`, (options) => this.core.readNode({ name }, options));
+    if (raw === undefined) throw new ObjectNotFoundError('nodes', name);
+    const converted = convertNode(raw);
+    if (!converted.ok) throw new KubeObjectGetError(`/api/v1/nodes/${name}`, undefined, `node ${name} cannot be read: ${converted.error}`);
+    return converted.object;
+  };
+
+  readonly getAttachedVolumesFromNodeStatus = (): Map<string, string> | null => this.kube.getAttachedVolumesFromNodeStatus();
+
+  async getVolumeAttachment(name: string): Promise<VolumeAttachmentStatus | undefined> {
+    const va = await this.get(`/apis/storage.k8s.io/v1/volumeattachments/${name}`, (options) => this.storage.readVolumeAttachment({ name }, options));
+    if (va === undefined) return undefined;
+    const status = va.status;
+    const attachError = status?.attachError?.message;
+    return {
+      attached: status?.attached === true,
+      attachmentMetadata: { ...(status?.attachmentMetadata ?? {}) },
+      ...(attachError === undefined ? {} : { attachError }),
+    };
+  }
+
+  /**
+   * Sets `node.status.volumesInUse` to exactly `volumes` with a strategic merge patch of the
+   * status subresource (the field has no patch strategy, so the list is replaced, as the
+   * kubelet's node status patch does). Resolves with the list the server returned.
+   */
+  async patchVolumesInUse(nodeName: NodeName, volumes: readonly string[]): Promise<string[]> {
+    const path = `/api/v1/nodes/${nodeName}/status`;
+    const options = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch, abortableRequestOptions(AbortSignal.timeout(kubeObjectGetTimeoutMs)));
+    try {
+      const node = await this.core.patchNodeStatus({ name: nodeName, body: { status: { volumesInUse: [...volumes] } } }, options);
+      return [...(node.status?.volumesInUse ?? [])];
+    } catch (err) {
+      const info = describeApiError(err);
+      throw new KubeObjectGetError(path, info.status, `PATCH ${path}: ${info.message}`);
+    }
+  }
+
+  /** A GET with a deadline; undefined on 404, {@link KubeObjectGetError} on any other failure. */
+  private async get<T>(path: string, call: (options: ReturnType<typeof abortableRequestOptions>) => Promise<T>): Promise<T | undefined> {
+    try {
+      return await call(abortableRequestOptions(AbortSignal.timeout(kubeObjectGetTimeoutMs)));
+    } catch (err) {
+      if (apiErrorStatus(err) === 404) return undefined;
+      const info = describeApiError(err);
+      throw new KubeObjectGetError(path, info.status, `GET ${path}: ${info.message}`);
+    }
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * `GET /api/v1/summary` (lib/api/summary.ts): the node's counts, taken from the snapshot the
+ * feed publishes anyway, so a summary costs no snapshot build of its own.
+ *
+ * Each request publishes pending changes first (`flush`, as `GET /api/v1/snapshot` does: the
+ * incremental rebuild that was due within the coalescing interval runs now instead), so a
+ * summary and a snapshot fetched one after the other agree. The counts are computed once per
+ * published snapshot (one pass over its collections) and reused until the next `seq`: 200
+ * dashboards polling every few seconds cost one count per change, not one per request.
+ */
+import { summarizeSnapshot, type AgentSummary } from '../../lib/api/summary.ts';
+import type { Snapshot } from '../../lib/api/snapshot.ts';
+import { jsonAnswer, type HttpAnswer } from './http-response.ts';
+
+/** What the handler reads: the feed's current snapshot, pending changes published first. */
+export interface SummarySource {
+  flush(): Snapshot;
+}
+
+/** The summary of the source's current snapshot, memoized per snapshot object. */
+export class SummaryCache {
+  private last: { snapshot: Snapshot; summary: AgentSummary } | null = null;
+
+  constructor(private readonly source: SummarySource) {}
+
+  current(): AgentSummary {
+    const snapshot = this.source.flush();
+    if (this.last?.snapshot !== snapshot) this.last = { snapshot, summary: summarizeSnapshot(snapshot) };
+    return this.last.summary;
+  }
+}
+
+/** The route's handler: a 200 with the current summary. */
+export function summaryHandler(source: SummarySource): () => Promise<HttpAnswer> {
+  const cache = new SummaryCache(source);
+  return () => Promise.resolve(jsonAnswer(200, cache.current()));
+}

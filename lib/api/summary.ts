@@ -1,0 +1,144 @@
+/**
+ * `GET /api/v1/summary`: one node's counts, for overviews of many nodes. A few hundred bytes
+ * instead of a snapshot (megabytes on a large node) or an event stream per node: a dashboard
+ * with 200 nodes polls 200 summaries rather than holding 200 streams open.
+ *
+ * The counts are exactly what a client would compute from the snapshot of the same `seq`
+ * ({@link summarizeSnapshot} is the definition; the agent serves it for its current snapshot).
+ * Depends on zod and the snapshot schema only, like the rest of `lib/api/`.
+ */
+import { z } from 'zod';
+import type { ApiRoute } from './routes.ts';
+import { AgentInfoSchema, MounterSchema, ReconstructionStatusSchema, SeqSchema, type ReconstructedVolume, type Snapshot } from './snapshot.ts';
+
+/** The route (authenticated like every read but `/healthz` and `/readyz`). */
+export const SUMMARY_ROUTE = { method: 'GET', path: '/api/v1/summary', auth: true } as const satisfies ApiRoute;
+
+const CountSchema = z.number().int().nonnegative();
+
+/** How many scanned volume directories reached each reconstruction outcome. */
+export const ReconstructionOutcomeCountsSchema = z.object({
+  reconstructed: CountSchema,
+  'confirmed-mounted': CountSchema,
+  'cleaned-up': CountSchema,
+  failed: CountSchema,
+});
+/** How many scanned volume directories reached each reconstruction outcome. */
+export type ReconstructionOutcomeCounts = z.infer<typeof ReconstructionOutcomeCountsSchema>;
+
+/** The counts of a summary; each is defined over the snapshot of the same `seq`. */
+export const SummaryCountsSchema = z.object({
+  /** `desired.pods.length`. */
+  pods: CountSchema,
+  /** Volumes the desired pods want, counted per (pod, volume). */
+  desiredVolumes: CountSchema,
+  /** Pod mounts (`actual.volumes[].pods[]`) in state `mounted`. */
+  mounted: CountSchema,
+  /** Pod mounts not `mounted`, plus attaches and device mounts in state `uncertain`. */
+  uncertain: CountSchema,
+  /** Desired (pod, volume) pairs without a `mounted` pod mount. */
+  pending: CountSchema,
+  /** Operations in state `backoff`. */
+  inBackoff: CountSchema,
+  /** Operations in state `running`. */
+  running: CountSchema,
+  /** Pods with at least one populator error (`podErrors` entries that are not empty). */
+  podErrors: CountSchema,
+  /** `sourceErrors.length`. */
+  sourceErrors: CountSchema,
+  /** `attachVerification.foundDetached.length`. */
+  foundDetached: CountSchema,
+});
+/** The counts of a summary. */
+export type SummaryCounts = z.infer<typeof SummaryCountsSchema>;
+
+/** The body of `GET /api/v1/summary`. Fields may be added later; clients ignore unknown ones. */
+export const AgentSummarySchema = z.object({
+  nodeName: z.string(),
+  /** The `seq` of the snapshot the counts were taken from. */
+  seq: SeqSchema,
+  statesSynced: z.boolean(),
+  agent: AgentInfoSchema,
+  /**
+   * `managed`: the agent runs the volume manager itself; `observe`: it watches a real kubelet
+   * (`--mode=observe`, the snapshot has an `observe` section).
+   */
+  mode: z.enum(['managed', 'observe']),
+  /** How the agent mounts (`linux` with real mounts, or `unprivileged`). */
+  mounter: MounterSchema,
+  counts: SummaryCountsSchema,
+  /** Reconstruction progress (`state`, `startedAt`, `finishedAt`) and its outcome counts. */
+  reconstruction: ReconstructionStatusSchema.extend({ outcomes: ReconstructionOutcomeCountsSchema }),
+  /** CSI drivers known, registered, and with a last error. */
+  drivers: z.object({ total: CountSchema, registered: CountSchema, failing: CountSchema }),
+});
+/** The body of `GET /api/v1/summary`. */
+export type AgentSummary = z.infer<typeof AgentSummarySchema>;
+
+/** The summary of `snapshot`: the definition of every count (O(volumes + pods + operations)). */
+export function summarizeSnapshot(snapshot: Snapshot): AgentSummary {
+  let mounted = 0;
+  let uncertain = 0;
+  const mountedPairs = new Set<string>();
+  for (const volume of snapshot.actual.volumes) {
+    if (volume.attachState === 'uncertain') uncertain++;
+    if (volume.deviceMountState === 'uncertain') uncertain++;
+    for (const mount of volume.pods) {
+      if (mount.mountState === 'mounted') {
+        mounted++;
+        mountedPairs.add(`${mount.podUid}/${mount.outerVolumeName}`);
+      } else {
+        uncertain++;
+      }
+    }
+  }
+  let desiredVolumes = 0;
+  let pending = 0;
+  for (const pod of snapshot.desired.pods) {
+    desiredVolumes += pod.volumes.length;
+    for (const volume of pod.volumes) if (!mountedPairs.has(`${pod.uid}/${volume.name}`)) pending++;
+  }
+  let inBackoff = 0;
+  let running = 0;
+  for (const op of snapshot.operations) {
+    if (op.state === 'backoff') inBackoff++;
+    else running++;
+  }
+  const outcomes: Record<ReconstructedVolume['outcome'], number> = { reconstructed: 0, 'confirmed-mounted': 0, 'cleaned-up': 0, failed: 0 };
+  for (const v of snapshot.reconstruction.volumes) outcomes[v.outcome]++;
+  let podErrors = 0;
+  for (const errors of Object.values(snapshot.podErrors)) if (errors.length > 0) podErrors++;
+  let registered = 0;
+  let failing = 0;
+  for (const d of snapshot.drivers) {
+    if (d.registered) registered++;
+    if (d.lastError !== null) failing++;
+  }
+  return {
+    nodeName: snapshot.nodeName,
+    seq: snapshot.seq,
+    statesSynced: snapshot.statesSynced,
+    agent: { version: snapshot.agent.version, startedAt: snapshot.agent.startedAt },
+    mode: snapshot.observe === undefined ? 'managed' : 'observe',
+    mounter: { kind: snapshot.mounter.kind, privileged: snapshot.mounter.privileged },
+    counts: {
+      pods: snapshot.desired.pods.length,
+      desiredVolumes,
+      mounted,
+      uncertain,
+      pending,
+      inBackoff,
+      running,
+      podErrors,
+      sourceErrors: snapshot.sourceErrors.length,
+      foundDetached: snapshot.attachVerification.foundDetached.length,
+    },
+    reconstruction: {
+      state: snapshot.reconstruction.state,
+      startedAt: snapshot.reconstruction.startedAt,
+      finishedAt: snapshot.reconstruction.finishedAt,
+      outcomes,
+    },
+    drivers: { total: snapshot.drivers.length, registered, failing },
+  };
+}

@@ -1,0 +1,239 @@
+/**
+ * `GET /api/agents/summary`: the dashboard server asks every agent for its `GET /api/v1/summary`
+ * (with the agent's token, which stays here) and answers all of them at once, so the overview
+ * needs one request per poll instead of one event stream per node. Server-only.
+ *
+ * - At most {@link SUMMARY_CONCURRENCY} agents are asked at a time, each within
+ *   {@link SUMMARY_AGENT_TIMEOUT_MS}; an agent that does not answer is reported with the
+ *   dashboard's error code, the error's message and since when it fails, and its last summary is
+ *   kept (the overview shows it as stale).
+ * - A round is shared: requests that arrive while one runs, or within {@link SUMMARY_REUSE_MS}
+ *   after it finished, get its answer (ten tabs polling 200 nodes cost 200 requests per round).
+ * - An agent that does not know `/api/v1/summary` (404: an older agent during a rolling update)
+ *   is summarized from its snapshot instead, which is what the overview did before.
+ */
+import {
+  AgentSummarySchema,
+  SUMMARY_ROUTE,
+  API_ROUTES,
+  SnapshotSchema,
+  summarizeSnapshot,
+  type AgentSummary,
+} from '../api/index.ts';
+import type { AgentProxyDeps } from './agent-proxy.ts';
+import { isAgentsConfigError, type AgentConfig, type AgentsConfig } from './agents-config.ts';
+import { AgentUnavailableError, isAgentUnavailableError, type DashboardErrorCode } from './dashboard-error.ts';
+import type { AgentSummaries, AgentSummaryEntry } from './summary.ts';
+
+/** How many agents are asked at once. */
+export const SUMMARY_CONCURRENCY = 16;
+/** How long one agent may take to answer its summary (headers and body). */
+export const SUMMARY_AGENT_TIMEOUT_MS = 3_000;
+/** How long a finished round is reused for later requests. */
+export const SUMMARY_REUSE_MS = 1_000;
+
+export interface SummaryRelayOptions {
+  readonly concurrency: number;
+  readonly agentTimeoutMs: number;
+  readonly reuseMs: number;
+}
+
+const DEFAULT_OPTIONS: SummaryRelayOptions = {
+  concurrency: SUMMARY_CONCURRENCY,
+  agentTimeoutMs: SUMMARY_AGENT_TIMEOUT_MS,
+  reuseMs: SUMMARY_REUSE_MS,
+};
+
+/** What the relay remembers of an agent between rounds. */
+interface Known {
+  summary: AgentSummary | null;
+  receivedAt: number | null;
+  failingSince: number | null;
+}
+
+/** `items` mapped by `fn`, at most `limit` calls at a time, results in the order of `items`. */
+export async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return results;
+}
+
+/** A short reason for a failed fetch (undici puts the socket error in `cause`). */
+function describeFetchError(err: unknown): string {
+  if (err instanceof Error) {
+    if (err.name === 'TimeoutError') return 'no answer in time';
+    const cause: unknown = err.cause;
+    if (cause instanceof Error && cause.message !== '') return cause.message;
+    return err.message;
+  }
+  return String(err);
+}
+
+/** The `error.message` of an agent's error body, if `text` is one. */
+function agentErrorMessage(text: string): string | null {
+  try {
+    const body: unknown = JSON.parse(text);
+    const error = typeof body === 'object' && body !== null ? (body as { error?: unknown }).error : undefined;
+    const message = typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : undefined;
+    return typeof message === 'string' && message !== '' ? message : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The rounds of one server process; see the module comment. */
+export class SummaryRelay {
+  private readonly options: SummaryRelayOptions;
+  private readonly known = new Map<string, Known>();
+  private running: Promise<AgentSummaries> | null = null;
+  private last: { at: number; answer: AgentSummaries } | null = null;
+
+  constructor(options: Partial<SummaryRelayOptions> = {}) {
+    this.options = { ...DEFAULT_OPTIONS, ...options };
+  }
+
+  /** The answer of the current round, a recent one, or a new one. */
+  collect(deps: AgentProxyDeps): Promise<AgentSummaries> {
+    if (this.running !== null) return this.running;
+    if (this.last !== null && deps.now() - this.last.at < this.options.reuseMs) return Promise.resolve(this.last.answer);
+    const round = this.round(deps).finally(() => {
+      this.running = null;
+    });
+    this.running = round;
+    return round;
+  }
+
+  private async round(deps: AgentProxyDeps): Promise<AgentSummaries> {
+    let config: AgentsConfig;
+    try {
+      config = deps.config();
+    } catch (err) {
+      if (!isAgentsConfigError(err)) throw err;
+      return { fetchedAt: deps.now(), source: 'none', agents: [], discovery: null, configError: err.message };
+    }
+    const agents = await mapBounded(config.agents, this.options.concurrency, (agent) => this.ask(deps, agent));
+    // Forget agents that left the configuration (discovered nodes that went away).
+    const names = new Set(config.agents.map((a) => a.name));
+    for (const name of this.known.keys()) if (!names.has(name)) this.known.delete(name);
+    const answer: AgentSummaries = {
+      fetchedAt: deps.now(),
+      source: config.source,
+      agents,
+      discovery: config.discovery ?? null,
+      configError: null,
+    };
+    this.last = { at: answer.fetchedAt, answer };
+    return answer;
+  }
+
+  private async ask(deps: AgentProxyDeps, agent: AgentConfig): Promise<AgentSummaryEntry> {
+    const known = this.known.get(agent.name) ?? { summary: null, receivedAt: null, failingSince: null };
+    this.known.set(agent.name, known);
+    let error: { code: DashboardErrorCode; message: string } | null = null;
+    try {
+      known.summary = await fetchAgentSummary(deps, agent, this.options.agentTimeoutMs);
+      known.receivedAt = deps.now();
+      known.failingSince = null;
+    } catch (err) {
+      if (!isAgentUnavailableError(err)) throw err;
+      known.failingSince ??= deps.now();
+      error = { code: err.code, message: err.message };
+    }
+    return {
+      name: agent.name,
+      url: agent.url,
+      summary: known.summary,
+      receivedAt: known.receivedAt,
+      lastSeenAt: deps.registry.get(agent.name).lastSeenAt,
+      error: error === null ? null : { ...error, since: known.failingSince ?? deps.now() },
+    };
+  }
+}
+
+/**
+ * One agent's summary (from its snapshot when it has no summary route). Throws an
+ * `AgentUnavailableError` for every failure; records contact and failures in the registry.
+ */
+export async function fetchAgentSummary(deps: AgentProxyDeps, agent: AgentConfig, timeoutMs: number): Promise<AgentSummary> {
+  const fail = (code: Exclude<DashboardErrorCode, 'unknown-agent' | 'forbidden'>, message: string): AgentUnavailableError => {
+    deps.registry.markFailed(agent.name, message);
+    return new AgentUnavailableError(code, agent.name, message, deps.registry.get(agent.name).lastSeenAt);
+  };
+  const token = await deps.readToken(agent);
+  const signal = AbortSignal.timeout(timeoutMs);
+  const get = async (path: string): Promise<{ status: number; json: unknown }> => {
+    let response: Response;
+    try {
+      response = await deps.fetch(`${agent.url}${path}`, {
+        method: 'GET',
+        headers: { Accept: 'application/json', Authorization: `Bearer ${token}` },
+        signal,
+        cache: 'no-store',
+        redirect: 'manual',
+      });
+    } catch (err) {
+      throw fail('agent-unreachable', `cannot reach ${agent.url}: ${describeFetchError(err)}`);
+    }
+    deps.registry.markSeen(agent.name, deps.now());
+    if (response.status === 401) {
+      await response.body?.cancel();
+      throw fail('agent-unauthorized', `${agent.url} rejected the dashboard's token (HTTP 401); check the token file ${agent.tokenFile}`);
+    }
+    if (response.status === 403) {
+      // Authenticated but not authorized (the agent's authorization check); its message says who and what.
+      const said = agentErrorMessage(await response.text().catch(() => ''));
+      throw fail('agent-unauthorized', `${agent.url} refused the dashboard (HTTP 403${said === null ? '' : `: ${said}`}); grant the identity of the token in ${agent.tokenFile} access to the agent API`);
+    }
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (err) {
+      throw fail('agent-unreachable', `${agent.url} broke off its answer to ${path}: ${describeFetchError(err)}`);
+    }
+    try {
+      return { status: response.status, json: JSON.parse(text) };
+    } catch {
+      throw fail('agent-bad-response', `${agent.url} answered ${path} with HTTP ${response.status} that is not JSON`);
+    }
+  };
+  const answer = await get(SUMMARY_ROUTE.path);
+  if (answer.status === 404) {
+    const snapshot = await get(API_ROUTES.snapshot.path);
+    const parsed = SnapshotSchema.safeParse(snapshot.json);
+    if (snapshot.status !== 200 || !parsed.success) {
+      throw fail('agent-bad-response', `${agent.url} has no ${SUMMARY_ROUTE.path} and answered ${API_ROUTES.snapshot.path} with HTTP ${snapshot.status}${parsed.success ? '' : ' that breaks the schema'}`);
+    }
+    return summarizeSnapshot(parsed.data);
+  }
+  if (answer.status !== 200) throw fail('agent-bad-response', `${agent.url} answered ${SUMMARY_ROUTE.path} with HTTP ${answer.status}`);
+  const parsed = AgentSummarySchema.safeParse(answer.json);
+  if (!parsed.success) throw fail('agent-bad-response', `${agent.url} sent a summary that breaks the schema`);
+  return parsed.data;
+}
+
+/** `GET /api/agents/summary`: the round's answer as JSON (never with a token in it). */
+export async function relaySummaries(relay: SummaryRelay, deps: AgentProxyDeps): Promise<Response> {
+  const answer = await relay.collect(deps);
+  return new Response(JSON.stringify(answer), {
+    status: 200,
+    headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' },
+  });
+}
+
+interface RelayGlobals {
+  __volumescopeSummaryRelay?: SummaryRelay;
+}
+
+/** The relay of this server process. */
+export function serverSummaryRelay(): SummaryRelay {
+  const g = globalThis as RelayGlobals;
+  g.__volumescopeSummaryRelay ??= new SummaryRelay();
+  return g.__volumescopeSummaryRelay;
+}
