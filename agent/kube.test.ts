@@ -159,7 +159,7 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
       involvedObject: { kind: 'Pod', namespace: 'default', name: 'web', uid },
       source: { component: 'volumescope-agent', host: NODE },
     });
-    expect(String(event['message'])).toContain('publish refused by the test');
+    expect(event['message']).toEqual(expect.stringContaining('publish refused by the test'));
 
     // The pod goes: unpublished and unstaged, and only then is it dropped from volumesInUse.
     env.api.remove('pods', 'default', 'web');

@@ -5,7 +5,9 @@
  * snapshot/SSE/action API of docs/api.md. Tests can hand the server a runtime built on the
  * engine's fake plugin.
  */
+import type { Observe } from '../lib/api/observe.ts';
 import type { Driver, RecentEvent, SourceError } from '../lib/api/snapshot.ts';
+import type { OrphanCleanupResult } from '../lib/observe/orphan-cleanup.ts';
 import type { Clock } from '../lib/clock/clock.ts';
 import type { Logger } from '../lib/volume/logger.ts';
 import type { NodeName } from '../lib/volume/types.ts';
@@ -51,4 +53,20 @@ export interface AgentRuntime {
   resync(): Promise<ResyncFindings>;
   /** Registers a listener for changes that the engine's own onChange does not cover (sources, drivers, events). */
   onChange(listener: () => void): () => void;
+  /** Observe mode only: the snapshot's `observe` section. Absent in managed mode. */
+  observe?(): Observe;
+  /**
+   * Observe mode only: the guarded cleanup of one orphaned pod directory (`dryRun`: plan only).
+   * Throws {@link OrphanCleanupDisabledError} without `--allow-orphan-cleanup`.
+   */
+  cleanupOrphan?(podUid: string, dryRun: boolean): Promise<OrphanCleanupResult>;
+}
+
+/** The orphan cleanup was asked for while `--allow-orphan-cleanup` is off. */
+export class OrphanCleanupDisabledError extends Error {
+  override readonly name = 'OrphanCleanupDisabledError';
+}
+
+export function isOrphanCleanupDisabledError(err: unknown): err is OrphanCleanupDisabledError {
+  return err instanceof OrphanCleanupDisabledError;
 }

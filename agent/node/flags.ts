@@ -132,7 +132,7 @@ export const flagSpecs: readonly FlagSpec[] = [
   { name: 'root-dir', type: 'string', value: 'dir', default: './.volumescope/<node-name>', help: 'the kubelet root dir: pods/, plugins/ and plugins_registry/ live below it' },
   { name: 'manifest-dir', type: 'string', value: 'dir', default: '<root-dir>/manifests, created if missing', help: 'directory of Pod/PV/PVC/ConfigMap/Secret/CSIDriver manifests (the standalone object source)' },
   { name: 'listen', type: 'string', value: 'host:port', default: defaultListen, help: 'address of the HTTP API; port 0 picks a free port' },
-  { name: 'token-file', type: 'string', value: 'path', default: '<root-dir>/agent-token', help: 'bearer token of the HTTP API; created (mode 0600, 32 random bytes as hex) if missing' },
+  { name: 'token-file', type: 'string', value: 'path', default: '<root-dir>/agent-token (observe mode: ./.volumescope/<node-name>/agent-token)', help: 'bearer token of the HTTP API; created (mode 0600, 32 random bytes as hex) if missing' },
   { name: 'reconcile-period', type: 'string', value: 'duration', default: formatDuration(defaultReconcilePeriodMs), help: 'period of the reconciler loop; the desired-state populator runs on every manifest change and otherwise every max(this, 1s)' },
   { name: 'controller-attach-detach', type: 'boolean', default: 'true with the kubernetes source, false with manifests', help: 'volumes are attached by the attach/detach controller, not by this agent (=true|false)' },
   { name: 'node-status-update-frequency', type: 'string', value: 'duration', default: formatDuration(defaultNodeStatusUpdateFrequencyMs), help: 'kubernetes source, managed mode: period of the node.status.volumesInUse report (it is also sent on every change)' },
@@ -281,7 +281,8 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       manifestDir: manifestFlag === undefined ? join(rootDir, 'manifests') : resolve(defaults.cwd, manifestFlag),
       manifestDirGiven: manifestFlag !== undefined,
       listen: parseListen(str('listen') ?? defaultListen),
-      tokenFile: tokenFlag === undefined ? join(rootDir, 'agent-token') : resolve(defaults.cwd, tokenFlag),
+      // Observe mode never writes below the kubelet's root dir: its default token lives in the working directory.
+      tokenFile: tokenFlag === undefined ? (mode === 'observe' ? resolve(defaults.cwd, '.volumescope', nodeName, 'agent-token') : join(rootDir, 'agent-token')) : resolve(defaults.cwd, tokenFlag),
       reconcilePeriodMs,
       controllerAttachDetach: bool('controller-attach-detach', source === 'kubernetes'),
       csiDrivers: list('csi-driver').map(csiDriver),

@@ -24,7 +24,21 @@ import type { VolumeAttachmentReader, VolumeAttachmentStatus } from '../../lib/v
 import type { Node, PersistentVolume, PersistentVolumeClaim } from '../../lib/volume/k8s-types.ts';
 import { ObjectNotFoundError } from '../../lib/volume/kube-client.ts';
 import type { NodeName } from '../../lib/volume/types.ts';
+import type { CoreEvent } from '../../lib/observe/kubelet-backoff-events.ts';
+import type { VolumeAttachment } from '../../lib/observe/volume-attachment.ts';
 import { ManifestObjects } from './manifest-objects.ts';
+
+function optionalTime<K extends string>(key: K, value: Date | string | undefined | null): Partial<Record<K, string>> {
+  const iso = isoTime(value);
+  return iso === null ? {} : ({ [key]: iso } as Partial<Record<K, string>>);
+}
+
+/** client-node turns date-time fields into Date objects; the observe code reads RFC 3339 text. */
+function isoTime(value: Date | string | undefined | null): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'string') return value;
+  return Number.isNaN(value.getTime()) ? null : value.toISOString();
+}
 
 /** Deadline of each GET made here; the operation that asked fails and is retried with backoff. */
 export const kubeObjectGetTimeoutMs = 30_000;
@@ -112,6 +126,57 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
     } catch (err) {
       const info = describeApiError(err);
       throw new KubeObjectGetError(path, info.status, `PATCH ${path}: ${info.message}`);
+    }
+  }
+
+  /**
+   * Every VolumeAttachment of this node (observe mode's truth diff). The list is cluster-wide;
+   * the API server has no field selector on `spec.nodeName` for VolumeAttachments.
+   */
+  async listVolumeAttachments(nodeName: string): Promise<VolumeAttachment[]> {
+    const path = '/apis/storage.k8s.io/v1/volumeattachments';
+    const list = await this.request(path, (options) => this.storage.listVolumeAttachment({}, options));
+    return list.items
+      .filter((va) => va.spec.nodeName === nodeName)
+      .map((va) => ({
+        metadata: { name: va.metadata?.name ?? '', ...optionalTime('deletionTimestamp', va.metadata?.deletionTimestamp) },
+        spec: {
+          attacher: va.spec.attacher,
+          nodeName: va.spec.nodeName,
+          source: va.spec.source.persistentVolumeName === undefined ? {} : { persistentVolumeName: va.spec.source.persistentVolumeName },
+        },
+        status: {
+          attached: va.status?.attached === true,
+          ...(va.status?.attachError?.message === undefined ? {} : { attachError: { message: va.status.attachError.message } }),
+          ...(va.status?.detachError?.message === undefined ? {} : { detachError: { message: va.status.detachError.message } }),
+        },
+      }));
+  }
+
+  /** The core/v1 Events about one pod (observe mode: the kubelet's FailedMount backoff). */
+  async listPodEvents(namespace: string, podUid: string): Promise<CoreEvent[]> {
+    const path = `/api/v1/namespaces/${namespace}/events`;
+    const list = await this.request(path, (options) => this.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.uid=${podUid}` }, options));
+    return list.items.map((e) => ({
+      ...(e.reason === undefined ? {} : { reason: e.reason }),
+      ...(e.message === undefined ? {} : { message: e.message }),
+      ...(e.type === undefined ? {} : { type: e.type }),
+      ...(e.count === undefined ? {} : { count: e.count }),
+      metadata: { ...(e.metadata.name === undefined ? {} : { name: e.metadata.name }), ...(e.metadata.namespace === undefined ? {} : { namespace: e.metadata.namespace }) },
+      involvedObject: { ...(e.involvedObject.uid === undefined ? {} : { uid: e.involvedObject.uid }), ...(e.involvedObject.name === undefined ? {} : { name: e.involvedObject.name }) },
+      firstTimestamp: isoTime(e.firstTimestamp),
+      lastTimestamp: isoTime(e.lastTimestamp),
+      eventTime: isoTime(e.eventTime),
+    }));
+  }
+
+  /** A request with a deadline; {@link KubeObjectGetError} on any failure. */
+  private async request<T>(path: string, call: (options: ReturnType<typeof abortableRequestOptions>) => Promise<T>): Promise<T> {
+    try {
+      return await call(abortableRequestOptions(AbortSignal.timeout(kubeObjectGetTimeoutMs)));
+    } catch (err) {
+      const info = describeApiError(err);
+      throw new KubeObjectGetError(path, info.status, `LIST ${path}: ${info.message}`);
     }
   }
 

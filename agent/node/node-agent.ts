@@ -27,7 +27,7 @@ import { mkdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Driver, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
 import type { Clock } from '../../lib/clock/clock.ts';
-import { detectMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
+import { detectMounter, LinuxMounter, UnprivilegedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
 import type { OperationRecord } from '../../lib/operationexecutor/operation-executor.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeEventSink, KubeSource } from '../../lib/sources/kube/index.ts';
@@ -40,6 +40,8 @@ import { probeVolumePlugins } from '../../lib/volume/plugins/index.ts';
 import { nodeName as toNodeName, uniquePodName, type NodeName } from '../../lib/volume/types.ts';
 import type { ReconcilerMetrics } from '../../lib/volumemanager/reconciler/reconciler.ts';
 import { VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
+import type { Observe } from '../../lib/api/observe.ts';
+import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
 import type { AgentRuntime, MounterInfo, ResyncFindings } from '../runtime.ts';
 import { RingEventRecorder } from './event-recorder.ts';
 import { FlagError, type AgentConfig } from './flags.ts';
@@ -50,6 +52,7 @@ import { ManifestObjects } from './manifest-objects.ts';
 import { ManifestPods } from './manifest-pods.ts';
 import { NodeStatusUpdater, type VolumesInUseReport } from './node-status-updater.ts';
 import { OrphanedPodDirs } from './orphaned-pod-dirs.ts';
+import { ObserveController } from './observe-controller.ts';
 import { runResync } from './resync.ts';
 
 /** The API server side of an agent with the kubernetes source. */
@@ -57,8 +60,8 @@ interface KubeParts {
   source: KubeSource;
   objects: KubeObjects;
   kubeConfig: KubeConfig;
-  /** Posts the engine's events as core/v1 Events (what `kubectl describe pod` shows). */
-  events: KubeEventSink;
+  /** Posts the engine's events as core/v1 Events (what `kubectl describe pod` shows); null in observe mode (the kubelet reports its own). */
+  events: KubeEventSink | null;
 }
 
 /** An event recorder that hands every event to both recorders. */
@@ -125,7 +128,10 @@ export class NodeAgent implements AgentRuntime {
   private readonly registry: CsiDriverRegistry;
   private readonly watcher: PluginWatcher;
   private readonly recorder: RingEventRecorder;
-  private readonly orphanedPodDirs: OrphanedPodDirs;
+  /** Managed mode: the kubelet's housekeeping of orphaned pod directories; null in observe mode. */
+  private readonly orphanedPodDirs: OrphanedPodDirs | null;
+  /** Observe mode: refresh, orphans, truth diff, kubelet backoff; null in managed mode. */
+  private readonly observer: ObserveController | null;
   private readonly hostMounter: Mounter;
   private readonly config: AgentConfig;
   private readonly listeners = new Set<() => void>();
@@ -157,6 +163,7 @@ export class NodeAgent implements AgentRuntime {
 
     this.kubeConfig = parts.kube?.kubeConfig ?? null;
     const objects = parts.kube?.objects ?? new ManifestObjects(this.source);
+    const observing = opts.config.mode === 'observe';
     const pods = new ManifestPods(this.source);
     this.recorder = new RingEventRecorder(this.clock, engineLogger(opts.log, 'events'));
     const csiLog = engineLogger(opts.log, 'csi');
@@ -173,7 +180,7 @@ export class NodeAgent implements AgentRuntime {
       logger: csiLog,
       ...csiTimeout,
       // With the controller attaching, the publish context comes from its VolumeAttachment.
-      ...(parts.kube !== null && opts.config.controllerAttachDetach ? { volumeAttachments: parts.kube.objects } : {}),
+      ...(parts.kube !== null && opts.config.controllerAttachDetach && !observing ? { volumeAttachments: parts.kube.objects } : {}),
     });
     this.watcher = new PluginWatcher({ dir: pluginsRegistrationDir(this.rootDir), registry: this.registry, clock: this.clock, logger: csiLog });
     const metrics = opts.metrics;
@@ -187,10 +194,11 @@ export class NodeAgent implements AgentRuntime {
       kubeClient: objects,
       clock: this.clock,
       controllerAttachDetachEnabled: opts.config.controllerAttachDetach,
+      planOnly: observing,
       reconcilerLoopPeriodMs: opts.config.reconcilePeriodMs,
       populatorLoopPeriodMs: Math.max(opts.config.reconcilePeriodMs, agentPopulatorLoopPeriodMs),
       attachVerifyPeriodMs: opts.config.attachVerifyPeriodMs,
-      recorder: parts.kube === null ? this.recorder : teeRecorder(this.recorder, parts.kube.events),
+      recorder: parts.kube?.events == null ? this.recorder : teeRecorder(this.recorder, parts.kube.events),
       logger: this.logger,
       ...(metrics !== undefined
         ? {
@@ -204,7 +212,7 @@ export class NodeAgent implements AgentRuntime {
     const kube = parts.kube;
     this.eventSink = kube?.events ?? null;
     this.statusUpdater =
-      kube === null
+      kube === null || observing
         ? null
         : new NodeStatusUpdater({
             volumeManager: this.volumeManager,
@@ -216,14 +224,42 @@ export class NodeAgent implements AgentRuntime {
               this.notify();
             },
           });
-    this.orphanedPodDirs = new OrphanedPodDirs({
-      rootDir: this.rootDir,
-      volumeManager: this.volumeManager,
-      podKnown: (uid) => this.source.getPodByUID(uid) !== undefined,
-      mounter: this.hostMounter,
-      clock: this.clock,
-      logger: engineLogger(opts.log, 'housekeeping'),
-    });
+    this.orphanedPodDirs = observing
+      ? null
+      : new OrphanedPodDirs({
+          rootDir: this.rootDir,
+          volumeManager: this.volumeManager,
+          podKnown: (uid) => this.source.getPodByUID(uid) !== undefined,
+          mounter: this.hostMounter,
+          clock: this.clock,
+          logger: engineLogger(opts.log, 'housekeeping'),
+        });
+    this.observer =
+      observing && kube !== null
+        ? new ObserveController({
+            nodeName: this.nodeName,
+            rootDir: this.rootDir,
+            volumeManager: this.volumeManager,
+            source: kube.source,
+            api: kube.objects,
+            readMountInfo: () => this.hostMounter.list(),
+            mounter: this.hostMounter,
+            clock: this.clock,
+            refreshPeriodMs: opts.config.observeRefreshPeriodMs,
+            allowCleanup: opts.config.allowOrphanCleanup,
+            logger: engineLogger(opts.log, 'observe'),
+            onChange: () => {
+              const inUse = kube.source.getNode()?.status?.volumesInUse;
+              if (inUse !== undefined) this.volumeManager.markVolumesAsReportedInUse(inUse);
+              this.notify();
+            },
+          })
+        : null;
+    const observer = this.observer;
+    if (observer !== null) {
+      this.observe = () => observer.section();
+      this.cleanupOrphan = (podUid, dryRun) => observer.cleanupOrphan(podUid, dryRun);
+    }
   }
 
   /**
@@ -234,10 +270,20 @@ export class NodeAgent implements AgentRuntime {
   static async start(opts: NodeAgentOptions): Promise<NodeAgent> {
     const { config, log, clock } = opts;
     const startedAt = Math.floor(clock.now());
-    await mkdir(join(config.rootDir, 'pods'), { recursive: true, mode: 0o750 });
-    const rootDir = await realpath(config.rootDir);
-
-    const detected = await detectMounter({ unprivilegedStateDir: join(rootDir, unprivilegedMounterDirName), allowMount: config.allowMount });
+    const observing = config.mode === 'observe';
+    let rootDir: string;
+    let detected: { mounter: Mounter; kind: MounterInfo['kind']; privileged: boolean; reason: string };
+    if (observing) {
+      // Read-only: nothing is created below the kubelet's root dir, and no mount probe runs.
+      rootDir = await realpath(config.rootDir).catch((err: unknown) => {
+        throw new FlagError('--root-dir', `--root-dir: ${config.rootDir} cannot be read: ${errorMessage(err)} (observe mode reads the kubelet's root dir; it never creates it)`);
+      });
+      detected = observeMounter(config, rootDir);
+    } else {
+      await mkdir(join(config.rootDir, 'pods'), { recursive: true, mode: 0o750 });
+      rootDir = await realpath(config.rootDir);
+      detected = await detectMounter({ unprivilegedStateDir: join(rootDir, unprivilegedMounterDirName), allowMount: config.allowMount });
+    }
     const mounterInfo: MounterInfo = { kind: detected.kind, privileged: detected.privileged, reason: detected.reason };
     log.info({ mounter: mounterInfo }, `Using the ${detected.kind} mounter: ${detected.reason}`);
 
@@ -271,8 +317,9 @@ export class NodeAgent implements AgentRuntime {
         this.notify();
       }),
     );
-    await this.watcher.start();
-    for (const driver of this.config.csiDrivers) {
+    // Observe mode leaves the kubelet's CSI drivers alone: registering would talk to their sockets.
+    if (this.observer === null) await this.watcher.start();
+    for (const driver of this.observer === null ? this.config.csiDrivers : []) {
       // The first handshake may take up to a call deadline; it retries in the background.
       this.registry.addDriver(driver.name, driver.endpoint).then(
         (d) => {
@@ -285,7 +332,8 @@ export class NodeAgent implements AgentRuntime {
       );
     }
     this.volumeManager.start();
-    this.orphanedPodDirs.start();
+    this.orphanedPodDirs?.start();
+    this.observer?.start();
     const statusUpdater = this.statusUpdater;
     if (statusUpdater !== null) {
       this.unsubscribe.push(
@@ -365,10 +413,32 @@ export class NodeAgent implements AgentRuntime {
   /** Re-reads the source (manifest dir, or relists from the API server), then compares disk and mountinfo with the actual state. */
   async resync(): Promise<ResyncFindings> {
     await this.source.resync();
+    if (this.observer !== null) return this.observeResync();
     const findings = await runResync({ rootDir: this.rootDir, volumeManager: this.volumeManager, mounter: this.hostMounter, clock: this.clock });
     this.log.info({ rescanned: findings.rescanned, changes: findings.changes, foundDetached: findings.attachVerification.foundDetached }, 'Resync finished');
     return findings;
   }
+
+  /** Observe mode: a refresh now (actual state, orphans, attachments, kubelet backoff). */
+  private async observeResync(): Promise<ResyncFindings> {
+    const startedAt = Math.floor(this.clock.now());
+    const before = this.volumeManager.getActualVolumes().length;
+    await this.observer?.refresh();
+    const section = this.observer?.section();
+    const after = this.volumeManager.getActualVolumes().length;
+    const changes = [`actual state rebuilt from ${this.rootDir}: ${String(before)} → ${String(after)} volume(s)`];
+    if (section?.refreshError != null) changes.push(`refresh incomplete: ${section.refreshError}`);
+    return {
+      startedAt,
+      finishedAt: Math.floor(this.clock.now()),
+      rescanned: { volumes: after, mountPoints: 0 },
+      attachVerification: { checked: [], foundDetached: [], errors: [] },
+      changes,
+    };
+  }
+
+  observe: (() => Observe) | undefined = undefined;
+  cleanupOrphan: ((podUid: string, dryRun: boolean) => Promise<OrphanCleanupResult>) | undefined = undefined;
 
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
@@ -388,7 +458,7 @@ export class NodeAgent implements AgentRuntime {
 
   private async doStop(graceMs: number): Promise<{ operationsFinished: boolean }> {
     for (const off of this.unsubscribe.splice(0)) off();
-    await Promise.all([this.source.stop(), this.watcher.stop(), this.orphanedPodDirs.stop(), this.volumeManager.stop(), this.statusUpdater?.stop()]);
+    await Promise.all([this.source.stop(), this.watcher.stop(), this.orphanedPodDirs?.stop(), this.observer?.stop(), this.volumeManager.stop(), this.statusUpdater?.stop()]);
     const running = this.volumeManager.getPendingOperations().filter((o) => o.pending).length;
     if (running > 0) this.log.info({ running, graceMs }, `Waiting for ${running} running operation(s) to finish`);
     const operationsFinished = await this.waitBounded(this.volumeManager.waitForOperations(), graceMs);
@@ -467,9 +537,35 @@ async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSo
     throw new FlagError('--kubeconfig', `--kubeconfig: ${errorMessage(err)}`);
   }
   log.info({ kubeconfig: loaded.origin }, loaded.origin.kind === 'file' ? `Using the API server of ${loaded.origin.paths.join(', ')}` : `Using the in-cluster API server ${loaded.origin.server}`);
-  const source = new KubeSource({ kubeConfig: loaded.kubeConfig, nodeName: config.nodeName, clock, logger: log.child({ component: 'kube-source' }) });
+  const source = new KubeSource({
+    kubeConfig: loaded.kubeConfig,
+    nodeName: config.nodeName,
+    clock,
+    logger: log.child({ component: 'kube-source' }),
+    // Observe mode: the kubelet sets up configMap/secret volumes; the agent needs only their names.
+    claimsOnly: config.mode === 'observe',
+  });
   await source.start();
   // Events go to the API server only in managed mode: in observe mode the kubelet reports its own.
-  const events = new KubeEventSink({ kubeConfig: loaded.kubeConfig, nodeName: config.nodeName, clock, logger: log.child({ component: 'events' }) });
+  const events = config.mode === 'observe' ? null : new KubeEventSink({ kubeConfig: loaded.kubeConfig, nodeName: config.nodeName, clock, logger: log.child({ component: 'events' }) });
   return { source, kube: { source, objects: new KubeObjects(source, loaded.kubeConfig), kubeConfig: loaded.kubeConfig, events } };
+}
+
+/**
+ * Observe mode's mounter: it only reads the mount table (and unmounts for the opt-in orphan
+ * cleanup). `--allow-mount` (default): the host's table at `--mountinfo`, `umount` for cleanups.
+ * `--allow-mount=false`: the stand-in table of an unprivileged VolumeScope agent managing the
+ * same root dir (development and tests), never the kernel's.
+ */
+function observeMounter(config: AgentConfig, rootDir: string): { mounter: Mounter; kind: MounterInfo['kind']; privileged: boolean; reason: string } {
+  if (config.allowMount) {
+    return { mounter: new LinuxMounter({ mountInfoPath: config.mountinfoPath }), kind: 'linux', privileged: false, reason: `observe mode: reads ${config.mountinfoPath}` };
+  }
+  const stateDir = join(rootDir, unprivilegedMounterDirName);
+  return {
+    mounter: new UnprivilegedMounter({ stateDir, systemMountInfoPath: null }),
+    kind: 'unprivileged',
+    privileged: false,
+    reason: `observe mode with --allow-mount=false: reads the stand-in mount table in ${stateDir}`,
+  };
 }

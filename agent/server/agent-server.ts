@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import type { z } from 'zod';
-import { RetryOperationRequestSchema, UnmountRequestSchema, type HealthResponse } from '../../lib/api/actions.ts';
+import { OrphanCleanupRequestSchema, RetryOperationRequestSchema, UnmountRequestSchema, type HealthResponse } from '../../lib/api/actions.ts';
 import { isInvalidRequestBodyError, MAX_REQUEST_BODY_BYTES, parseJsonRequestBody } from '../../lib/api/request-body.ts';
 import { API_ROUTES } from '../../lib/api/routes.ts';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
@@ -31,6 +31,7 @@ import { SnapshotFeed } from './snapshot-feed.ts';
 import { summaryHandler } from './summary.ts';
 import { SUMMARY_ROUTE } from '../../lib/api/summary.ts';
 import { DEFAULT_UNMOUNT_OUTCOME_TIMEOUT_MS, unmountVolume } from './unmount-volume.ts';
+import { cleanupOrphan } from './orphan-cleanup.ts';
 
 // TYPES
 
@@ -193,6 +194,10 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
           },
           await body(req, UnmountRequestSchema),
         ),
+    },
+    {
+      ...API_ROUTES.orphanCleanup,
+      handle: async (req, _res, caller) => cleanupOrphan(context(caller), await body(req, OrphanCleanupRequestSchema)),
     },
     {
       method: 'GET',

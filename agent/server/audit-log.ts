@@ -13,7 +13,7 @@ export const DEFAULT_AUDIT_SIZE = 100;
 /** What an action reports to the audit log; `time` is added from the agent's clock. */
 export interface AuditRecord {
   caller: string;
-  action: 'resync' | 'retry' | 'unmount';
+  action: 'resync' | 'retry' | 'unmount' | 'orphan-cleanup' | 'orphan-cleanup-dry-run';
   /** What the action was about, e.g. `<podUid>/<volume>`; null for node-wide actions. */
   target: string | null;
   checks: Check[];

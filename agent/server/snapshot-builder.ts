@@ -97,6 +97,7 @@ type LightParts = Pick<
   | 'audit'
   | 'drivers'
   | 'attachVerification'
+  | 'observe'
 >;
 
 // COLLECTIONS
@@ -379,6 +380,7 @@ export class SnapshotBuilder {
       audit: light.audit,
       drivers: light.drivers,
       attachVerification: light.attachVerification,
+      ...(light.observe === undefined ? {} : { observe: light.observe }),
     };
     return {
       snapshot,
@@ -432,6 +434,7 @@ export class SnapshotBuilder {
       audit: reuseList(prev?.audit ?? [], this.audit()),
       drivers: reuseList<Driver>(prev?.drivers ?? [], sortByKey(firstOfEachKey(rt.drivers(), driverKey), driverKey)),
       attachVerification: reuseValue(prev?.attachVerification, attachVerification),
+      ...(rt.observe === undefined ? {} : { observe: reuseValue(prev?.observe, rt.observe()) }),
     };
   }
 

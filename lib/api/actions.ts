@@ -75,3 +75,33 @@ export const UnmountResponseSchema = z.object({
 });
 /** The 200 body of an unmount. */
 export type UnmountResponse = z.infer<typeof UnmountResponseSchema>;
+
+/**
+ * The body of `POST /api/v1/orphans/cleanup` (observe mode with `--allow-orphan-cleanup`):
+ * the guarded cleanup of one orphaned pod directory. `dryRun` answers with the plan and does
+ * nothing.
+ */
+export const OrphanCleanupRequestSchema = z.strictObject({
+  podUid: z.string().min(1),
+  dryRun: z.boolean().optional(),
+});
+export type OrphanCleanupRequest = z.infer<typeof OrphanCleanupRequestSchema>;
+
+/**
+ * The 200 body of an orphan cleanup: `planned` (dry run: what would be unmounted, removed and
+ * kept), `completed` or `aborted` (what was done), `not-found` (nothing left). A refusal is a
+ * 409 with the error shape and `checks`.
+ */
+export const OrphanCleanupResponseSchema = z.object({
+  podUid: z.string(),
+  outcome: z.enum(['planned', 'completed', 'aborted', 'not-found']),
+  /** Mount points unmounted (or, for `planned`, to unmount), deepest first. */
+  unmounts: z.array(z.string()),
+  /** Empty directories removed (or to remove), children first. */
+  removals: z.array(z.string()),
+  /** What stays, with the reason (files are never deleted). */
+  kept: z.array(z.object({ path: z.string(), reason: z.string() })),
+  failures: z.array(z.object({ path: z.string(), step: z.string(), message: z.string() })),
+  checks: z.array(z.object({ name: z.string(), ok: z.boolean(), detail: z.string() })),
+});
+export type OrphanCleanupResponse = z.infer<typeof OrphanCleanupResponseSchema>;

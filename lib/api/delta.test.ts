@@ -290,7 +290,7 @@ describe('the observe section in deltas', () => {
       outerVolumeName: 'data',
       reason: 'desired, not mounted',
       since: FIXTURE_T0,
-      kubeletBackoff: i === 0 ? { retryAt: FIXTURE_T0 + 60_000, durationBeforeRetryMs: 64_000, error: 'rpc error: code = Internal', observedAt: FIXTURE_T0 } : null,
+      kubeletBackoff: i === 0 ? { retryAt: FIXTURE_T0 + 60_000, durationBeforeRetryMs: 64_000, error: 'rpc error: code = Internal', observedAt: FIXTURE_T0, basis: 'message' as const } : null,
     })),
     orphans: [],
     orphansTruncated: false,

@@ -25,6 +25,12 @@ export const KubeletBackoffSchema = z.object({
   error: z.string(),
   /** When the event was last observed (its `lastTimestamp`/`eventTime`); null when it has none. */
   observedAt: EpochMs.nullable(),
+  /**
+   * `message`: the deadline was printed in the event ("No retries permitted until …") and is
+   * exact. `event-count`: estimated from the event's repeat count (500 ms · 2^(count-1), capped at
+   * 2m2s after its last occurrence): read it as "about".
+   */
+  basis: z.enum(['message', 'event-count']),
 });
 export type KubeletBackoff = z.infer<typeof KubeletBackoffSchema>;
 

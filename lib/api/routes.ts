@@ -16,6 +16,7 @@ export const API_ROUTES = {
   resync: { method: 'POST', path: '/api/v1/resync', auth: true },
   retryOperation: { method: 'POST', path: '/api/v1/operations/retry', auth: true },
   unmount: { method: 'POST', path: '/api/v1/unmount', auth: true },
+  orphanCleanup: { method: 'POST', path: '/api/v1/orphans/cleanup', auth: true },
 } as const satisfies Record<string, ApiRoute>;
 
 /** The name of a route in {@link API_ROUTES}. */

@@ -314,7 +314,7 @@ export const AuditEntrySchema = z.object({
   time: EpochMsSchema,
   /** Who asked: the token's name, or the remote address when tokens are anonymous. */
   caller: z.string(),
-  /** `resync`, `retry` or `unmount`. */
+  /** `resync`, `retry`, `unmount`, `orphan-cleanup` or `orphan-cleanup-dry-run`. */
   action: z.string(),
   /** What the action was about, e.g. `<podUid>/<volume>`; `null` for node-wide actions. */
   target: z.string().nullable(),

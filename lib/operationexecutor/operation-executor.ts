@@ -47,6 +47,31 @@ export interface OperationRecord {
   error: string | null;
 }
 
+/**
+ * What the reconciler asks of an executor: start one operation (returning at once), or tell
+ * whether one is running. {@link OperationExecutor} runs the operations; the plan-only mode's
+ * `PlanningExecutor` (planning-executor.ts) only records them. Starting may throw synchronously
+ * (a generation error, an operation already running, a backoff): the reconciler logs and
+ * carries on, and the next pass tries again.
+ */
+export interface OperationStarter {
+  attachVolume(vta: VolumeToAttach, asw: ActualStateOfWorldAttacherUpdater): void;
+  detachVolume(av: AttachedVolume, asw: ActualStateOfWorldAttacherUpdater): void;
+  verifyControllerAttachedVolume(vtm: VolumeToMount, nodeName: NodeName, asw: ActualStateOfWorldUpdater): void;
+  mountVolume(waitForAttachTimeoutMs: number, vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater, isRemount: boolean): void;
+  unmountVolume(mv: MountedVolume, asw: ActualStateOfWorldMounterUpdater, podsDir: string): void;
+  unmountDevice(av: AttachedVolume, asw: ActualStateOfWorldMounterUpdater): void;
+  expandInUseVolume(vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater, currentSize: number): void;
+  isOperationPending(volumeName: UniqueVolumeName, podName: UniquePodName, nodeName: NodeName): boolean;
+  /**
+   * Told when the reconciler starts nothing for an attachable volume that is not attached yet
+   * because it is not reported in use (`node.status.volumesInUse`): the kubelet waits for its
+   * next node status update before VerifyControllerAttachedVolume. Optional: the executor that
+   * runs operations has nothing to do then; a planner records the verification still to come.
+   */
+  volumeNotReportedInUse?(vtm: VolumeToMount, nodeName: NodeName, asw: ActualStateOfWorldUpdater): void;
+}
+
 export interface OperationExecutorOptions {
   generator: OperationGenerator;
   pendingOperations: NestedPendingOperations;
@@ -55,7 +80,7 @@ export interface OperationExecutorOptions {
   onOperationRecord?: (record: OperationRecord) => void;
 }
 
-export class OperationExecutor {
+export class OperationExecutor implements OperationStarter {
   readonly generator: OperationGenerator;
   readonly pendingOperations: NestedPendingOperations;
   private readonly clock: Clock;

@@ -14,6 +14,7 @@ import {
 } from '../kubelet-constants.ts';
 import { NestedPendingOperations, type ClearBackoffResult, type PendingOperationView } from '../operationexecutor/nested-pending-operations.ts';
 import { OperationExecutor, type OperationRecord } from '../operationexecutor/operation-executor.ts';
+import { PlanningExecutor, type PlannedOperation } from '../operationexecutor/planning-executor.ts';
 import {
   OperationGenerator,
   type BlockVolumePathHandler,
@@ -41,7 +42,16 @@ import { ActualStateOfWorld, type ActualVolumeView } from './cache/actual-state-
 import { DesiredStateOfWorld, type DesiredVolumeView } from './cache/desired-state-of-world.ts';
 import { DesiredStateOfWorldPopulator, getPodVolumeNames } from './populator/desired-state-of-world-populator.ts';
 import type { PodManager, PodStateProvider, SourcesReady } from './populator/pod-source.ts';
-import { Reconciler, type ReconcilerMetrics, type ReconstructionReport } from './reconciler/reconciler.ts';
+import {
+  PlanOnlyModeError,
+  Reconciler,
+  type ActualStateRefresh,
+  type ReconcilerMetrics,
+  type ReconstructionReport,
+} from './reconciler/reconciler.ts';
+
+export { isPlanOnlyModeError, PlanOnlyModeError, type ActualStateRefresh } from './reconciler/reconciler.ts';
+export type { PlannedOperation, PlannedOperationReason, PlannedOperationState } from '../operationexecutor/planning-executor.ts';
 
 /** Result of one batched attach verification. */
 export interface AttachVerificationResult {
@@ -90,6 +100,16 @@ export interface VolumeManagerOptions {
   maxOperationRecords?: number;
   /** Receives every finished-operation record (metrics, logs). */
   onOperationRecord?: (record: OperationRecord) => void;
+  /**
+   * Plan-only mode, for an agent that runs beside a real kubelet (docs/engine.md, "Plan-only
+   * mode"): nothing is ever mounted, unmounted, attached, detached or removed. The desired state
+   * is populated as usual; the actual state is rebuilt from disk at start and by
+   * {@link VolumeManager.refreshActualState}; the reconciler's operations are recorded as
+   * {@link PlannedOperation}s ({@link VolumeManager.getPlannedOperations}) instead of run.
+   * `controllerAttachDetachEnabled` should then be the kubelet's (the node annotation
+   * `volumes.kubernetes.io/controller-managed-attach-detach`).
+   */
+  planOnly?: boolean;
 }
 
 export class VolumeManager {
@@ -101,6 +121,10 @@ export class VolumeManager {
   readonly operationExecutor: OperationExecutor;
   readonly populator: DesiredStateOfWorldPopulator;
   readonly reconciler: Reconciler;
+  /** True in plan-only mode (see {@link VolumeManagerOptions.planOnly}). */
+  readonly planOnly: boolean;
+  /** Plan-only mode: receives the reconciler's operations; null otherwise. */
+  private readonly planner: PlanningExecutor | null;
   private readonly o: VolumeManagerOptions;
   private readonly log: Logger;
   private readonly podsDir: string;
@@ -160,6 +184,16 @@ export class VolumeManager {
         this.onRecord(record);
       },
     });
+    this.planOnly = opts.planOnly === true;
+    this.planner = this.planOnly
+      ? new PlanningExecutor({
+          clock: opts.clock,
+          logger: this.log,
+          onChange: () => {
+            this.notify();
+          },
+        })
+      : null;
     this.populator = new DesiredStateOfWorldPopulator({
       dsw: this.dsw,
       asw: this.asw,
@@ -175,7 +209,9 @@ export class VolumeManager {
       nodeName: opts.nodeName,
       dsw: this.dsw,
       asw: this.asw,
-      operationExecutor: this.operationExecutor,
+      // In plan-only mode the reconciler never holds the executor that runs operations.
+      operationExecutor: this.planner ?? this.operationExecutor,
+      ...(this.planner !== null ? { planner: this.planner } : {}),
       pluginMgr: this.pluginMgr,
       clock: opts.clock,
       podsDir: this.podsDir,
@@ -209,7 +245,8 @@ export class VolumeManager {
     this.started = true;
     this.populator.start(this.o.sourcesReady);
     this.reconciler.start();
-    const period = this.o.attachVerifyPeriodMs ?? 0;
+    // Plan-only mode never verifies attachments itself (see verifyAttachedVolumes).
+    const period = this.planOnly ? 0 : (this.o.attachVerifyPeriodMs ?? 0);
     if (period > 0) this.scheduleVerification(period);
     this.log.info('Starting Kubelet Volume Manager');
   }
@@ -352,6 +389,15 @@ export class VolumeManager {
     return this.reconciler.getReconstructionReport();
   }
 
+  /**
+   * Plan-only mode: the operations the kubelet still has to perform, by volume, then chain step,
+   * pod and operation name. Always empty outside plan-only mode. Listeners registered with
+   * {@link onChange} are called after every planning round that changed it.
+   */
+  getPlannedOperations(): PlannedOperation[] {
+    return this.planner?.list() ?? [];
+  }
+
   /** Current pod errors (not cleared). */
   getPodErrors(): Map<UniquePodName, string[]> {
     return new Map(this.dsw.getPodsWithErrors().map((p) => [p, this.dsw.getPodErrors(p)]));
@@ -369,6 +415,16 @@ export class VolumeManager {
   // CONTROL HOOKS
 
   /**
+   * Plan-only mode: rebuilds the actual state from disk now (the kubelet root's `pods/` dir
+   * through the host fs, the mount table through the plugins' mounter), replacing what was
+   * there; the plan follows at the next reconciler pass. Run it periodically and on resync.
+   * Never changes anything on disk. Rejects with `PlanOnlyModeError` outside plan-only mode.
+   */
+  refreshActualState(): Promise<ActualStateRefresh> {
+    return this.reconciler.refreshActualState();
+  }
+
+  /**
    * Retry now: clears the backoff of the pending-operation key (volume, pod) so the next pass
    * retries at once. Never bypasses per-volume serialisation: a running key is refused.
    */
@@ -381,9 +437,14 @@ export class VolumeManager {
   /**
    * Runs one batched attach verification now (one VolumesAreAttached call per plugin for all of
    * its attached volumes) and resolves with what it found. Volumes found detached leave the
-   * actual state, so the reconciler attaches and mounts them again.
+   * actual state, so the reconciler attaches and mounts them again. Rejects with
+   * `PlanOnlyModeError` in plan-only mode.
    */
   verifyAttachedVolumes(): Promise<AttachVerificationResult> {
+    if (this.planOnly) {
+      // It calls VolumesAreAttached and drops volumes from the actual state: not an observer's job.
+      return Promise.reject(new PlanOnlyModeError('verifyAttachedVolumes is not available in plan-only mode'));
+    }
     const startedAt = this.o.clock.now();
     const attached = this.asw.getAttachedVolumes().filter((v) => v.pluginIsAttachable);
     return new Promise((resolve, reject) => {

@@ -111,6 +111,8 @@ export interface LogLine {
 export interface AgentArgs {
   rootDir: string;
   manifestDir: string;
+  /** `--token-file`; default `<rootDir>/agent-token` (the agent's default). */
+  tokenFile?: string;
   nodeName?: string;
   extraArgs?: readonly string[];
 }
@@ -124,6 +126,7 @@ export function agentArgs(a: AgentArgs): string[] {
     a.rootDir,
     '--manifest-dir',
     a.manifestDir,
+    ...(a.tokenFile === undefined ? [] : ['--token-file', a.tokenFile]),
     '--listen',
     '127.0.0.1:0',
     `--allow-mount=${realMountsAllowed ? 'true' : 'false'}`,
@@ -214,7 +217,7 @@ export class AgentProcess {
       { deadlineMs: 20_000, describe: () => `stderr: ${agent.stderr.slice(-2000)}` },
     );
     agent.baseUrl = `http://127.0.0.1:${String(serving['port'])}`;
-    agent.token = (await readFile(join(a.rootDir, 'agent-token'), 'utf8')).trim();
+    agent.token = (await readFile(a.tokenFile ?? join(a.rootDir, 'agent-token'), 'utf8')).trim();
     return agent;
   }
 

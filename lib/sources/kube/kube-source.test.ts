@@ -340,6 +340,30 @@ describe('KubeSource referenced objects', () => {
   });
 });
 
+describe('KubeSource claimsOnly (observe mode)', () => {
+  it('fetches the claims pods reference but never their ConfigMaps and Secrets', async () => {
+    const server = await startServer();
+    server.put('persistentvolumeclaims', claim('data', { volumeName: 'pv-data' }));
+    server.put('configmaps', configMap('settings', { a: '1' }));
+    server.put('secrets', secret('creds', { b: 'Mg==' }));
+    server.put('pods', pod('web', 'node-a', {
+      volumes: [
+        { name: 'data', persistentVolumeClaim: { claimName: 'data' } },
+        { name: 'settings', configMap: { name: 'settings' } },
+        { name: 'creds', secret: { secretName: 'creds' } },
+      ],
+    }));
+    const { source } = newSource(server, { claimsOnly: true });
+    await startSynced(source);
+    expect(source.getPersistentVolumeClaim('default', 'data')?.spec.volumeName).toBe('pv-data');
+    expect(source.getConfigMap('default', 'settings')).toBeUndefined();
+    expect(source.getSecret('default', 'creds')).toBeUndefined();
+    expect(server.requests({ resource: 'configmaps' })).toEqual([]);
+    expect(server.requests({ resource: 'secrets' })).toEqual([]);
+    expect(source.sourceErrors()).toEqual([]);
+  });
+});
+
 describe('KubeSource watch failures', () => {
   it.each<{ style: GoneStyle; title: string }>([
     { style: 'event', title: 'an ERROR event with code 410' },

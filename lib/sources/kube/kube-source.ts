@@ -89,6 +89,12 @@ export interface KubeSourceOptions {
   maxConcurrentFetches?: number;
   /** Deadline of each LIST and GET (watches have client-node's own inactivity timeout). */
   requestTimeoutMs?: number;
+  /**
+   * Fetch only the claims pods reference, never their ConfigMaps and Secrets (observe mode: the
+   * kubelet sets those volumes up, the agent only needs their names, and its role may not read
+   * them). Default false.
+   */
+  claimsOnly?: boolean;
 }
 
 /**
@@ -126,6 +132,7 @@ export class KubeSource {
   private readonly csiDriverInformer: ResilientInformer<V1CSIDriver>;
   private readonly informers: readonly InformerControl[];
   private readonly references: ReferencedObjectCache;
+  private readonly claimsOnly: boolean;
   private readonly deadlines: RequestDeadlines;
 
   private phase: Phase = 'new';
@@ -155,6 +162,7 @@ export class KubeSource {
 
   constructor(options: KubeSourceOptions) {
     this.nodeName = options.nodeName;
+    this.claimsOnly = options.claimsOnly === true;
     this.clock = options.clock;
     this.logger = options.logger ?? silentLogger;
     const kc = options.kubeConfig;
@@ -297,6 +305,11 @@ export class KubeSource {
     return this.persistentVolumes.get(name);
   }
 
+  /** Every PersistentVolume the informer holds. */
+  listPersistentVolumes(): PersistentVolume[] {
+    return [...this.persistentVolumes.values()];
+  }
+
   /** The cached claim, if a pod of this node references it and it was found. */
   getPersistentVolumeClaim(namespace: string, name: string): PersistentVolumeClaim | undefined {
     const object = this.references.get({ kind: 'PersistentVolumeClaim', namespace, name });
@@ -380,7 +393,7 @@ export class KubeSource {
     if (previous === undefined) {
       // A new pod: fetch what it references again even if cached (the kubelet invalidates its
       // cache when a pod registers), so a pod never starts on a stale secret.
-      this.newPodRefs.push(...podReferences(converted));
+      this.newPodRefs.push(...this.wanted(podReferences(converted)));
       this.referencesDirty = true;
     } else if (!isDeepStrictEqual(podReferences(previous), podReferences(converted)) || isPodTerminated(previous) !== isPodTerminated(converted)) {
       this.referencesDirty = true;
@@ -552,7 +565,12 @@ export class KubeSource {
       if (pv !== undefined) refs.push(...persistentVolumeSecretReferences(pv));
     }
     this.referencedPVNames = pvNames;
-    this.references.setReferences(refs);
+    this.references.setReferences(this.wanted(refs));
+  }
+
+  /** The references this source fetches: all, or only claims with `claimsOnly`. */
+  private wanted(refs: ObjectRef[]): ObjectRef[] {
+    return this.claimsOnly ? refs.filter((r) => r.kind === 'PersistentVolumeClaim') : refs;
   }
 
   // -------------------------------------------------------------------------------------------

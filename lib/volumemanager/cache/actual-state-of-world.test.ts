@@ -958,3 +958,98 @@ describe('ActualStateOfWorld error predicates', () => {
     ]);
   });
 });
+
+describe('ActualStateOfWorld whole-world copies (plan-only mode)', () => {
+  const vol2 = uniqueVolumeName('fake-plugin/fake-device2');
+  const gce2: Volume = { name: 'other', gcePersistentDisk: { pdName: 'fake-device2' } };
+
+  /** Volume 1 with pod1 reconstructed (Uncertain, device Uncertain), volume 2 with pod2 mounted. */
+  function twoVolumes(): ActualStateOfWorld {
+    const asw = newAsw();
+    asw.addAttachUncertainReconstructedVolume(vol, gceSpec(), node, '');
+    asw.checkAndMarkVolumeAsUncertainViaReconstruction(opts());
+    asw.markDeviceAsUncertain(vol, '', '/plugins/fake-plugin/mounts/fake-device1', '');
+    asw.markVolumeAsAttached('', specFromVolume(gce2), node, '/dev/sdc');
+    asw.addPodToVolume(opts({ podName: pod2, podUID: podUID('pod2uid'), volumeName: vol2, volumeSpec: specFromVolume(gce2), outerVolumeSpecName: 'other' }));
+    return asw;
+  }
+
+  it('cloneVolumes copies the chosen volumes with pods and reconstruction marks; the copies are independent', () => {
+    // Arrange
+    const asw = twoVolumes();
+    const heard: string[] = [];
+    asw.onChange((v) => heard.push(v));
+
+    // Act
+    const all = asw.cloneVolumes(null);
+    const one = asw.cloneVolumes(new Set([vol]));
+    all.markVolumeAsUnmounted(pod1, vol);
+    all.markDeviceAsUnmounted(vol);
+    all.markVolumeAsDetached(vol, node);
+
+    // Assert
+    expect(one.getVolumes()).toEqual(asw.getVolumes().filter((v) => v.volumeName === vol));
+    expect(one.isVolumeReconstructed(vol, pod1)).toBe(true);
+    expect(one.volumeExists(vol2)).toBe(false);
+    expect(all.volumeExists(vol)).toBe(false);
+    expect(asw.getVolumeMountState(vol, pod1)).toBe('VolumeMountUncertain');
+    expect(asw.getDeviceMountState(vol)).toBe('DeviceMountUncertain');
+    expect(asw.isVolumeReconstructed(vol, pod1)).toBe(true);
+    expect(heard).toEqual([]);
+    // The scan index of a copy lists the same pairs.
+    expect(one.volumeNamesInRange(0, 10)).toEqual({ names: [vol], total: 1 });
+  });
+
+  it('replaceContent moves the source in, reports and announces only the volumes that were added, removed or changed', () => {
+    // Arrange: now: vol (reconstructed) + vol2 (mounted); next: vol as reconstructed again, vol2 gone, vol3 new
+    const asw = twoVolumes();
+    const next = asw.newEmpty();
+    next.addAttachUncertainReconstructedVolume(vol, gceSpec(), node, '');
+    next.checkAndMarkVolumeAsUncertainViaReconstruction(opts());
+    next.markDeviceAsUncertain(vol, '', '/plugins/fake-plugin/mounts/fake-device1', '');
+    const vol3 = uniqueVolumeName('fake-plugin/fake-device3');
+    const gce3: Volume = { name: 'third', gcePersistentDisk: { pdName: 'fake-device3' } };
+    next.markVolumeAsAttached('', specFromVolume(gce3), node, '');
+    const heard: string[] = [];
+    asw.onChange((v) => heard.push(v));
+
+    // Act
+    const diff = asw.replaceContent(next);
+
+    // Assert
+    expect(diff).toEqual({ added: [vol3], removed: [vol2], changed: [] });
+    expect(heard).toEqual([vol2, vol3]);
+    expect(asw.getVolumes().map((v) => v.volumeName)).toEqual([vol, vol3]);
+    expect(asw.isVolumeReconstructed(vol, pod1)).toBe(true);
+    expect(asw.getAllMountedVolumes().map((m) => [m.volumeName, m.podName])).toEqual([[vol, pod1]]);
+    expect(asw.volumeNamesInRange(0, 10)).toEqual({ names: [vol], total: 1 });
+    expect(next.getVolumes()).toEqual([]);
+  });
+
+  it.each([
+    { name: 'attachability', change: (a: ActualStateOfWorld) => { a.updateReconstructedVolumeAttachability(vol, true); } },
+    { name: 'device path', change: (a: ActualStateOfWorld) => { a.updateReconstructedDevicePath(vol, '/dev/sdz'); } },
+    { name: 'device state', change: (a: ActualStateOfWorld) => { a.markDeviceAsUnmounted(vol); } },
+    { name: 'pod mount state', change: (a: ActualStateOfWorld) => { a.markVolumeAsMounted(opts()); } },
+    { name: 'a pod gone', change: (a: ActualStateOfWorld) => { a.markVolumeAsUnmounted(pod1, vol); } },
+    { name: 'claim size', change: (a: ActualStateOfWorld) => { a.initializeClaimSize(vol, Gi); } },
+  ])('replaceContent announces a volume whose $name differs', ({ change }) => {
+    const asw = twoVolumes();
+    const next = asw.cloneVolumes(null);
+    change(next);
+    const heard: string[] = [];
+    asw.onChange((v) => heard.push(v));
+
+    const diff = asw.replaceContent(next);
+
+    expect(diff).toEqual({ added: [], removed: [], changed: [vol] });
+    expect(heard).toEqual([vol]);
+  });
+
+  it('getAttachability returns the tri-state, null when the volume is absent', () => {
+    const asw = twoVolumes();
+    expect(asw.getAttachability(vol)).toBe('Uncertain');
+    expect(asw.getAttachability(vol2)).toBe('True');
+    expect(asw.getAttachability(uniqueVolumeName('fake-plugin/none'))).toBeNull();
+  });
+});

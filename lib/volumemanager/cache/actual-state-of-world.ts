@@ -155,6 +155,51 @@ export interface ActualStateOfWorldOptions {
   seLinuxEnabled: boolean;
 }
 
+/**
+ * Whether two entries of one volume are alike for every decision and view: the volume's own
+ * fields, its pods (by name) and the reconstruction marks. Mounters and specs are compared by
+ * what is read from them (the spec name), not by identity.
+ */
+function sameVolumeState(
+  a: AttachedVolumeEntry,
+  aFound: Map<UniquePodName, PodUID> | undefined,
+  b: AttachedVolumeEntry,
+  bFound: Map<UniquePodName, PodUID> | undefined,
+): boolean {
+  if (
+    a.pluginName !== b.pluginName ||
+    specName(a.spec) !== specName(b.spec) ||
+    a.pluginIsAttachable !== b.pluginIsAttachable ||
+    a.deviceMountState !== b.deviceMountState ||
+    a.devicePath !== b.devicePath ||
+    a.deviceMountPath !== b.deviceMountPath ||
+    a.volumeInUseErrorForExpansion !== b.volumeInUseErrorForExpansion ||
+    a.persistentVolumeSize !== b.persistentVolumeSize ||
+    a.seLinuxMountContext !== b.seLinuxMountContext ||
+    a.mountedPods.size !== b.mountedPods.size ||
+    (aFound === undefined) !== (bFound === undefined)
+  ) {
+    return false;
+  }
+  for (const [podName, p] of a.mountedPods) {
+    const q = b.mountedPods.get(podName);
+    if (
+      q === undefined ||
+      p.podUID !== q.podUID ||
+      specName(p.volumeSpec) !== specName(q.volumeSpec) ||
+      p.outerVolumeSpecName !== q.outerVolumeSpecName ||
+      p.remountRequired !== q.remountRequired ||
+      p.volumeGidValue !== q.volumeGidValue ||
+      p.seLinuxMountContext !== q.seLinuxMountContext ||
+      p.volumeMountStateForPod !== q.volumeMountStateForPod ||
+      (aFound?.has(podName) ?? false) !== (bFound?.has(podName) ?? false)
+    ) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // CLASS
 
 export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
@@ -167,7 +212,10 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
   private readonly pluginMgr: VolumePluginMgr;
   private readonly seLinuxEnabled: boolean;
 
+  private readonly opts: ActualStateOfWorldOptions;
+
   constructor(opts: ActualStateOfWorldOptions) {
+    this.opts = opts;
     this.nodeName = opts.nodeName;
     this.pluginMgr = opts.pluginMgr;
     this.seLinuxEnabled = opts.seLinuxEnabled;
@@ -177,6 +225,88 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
   onChange(listener: (volumeName: UniqueVolumeName) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  // WHOLE-WORLD COPIES (plan-only mode)
+
+  /** A new, empty actual state with the same options and no listeners (a scratch world). */
+  newEmpty(): ActualStateOfWorld {
+    return new ActualStateOfWorld(this.opts);
+  }
+
+  /**
+   * A copy of the given volumes (all of them when null) with their pods and reconstruction
+   * marks, and no listeners, for projections that must not touch this world. Entries are new
+   * objects; specs, mounters and mappers are shared (this class never mutates them).
+   */
+  cloneVolumes(volumeNames: ReadonlySet<UniqueVolumeName> | null): ActualStateOfWorld {
+    const copy = this.newEmpty();
+    const copyPods = (clone: AttachedVolumeEntry, pod: MountedPod): void => {
+      const podClone: MountedPod = { ...pod, pairIndex: copy.pairs.length };
+      clone.mountedPods.set(pod.podName, podClone);
+      copy.pairs.push({ entry: clone, pod: podClone });
+    };
+    const copyVolume = (entry: AttachedVolumeEntry): AttachedVolumeEntry => {
+      const clone: AttachedVolumeEntry = { ...entry, mountedPods: new Map() };
+      copy.attachedVolumes.set(entry.volumeName, clone);
+      const found = this.foundDuringReconstruction.get(entry.volumeName);
+      if (found !== undefined) copy.foundDuringReconstruction.set(entry.volumeName, new Map(found));
+      return clone;
+    };
+    if (volumeNames !== null) {
+      // A few volumes: cost proportional to them, not to the world.
+      for (const name of volumeNames) {
+        const entry = this.attachedVolumes.get(name);
+        if (entry === undefined) continue;
+        const clone = copyVolume(entry);
+        for (const pod of entry.mountedPods.values()) copyPods(clone, pod);
+      }
+      return copy;
+    }
+    const copied = new Map<UniqueVolumeName, AttachedVolumeEntry>();
+    for (const entry of this.attachedVolumes.values()) copied.set(entry.volumeName, copyVolume(entry));
+    // Pairs in this world's scan order, so that both worlds list entries alike.
+    for (const { entry, pod } of this.pairs) {
+      const clone = copied.get(entry.volumeName);
+      if (clone !== undefined) copyPods(clone, pod);
+    }
+    return copy;
+  }
+
+  /**
+   * Replaces this world's whole content with `source`'s, which is emptied (its entries move
+   * here). Listeners hear of every volume whose state differs (added, removed, or changed in
+   * any field a decision or a view reads); an unchanged volume is not announced, although its
+   * entry is now `source`'s (fresh mounters).
+   */
+  replaceContent(source: ActualStateOfWorld): { added: UniqueVolumeName[]; removed: UniqueVolumeName[]; changed: UniqueVolumeName[] } {
+    const before = new Map(this.attachedVolumes);
+    const foundBefore = new Map(this.foundDuringReconstruction);
+    this.attachedVolumes.clear();
+    this.foundDuringReconstruction.clear();
+    this.pairs.length = 0;
+    for (const [name, entry] of source.attachedVolumes) this.attachedVolumes.set(name, entry);
+    for (const [name, pods] of source.foundDuringReconstruction) this.foundDuringReconstruction.set(name, pods);
+    // Pair indexes stay valid: the pairs keep their positions.
+    for (const pair of source.pairs) this.pairs.push(pair);
+    source.attachedVolumes.clear();
+    source.foundDuringReconstruction.clear();
+    source.pairs.length = 0;
+
+    const added: UniqueVolumeName[] = [];
+    const removed: UniqueVolumeName[] = [];
+    const changed: UniqueVolumeName[] = [];
+    for (const [name, entry] of this.attachedVolumes) {
+      const old = before.get(name);
+      if (old === undefined) added.push(name);
+      else if (!sameVolumeState(old, foundBefore.get(name), entry, this.foundDuringReconstruction.get(name))) changed.push(name);
+    }
+    for (const name of before.keys()) if (!this.attachedVolumes.has(name)) removed.push(name);
+    added.sort();
+    removed.sort();
+    changed.sort();
+    for (const name of [...removed, ...added, ...changed]) this.notify(name);
+    return { added, removed, changed };
   }
 
   // MUTATORS
@@ -572,6 +702,11 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
 
   getVolumeMountState(volumeName: UniqueVolumeName, podName: UniquePodName): VolumeMountState {
     return this.attachedVolumes.get(volumeName)?.mountedPods.get(podName)?.volumeMountStateForPod ?? 'VolumeNotMounted';
+  }
+
+  /** The tri-state attachability of the volume; null when absent. */
+  getAttachability(volumeName: UniqueVolumeName): AttachabilityState | null {
+    return this.attachedVolumes.get(volumeName)?.pluginIsAttachable ?? null;
   }
 
   getClaimSize(volumeName: UniqueVolumeName): number | null {

@@ -117,6 +117,8 @@ export interface HarnessOptions {
   metrics?: VolumeManagerOptions['metrics'];
   /** Also receives every finished-operation record (after `records` got it), e.g. agent metrics. */
   onOperationRecord?: (record: OperationRecord) => void;
+  /** Plan-only mode (VolumeManagerOptions.planOnly). */
+  planOnly?: boolean;
 }
 
 export class Harness {
@@ -161,6 +163,7 @@ export class Harness {
       ...(opts.featureGates !== undefined ? { featureGates: opts.featureGates } : {}),
       ...(opts.seLinuxTranslator !== undefined ? { seLinuxTranslator: opts.seLinuxTranslator } : {}),
       ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
+      ...(opts.planOnly === true ? { planOnly: true } : {}),
     });
   }
 

@@ -1,0 +1,367 @@
+/**
+ * Observe mode (`--mode=observe`): the agent runs beside a real kubelet and explains its volume
+ * work without doing any. This controller owns what the plan-only volume manager does not:
+ *
+ * - the periodic refresh (`--observe-refresh-period`, and on resync): the actual state rebuilt
+ *   from the kubelet root dir and mountinfo (VolumeManager.refreshActualState), the orphan
+ *   inspection, the VolumeAttachments of this node and the truth diff;
+ * - the kubelet's own backoff of the pods with planned operations, read from their
+ *   FailedMount/FailedAttachVolume events (at most {@link maxPodsWithEventLookups} pods per refresh);
+ * - the snapshot's `observe` section;
+ * - the one mutating action: the guarded cleanup of an orphaned pod directory, refused unless
+ *   `--allow-orphan-cleanup` and every Part E check (lib/observe/orphan-cleanup.ts) passes.
+ *
+ * Contract: nothing here writes below the kubelet root dir except that cleanup. Orphans are only
+ * inspected once the API source is synced (before that every pod directory would look orphaned),
+ * and a pod counts as known under its UID and, for static pods, under its mirror pod's
+ * `kubernetes.io/config.mirror` hash (the UID of the static pod's directory).
+ */
+import type { Observe, OrphanPod as ApiOrphanPod, PlannedOperation as ApiPlannedOperation, TruthDiffRow as ApiTruthDiffRow } from '../../lib/api/observe.ts';
+import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
+import type { MountInfo, MountInfoReader } from '../../lib/mount-utils/mountinfo.ts';
+import type { Mounter } from '../../lib/mount-utils/mounter.ts';
+import { latestBackoffPerVolume, type VolumeBackoff, type CoreEvent } from '../../lib/observe/kubelet-backoff-events.ts';
+import { cleanupOrphanPodDir, type OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
+import { inspectOrphanedPods, type OrphanInspection } from '../../lib/observe/orphan-inspector.ts';
+import { diffNodeTruth, type AgentVolume, type TruthDiff } from '../../lib/observe/truth-diff.ts';
+import type { VolumeAttachment } from '../../lib/observe/volume-attachment.ts';
+import type { KubeSource } from '../../lib/sources/kube/index.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
+import type { Logger } from '../../lib/volume/logger.ts';
+import type { PlannedOperation, VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
+import { OrphanCleanupDisabledError } from '../runtime.ts';
+import { podHasRunningProcesses } from './pod-processes.ts';
+
+/** Pods whose events are listed per refresh (the API cost stays bounded on a node in trouble). */
+export const maxPodsWithEventLookups = 50;
+
+/** The annotation of a mirror pod that carries its static pod's UID (the config hash). */
+export const ConfigMirrorAnnotationKey = 'kubernetes.io/config.mirror';
+
+/** What the controller asks the API server besides the source's informers. */
+export interface ObserveApi {
+  listVolumeAttachments(nodeName: string): Promise<VolumeAttachment[]>;
+  listPodEvents(namespace: string, podUid: string): Promise<CoreEvent[]>;
+}
+
+export interface ObserveControllerOptions {
+  nodeName: string;
+  /** The kubelet root dir, resolved. */
+  rootDir: string;
+  volumeManager: VolumeManager;
+  source: KubeSource;
+  api: ObserveApi;
+  readMountInfo: MountInfoReader;
+  /** Unmounts for the orphan cleanup (only used with `allowCleanup`). */
+  mounter: Pick<Mounter, 'unmount'>;
+  clock: Clock;
+  refreshPeriodMs: number;
+  allowCleanup: boolean;
+  logger: Logger;
+  /** `/proc` of the host (the running-container guard of the cleanup). */
+  procRoot?: string;
+  /** Called after every refresh that changed the section. */
+  onChange: () => void;
+}
+
+export class ObserveController {
+  private readonly o: ObserveControllerOptions;
+  private timer: TimerHandle | null = null;
+  private stopped = false;
+  private running: Promise<void> | null = null;
+  private refreshedAt: number | null = null;
+  private refreshError: string | null = null;
+  private inspection: OrphanInspection | null = null;
+  private truth: TruthDiff | null = null;
+  private backoffs = new Map<string, VolumeBackoff[]>();
+  private volumeAttachments: VolumeAttachment[] = [];
+  /** The last built section; dropped on every change of the plan, the worlds or a refresh. */
+  private cached: Observe | null = null;
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(options: ObserveControllerOptions) {
+    this.o = options;
+  }
+
+  start(): void {
+    this.unsubscribe = this.o.volumeManager.onChange(() => {
+      this.cached = null;
+    });
+    const tick = (): void => {
+      if (this.stopped) return;
+      void this.refresh().finally(() => {
+        if (!this.stopped) this.timer = this.o.clock.setTimeout(tick, this.o.refreshPeriodMs);
+      });
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    if (this.timer !== null) this.o.clock.clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  /** One refresh; concurrent calls share the one in flight. Never throws (errors land in `refreshError`). */
+  refresh(): Promise<void> {
+    this.running ??= this.doRefresh().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async doRefresh(): Promise<void> {
+    const { volumeManager: vm, source } = this.o;
+    const errors: string[] = [];
+    const refresh = await vm.refreshActualState();
+    if (refresh.error !== null) errors.push(`actual state: ${refresh.error}`);
+    let mountInfo: readonly MountInfo[] | null = null;
+    try {
+      mountInfo = await this.o.readMountInfo();
+    } catch (err) {
+      errors.push(`mountinfo: ${errorMessage(err)}`);
+    }
+    if (mountInfo !== null && source.isSynced()) {
+      try {
+        this.inspection = await inspectOrphanedPods({ rootDir: this.o.rootDir, knownPodUIDs: this.knownPodUIDs(), mountInfo, clock: this.o.clock });
+      } catch (err) {
+        errors.push(`orphan inspection: ${errorMessage(err)}`);
+      }
+    }
+    try {
+      this.volumeAttachments = await this.o.api.listVolumeAttachments(this.o.nodeName);
+    } catch (err) {
+      errors.push(`volume attachments: ${errorMessage(err)}`);
+    }
+    const status = source.getNode()?.status;
+    this.truth = diffNodeTruth({
+      nodeName: this.o.nodeName,
+      rootDir: this.o.rootDir,
+      agent: this.agentView(),
+      ...(status === undefined ? {} : { nodeStatus: status }),
+      volumeAttachments: this.volumeAttachments,
+      persistentVolumes: source.listPersistentVolumes(),
+      ...(mountInfo === null ? {} : { mountInfo }),
+    });
+    await this.refreshBackoffs(errors);
+    this.refreshedAt = Math.floor(this.o.clock.now());
+    this.refreshError = errors.length === 0 ? null : errors.join('; ');
+    if (this.refreshError !== null) this.o.logger.warn(`observe refresh incomplete: ${this.refreshError}`);
+    this.cached = null;
+    this.o.onChange();
+  }
+
+  /** The kubelet's backoff per pod, from the events of the pods with planned operations. */
+  private async refreshBackoffs(errors: string[]): Promise<void> {
+    const uids = [...new Set(this.o.volumeManager.getPlannedOperations().flatMap((op) => (op.podUid === null ? [] : [op.podUid])))].slice(0, maxPodsWithEventLookups);
+    const next = new Map<string, VolumeBackoff[]>();
+    for (const uid of uids) {
+      const pod = this.o.source.getPodByUID(uid);
+      const namespace = pod?.metadata.namespace;
+      if (namespace === undefined) continue;
+      try {
+        next.set(uid, latestBackoffPerVolume(await this.o.api.listPodEvents(namespace, uid), { podUID: uid }));
+      } catch (err) {
+        errors.push(`events of pod ${namespace}/${pod?.metadata.name ?? uid}: ${errorMessage(err)}`);
+        const previous = this.backoffs.get(uid);
+        if (previous !== undefined) next.set(uid, previous);
+      }
+    }
+    this.backoffs = next;
+  }
+
+  /** Pod UIDs the API knows, plus the static pod UIDs behind mirror pods. */
+  private knownPodUIDs(): Set<string> {
+    const uids = new Set<string>();
+    for (const pod of this.o.source.listPods()) {
+      if (pod.metadata.uid !== undefined) uids.add(pod.metadata.uid);
+      const mirror = pod.metadata.annotations?.[ConfigMirrorAnnotationKey];
+      if (mirror !== undefined && mirror !== '') uids.add(mirror);
+    }
+    return uids;
+  }
+
+  private agentView(): { desired: AgentVolume[]; actual: AgentVolume[] } {
+    const vm = this.o.volumeManager;
+    return {
+      desired: vm.getDesiredVolumes().map((v) => ({
+        volumeName: v.volumeName,
+        pluginName: v.pluginName,
+        attachable: v.pluginIsAttachable,
+        pods: v.pods.map((p) => ({ podUID: p.pod.metadata.uid ?? p.podName, specName: p.innerVolumeSpecName })),
+      })),
+      actual: vm.getActualVolumes().map((v) => ({
+        volumeName: v.volumeName,
+        pluginName: v.pluginName,
+        ...(v.attachability === 'Uncertain' ? {} : { attachable: v.attachability === 'True' }),
+        deviceMountState: v.deviceMountState === 'DeviceGloballyMounted' ? 'mounted' : v.deviceMountState === 'DeviceMountUncertain' ? 'uncertain' : 'not-mounted',
+        pods: v.pods.map((p) => ({ podUID: p.podUID, specName: p.innerVolumeSpecName, mountState: p.mountState === 'VolumeMounted' ? 'mounted' : 'uncertain' })),
+      })),
+    };
+  }
+
+  // SNAPSHOT SECTION
+
+  section(): Observe {
+    this.cached ??= this.buildSection();
+    return this.cached;
+  }
+
+  private buildSection(): Observe {
+    return {
+      kubeletRootDir: this.o.rootDir,
+      refreshedAt: this.refreshedAt,
+      refreshError: this.refreshError,
+      plan: this.plan(),
+      orphans: (this.inspection?.orphans ?? []).map(toApiOrphan).sort((a, b) => compare(a.podUid, b.podUid)),
+      orphansTruncated: this.inspection?.truncated ?? false,
+      truthDiff: (this.truth?.rows ?? []).map(toApiTruthRow).sort((a, b) => compare(a.key, b.key)),
+      cleanupAllowed: this.o.allowCleanup,
+    };
+  }
+
+  private plan(): ApiPlannedOperation[] {
+    const vm = this.o.volumeManager;
+    const innerNames = new Map<string, string>();
+    for (const v of vm.getDesiredVolumes()) for (const p of v.pods) innerNames.set(`${v.volumeName}|${p.podName}`, p.innerVolumeSpecName);
+    const entries = new Map<string, ApiPlannedOperation>();
+    for (const op of vm.getPlannedOperations()) {
+      const key = `${op.operationName}|${op.volumeName}|${op.podUid ?? ''}`;
+      if (entries.has(key)) continue;
+      const pod = op.podUid === null ? undefined : this.o.source.getPodByUID(op.podUid);
+      const inner = op.podName === null ? undefined : innerNames.get(`${op.volumeName}|${op.podName}`);
+      entries.set(key, {
+        key,
+        operation: op.operationName,
+        volume: op.volumeName,
+        podUid: op.podUid,
+        pod: pod === undefined ? null : `${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`,
+        outerVolumeName: op.outerVolumeSpecName,
+        reason: describeReason(op),
+        since: Math.floor(op.firstPlannedAt),
+        kubeletBackoff: this.backoffFor(op, inner),
+      });
+    }
+    return [...entries.values()].sort((a, b) => compare(a.key, b.key));
+  }
+
+  private backoffFor(op: PlannedOperation, innerSpecName: string | undefined): ApiPlannedOperation['kubeletBackoff'] {
+    const candidates = op.podUid === null ? [...this.backoffs.values()].flat() : (this.backoffs.get(op.podUid) ?? []);
+    const match = candidates.find(
+      (b) =>
+        b.uniqueVolumeName === op.volumeName ||
+        (op.outerVolumeSpecName !== null && b.volumeName === op.outerVolumeSpecName) ||
+        (innerSpecName !== undefined && b.volumeName === innerSpecName),
+    );
+    if (match === undefined) return null;
+    return {
+      retryAt: Math.max(0, Math.floor(match.retryAt)),
+      durationBeforeRetryMs: Math.max(0, Math.round(match.durationBeforeRetryMs)),
+      error: match.error,
+      observedAt: Math.max(0, Math.floor(match.observedAt)),
+      basis: match.basis,
+    };
+  }
+
+  // CLEANUP
+
+  /**
+   * The guarded cleanup of one orphaned pod directory (dry run: the plan only). Throws
+   * {@link OrphanCleanupDisabledError} without `--allow-orphan-cleanup`; refusals come back as
+   * results (`outcome: 'refused'`) with every check evaluated.
+   */
+  async cleanupOrphan(podUid: string, dryRun: boolean): Promise<OrphanCleanupResult> {
+    if (!this.o.allowCleanup) throw new OrphanCleanupDisabledError('the orphan cleanup is disabled: the agent runs without --allow-orphan-cleanup');
+    const vm = this.o.volumeManager;
+    const result = await cleanupOrphanPodDir({
+      rootDir: this.o.rootDir,
+      podUID: podUid,
+      dryRun,
+      readMountTable: this.o.readMountInfo,
+      mounter: this.o.mounter,
+      clock: this.o.clock,
+      guards: {
+        podKnownToApi: (uid) => this.knownPodUIDs().has(uid),
+        podInDesiredState: (uid) => vm.getDesiredVolumes().some((v) => v.pods.some((p) => p.pod.metadata.uid === uid)),
+        podHasRunningContainers: (uid) => podHasRunningProcesses(uid, this.o.procRoot),
+        desiredStateIncomplete: () => {
+          if (!this.o.source.isSynced()) return 'the API source has not listed every pod yet';
+          const errors = this.o.source.sourceErrors();
+          return errors.length === 0 ? null : `the API source reports errors (${errors.map((e) => e.file).join(', ')}): the pod list may be incomplete`;
+        },
+      },
+    });
+    if (!dryRun) void this.refresh();
+    return result;
+  }
+}
+
+function describeReason(op: PlannedOperation): string {
+  const texts: Record<PlannedOperation['reason'], string> = {
+    'attach-required': 'not attached; the kubelet attaches it itself (controller attach/detach is off)',
+    'attach-verification-required': 'not in the actual state yet; the kubelet verifies the controller attached it',
+    'awaiting-reported-in-use': 'the kubelet must first report it in node.status.volumesInUse, then verify the controller attached it',
+    'mount-required': 'desired by the pod, not mounted',
+    'remount-required': 'mounted, but the plugin asks for a remount (contents changed)',
+    'fs-resize-required': 'mounted, and the volume grew beyond the file system',
+    'pod-not-desired': 'mounted for a pod that no longer wants it',
+    'device-not-needed': 'no pod uses it; its device may still be globally mounted',
+    'volume-not-needed': 'no pod uses it and its device is unmounted; the kubelet detaches it',
+  };
+  const parts = [texts[op.reason]];
+  if (op.step > 1) parts.push(`step ${String(op.step)} (after the steps before it succeed)`);
+  if (op.reconstructed) parts.push('found on disk, not confirmed since');
+  return parts.join('; ');
+}
+
+function toApiOrphan(o: OrphanInspection['orphans'][number]): ApiOrphanPod {
+  const mount = (m: { mountPoint: string; fsType: string; source: string }) => ({ mountPoint: m.mountPoint, fsType: m.fsType, source: m.source });
+  return {
+    podUid: o.podUID,
+    path: o.path,
+    modifiedAt: Math.max(0, Math.floor(o.mtimeMs)),
+    verdict: o.verdict,
+    explanation: o.explanation,
+    volumes: o.volumes.map((v) => ({
+      path: v.path,
+      pluginName: v.pluginName ?? null,
+      volumeName: v.volumeName,
+      state: v.state,
+      explanation: v.explanation,
+      mounts: v.mounts.map(mount),
+      files: v.contents.files,
+      bytes: v.contents.bytes,
+      volData: v.volData === undefined ? null : { driverName: v.volData.driverName ?? null, volumeHandle: v.volData.volumeHandle ?? null },
+      truncated: v.contents.truncated,
+    })),
+    leftovers: o.leftovers.map((l) => l.name),
+    mounts: o.mounts.map(mount),
+  };
+}
+
+function toApiTruthRow(r: TruthDiff['rows'][number]): ApiTruthDiffRow {
+  return {
+    key: r.key,
+    volume: r.volumeName,
+    desiredPods: r.desiredPods,
+    inUse: r.inUse,
+    attachedDevicePath: r.attachedDevicePath,
+    volumeAttachments: r.volumeAttachments.map((va) => ({
+      name: va.name,
+      attached: va.attached,
+      attachError: va.attachError ?? null,
+      detachError: va.detachError ?? null,
+      deleting: va.deletionTimestamp !== undefined,
+    })),
+    globalMounts: r.globalMounts,
+    podMounts: r.podMounts.map((m) => ({ podUid: m.podUID, mountPoint: m.mountPoint })),
+    findings: r.findings.map((f) => ({ code: f.code, severity: f.severity, explanation: f.explanation })),
+  };
+}
+
+function compare(a: string, b: string): number {
+  if (a < b) return -1;
+  return a > b ? 1 : 0;
+}

@@ -1,0 +1,216 @@
+/**
+ * Integration tests of the node agent PROCESS in observe mode (issue "Kubernetes", requirement
+ * 3 and 7): the real agent (`agent/main.ts --mode=observe`) reads a kubelet-style root dir built
+ * by the test, with real mounts (tmpfs, as root in a private mount namespace) or the
+ * unprivileged mounter's stand-in table (`--allow-mount=false`), and its pods from the
+ * Kubernetes-protocol test server through the real client. It must plan what the kubelet still
+ * has to do, read the kubelet's backoff from its events, classify orphaned pod directories, and
+ * refuse or perform the guarded cleanup — and change nothing else on disk.
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApiErrorBodySchema } from '../lib/api/api-error.ts';
+import { OrphanCleanupResponseSchema } from '../lib/api/actions.ts';
+import type { Snapshot } from '../lib/api/snapshot.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { LinuxMounter, type Mounter } from '../lib/mount-utils/mounter.ts';
+import { FakeApiServer } from '../lib/sources/kube/testing/fake-apiserver.ts';
+import { writeKubeconfigFile } from '../lib/sources/kube/testing/kubeconfig-file.ts';
+import { AgentProcess, mountsBelow, standInMounter } from './node/testing/agent-process.ts';
+
+const NODE = 'node-a';
+const DEADLINE_MS = 20_000;
+/** The kubelet's backoff deadline printed in pod b's FailedMount event (older kubelets' text). */
+const RETRY_AT = Date.parse('2031-01-02T03:04:05.5Z');
+
+interface Env {
+  base: string;
+  rootDir: string;
+  api: FakeApiServer;
+  agent: AgentProcess;
+  mounter: Mounter;
+}
+
+let cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  cleanups = [];
+});
+
+function podDir(env: Pick<Env, 'rootDir'>, uid: string): string {
+  return join(env.rootDir, 'pods', uid);
+}
+
+/**
+ * The kubelet's root dir as a kubelet would have left it:
+ * - uid-a (in the API): emptyDir `cache` with a file, secret `creds` on a tmpfs;
+ * - uid-b (in the API): nothing on disk yet;
+ * - uid-o1 (gone from the API): secret `tok` still on a tmpfs, an emptyDir `data` with a file;
+ * - uid-o2 (gone from the API): an empty emptyDir directory.
+ */
+async function buildKubeletRoot(rootDir: string, mounter: Mounter): Promise<void> {
+  const vol = (uid: string, plugin: string, name: string) => join(rootDir, 'pods', uid, 'volumes', plugin, name);
+  for (const dir of [
+    vol('uid-a', 'kubernetes.io~empty-dir', 'cache'),
+    vol('uid-a', 'kubernetes.io~secret', 'creds'),
+    vol('uid-o1', 'kubernetes.io~secret', 'tok'),
+    vol('uid-o1', 'kubernetes.io~empty-dir', 'data'),
+    vol('uid-o2', 'kubernetes.io~empty-dir', 'x'),
+  ]) {
+    await mkdir(dir, { recursive: true });
+  }
+  await writeFile(join(vol('uid-a', 'kubernetes.io~empty-dir', 'cache'), 'state.db'), 'live data');
+  await writeFile(join(vol('uid-o1', 'kubernetes.io~empty-dir', 'data'), 'left-behind.log'), 'old data');
+  await mounter.mount('tmpfs', vol('uid-a', 'kubernetes.io~secret', 'creds'), 'tmpfs', []);
+  await mounter.mount('tmpfs', vol('uid-o1', 'kubernetes.io~secret', 'tok'), 'tmpfs', []);
+}
+
+function apiPod(name: string, uid: string, volumes: Record<string, unknown>[]): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default', uid },
+    spec: {
+      nodeName: NODE,
+      containers: [{ name: 'app', image: 'busybox', volumeMounts: volumes.map((v) => ({ name: v['name'], mountPath: `/${String(v['name'])}` })) }],
+      volumes,
+    },
+    status: { phase: 'Running' },
+  };
+}
+
+async function startEnv(): Promise<Env> {
+  const base = await makeTempDir('volumescope-observe-');
+  const rootDir = join(base, 'kubelet');
+  await mkdir(rootDir, { recursive: true });
+  const mounter: Mounter = realMountsAllowed ? new LinuxMounter() : standInMounter(rootDir);
+  cleanups.push(async () => {
+    await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
+  });
+  await buildKubeletRoot(rootDir, mounter);
+
+  const api = await FakeApiServer.start({ token: 'observer-token' });
+  cleanups.push(() => api.close());
+  api.put('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE }, status: { volumesAttached: [], volumesInUse: [] } });
+  api.put('pods', apiPod('a', 'uid-a', [{ name: 'cache', emptyDir: {} }, { name: 'creds', secret: { secretName: 'creds' } }]));
+  api.put('pods', apiPod('b', 'uid-b', [{ name: 'scratch', emptyDir: {} }]));
+  api.put('events', {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: 'b.1', namespace: 'default' },
+    involvedObject: { kind: 'Pod', namespace: 'default', name: 'b', uid: 'uid-b' },
+    reason: 'FailedMount',
+    type: 'Warning',
+    count: 7,
+    lastTimestamp: '2031-01-02T03:03:01Z',
+    source: { component: 'kubelet', host: NODE },
+    message:
+      'Operation for "{volumeName:kubernetes.io/empty-dir/uid-b-scratch podName:uid-b nodeName:}" failed. No retries permitted until 2031-01-02 03:04:05.5 +0000 UTC m=+3600.000000001 (durationBeforeRetry 1m4s). Error: MountVolume.SetUp failed for volume "scratch" (UniqueName: "kubernetes.io/empty-dir/uid-b-scratch") pod "b" (UID: "uid-b") : mkdir: no space left on device',
+  });
+  // The external attacher failed to attach a CSI volume to this node.
+  api.put('persistentvolumes', {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: 'pv-x' },
+    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], csi: { driver: 'csi.example.com', volumeHandle: 'h-x' } },
+  });
+  api.put('volumeattachments', {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'VolumeAttachment',
+    metadata: { name: 'csi-0123' },
+    spec: { attacher: 'csi.example.com', nodeName: NODE, source: { persistentVolumeName: 'pv-x' } },
+    status: { attached: false, attachError: { message: 'rpc error: code = ResourceExhausted desc = too many disks on the node' } },
+  });
+  const kubeconfig = await writeKubeconfigFile(join(base, 'kubeconfig'), { server: api.url, token: 'observer-token' });
+  const tokenFile = join(base, 'agent-token');
+  const agent = await AgentProcess.start({
+    rootDir,
+    manifestDir: join(base, 'unused-manifests'),
+    tokenFile,
+    nodeName: NODE,
+    extraArgs: ['--mode=observe', '--kubeconfig', kubeconfig, '--allow-orphan-cleanup', '--observe-refresh-period=500ms'],
+  });
+  cleanups.push(async () => {
+    await agent.stop('SIGKILL');
+  });
+  return { base, rootDir, api, agent, mounter };
+}
+
+const PLANNED_KEY = 'volume_mount|kubernetes.io/empty-dir/uid-b-scratch|uid-b';
+
+/** The section once a refresh has seen the orphans and read pod b's events for its planned mount. */
+function observed(s: Snapshot): NonNullable<Snapshot['observe']> | false {
+  const o = s.observe;
+  return o !== undefined && o.orphans.length > 0 && o.plan.some((p) => p.key === PLANNED_KEY && p.kubeletBackoff !== null) && o;
+}
+
+describe(`node agent in observe mode (${mountMode})`, { timeout: 60_000 }, () => {
+  it('plans what the kubelet still has to do with its backoff, classifies orphans, refuses the cleanup of a live pod and cleans an orphan, changing nothing else', async () => {
+    const env = await startEnv();
+    const mountsBefore = (await mountsBelow(env.rootDir)).map((m) => m.mountPoint).sort();
+    expect(mountsBefore).toEqual([join(podDir(env, 'uid-a'), 'volumes/kubernetes.io~secret/creds'), join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~secret/tok')].sort());
+
+    const obs = await env.agent.waitForSnapshot('the first observe refresh with orphans', observed, DEADLINE_MS);
+
+    // The plan: pod b's emptyDir is still to be mounted, with the kubelet's own backoff from its event.
+    const planned = obs.plan.find((p) => p.key === PLANNED_KEY);
+    expect(planned).toMatchObject({ operation: 'volume_mount', podUid: 'uid-b', pod: 'default/b', outerVolumeName: 'scratch' });
+    expect(planned?.kubeletBackoff).toMatchObject({ retryAt: RETRY_AT, durationBeforeRetryMs: 64_000, basis: 'message', error: expect.stringContaining('no space left on device') as string });
+    // Pod a's volumes are on disk: nothing to mount for it.
+    expect(obs.plan.filter((p) => p.podUid === 'uid-a' && p.operation === 'volume_mount')).toEqual([]);
+
+    // Orphans: o1 still has a mount, o2 only an empty volume directory; a and b are not orphans.
+    expect(obs.orphans.map((o) => [o.podUid, o.verdict])).toEqual([
+      ['uid-o1', 'mounted'],
+      ['uid-o2', 'empty-volume-dirs'],
+    ]);
+    const tok = obs.orphans[0]?.volumes.find((v) => v.volumeName === 'tok');
+    expect(tok?.state).toBe('mount-point');
+
+    // The truth diff names the VolumeAttachment error under the volume's unique name.
+    const row = obs.truthDiff.find((r) => r.key === 'kubernetes.io/csi/csi.example.com^h-x');
+    expect(row?.volumeAttachments).toEqual([{ name: 'csi-0123', attached: false, attachError: 'rpc error: code = ResourceExhausted desc = too many disks on the node', detachError: null, deleting: false }]);
+    expect(row?.findings.map((f) => f.code)).toContain('va-error');
+
+    // The cleanup of a pod the API knows is refused with the reason, and its mount stays.
+    const refused = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-a' });
+    expect(refused.status).toBe(409);
+    const refusal = ApiErrorBodySchema.parse(refused.body).error;
+    expect(refusal.message).toContain('pod-known-to-api');
+    expect(refusal.checks?.some((c) => !c.ok)).toBe(true);
+
+    // A dry run plans the unmount of o1's tmpfs and changes nothing.
+    const dry = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-o1', dryRun: true });
+    expect(dry.status).toBe(200);
+    expect(OrphanCleanupResponseSchema.parse(dry.body)).toMatchObject({ outcome: 'planned', unmounts: [join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~secret/tok')] });
+    expect((await mountsBelow(env.rootDir)).map((m) => m.mountPoint).sort()).toEqual(mountsBefore);
+
+    // The cleanup: unmounted, empty directories removed, the file kept and reported.
+    const done = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-o1' });
+    expect(done.status).toBe(200);
+    const result = OrphanCleanupResponseSchema.parse(done.body);
+    expect(result.outcome).toBe('completed');
+    expect(result.unmounts).toEqual([join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~secret/tok')]);
+    expect(result.removals).toContain(join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~secret/tok'));
+    expect(result.kept.map((k) => k.path)).toContain(join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~empty-dir/data/left-behind.log'));
+    expect(await readFile(join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~empty-dir/data/left-behind.log'), 'utf8')).toBe('old data');
+    expect((await mountsBelow(env.rootDir)).map((m) => m.mountPoint)).toEqual([join(podDir(env, 'uid-a'), 'volumes/kubernetes.io~secret/creds')]);
+
+    // Pod a is untouched; the actions are in the audit log; o1 is now a data-only orphan.
+    expect(await readFile(join(podDir(env, 'uid-a'), 'volumes/kubernetes.io~empty-dir/cache/state.db'), 'utf8')).toBe('live data');
+    const after = await env.agent.waitForSnapshot(
+      'o1 is re-inspected after the cleanup',
+      (s) => s.observe?.orphans.find((o) => o.podUid === 'uid-o1')?.verdict === 'volume-data' && s,
+      DEADLINE_MS,
+    );
+    expect(after.audit.map((e) => [e.action, e.target, e.result])).toEqual([
+      ['orphan-cleanup', 'uid-a', 'refused'],
+      ['orphan-cleanup-dry-run', 'uid-o1', 'succeeded'],
+      ['orphan-cleanup', 'uid-o1', 'succeeded'],
+    ]);
+    // Observe mode wrote no node status and posted no events.
+    expect(env.api.requests({ verb: 'patch' })).toEqual([]);
+    expect(env.api.requests({ resource: 'events', verb: 'create' })).toEqual([]);
+  });
+});
