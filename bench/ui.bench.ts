@@ -23,6 +23,10 @@
  * - jsHeapBytes: used JS heap of the page after a garbage collection, after the burst.
  *
  * VOLUMESCOPE_BENCH_TRACE=<file> also writes the burst's Chromium trace there (Perfetto opens it).
+ * VOLUMESCOPE_BENCH_CPU=1 adds V8's CPU samples to that trace, to see which functions a long task
+ * ran (build with `next build --no-mangling` for readable names). For attribution only: starting
+ * the sampler shows up as one long task of its own, so the longest-task figure of such a run is
+ * not the page's.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -211,7 +215,10 @@ async function main(): Promise<void> {
       (window as unknown as Probes).__longTasks.length = 0;
     });
     const seqBefore = agent.snapshot().seq;
-    await browser.startTracing(page, { categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'toplevel'] });
+    const categories = ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'toplevel'];
+    // VOLUMESCOPE_BENCH_CPU=1: the trace also carries V8's CPU samples (see the module comment).
+    if (process.env['VOLUMESCOPE_BENCH_CPU'] === '1') categories.push('disabled-by-default-v8.cpu_profiler');
+    await browser.startTracing(page, { categories });
     const burstStart = Date.now();
     for (let batch = 0; batch < BURST_CHANGES / 10; batch++) {
       for (let i = 0; i < 10 * STEPS_PER_CHANGE; i++) agent.step();

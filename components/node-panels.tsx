@@ -1,7 +1,8 @@
 'use client';
 
 import Link from 'next/link';
-import type { ReactNode } from 'react';
+import { useRouter } from 'next/navigation';
+import { memo, useCallback, useMemo, type CSSProperties, type ReactNode } from 'react';
 import type { AttachVerification, AuditEntry, Driver, Operation, Reconstruction, RecentEvent, SourceError } from '../lib/api/index.ts';
 import { operationKey } from '../lib/api/index.ts';
 import { describeRetry, retryAvailability, retryRequestFor } from '../lib/dashboard/action-guards.ts';
@@ -11,6 +12,7 @@ import { podHref, volumeHref } from '../lib/dashboard/routes.ts';
 import { ActionButton, type PendingAction } from './action-dialog.tsx';
 import { HealthBadge } from './status-badges.tsx';
 import { OperationCountdown, RelativeTime } from './time-text.tsx';
+import { VirtualList } from './virtual-list.tsx';
 
 /** A titled section with an anchor id. */
 export function Panel({ id, title, count, children, actions }: { id: string; title: string; count?: number; children: ReactNode; actions?: ReactNode }) {
@@ -111,10 +113,39 @@ function byRetry(a: Operation, b: Operation): number {
   return (a.retryAt ?? 0) - (b.retryAt ?? 0);
 }
 
+/** The operations to show: running first, then by next retry, at most `limit`. */
+function operationsShown(operations: readonly Operation[], limit: number | undefined): Operation[] {
+  return [...operations].sort(byRetry).slice(0, limit ?? operations.length);
+}
+
+function OperationStateBadge({ state }: { state: Operation['state'] }) {
+  return (
+    <span className={`badge badge--${state === 'running' ? 'running' : 'backoff'}`}>
+      <span className="badge__icon" aria-hidden="true">
+        {state === 'running' ? '↻' : '!'}
+      </span>
+      {state}
+    </span>
+  );
+}
+
+function RetryButton({ node, op, phase, onAction }: { node: string; op: Operation; phase: ConnectionPhase; onAction: (action: PendingAction) => void }) {
+  return (
+    <ActionButton
+      small
+      label="Retry now"
+      availability={retryAvailability(op, phase)}
+      onClick={() => {
+        onAction({ title: 'Retry now', description: describeRetry(node, op), confirmLabel: 'Retry now', request: { kind: 'retry', body: retryRequestFor(op) } });
+      }}
+    />
+  );
+}
+
 /** The pending-operations table with live countdowns and Retry now. */
 export function OperationsTable({ node, operations, podNames, phase, onAction, limit }: OperationsTableProps) {
-  if (operations.length === 0) return <Empty>No pending operations: nothing runs and nothing is in backoff.</Empty>;
-  const shown = [...operations].sort(byRetry).slice(0, limit ?? operations.length);
+  if (operations.length === 0) return <Empty>{NO_OPERATIONS}</Empty>;
+  const shown = operationsShown(operations, limit);
   return (
     <div className="table-wrap">
       <table className="table">
@@ -145,12 +176,7 @@ export function OperationsTable({ node, operations, podNames, phase, onAction, l
               </td>
               <td>{op.podUid === null ? '—' : <Link href={podHref(node, op.podUid)}>{podNames.get(op.podUid) ?? op.podUid}</Link>}</td>
               <td>
-                <span className={`badge badge--${op.state === 'running' ? 'running' : 'backoff'}`}>
-                  <span className="badge__icon" aria-hidden="true">
-                    {op.state === 'running' ? '↻' : '!'}
-                  </span>
-                  {op.state}
-                </span>
+                <OperationStateBadge state={op.state} />
               </td>
               <td>
                 <OperationCountdown op={op} />
@@ -167,26 +193,145 @@ export function OperationsTable({ node, operations, podNames, phase, onAction, l
                 )}
               </td>
               <td>
-                <ActionButton
-                  small
-                  label="Retry now"
-                  availability={retryAvailability(op, phase)}
-                  onClick={() => {
-                    onAction({ title: 'Retry now', description: describeRetry(node, op), confirmLabel: 'Retry now', request: { kind: 'retry', body: retryRequestFor(op) } });
-                  }}
-                />
+                <RetryButton node={node} op={op} phase={phase} onAction={onAction} />
               </td>
             </tr>
           ))}
         </tbody>
       </table>
-      {shown.length < operations.length ? <p className="muted">Showing the first {shown.length} of {operations.length}.</p> : null}
+      <ShownOf shown={shown.length} total={operations.length} />
     </div>
   );
 }
 
+const NO_OPERATIONS = 'No pending operations: nothing runs and nothing is in backoff.';
+
+function ShownOf({ shown, total }: { shown: number; total: number }) {
+  return shown < total ? <p className="muted">Showing the first {shown} of {total}.</p> : null;
+}
+
+// THE WINDOWED OPERATIONS TABLE (node page)
+
+/** Fixed row height of the windowed operations table (px); the windowing depends on it. */
+const OPERATION_ROW_HEIGHT = 44;
+/** The grid columns of its header and rows (the order of OPERATION_COLUMNS). */
+const OPERATION_GRID: CSSProperties = {
+  gridTemplateColumns: '8.5rem minmax(12rem, 2.2fr) minmax(9rem, 1.2fr) 7rem 8.5rem 5.5rem minmax(10rem, 2fr) 7rem',
+};
+const OPERATION_COLUMNS = ['Operation', 'Volume', 'Pod', 'State', 'Next', 'Failures', 'Last error', 'Actions'] as const;
+/** A cell whose overflowing text is cut (with an ellipsis) at its start instead of its end. */
+const CUT_AT_START: CSSProperties = { direction: 'rtl', textAlign: 'left' };
+
+interface OperationRowContext {
+  readonly node: string;
+  readonly phase: ConnectionPhase;
+  readonly onAction: (action: PendingAction) => void;
+}
+
+/**
+ * One row of the windowed table. Memoized: an operation the delta did not touch keeps its object
+ * (applyDelta reuses unchanged items), so its row skips rendering when the table updates.
+ */
+const OperationGridRow = memo(function OperationGridRow({ op, podName, ctx }: { op: Operation; podName: string | null; ctx: OperationRowContext }) {
+  return (
+    <>
+      <div role="cell" className="vt__cell">
+        <code>{op.operationName}</code>
+      </div>
+      {/* Unique volume names share long prefixes: cut them at the start, so the end that tells
+          them apart stays visible (the whole name is the title and the link's text). */}
+      <div role="cell" className="vt__cell" title={op.volume} style={CUT_AT_START}>
+        <Link href={volumeHref(ctx.node, op.volume)} tabIndex={-1}>
+          <bdi>{op.volume}</bdi>
+        </Link>
+      </div>
+      <div role="cell" className="vt__cell">
+        {op.podUid === null ? '—' : (
+          <Link href={podHref(ctx.node, op.podUid)} tabIndex={-1} title={`pod uid ${op.podUid}`}>
+            {podName ?? op.podUid}
+          </Link>
+        )}
+      </div>
+      <div role="cell" className="vt__cell">
+        <OperationStateBadge state={op.state} />
+      </div>
+      <div role="cell" className="vt__cell">
+        <OperationCountdown op={op} />
+      </div>
+      <div role="cell" className="vt__cell num">
+        {op.failures}
+      </div>
+      <div role="cell" className="vt__cell vt__error" title={op.lastError ?? undefined}>
+        {op.lastError === null ? '—' : (
+          <>
+            {op.lastError}{' '}
+            <span className="muted">
+              (<RelativeTime at={op.lastErrorAt} />)
+            </span>
+          </>
+        )}
+      </div>
+      <div role="cell" className="vt__cell vt__actions">
+        <RetryButton node={ctx.node} op={op} phase={ctx.phase} onAction={ctx.onAction} />
+      </div>
+    </>
+  );
+});
+
+/**
+ * The pending-operations table of the node page: the same operations, order, limit and actions as
+ * {@link OperationsTable}, as a windowed grid (fixed-height rows, only those in view rendered), so
+ * hundreds of operations in backoff cost a screenful of rows per update and per countdown tick.
+ * Arrow keys move between rows; Enter opens the row's volume.
+ */
+export function OperationsGrid({ node, operations, podNames, phase, onAction, limit }: OperationsTableProps) {
+  const shown = useMemo(() => operationsShown(operations, limit), [operations, limit]);
+  const ctx = useMemo<OperationRowContext>(() => ({ node, phase, onAction }), [node, phase, onAction]);
+  const renderRow = useCallback(
+    (op: Operation) => <OperationGridRow op={op} podName={op.podUid === null ? null : (podNames.get(op.podUid) ?? null)} ctx={ctx} />,
+    [podNames, ctx],
+  );
+  const router = useRouter();
+  const openVolume = useCallback(
+    (op: Operation) => {
+      router.push(volumeHref(node, op.volume));
+    },
+    [router, node],
+  );
+  if (operations.length === 0) return <Empty>{NO_OPERATIONS}</Empty>;
+  return (
+    <div>
+      <div className="vt__table" role="table" aria-label="Pending operations" aria-rowcount={shown.length + 1}>
+        <div role="rowgroup">
+          <div role="row" className="vt__head" aria-rowindex={1} style={OPERATION_GRID}>
+            {OPERATION_COLUMNS.map((label) => (
+              <div key={label} role="columnheader" className={`vt__cell${label === 'Failures' ? ' num' : ''}`}>
+                {label === 'Actions' ? <span className="visually-hidden">{label}</span> : label}
+              </div>
+            ))}
+          </div>
+        </div>
+        <VirtualList
+          items={shown}
+          rowHeight={OPERATION_ROW_HEIGHT}
+          maxHeight={440}
+          getKey={operationKey}
+          renderRow={renderRow}
+          rowStyle={OPERATION_GRID}
+          label="Pending operations, soonest retry first; use the arrow keys to move, Enter to open the volume"
+          onActivate={openVolume}
+        />
+      </div>
+      <ShownOf shown={shown.length} total={operations.length} />
+    </div>
+  );
+}
+
+// The tables below are memoized: their inputs keep their identity across deltas that do not
+// touch them, so a stream flush re-renders only the tables whose data changed.
+
 /** Each volume directory reconstruction scanned, and its outcome. */
-export function ReconstructionTable({ node, reconstruction, podNames }: { node: string; reconstruction: Reconstruction; podNames: ReadonlyMap<string, string> }) {
+export const ReconstructionTable = memo(function ReconstructionTable({ node, reconstruction, podNames }: { node: string; reconstruction: Reconstruction; podNames: ReadonlyMap<string, string> }) {
   if (reconstruction.volumes.length === 0) {
     return <Empty>{reconstruction.state === 'done' ? 'Reconstruction found no volume directories.' : `Reconstruction is ${reconstruction.state}.`}</Empty>;
   }
@@ -230,10 +375,10 @@ export function ReconstructionTable({ node, reconstruction, podNames }: { node: 
       </table>
     </div>
   );
-}
+});
 
 /** Recent events, newest first. */
-export function EventsTable({ node, events, podNames }: { node: string; events: readonly RecentEvent[]; podNames: ReadonlyMap<string, string> }) {
+export const EventsTable = memo(function EventsTable({ node, events, podNames }: { node: string; events: readonly RecentEvent[]; podNames: ReadonlyMap<string, string> }) {
   if (events.length === 0) return <Empty>No recent events.</Empty>;
   return (
     <div className="table-wrap">
@@ -268,10 +413,10 @@ export function EventsTable({ node, events, podNames }: { node: string; events: 
       </table>
     </div>
   );
-}
+});
 
 /** Pod-source files that failed to parse. */
-export function SourceErrorsList({ errors }: { errors: readonly SourceError[] }) {
+export const SourceErrorsList = memo(function SourceErrorsList({ errors }: { errors: readonly SourceError[] }) {
   if (errors.length === 0) return <Empty>Every pod-source file parses.</Empty>;
   return (
     <ul className="plain-list">
@@ -282,10 +427,10 @@ export function SourceErrorsList({ errors }: { errors: readonly SourceError[] })
       ))}
     </ul>
   );
-}
+});
 
 /** CSI drivers and the attach verification. */
-export function DriversTable({ drivers, attach }: { drivers: readonly Driver[]; attach: AttachVerification }) {
+export const DriversTable = memo(function DriversTable({ drivers, attach }: { drivers: readonly Driver[]; attach: AttachVerification }) {
   return (
     <>
       {drivers.length === 0 ? <Empty>No CSI driver registered.</Empty> : (
@@ -334,10 +479,10 @@ export function DriversTable({ drivers, attach }: { drivers: readonly Driver[]; 
       </p>
     </>
   );
-}
+});
 
 /** Operator actions the agent recorded, newest first. */
-export function AuditTable({ audit }: { audit: readonly AuditEntry[] }) {
+export const AuditTable = memo(function AuditTable({ audit }: { audit: readonly AuditEntry[] }) {
   if (audit.length === 0) return <Empty>No operator actions yet.</Empty>;
   const icon = { succeeded: '✓', refused: '⊘', failed: '✕' } as const;
   return (
@@ -380,5 +525,5 @@ export function AuditTable({ audit }: { audit: readonly AuditEntry[] }) {
       </table>
     </div>
   );
-}
+});
 

@@ -1,12 +1,13 @@
 'use client';
 
-import { Suspense, useCallback, useMemo, useState } from 'react';
+import { Suspense, memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
 import type { Snapshot } from '../lib/api/index.ts';
 import { describeResync, resyncAvailability } from '../lib/dashboard/action-guards.ts';
 import { nodeMarkdownSummary } from '../lib/dashboard/markdown-summary.ts';
 import { summarizeNode } from '../lib/dashboard/node-summary.ts';
 import { createVolumeRowsSelector, podDisplayName } from '../lib/dashboard/pipeline.ts';
 import { embedHref } from '../lib/dashboard/routes.ts';
+import type { ConnectionPhase } from '../lib/dashboard/queries.ts';
 import { useAgentConnection } from '../lib/dashboard/use-agent.ts';
 import { ActionButton, ActionDialog, type PendingAction } from './action-dialog.tsx';
 import { AgentGate } from './agent-gate.tsx';
@@ -18,12 +19,13 @@ import {
   EventsTable,
   NodeCounts,
   NodeFacts,
-  OperationsTable,
+  OperationsGrid,
   Panel,
   ReconstructionLine,
   ReconstructionTable,
   SourceErrorsList,
 } from './node-panels.tsx';
+import { ObservePanels } from './observe-panels.tsx';
 import { VolumeTable } from './volume-table.tsx';
 
 /** uid → `namespace/name` of the desired pods, for tables that only have UIDs. */
@@ -31,6 +33,48 @@ export function usePodNames(snapshot: Snapshot): ReadonlyMap<string, string> {
   const pods = snapshot.desired.pods;
   return useMemo(() => new Map(pods.map((p) => [p.uid, podDisplayName(p)])), [pods]);
 }
+
+interface LowPriorityPanelsProps {
+  readonly agent: string;
+  readonly snapshot: Snapshot;
+  readonly phase: ConnectionPhase;
+  readonly onAction: (action: PendingAction) => void;
+}
+
+/**
+ * The panels below the pods table. NodeBody passes them a deferred snapshot: on a stream flush
+ * the urgent render (counts, facts, the pods table) skips them (memo, same props) and React
+ * renders them afterwards in a transition, which yields to the browser between components, so
+ * hundreds of operations and events never add to the flush's task.
+ */
+const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, phase, onAction }: LowPriorityPanelsProps) {
+  const podNames = usePodNames(snapshot);
+  const summary = summarizeNode(snapshot);
+  return (
+    <>
+      <ObservePanels agent={agent} observe={snapshot.observe} />
+      <Panel id="operations" title="Pending operations" count={snapshot.operations.length}>
+        <OperationsGrid node={agent} operations={snapshot.operations} podNames={podNames} phase={phase} onAction={onAction} limit={500} />
+      </Panel>
+      <Panel id="reconstruction" title="Reconstruction">
+        <ReconstructionLine summary={summary} />
+        <ReconstructionTable node={agent} reconstruction={snapshot.reconstruction} podNames={podNames} />
+      </Panel>
+      <Panel id="events" title="Recent events" count={snapshot.recentEvents.length}>
+        <EventsTable node={agent} events={snapshot.recentEvents} podNames={podNames} />
+      </Panel>
+      <Panel id="source-errors" title="Source errors" count={snapshot.sourceErrors.length}>
+        <SourceErrorsList errors={snapshot.sourceErrors} />
+      </Panel>
+      <Panel id="drivers" title="CSI drivers" count={snapshot.drivers.length}>
+        <DriversTable drivers={snapshot.drivers} attach={snapshot.attachVerification} />
+      </Panel>
+      <Panel id="audit" title="Audit log" count={snapshot.audit.length}>
+        <AuditTable audit={snapshot.audit} />
+      </Panel>
+    </>
+  );
+});
 
 function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
@@ -41,7 +85,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
   const selectRows = useMemo(() => createVolumeRowsSelector(), []);
   const rows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
   const summary = summarizeNode(snapshot);
-  const podNames = usePodNames(snapshot);
+  const deferredSnapshot = useDeferredValue(snapshot);
 
   return (
     <>
@@ -86,25 +130,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
           <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} />
         </Suspense>
       </Panel>
-      <Panel id="operations" title="Pending operations" count={snapshot.operations.length}>
-        <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} phase={connection.phase} onAction={onAction} limit={500} />
-      </Panel>
-      <Panel id="reconstruction" title="Reconstruction">
-        <ReconstructionLine summary={summary} />
-        <ReconstructionTable node={agent} reconstruction={snapshot.reconstruction} podNames={podNames} />
-      </Panel>
-      <Panel id="events" title="Recent events" count={snapshot.recentEvents.length}>
-        <EventsTable node={agent} events={snapshot.recentEvents} podNames={podNames} />
-      </Panel>
-      <Panel id="source-errors" title="Source errors" count={snapshot.sourceErrors.length}>
-        <SourceErrorsList errors={snapshot.sourceErrors} />
-      </Panel>
-      <Panel id="drivers" title="CSI drivers" count={snapshot.drivers.length}>
-        <DriversTable drivers={snapshot.drivers} attach={snapshot.attachVerification} />
-      </Panel>
-      <Panel id="audit" title="Audit log" count={snapshot.audit.length}>
-        <AuditTable audit={snapshot.audit} />
-      </Panel>
+      <LowPriorityPanels agent={agent} snapshot={deferredSnapshot} phase={connection.phase} onAction={onAction} />
       <ActionDialog
         agent={agent}
         pending={pending}

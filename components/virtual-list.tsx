@@ -1,6 +1,6 @@
 'use client';
 
-import { useCallback, useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent, type ReactNode } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
 
 /** The rows a window of `height` px at `scrollTop` shows, plus `overscan` on each side. */
 export function visibleRange(count: number, rowHeight: number, scrollTop: number, height: number, overscan: number): { start: number; end: number } {
@@ -25,6 +25,8 @@ export interface VirtualListProps<T> {
   readonly ariaRowOffset?: number;
   /** Enter on a focused row (not on a control inside it). */
   readonly onActivate?: (item: T) => void;
+  /** Extra style of every row (e.g. its grid columns); position and height are the list's. */
+  readonly rowStyle?: CSSProperties;
 }
 
 /**
@@ -32,7 +34,7 @@ export interface VirtualListProps<T> {
  * positioned inside a spacer as tall as all rows, so 10,000 rows scroll like 30. Arrow keys,
  * Page Up/Down, Home and End move a roving focus between rows.
  */
-export function VirtualList<T>({ items, rowHeight, maxHeight, getKey, renderRow, overscan = 8, label, ariaRowOffset = 1, onActivate }: VirtualListProps<T>) {
+export function VirtualList<T>({ items, rowHeight, maxHeight, getKey, renderRow, overscan = 8, label, ariaRowOffset = 1, onActivate, rowStyle }: VirtualListProps<T>) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const [height, setHeight] = useState(maxHeight);
@@ -133,7 +135,7 @@ export function VirtualList<T>({ items, rowHeight, maxHeight, getKey, renderRow,
         onFocus={() => {
           if (i !== activeIndex) setActive(i);
         }}
-        style={{ transform: `translateY(${i * rowHeight}px)`, height: rowHeight }}
+        style={{ ...rowStyle, transform: `translateY(${i * rowHeight}px)`, height: rowHeight }}
       >
         {renderRow(item, i, i === activeIndex)}
       </div>,

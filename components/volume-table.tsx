@@ -8,8 +8,8 @@ import { STAGE_LABEL, VOLUME_STATES, rowPodName, type VolumeRow } from '../lib/d
 import type { ConnectionPhase } from '../lib/dashboard/queries.ts';
 import { podHref, volumeHref } from '../lib/dashboard/routes.ts';
 import {
-  applyVolumeFilters,
-  namespacesOf,
+  createNamespacesSelector,
+  createVolumeFiltersSelector,
   parseVolumeFilters,
   volumeFiltersToSearch,
   type VolumeFilters,
@@ -150,8 +150,12 @@ export function VolumeTable({ node, rows, phase, synced, onAction }: VolumeTable
   }, [text, filters, setFilters]);
 
   const deferredRows = useDeferredValue(rows);
-  const namespaces = useMemo(() => namespacesOf(deferredRows), [deferredRows]);
-  const shown = useMemo(() => applyVolumeFilters(deferredRows, filters), [deferredRows, filters]);
+  // Selectors with memory: a flush that changes a few rows updates the previous result instead of
+  // filtering and sorting every row again (see createVolumeFiltersSelector).
+  const [selectShown] = useState(createVolumeFiltersSelector);
+  const [selectNamespaces] = useState(createNamespacesSelector);
+  const namespaces = useMemo(() => selectNamespaces(deferredRows), [selectNamespaces, deferredRows]);
+  const shown = useMemo(() => selectShown(deferredRows, filters), [selectShown, deferredRows, filters]);
   const ctx = useMemo<RowContext>(() => ({ node, phase, synced, onAction }), [node, phase, synced, onAction]);
   const renderRow = useCallback((row: VolumeRow) => <VolumeTableRow row={row} ctx={ctx} />, [ctx]);
   const getKey = useCallback((row: VolumeRow) => row.id, []);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { exampleSnapshot } from '../api/snapshot-fixtures.ts';
-import { describeUnmount, resyncAvailability, retryAvailability, retryRequestFor, unmountAvailability } from './action-guards.ts';
+import { describeRetry, describeUnmount, resyncAvailability, retryAvailability, retryRequestFor, unmountAvailability } from './action-guards.ts';
 import { deriveVolumeRows, type VolumeRow } from './pipeline.ts';
 
 const snapshot = exampleSnapshot();
@@ -35,5 +35,14 @@ describe('when actions are offered', () => {
     expect(text).toContain('of pod default/web-0');
     expect(text).toContain('on node-a');
     expect(text).toContain('If a check fails, nothing is done');
+  });
+
+  it('the retry confirmation says a failing retry restarts the backoff at 500 ms, not at a doubled delay', () => {
+    if (op === undefined) throw new Error('fixture');
+    const text = describeRetry('node-a', { ...op, failures: 4, durationBeforeRetryMs: 8_000 });
+    expect(text).toContain('clears the backoff of');
+    expect(text).toContain('4 failures so far');
+    expect(text).toContain('If it fails again, the backoff restarts at 500 ms (the kubelet’s initial durationBeforeRetry).');
+    expect(text).not.toMatch(/doubl/);
   });
 });

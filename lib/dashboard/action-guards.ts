@@ -53,13 +53,21 @@ export function describeResync(node: string): string {
   );
 }
 
+/**
+ * The kubelet's initial `durationBeforeRetry` (lib/operationexecutor/exponential-backoff.ts; not
+ * imported: dashboard code depends on lib/api only). Retry now deletes the operation's backoff
+ * entry, as a success would, so a failure after it backs off this long, not the doubled delay.
+ */
+const INITIAL_BACKOFF_TEXT = '500 ms';
+
 /** The confirmation text of Retry now. */
 export function describeRetry(node: string, op: Operation): string {
   const pod = op.podUid === null ? 'a volume-level operation' : `pod ${op.podUid}`;
   return (
     `Retry now on ${node}: clears the backoff of ${op.operationName} for volume ${op.volume} (${pod}, ` +
     `${op.failures} failure${op.failures === 1 ? '' : 's'} so far), so the reconciler starts it again on its ` +
-    'next pass instead of waiting for the backoff to expire. If it fails again, backoff resumes at the doubled delay.'
+    `next pass instead of waiting for the backoff to expire. If it fails again, the backoff restarts at ${INITIAL_BACKOFF_TEXT} ` +
+    '(the kubelet’s initial durationBeforeRetry).'
   );
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isAgentApiError } from '../api/index.ts';
-import { postResync, postRetry, postUnmount } from './actions-client.ts';
+import { orphanCleanup, postResync, postRetry, postUnmount } from './actions-client.ts';
 import { isAgentUnavailableError } from './dashboard-error.ts';
 
 /** The URL of a fetch input. */
@@ -44,5 +44,45 @@ describe('actions from the browser', () => {
   it('an answer that breaks the contract is an error, not a wrong result', async () => {
     const f = fakeFetch(200, { cleared: 5 });
     await expect(postRetry('node-a', { volume: 'v' }, f.fetch)).rejects.toThrow();
+  });
+
+  it('an orphan dry run posts podUid and dryRun to the dashboard route and returns the plan', async () => {
+    const plan = {
+      podUid: 'uid-1',
+      outcome: 'planned',
+      unmounts: ['/var/lib/kubelet/pods/uid-1/volumes/kubernetes.io~csi/pv-1/mount'],
+      removals: ['/var/lib/kubelet/pods/uid-1/volumes/kubernetes.io~csi/pv-1'],
+      kept: [{ path: '/var/lib/kubelet/pods/uid-1/etc-hosts', reason: 'a file' }],
+      failures: [],
+      checks: [{ name: 'pod-not-known-to-api', ok: true, detail: 'the API server has no pod uid-1' }],
+    };
+    const f = fakeFetch(200, plan);
+    await expect(orphanCleanup('node a', { podUid: 'uid-1', dryRun: true }, f.fetch)).resolves.toEqual(plan);
+    expect(f.calls[0]?.url).toBe('/api/agents/node%20a/orphans/cleanup');
+    expect(f.calls[0]?.init?.method).toBe('POST');
+    expect(f.calls[0]?.init?.body).toBe('{"podUid":"uid-1","dryRun":true}');
+    expect(new Headers(f.calls[0]?.init?.headers).get('content-type')).toBe('application/json');
+    expect(new Headers(f.calls[0]?.init?.headers).has('authorization')).toBe(false);
+  });
+
+  it('a refused orphan cleanup is an AgentApiError with every check', async () => {
+    const checks = [
+      { name: 'cleanup-enabled', ok: false, detail: 'the orphan cleanup is disabled: the agent runs without --allow-orphan-cleanup' },
+    ];
+    const f = fakeFetch(409, { error: { code: 'conflict', message: checks[0]?.detail, checks } });
+    const err: unknown = await orphanCleanup('node-a', { podUid: 'uid-1' }, f.fetch).catch((e: unknown) => e);
+    expect(isAgentApiError(err)).toBe(true);
+    expect(err).toMatchObject({ status: 409, code: 'conflict', checks });
+  });
+
+  it('an agent not in observe mode answers 404, which is an AgentApiError too', async () => {
+    const f = fakeFetch(404, { error: { code: 'not-found', message: 'orphan cleanup exists only in observe mode (--mode=observe)' } });
+    const err: unknown = await orphanCleanup('node-a', { podUid: 'uid-1' }, f.fetch).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 404, code: 'not-found' });
+  });
+
+  it('an orphan cleanup answer with an unknown outcome is an error, not a wrong result', async () => {
+    const f = fakeFetch(200, { podUid: 'uid-1', outcome: 'deleted-everything', unmounts: [], removals: [], kept: [], failures: [], checks: [] });
+    await expect(orphanCleanup('node-a', { podUid: 'uid-1' }, f.fetch)).rejects.toThrow();
   });
 });

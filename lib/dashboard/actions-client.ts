@@ -6,9 +6,12 @@
  */
 import { mutationOptions } from '@tanstack/react-query';
 import {
+  OrphanCleanupResponseSchema,
   ResyncResponseSchema,
   RetryOperationResponseSchema,
   UnmountResponseSchema,
+  type OrphanCleanupRequest,
+  type OrphanCleanupResponse,
   type ResyncResponse,
   type RetryOperationRequest,
   type RetryOperationResponse,
@@ -58,6 +61,28 @@ export async function postRetry(agent: string, body: RetryOperationRequest, fetc
 /** `POST …/unmount`: unmount one pod's volume after the agent's safety checks. */
 export async function postUnmount(agent: string, body: UnmountRequest, fetchFn: typeof fetch = fetch): Promise<UnmountResponse> {
   return UnmountResponseSchema.parse(await post(actionUrl(agent, 'unmount'), body, fetchFn));
+}
+
+/**
+ * `POST …/orphans/cleanup` (observe mode): the guarded cleanup of one orphaned pod directory, or
+ * with `dryRun` only its plan. A refusal (409 with every check, also when the agent runs without
+ * `--allow-orphan-cleanup`) and the 404 of an agent not in observe mode become an `AgentApiError`.
+ */
+export async function orphanCleanup(agent: string, body: OrphanCleanupRequest, fetchFn: typeof fetch = fetch): Promise<OrphanCleanupResponse> {
+  return OrphanCleanupResponseSchema.parse(await post(actionUrl(agent, 'orphans/cleanup'), body, fetchFn));
+}
+
+/**
+ * Mutation options for the orphan cleanup on `agent` (dry run and real run). Never retried: a
+ * cleanup must run at most once per click. The next observe refresh brings the new orphan list
+ * through the live stream; the audit entry arrives the same way.
+ */
+export function orphanCleanupMutationOptions(agent: string) {
+  return mutationOptions<OrphanCleanupResponse, Error, OrphanCleanupRequest>({
+    mutationKey: [...agentKeys.agent(agent), 'orphan-cleanup'],
+    retry: false,
+    mutationFn: (request) => orphanCleanup(agent, request),
+  });
 }
 
 /** What an action dialog asks the agent to do. */

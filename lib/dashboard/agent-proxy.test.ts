@@ -254,6 +254,19 @@ describe('actions', () => {
     expect(await res.json()).toEqual(refusal);
   });
 
+  it('an orphan cleanup is validated and forwarded to /api/v1/orphans/cleanup with the token; an unknown field is a 400', async () => {
+    const planned = { podUid: 'o1', outcome: 'planned', unmounts: ['/var/lib/kubelet/pods/o1/volumes/x'], removals: [], kept: [], failures: [], checks: [] };
+    const { deps, upstream } = setup(() => Response.json(planned));
+    const res = await proxyAgentAction(json({ podUid: 'o1', dryRun: true }), 'node-a', 'orphan-cleanup', deps);
+    expect(upstream[0]).toMatchObject({ url: 'http://10.0.0.5:7070/api/v1/orphans/cleanup', method: 'POST', body: '{"podUid":"o1","dryRun":true}' });
+    expect(upstream[0]?.headers.get('authorization')).toBe(`Bearer ${TOKEN}`);
+    expect([res.status, await res.json()]).toEqual([200, planned]);
+
+    const bad = await proxyAgentAction(json({ podUid: 'o1', force: true }), 'node-a', 'orphan-cleanup', deps);
+    expect(bad.status).toBe(400);
+    expect(upstream).toHaveLength(1);
+  });
+
   it('a retry body that breaks the schema is a 400 naming the field, and nothing is forwarded', async () => {
     const { deps, upstream } = setup(() => Response.json({}));
     const res = await proxyAgentAction(json({ volume: 'v', podUid: 5 }), 'node-a', 'retry', deps);

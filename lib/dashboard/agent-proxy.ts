@@ -7,7 +7,7 @@
  *   chunk by chunk (no buffering), with the client's `Last-Event-ID`; a client disconnect aborts
  *   the upstream request, and server shutdown closes the stream.
  * - `proxyAgentSnapshot`: `GET /api/agents/<name>/snapshot`.
- * - `proxyAgentAction`: `POST /api/agents/<name>/{resync,operations/retry,unmount}`; the body is
+ * - `proxyAgentAction`: `POST /api/agents/<name>/{resync,operations/retry,unmount,orphans/cleanup}`; the body is
  *   validated with the contract's schemas first, the agent's answer (including a 409 with its
  *   checks) is passed through with its status.
  * - `listAgents`: `GET /api/agents`, names, URLs and when each was last seen.
@@ -18,6 +18,7 @@
 import {
   API_ROUTES,
   MAX_REQUEST_BODY_BYTES,
+  OrphanCleanupRequestSchema,
   RetryOperationRequestSchema,
   UnmountRequestSchema,
   isInvalidRequestBodyError,
@@ -63,7 +64,7 @@ export class AgentContactRegistry {
 }
 
 /** An operator action the dashboard proxies. */
-export type AgentAction = 'resync' | 'retry' | 'unmount';
+export type AgentAction = 'resync' | 'retry' | 'unmount' | 'orphan-cleanup';
 
 /** Everything the handlers need from the outside; injected so tests need no network or files. */
 export interface AgentProxyDeps {
@@ -322,8 +323,28 @@ async function readBody(req: Request): Promise<string | null> {
   return new TextEncoder().encode(text).length > MAX_REQUEST_BODY_BYTES ? null : text;
 }
 
+/** The agent route of each action. */
+const actionRoutes = {
+  resync: API_ROUTES.resync,
+  retry: API_ROUTES.retryOperation,
+  unmount: API_ROUTES.unmount,
+  'orphan-cleanup': API_ROUTES.orphanCleanup,
+} as const satisfies Record<AgentAction, { path: string }>;
+
+/** The validated body of an action with one (throws the 400 error `parseJsonRequestBody` throws). */
+function parseActionBody(action: Exclude<AgentAction, 'resync'>, text: string): unknown {
+  switch (action) {
+    case 'retry':
+      return parseJsonRequestBody(RetryOperationRequestSchema, text);
+    case 'unmount':
+      return parseJsonRequestBody(UnmountRequestSchema, text);
+    case 'orphan-cleanup':
+      return parseJsonRequestBody(OrphanCleanupRequestSchema, text);
+  }
+}
+
 /**
- * `POST /api/agents/<name>/{resync,operations/retry,unmount}`: validates the body, forwards it
+ * `POST /api/agents/<name>/{resync,operations/retry,unmount,orphans/cleanup}`: validates the body, forwards it
  * with the token, and passes the agent's JSON answer through with its status (200, 404, 409 with
  * `checks`, 503, …). A bad body is answered 400 here, in the agent's error shape.
  */
@@ -340,10 +361,9 @@ export async function proxyAgentAction(req: Request, name: string, action: Agent
       if (text === null) {
         return jsonResponse(413, apiErrorBody('payload-too-large', `body: larger than ${MAX_REQUEST_BODY_BYTES} bytes`));
       }
-      const parsed = action === 'retry' ? parseJsonRequestBody(RetryOperationRequestSchema, text) : parseJsonRequestBody(UnmountRequestSchema, text);
-      body = JSON.stringify(parsed);
+      body = JSON.stringify(parseActionBody(action, text));
     }
-    const route = action === 'resync' ? API_ROUTES.resync : action === 'retry' ? API_ROUTES.retryOperation : API_ROUTES.unmount;
+    const route = actionRoutes[action];
     const signal = AbortSignal.any([req.signal, AbortSignal.timeout(deps.actionTimeoutMs)]);
     const response = await agentFetch(deps, agent, route.path, {
       method: 'POST',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { emptySnapshot, exampleSnapshot, largeSnapshot } from '../api/snapshot-fixtures.ts';
+import type { Snapshot } from '../api/index.ts';
+import { emptySnapshot, exampleSnapshot, generatedOperation, largeSnapshot } from '../api/snapshot-fixtures.ts';
 import { summarizeNode } from './node-summary.ts';
 
 describe('node summary', () => {
@@ -39,4 +40,28 @@ describe('node summary', () => {
     const snapshot = exampleSnapshot();
     expect(summarizeNode(snapshot)).toBe(summarizeNode(snapshot));
   });
+
+  it('successive snapshots that share collections and items are counted as if each were new', () => {
+    // Arrange: a node, then one mount turned uncertain (new volumes array, other volumes reused),
+    // then only an operation added, then a pod removed
+    const s1 = largeSnapshot(20);
+    const volumes = s1.actual.volumes.map((v, i) => (i === 4 ? { ...v, pods: v.pods.map((m) => ({ ...m, mountState: 'uncertain' as const })) } : v));
+    const s2: Snapshot = { ...s1, seq: 2, actual: { volumes } };
+    const s3: Snapshot = { ...s2, seq: 3, operations: [generatedOperation(4, 1)] };
+    const s4: Snapshot = { ...s3, seq: 4, desired: { pods: s3.desired.pods.filter((_, i) => i !== 4) } };
+
+    // Act
+    const summaries = [s1, s2, s3, s4].map((s) => summarizeNode(s));
+
+    // Assert: the same numbers as for deep copies (which share nothing with what was cached)
+    const fresh = [s1, s2, s3, s4].map((s) => summarizeNode(structuredClone(s)));
+    expect(summaries).toEqual(fresh);
+    expect(summaries.map((s) => [s.mounted, s.uncertain, s.pending, s.desiredVolumes, s.inBackoff])).toEqual([
+      [20, 0, 0, 20, 0],
+      [19, 1, 1, 20, 0],
+      [19, 1, 1, 20, 1],
+      [19, 1, 0, 19, 1],
+    ]);
+  });
 });
+

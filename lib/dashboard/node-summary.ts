@@ -1,7 +1,7 @@
 /**
  * The per-node numbers of the overview page, derived from a snapshot. Pure.
  */
-import type { ReconstructedVolume, Snapshot } from '../api/index.ts';
+import type { ActualVolume, DesiredPod, ReconstructedVolume, Snapshot } from '../api/index.ts';
 
 /** A reconstruction outcome (`reconstruction.volumes[].outcome`). */
 export type ReconstructionOutcome = ReconstructedVolume['outcome'];
@@ -56,31 +56,84 @@ export interface NodeSummary {
 
 const summaryCache = new WeakMap<Snapshot, NodeSummary>();
 
-/** The overview numbers of `snapshot` (memoized per snapshot object). */
-export function summarizeNode(snapshot: Snapshot): NodeSummary {
-  const cached = summaryCache.get(snapshot);
+// The volume counts are the expensive part (a pass over every pod and volume). Deltas keep an
+// unchanged collection's array and unchanged items by reference, so they are cached per array
+// (a delta that only touches operations reuses them) and per item (a changed array recounts
+// without rebuilding each item's keys).
+
+/** What the actual state contributes: counts, and the `podUid/volumeName` pairs mounted. */
+interface ActualCounts {
+  readonly mounted: number;
+  readonly uncertain: number;
+  readonly mountedPairs: ReadonlySet<string>;
+}
+
+/** What the desired state contributes, given the mounted pairs it was counted against. */
+interface DesiredCounts {
+  readonly desiredVolumes: number;
+  readonly pending: number;
+}
+
+const actualCountsCache = new WeakMap<readonly ActualVolume[], ActualCounts>();
+const desiredCountsCache = new WeakMap<readonly DesiredPod[], { readonly against: ReadonlySet<string>; readonly counts: DesiredCounts }>();
+const volumeCountsCache = new WeakMap<ActualVolume, { readonly uncertain: number; readonly mountedPairs: readonly string[] }>();
+const podPairsCache = new WeakMap<DesiredPod, readonly string[]>();
+
+function countActual(volumes: readonly ActualVolume[]): ActualCounts {
+  const cached = actualCountsCache.get(volumes);
   if (cached !== undefined) return cached;
-  let desiredVolumes = 0;
-  let pending = 0;
   const mountedPairs = new Set<string>();
   let mounted = 0;
   let uncertain = 0;
-  for (const volume of snapshot.actual.volumes) {
-    if (volume.attachState === 'uncertain') uncertain++;
-    if (volume.deviceMountState === 'uncertain') uncertain++;
-    for (const mount of volume.pods) {
-      if (mount.mountState === 'mounted') {
-        mounted++;
-        mountedPairs.add(`${mount.podUid}/${mount.outerVolumeName}`);
-      } else {
-        uncertain++;
+  for (const volume of volumes) {
+    let item = volumeCountsCache.get(volume);
+    if (item === undefined) {
+      let u = 0;
+      const pairs: string[] = [];
+      if (volume.attachState === 'uncertain') u++;
+      if (volume.deviceMountState === 'uncertain') u++;
+      for (const mount of volume.pods) {
+        if (mount.mountState === 'mounted') pairs.push(`${mount.podUid}/${mount.outerVolumeName}`);
+        else u++;
       }
+      item = { uncertain: u, mountedPairs: pairs };
+      volumeCountsCache.set(volume, item);
     }
+    uncertain += item.uncertain;
+    // Every mounted pod mount counts, even two of the same pair (as the per-mount count did).
+    mounted += item.mountedPairs.length;
+    for (const pair of item.mountedPairs) mountedPairs.add(pair);
   }
-  for (const pod of snapshot.desired.pods) {
-    desiredVolumes += pod.volumes.length;
-    for (const volume of pod.volumes) if (!mountedPairs.has(`${pod.uid}/${volume.name}`)) pending++;
+  const counts = { mounted, uncertain, mountedPairs };
+  actualCountsCache.set(volumes, counts);
+  return counts;
+}
+
+function countDesired(pods: readonly DesiredPod[], mountedPairs: ReadonlySet<string>): DesiredCounts {
+  const cached = desiredCountsCache.get(pods);
+  if (cached !== undefined && cached.against === mountedPairs) return cached.counts;
+  let desiredVolumes = 0;
+  let pending = 0;
+  for (const pod of pods) {
+    let pairs = podPairsCache.get(pod);
+    if (pairs === undefined) {
+      pairs = pod.volumes.map((volume) => `${pod.uid}/${volume.name}`);
+      podPairsCache.set(pod, pairs);
+    }
+    desiredVolumes += pairs.length;
+    for (const pair of pairs) if (!mountedPairs.has(pair)) pending++;
   }
+  const counts = { desiredVolumes, pending };
+  desiredCountsCache.set(pods, { against: mountedPairs, counts });
+  return counts;
+}
+
+/** The overview numbers of `snapshot` (memoized per snapshot object, and per collection inside). */
+export function summarizeNode(snapshot: Snapshot): NodeSummary {
+  const cached = summaryCache.get(snapshot);
+  if (cached !== undefined) return cached;
+  const { mounted, uncertain, mountedPairs } = countActual(snapshot.actual.volumes);
+  const { desiredVolumes, pending } = countDesired(snapshot.desired.pods, mountedPairs);
   let inBackoff = 0;
   let running = 0;
   for (const op of snapshot.operations) {

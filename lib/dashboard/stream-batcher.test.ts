@@ -1,8 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { computeDelta, normalizeSnapshot, type AgentStreamEvent, type Snapshot } from '../api/index.ts';
-import { exampleSnapshot } from '../api/snapshot-fixtures.ts';
+import { applyDelta, computeDelta, normalizeSnapshot, type AgentStreamEvent, type Operation, type Snapshot } from '../api/index.ts';
+import { exampleSnapshot, generatedOperation, largeSnapshot } from '../api/snapshot-fixtures.ts';
 import { realClock } from '../clock/clock.ts';
 import { createStreamBatcher } from './stream-batcher.ts';
+
+// applyDelta is counted (and still applied) to check that a burst is applied once per flush.
+vi.mock('../api/index.ts', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../api/index.ts')>();
+  return { ...actual, applyDelta: vi.fn(actual.applyDelta) };
+});
 
 const s42 = normalizeSnapshot(exampleSnapshot());
 const s43: Snapshot = { ...s42, seq: 43, statesSynced: false };
@@ -136,5 +142,80 @@ describe('the stream batcher', () => {
     batcher.dispose();
     await vi.advanceTimersByTimeAsync(1_000);
     expect(flushed).toEqual([]);
+  });
+
+  /** A node with 50 pods and the snapshots after each of `count` operation changes. */
+  function history(count: number): Snapshot[] {
+    const states = [normalizeSnapshot(largeSnapshot(50))];
+    for (let i = 0; i < count; i++) {
+      const prev = states[states.length - 1] as Snapshot;
+      const op: Operation = generatedOperation(i % 7, 1 + Math.floor(i / 7));
+      // Every third change also ends an operation, every fifth adds an event (the ring keeps 3).
+      const operations = normalizeSnapshot({ ...prev, operations: [...prev.operations.filter((o) => o.volume !== op.volume), op] }).operations;
+      states.push({
+        ...prev,
+        seq: prev.seq + 1,
+        operations: i % 3 === 2 ? operations.slice(1) : operations,
+        recentEvents: i % 5 === 0 ? [...prev.recentEvents, { time: i, type: 'Normal' as const, reason: 'R', podUid: null, message: String(i) }].slice(-3) : prev.recentEvents,
+      });
+    }
+    return states;
+  }
+
+  it('a burst of deltas between flushes ends in exactly the state of folding them one by one, applied once', async () => {
+    // Arrange
+    const states = history(40);
+    const { batcher, flushed } = setup(states[0]);
+    vi.mocked(applyDelta).mockClear();
+
+    // Act: every delta in one go, as one network chunk delivers them
+    for (let i = 1; i < states.length; i++) batcher.push(delta(states[i - 1] as Snapshot, states[i] as Snapshot));
+    await vi.advanceTimersByTimeAsync(0);
+
+    // Assert
+    expect(flushed).toHaveLength(1);
+    expect(flushed[0]).toEqual(normalizeSnapshot(states[states.length - 1] as Snapshot));
+    expect(applyDelta).toHaveBeenCalledTimes(1);
+  });
+
+  it('reading the state mid-burst gives every delta accepted so far', () => {
+    const states = history(6);
+    const { batcher } = setup(states[0]);
+    for (let i = 1; i <= 3; i++) batcher.push(delta(states[i - 1] as Snapshot, states[i] as Snapshot));
+    expect(batcher.state).toEqual(normalizeSnapshot(states[3] as Snapshot));
+    for (let i = 4; i <= 6; i++) batcher.push(delta(states[i - 1] as Snapshot, states[i] as Snapshot));
+    expect(batcher.state).toEqual(normalizeSnapshot(states[6] as Snapshot));
+  });
+
+  it('a gap after queued deltas keeps them and names the seq they reached', async () => {
+    // Arrange
+    const states = history(5);
+    const { batcher, flushed, gaps } = setup(states[0]);
+
+    // Act: 1→2 and 2→3 follow; 4→5 does not
+    batcher.push(delta(states[0] as Snapshot, states[1] as Snapshot));
+    batcher.push(delta(states[1] as Snapshot, states[2] as Snapshot));
+    batcher.push(delta(states[3] as Snapshot, states[4] as Snapshot));
+    await vi.advanceTimersByTimeAsync(0);
+
+    // Assert
+    expect(gaps).toEqual([`delta ${(states[3] as Snapshot).seq}->${(states[4] as Snapshot).seq} does not apply to snapshot ${(states[2] as Snapshot).seq}`]);
+    expect(flushed.map((f) => f.seq)).toEqual([(states[2] as Snapshot).seq]);
+    expect(flushed[0]).toEqual(normalizeSnapshot(states[2] as Snapshot));
+  });
+
+  it('a delta that repeats an upserted key is applied as the reducer applies it', async () => {
+    // Arrange
+    const op = s42.operations[0] as Operation;
+    const { batcher, flushed } = setup(s42);
+    const odd = { fromSeq: 43, seq: 44, operations: { upsert: [op, { ...op, failures: 9 }] } };
+
+    // Act
+    batcher.push(delta(s42, s43));
+    batcher.push({ type: 'delta', delta: odd });
+    await vi.advanceTimersByTimeAsync(0);
+
+    // Assert
+    expect(flushed[0]).toEqual(applyDelta(applyDelta(s42, computeDelta(s42, s43)), odd));
   });
 });

@@ -1,11 +1,18 @@
 /**
  * Folds the agent's stream events into a snapshot with the shared pure reducer
  * (`reduceAgentStream` → `applyDelta`) and hands the result on at most once per interval, so a
- * burst of deltas costs one render. Stale deltas are ignored by the reducer; a gap (a delta that
- * does not follow) is reported once so the connection can reconnect with its `Last-Event-ID`.
+ * burst of deltas costs one render. Stale deltas are ignored; a gap (a delta that does not
+ * follow) is reported once so the connection can reconnect with its `Last-Event-ID`.
+ *
+ * Deltas are not applied one by one: each `applyDelta` normalizes the whole snapshot (a pass
+ * over every pod and volume), which at 10,000 volumes made a network chunk of a few dozen deltas
+ * a task of hundreds of ms. Accepted deltas are composed (perf-delta-composer.ts) and applied
+ * once, when the state is flushed or read; the result equals folding them one by one. Sequence
+ * checks still run per delta, on arrival, with the reducer's rules and errors.
  */
-import { isDeltaSequenceError, reduceAgentStream, type AgentStreamEvent, type DeltaSequenceError, type Snapshot } from '../api/index.ts';
+import { DeltaSequenceError, applyDelta, isDeltaSequenceError, reduceAgentStream, type AgentStreamEvent, type Delta, type Snapshot } from '../api/index.ts';
 import type { Clock, TimerHandle } from '../clock/clock.ts';
+import { canCompose, createDeltaComposer, type DeltaComposer } from './perf-delta-composer.ts';
 
 /** The default flush interval: at most one render per 250 ms. */
 export const STREAM_FLUSH_INTERVAL_MS = 250;
@@ -30,7 +37,10 @@ export interface StreamBatcherOptions {
 export interface StreamBatcher {
   /** Applies one event to the pending state and schedules a flush. */
   push(event: AgentStreamEvent): void;
-  /** The folded state (possibly not flushed yet); its `seq` is the `Last-Event-ID` to resume from. */
+  /**
+   * The folded state (possibly not flushed yet); its `seq` is the `Last-Event-ID` to resume from.
+   * Reading it applies the deltas accepted since the last read or flush.
+   */
   readonly state: Snapshot | null;
   /** True after a gap until {@link resume} or a snapshot. */
   readonly gapped: boolean;
@@ -46,17 +56,29 @@ export interface StreamBatcher {
 export function createStreamBatcher(options: StreamBatcherOptions): StreamBatcher {
   const interval = options.intervalMs ?? STREAM_FLUSH_INTERVAL_MS;
   const { clock } = options;
-  let state = options.initial;
+  /** The folded state without the deltas in `pending`. */
+  let base = options.initial;
+  /** Accepted deltas that follow `base`, not applied yet; `null` when none. */
+  let pending: DeltaComposer | null = null;
   let flushed = options.initial;
   let lastFlushAt = Number.NEGATIVE_INFINITY;
   let timer: TimerHandle | null = null;
   let gapped = false;
+
+  /** `base` with the pending deltas applied (once). */
+  const materialize = (): Snapshot | null => {
+    const delta = pending?.compose() ?? null;
+    pending = null;
+    if (base !== null && delta !== null) base = applyDelta(base, delta);
+    return base;
+  };
 
   const flush = (): void => {
     if (timer !== null) {
       clock.clearTimeout(timer);
       timer = null;
     }
+    const state = materialize();
     if (state === null || state === flushed) return;
     flushed = state;
     lastFlushAt = clock.now();
@@ -73,14 +95,37 @@ export function createStreamBatcher(options: StreamBatcherOptions): StreamBatche
     }, delay);
   };
 
+  /**
+   * Queues a delta, with `applyDeltaIfNewer`'s rules on the state it would apply to: stale
+   * (`seq` not newer) → ignored; not following or not advancing → a DeltaSequenceError.
+   */
+  const pushDelta = (delta: Delta): void => {
+    const seq = pending?.seq ?? base?.seq ?? null;
+    if (base === null || seq === null) throw new DeltaSequenceError(null, delta.fromSeq, delta.seq);
+    if (delta.seq <= seq) return;
+    if (delta.seq <= delta.fromSeq || delta.fromSeq !== seq) throw new DeltaSequenceError(seq, delta.fromSeq, delta.seq);
+    if (!canCompose(delta)) {
+      base = applyDelta(materialize() ?? base, delta);
+    } else {
+      pending ??= createDeltaComposer(base);
+      pending.add(delta);
+    }
+    schedule();
+  };
+
   return {
     push(event) {
       if (gapped && event.type === 'delta') return;
       try {
-        const next = reduceAgentStream(state, event);
-        if (event.type === 'snapshot') gapped = false;
-        if (next === state) return;
-        state = next;
+        if (event.type === 'delta') {
+          pushDelta(event.delta);
+          return;
+        }
+        pending = null;
+        gapped = false;
+        const next = reduceAgentStream(base, event);
+        if (next === base) return;
+        base = next;
         schedule();
       } catch (err) {
         if (!isDeltaSequenceError(err)) throw err;
@@ -89,7 +134,7 @@ export function createStreamBatcher(options: StreamBatcherOptions): StreamBatche
       }
     },
     get state() {
-      return state;
+      return materialize();
     },
     get gapped() {
       return gapped;

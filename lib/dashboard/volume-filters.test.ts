@@ -1,7 +1,18 @@
-import { describe, expect, it } from 'vitest';
-import { exampleSnapshot } from '../api/snapshot-fixtures.ts';
-import { deriveVolumeRows, type VolumeRow } from './pipeline.ts';
-import { DEFAULT_VOLUME_FILTERS, applyVolumeFilters, namespacesOf, parseVolumeFilters, volumeFiltersToSearch } from './volume-filters.ts';
+import fc from 'fast-check';
+import { describe, expect, it, vi } from 'vitest';
+import { exampleSnapshot, generatedOperation, largeSnapshot } from '../api/snapshot-fixtures.ts';
+import { VOLUME_STATES, deriveVolumeRows, type VolumeRow } from './pipeline.ts';
+import {
+  DEFAULT_VOLUME_FILTERS,
+  VOLUME_SORT_KEYS,
+  applyVolumeFilters,
+  createNamespacesSelector,
+  createVolumeFiltersSelector,
+  namespacesOf,
+  parseVolumeFilters,
+  volumeFiltersToSearch,
+  type VolumeFilters,
+} from './volume-filters.ts';
 
 describe('filters in the URL', () => {
   it.each([
@@ -58,5 +69,87 @@ describe('applying filters and sorting', () => {
 
   it('namespaces are listed once each, sorted', () => {
     expect(namespacesOf(rows)).toEqual(['default', 'prod']);
+  });
+});
+
+describe('filtering and sorting successive rows with memory', () => {
+  const start = deriveVolumeRows(largeSnapshot(60));
+  const filters: fc.Arbitrary<VolumeFilters> = fc.record({
+    ns: fc.constantFrom(null, 'load', 'other'),
+    state: fc.constantFrom(null, ...VOLUME_STATES),
+    q: fc.constantFrom('', 'load-1', 'unavailable'),
+    sort: fc.constantFrom(...VOLUME_SORT_KEYS),
+    dir: fc.constantFrom('asc' as const, 'desc' as const),
+  });
+  /** A change to the row at `index`: what a delta does to a row (state, operation, namespace). */
+  const change = fc.record({ index: fc.nat({ max: start.length - 1 }), kind: fc.constantFrom('backoff', 'ready', 'namespace', 'pod'), n: fc.nat({ max: 5 }) });
+
+  function applyChange(rows: VolumeRow[], c: { index: number; kind: string; n: number }): void {
+    const row = rows[c.index] as VolumeRow;
+    if (c.kind === 'backoff') rows[c.index] = { ...row, state: 'backoff', operation: generatedOperation(c.index, 1 + c.n) };
+    else if (c.kind === 'ready') rows[c.index] = { ...row, state: 'ready', operation: null };
+    else if (c.kind === 'namespace') rows[c.index] = { ...row, namespace: c.n % 2 === 0 ? 'other' : 'load' };
+    // Same pod name as another row: the sort falls back to the pod UID.
+    else rows[c.index] = { ...row, podName: `load-${c.n}` };
+  }
+
+  it('gives what applyVolumeFilters gives, flush after flush', () => {
+    fc.assert(
+      fc.property(filters, fc.array(fc.array(change, { maxLength: 12 }), { minLength: 1, maxLength: 6 }), fc.nat({ max: 5 }), filters, (f, flushes, switchAt, other) => {
+        const select = createVolumeFiltersSelector();
+        let rows = [...start];
+        expect(select(rows, f)).toEqual(applyVolumeFilters(rows, f));
+        flushes.forEach((changes, i) => {
+          rows = [...rows];
+          for (const c of changes) applyChange(rows, c);
+          // Now and then the filters change between flushes too.
+          const current = i === switchAt ? other : f;
+          expect(select(rows, current)).toEqual(applyVolumeFilters(rows, current));
+        });
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('returns the same array for the same rows and equal filters, a new one when a row changed', () => {
+    const select = createVolumeFiltersSelector();
+    const rows = [...start];
+    const first = select(rows, { ...DEFAULT_VOLUME_FILTERS, sort: 'retry' });
+    expect(select(rows, { ...DEFAULT_VOLUME_FILTERS, sort: 'retry' })).toBe(first);
+    const next = [...rows];
+    next[7] = { ...(rows[7] as VolumeRow), state: 'backoff', operation: generatedOperation(7, 1) };
+    const second = select(next, { ...DEFAULT_VOLUME_FILTERS, sort: 'retry' });
+    expect(second).not.toBe(first);
+    // Sorted by next retry: the one row with an operation comes first.
+    expect(second[0]).toBe(next[7]);
+  });
+
+  it('a flush that changes a few rows updates the previous result without sorting every row again', () => {
+    // Arrange
+    const select = createVolumeFiltersSelector();
+    const f = { ...DEFAULT_VOLUME_FILTERS, sort: 'retry' as const };
+    select(start, f);
+    const next = [...start];
+    next[5] = { ...(start[5] as VolumeRow), state: 'backoff', operation: generatedOperation(5, 2) };
+    const sort = vi.spyOn(Array.prototype, 'sort');
+
+    // Act
+    const shown = select(next, f);
+
+    // Assert
+    const sorts = sort.mock.calls.length;
+    sort.mockRestore();
+    expect(sorts).toBe(0);
+    expect(shown).toEqual(applyVolumeFilters(next, f));
+  });
+
+  it('the namespaces stay the same array while no row changed its namespace', () => {
+    const select = createNamespacesSelector();
+    const rows = [...start];
+    const first = select(rows);
+    const stateOnly = rows.map((r, i) => (i === 3 ? { ...r, state: 'backoff' as const } : r));
+    expect(select(stateOnly)).toBe(first);
+    const moved = rows.map((r, i) => (i === 3 ? { ...r, namespace: 'other' } : r));
+    expect(select(moved)).toEqual(['load', 'other']);
   });
 });
