@@ -6,6 +6,7 @@ import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
 import type { SseMessage } from '../../lib/api/sse.ts';
 import { gcePdVolume, makePod } from '../../lib/volumemanager/testing/harness.ts';
 import { parseLastEventId } from './event-streams.ts';
+import { streamEventId } from '../../lib/api/agent-stream.ts';
 import { waitFor, type EventStreamReader } from './testing/api-client.ts';
 import { startServer, type FixtureOptions, type ServerFixture } from './testing/server-fixture.ts';
 
@@ -57,7 +58,7 @@ describe('GET /api/v1/events', () => {
     await f.harness.clock.advance(50);
   };
 
-  it('starts with the full snapshot, unbuffered headers and id = seq', async () => {
+  it('starts with the full snapshot, unbuffered headers and id = <startedAt>.<seq>', async () => {
     const f = await start();
 
     const reader = await open(f);
@@ -69,7 +70,7 @@ describe('GET /api/v1/events', () => {
     expect(reader.headers.get('x-accel-buffering')).toBe('no');
     expect(reader.headers.get('content-encoding')).toBeNull();
     const snapshot = decodeSnapshot(first);
-    expect(first?.id).toBe(String(snapshot.seq));
+    expect(first?.id).toBe(streamEventId(snapshot.agent.startedAt, snapshot.seq));
     expect(snapshot).toEqual(await getSnapshot(f));
   });
 
@@ -93,7 +94,7 @@ describe('GET /api/v1/events', () => {
     await f.harness.until(() => f.harness.vm.asw.getMountedVolumes().length === 1 && f.harness.vm.reconcilerStatesHasBeenSynced());
     await f.harness.clock.advance(50);
     const fresh = await getSnapshot(f);
-    await waitFor(() => reader.events.at(-1)?.id === String(fresh.seq), `the delta to seq ${fresh.seq}`);
+    await waitFor(() => reader.events.at(-1)?.id === streamEventId(fresh.agent.startedAt, fresh.seq), `the delta to seq ${fresh.seq}`);
 
     // Assert: every event after the first is a delta with consecutive sequence numbers
     const deltas = reader.events.slice(1).map(decodeDelta);
@@ -154,7 +155,7 @@ describe('GET /api/v1/events', () => {
     for (const reason of ['A', 'B', 'C']) await change(f, reason);
 
     // Act
-    const resumed = await open(f, String(seen.seq));
+    const resumed = await open(f, streamEventId(seen.agent.startedAt, seen.seq));
     const events = await resumed.waitForEvents(3);
 
     // Assert
@@ -168,7 +169,7 @@ describe('GET /api/v1/events', () => {
     await change(f);
     const current = await getSnapshot(f);
 
-    const resumed = await open(f, String(current.seq));
+    const resumed = await open(f, streamEventId(current.agent.startedAt, current.seq));
     await change(f, 'Next');
     const [message] = await resumed.waitForEvents(1);
 
@@ -176,16 +177,20 @@ describe('GET /api/v1/events', () => {
   });
 
   it.each([
-    { name: 'older than the journal', lastEventId: () => '0' },
-    { name: 'from the future (another agent process)', lastEventId: () => '1000' },
-    { name: 'not a sequence number', lastEventId: () => 'abc' },
+    { name: 'older than the journal', lastEventId: (t: number) => streamEventId(t, 0) },
+    { name: 'from the future', lastEventId: (t: number) => streamEventId(t, 1000) },
+    // The journal holds seq 2→3 and 3→4 of this process; seq 3 of the process before a restart names another state.
+    { name: 'of another agent process (before a restart)', lastEventId: (t: number) => streamEventId(t - 60_000, 3) },
+    { name: 'a bare seq (no process part)', lastEventId: () => '3' },
+    { name: 'not an event id', lastEventId: () => 'abc' },
   ])('starts with a fresh snapshot when Last-Event-ID is $name', async ({ lastEventId }) => {
     // Arrange: a journal of two deltas, four changes published
     const f = await start({ server: { journalSize: 2 } });
     for (const reason of ['A', 'B', 'C', 'D']) await change(f, reason);
+    const startedAt = (await getSnapshot(f)).agent.startedAt;
 
     // Act
-    const reader = await open(f, lastEventId());
+    const reader = await open(f, lastEventId(startedAt));
     const [first] = await reader.waitForEvents(1);
 
     // Assert
@@ -236,14 +241,14 @@ describe('GET /api/v1/events', () => {
 describe('parseLastEventId', () => {
   it.each([
     { header: undefined, want: null },
-    { header: '42', want: 42 },
-    { header: ' 7 ', want: 7 },
-    { header: '-1', want: null },
-    { header: '1.5', want: null },
-    { header: '1e3', want: null },
+    { header: '1796025600000.42', want: { startedAt: 1_796_025_600_000, seq: 42 } },
+    { header: ' 5.7 ', want: { startedAt: 5, seq: 7 } },
+    { header: '42', want: null },
+    { header: '-1.1', want: null },
+    { header: '1e3.1', want: null },
     { header: '', want: null },
-    { header: ['1', '2'], want: 2 },
+    { header: ['1.1', '1.2'], want: { startedAt: 1, seq: 2 } },
   ])('reads $header as $want', ({ header, want }) => {
-    expect(parseLastEventId(header)).toBe(want);
+    expect(parseLastEventId(header)).toEqual(want);
   });
 });

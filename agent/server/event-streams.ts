@@ -6,6 +6,7 @@
  * for proxies, Nagle off); an idle stream gets a `: keepalive` comment.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseStreamEventId } from '../../lib/api/agent-stream.ts';
 import { SSE_KEEPALIVE, SSE_KEEPALIVE_INTERVAL_MS } from '../../lib/api/sse.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
@@ -25,11 +26,14 @@ export const EVENT_STREAM_HEADERS = {
   'X-Accel-Buffering': 'no',
 } as const;
 
-/** A `Last-Event-ID` header as a sequence number, or null when absent or not a sequence number. */
-export function parseLastEventId(header: string | string[] | undefined): number | null {
+/**
+ * A `Last-Event-ID` header as `{startedAt, seq}` (the stream's `<startedAt>.<seq>` ids), or null
+ * when absent or of another form (a bare seq included: it cannot say which agent process it
+ * came from).
+ */
+export function parseLastEventId(header: string | string[] | undefined): { startedAt: number; seq: number } | null {
   const value = Array.isArray(header) ? header[header.length - 1] : header;
-  if (value === undefined || !/^[0-9]{1,15}$/.test(value.trim())) return null;
-  return Number(value.trim());
+  return value === undefined ? null : parseStreamEventId(value);
 }
 
 export interface EventStreamsOptions {
@@ -99,7 +103,7 @@ export class EventStreams {
     // Bring the snapshot up to date first, so that what the client starts from is current.
     feed.flush();
     const lastEventId = parseLastEventId(req.headers['last-event-id']);
-    const resumed = lastEventId === null ? null : feed.deltasSince(lastEventId);
+    const resumed = lastEventId === null ? null : feed.deltasSince(lastEventId.seq, lastEventId.startedAt);
     const first = resumed === null ? feed.snapshotEvent() : resumed.map((entry) => entry.event).join('');
     const unsubscribe = feed.subscribe((entry) => {
       write(entry.event);

@@ -11,7 +11,7 @@
  * published delta. Some parts change without a notification (pod errors, the reconciler's sync
  * flag); a periodic probe compares those cheap parts and marks the state dirty when they moved.
  */
-import { encodeDeltaEvent, SNAPSHOT_EVENT } from '../../lib/api/agent-stream.ts';
+import { encodeDeltaEvent, SNAPSHOT_EVENT, streamEventId } from '../../lib/api/agent-stream.ts';
 import { computeDelta, type Delta } from '../../lib/api/delta.ts';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import { formatSseEvent } from '../../lib/api/sse.ts';
@@ -138,7 +138,7 @@ export class SnapshotFeed {
   /** The current snapshot as an `event: snapshot` (`encodeSnapshotEvent`, from the same JSON text). */
   snapshotEvent(): string {
     const encoded = this.encodedSnapshot();
-    encoded.event ??= formatSseEvent({ event: SNAPSHOT_EVENT, id: encoded.seq, data: encoded.json });
+    encoded.event ??= formatSseEvent({ event: SNAPSHOT_EVENT, id: streamEventId(this.built.snapshot.agent.startedAt, encoded.seq), data: encoded.json });
     return encoded.event;
   }
 
@@ -151,9 +151,12 @@ export class SnapshotFeed {
   /**
    * The deltas that take a client from `seq` to the current snapshot: `[]` when `seq` is
    * current, null when the journal no longer holds them all (or `seq` was never published by
-   * this process, e.g. it is ahead): the client needs a fresh snapshot.
+   * this process, e.g. it is ahead, or `startedAt` is another process's): the client needs a
+   * fresh snapshot.
    */
-  deltasSince(seq: number): JournalEntry[] | null {
+  deltasSince(seq: number, startedAt: number = this.built.snapshot.agent.startedAt): JournalEntry[] | null {
+    // Another process's series (the agent restarted): its seq numbers name other states.
+    if (startedAt !== this.built.snapshot.agent.startedAt) return null;
     const current = this.built.snapshot.seq;
     if (seq === current) return [];
     if (seq > current) return null;
@@ -185,7 +188,7 @@ export class SnapshotFeed {
     this.nextGapMs = Math.max(this.minIntervalMs, buildMs / MAX_PUBLISH_DUTY);
     if (!hasChanges(delta)) return;
     this.built = next;
-    const entry: JournalEntry = { delta, event: encodeDeltaEvent(delta) };
+    const entry: JournalEntry = { delta, event: encodeDeltaEvent(delta, next.snapshot.agent.startedAt) };
     this.journal.push(entry);
     if (this.journal.length > this.journalSize) this.journal.splice(0, this.journal.length - this.journalSize);
     this.logger.debug('snapshot published', {

@@ -3,6 +3,8 @@ import {
   decodeAgentStreamEvent,
   encodeDeltaEvent,
   encodeSnapshotEvent,
+  parseStreamEventId,
+  streamEventId,
   isInvalidStreamEventError,
   reduceAgentStream,
   type AgentStreamEvent,
@@ -39,8 +41,8 @@ describe('the agent stream', () => {
     const text =
       encodeSnapshotEvent(first) +
       SSE_KEEPALIVE +
-      encodeDeltaEvent(computeDelta(first, second)) +
-      encodeDeltaEvent(computeDelta(second, third));
+      encodeDeltaEvent(computeDelta(first, second), first.agent.startedAt) +
+      encodeDeltaEvent(computeDelta(second, third), first.agent.startedAt);
     // Act
     let state: Snapshot | null = null;
     const ids: string[] = [];
@@ -50,8 +52,15 @@ describe('the agent stream', () => {
       ids.push(message.id);
     }
     // Assert
-    expect(ids).toEqual(['42', '43', '44']);
+    const t0 = String(first.agent.startedAt);
+    expect(ids).toEqual([`${t0}.42`, `${t0}.43`, `${t0}.44`]);
     expect(state).toStrictEqual(normalizeSnapshot(third));
+  });
+
+  it('stream event ids are <startedAt>.<seq>, and nothing else parses as one', () => {
+    expect(streamEventId(1_796_025_600_000, 7)).toBe('1796025600000.7');
+    expect(parseStreamEventId('1796025600000.7')).toEqual({ startedAt: 1_796_025_600_000, seq: 7 });
+    for (const bad of ['7', '', '1.2.3', 'a.1', '1.-1', '1.1e3']) expect(parseStreamEventId(bad)).toBeNull();
   });
 
   it('a snapshot replaces the state even when its seq is lower (agent restarted)', () => {

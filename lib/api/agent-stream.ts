@@ -1,7 +1,7 @@
 /**
  * The events of `GET /api/v1/events`: `event: snapshot` (a full {@link Snapshot}) and
- * `event: delta` (a {@link Delta}), each with `id: <seq>`. Encoders for the agent, a decoder and
- * a pure reducer for the dashboard.
+ * `event: delta` (a {@link Delta}), each with `id: <agent startedAt>.<seq>` (see
+ * {@link streamEventId}). Encoders for the agent, a decoder and a pure reducer for the dashboard.
  */
 import { applyDeltaIfNewer, DeltaSchema, DeltaSequenceError, type Delta } from './delta.ts';
 import { normalizeSnapshot } from './normalize-snapshot.ts';
@@ -37,14 +37,32 @@ export function isInvalidStreamEventError(err: unknown): err is InvalidStreamEve
   return err instanceof InvalidStreamEventError;
 }
 
-/** `event: snapshot` with `id: <seq>` and the snapshot as JSON. */
-export function encodeSnapshotEvent(snapshot: Snapshot): string {
-  return formatSseEvent({ event: SNAPSHOT_EVENT, id: snapshot.seq, data: snapshot });
+/**
+ * The SSE id of the state at `seq` of the agent process started at `startedAt`:
+ * `<startedAt>.<seq>`. `seq` starts again at 0 when the agent restarts, so a bare seq sent back
+ * as `Last-Event-ID` after a restart could name a different state of the new process; with the
+ * process's start time in the id, the agent resumes only its own series and answers anything
+ * else with a snapshot.
+ */
+export function streamEventId(startedAt: number, seq: number): string {
+  return `${String(startedAt)}.${String(seq)}`;
 }
 
-/** `event: delta` with `id: <seq>` and the delta as JSON. */
-export function encodeDeltaEvent(delta: Delta): string {
-  return formatSseEvent({ event: DELTA_EVENT, id: delta.seq, data: delta });
+/** A stream event id (`Last-Event-ID`) as its parts, or null when it is not `<startedAt>.<seq>`. */
+export function parseStreamEventId(value: string): { startedAt: number; seq: number } | null {
+  const m = /^([0-9]{1,15})\.([0-9]{1,15})$/.exec(value.trim());
+  if (m === null) return null;
+  return { startedAt: Number(m[1]), seq: Number(m[2]) };
+}
+
+/** `event: snapshot` with `id: <startedAt>.<seq>` and the snapshot as JSON. */
+export function encodeSnapshotEvent(snapshot: Snapshot): string {
+  return formatSseEvent({ event: SNAPSHOT_EVENT, id: streamEventId(snapshot.agent.startedAt, snapshot.seq), data: snapshot });
+}
+
+/** `event: delta` with `id: <startedAt>.<seq>` (the agent process's start time) and the delta as JSON. */
+export function encodeDeltaEvent(delta: Delta, startedAt: number): string {
+  return formatSseEvent({ event: DELTA_EVENT, id: streamEventId(startedAt, delta.seq), data: delta });
 }
 
 /**

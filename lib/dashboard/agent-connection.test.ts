@@ -93,7 +93,7 @@ describe('the live connection to an agent', () => {
     // Act
     connection.start();
     await settle();
-    relay.send(encodeSnapshotEvent(s42) + encodeDeltaEvent(computeDelta(s42, s43)));
+    relay.send(encodeSnapshotEvent(s42) + encodeDeltaEvent(computeDelta(s42, s43), s42.agent.startedAt));
     await settle();
 
     // Assert
@@ -104,11 +104,11 @@ describe('the live connection to an agent', () => {
     connection.stop();
   });
 
-  it('a prefetched snapshot is resumed with its seq as Last-Event-ID', async () => {
+  it('a prefetched snapshot is resumed with its <startedAt>.<seq> as Last-Event-ID', async () => {
     const { relay, connection } = setup(s42);
     connection.start();
     await settle();
-    expect(relay.requests[0]?.headers.get('last-event-id')).toBe('42');
+    expect(relay.requests[0]?.headers.get('last-event-id')).toBe(`${String(s42.agent.startedAt)}.42`);
     connection.stop();
   });
 
@@ -117,7 +117,7 @@ describe('the live connection to an agent', () => {
     const { relay, connection, last } = setup();
     connection.start();
     await settle();
-    relay.send(encodeSnapshotEvent(s42) + encodeDeltaEvent(computeDelta(s42, s43)));
+    relay.send(encodeSnapshotEvent(s42) + encodeDeltaEvent(computeDelta(s42, s43), s42.agent.startedAt));
     await settle();
 
     // Act
@@ -132,7 +132,7 @@ describe('the live connection to an agent', () => {
     expect(reconnecting).toMatchObject({ phase: 'reconnecting', attempt: 1, error: 'the event stream ended' });
     expect(before).toBe(1);
     expect(relay.requests).toHaveLength(2);
-    expect(relay.requests[1]?.headers.get('last-event-id')).toBe('43');
+    expect(relay.requests[1]?.headers.get('last-event-id')).toBe(`${String(s43.agent.startedAt)}.43`);
     connection.stop();
   });
 
@@ -145,13 +145,13 @@ describe('the live connection to an agent', () => {
     await settle();
 
     // Act: a delta that does not follow 42
-    relay.send(encodeDeltaEvent(computeDelta(s43, s44)));
+    relay.send(encodeDeltaEvent(computeDelta(s43, s44), s43.agent.startedAt));
     await settle();
 
     // Assert
     expect(relay.requests).toHaveLength(2);
     expect(relay.requests[0]?.signal.aborted).toBe(true);
-    expect(relay.requests[1]?.headers.get('last-event-id')).toBe('42');
+    expect(relay.requests[1]?.headers.get('last-event-id')).toBe(`${String(s42.agent.startedAt)}.42`);
     connection.stop();
   });
 
@@ -243,7 +243,7 @@ describe('the live connection to an agent', () => {
     expect(relay.requests[0]?.signal.aborted).toBe(true);
     expect(whilePaused).toBe(1);
     expect(relay.requests).toHaveLength(2);
-    expect(relay.requests[1]?.headers.get('last-event-id')).toBe('42');
+    expect(relay.requests[1]?.headers.get('last-event-id')).toBe(`${String(s42.agent.startedAt)}.42`);
     connection.stop();
   });
 });

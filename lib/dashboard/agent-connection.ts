@@ -14,6 +14,7 @@ import {
   createSseParser,
   decodeAgentStreamEvent,
   isInvalidStreamEventError,
+  streamEventId,
   type Snapshot,
   type SseMessage,
 } from '../api/index.ts';
@@ -169,10 +170,11 @@ export class AgentConnection {
     this.abort = abort;
     this.gotBytes = false;
     this.batcher.resume();
-    const seq = this.forceSnapshot ? undefined : this.batcher.state?.seq;
+    const state = this.forceSnapshot ? undefined : this.batcher.state;
     this.forceSnapshot = false;
     const headers: Record<string, string> = { Accept: 'text/event-stream' };
-    if (seq !== undefined) headers['Last-Event-ID'] = String(seq);
+    // `<startedAt>.<seq>`: an agent that restarted meanwhile answers with a fresh snapshot.
+    if (state != null) headers['Last-Event-ID'] = streamEventId(state.agent.startedAt, state.seq);
     this.armIdleTimer(generation);
     void this.run(generation, abort, headers);
   }

@@ -128,7 +128,7 @@ describe('the per-tab stream hub', () => {
     // Assert
     expect(paused).toBe('paused');
     expect(requests).toHaveLength(2);
-    expect(requests[1]?.headers.get('last-event-id')).toBe('42');
+    expect(requests[1]?.headers.get('last-event-id')).toBe(`${String(exampleSnapshot().agent.startedAt)}.42`);
     stop();
   });
 
@@ -137,7 +137,7 @@ describe('the per-tab stream hub', () => {
     client.setQueryData(agentKeys.snapshot('node-a'), { ...normalizeSnapshot(exampleSnapshot()), seq: 7 }, { updatedAt: PREFETCHED_UPDATED_AT });
     const stop = hub.subscribe('node-a');
     await settle();
-    expect(requests[0]?.headers.get('last-event-id')).toBe('7');
+    expect(requests[0]?.headers.get('last-event-id')).toBe(`${String(exampleSnapshot().agent.startedAt)}.7`);
     stop();
   });
 });

@@ -34,6 +34,7 @@ import {
   computeDelta,
   encodeDeltaEvent,
   encodeSnapshotEvent,
+  parseStreamEventId,
   normalizeSnapshot,
   operationKey,
   type ActualVolume,
@@ -327,10 +328,12 @@ export async function startFakeAgent(options: FakeAgentOptions): Promise<FakeAge
         // for the headers would otherwise wait for the first change or keepalive.
         res.flushHeaders();
         const lastId = req.headers['last-event-id'];
-        const resume = typeof lastId === 'string' && /^[0-9]+$/.test(lastId) ? node.deltasAfter(Number(lastId)) : null;
+        const last = typeof lastId === 'string' ? parseStreamEventId(lastId) : null;
+        const startedAt = node.current.agent.startedAt;
+        const resume = last !== null && last.startedAt === startedAt ? node.deltasAfter(last.seq) : null;
         if (resume === null) res.write(encodeSnapshotEvent(node.current));
-        else for (const d of resume) res.write(encodeDeltaEvent(d));
-        const unsubscribe = node.subscribe((d) => res.write(encodeDeltaEvent(d)));
+        else for (const d of resume) res.write(encodeDeltaEvent(d, startedAt));
+        const unsubscribe = node.subscribe((d) => res.write(encodeDeltaEvent(d, startedAt)));
         const keepalive = setInterval(() => res.write(SSE_KEEPALIVE), SSE_KEEPALIVE_INTERVAL_MS);
         streams.add(res);
         res.on('close', () => {
