@@ -7,7 +7,7 @@
  * has to do, read the kubelet's backoff from its events, classify orphaned pod directories, and
  * refuse or perform the guarded cleanup — and change nothing else on disk.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiErrorBodySchema } from '../lib/api/api-error.ts';
@@ -18,11 +18,11 @@ import { LinuxMounter, type Mounter } from '../lib/mount-utils/mounter.ts';
 import { FakeApiServer } from '../lib/sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../lib/sources/kube/testing/kubeconfig-file.ts';
 import { AgentProcess, mountsBelow, standInMounter } from './node/testing/agent-process.ts';
+import { buildObservedKubeletRoot, OBSERVED_PLANNED_KEY, OBSERVED_RETRY_AT, putObservedApiObjects } from './node/testing/observed-kubelet.ts';
 
 const NODE = 'node-a';
 const DEADLINE_MS = 20_000;
-/** The kubelet's backoff deadline printed in pod b's FailedMount event (older kubelets' text). */
-const RETRY_AT = Date.parse('2031-01-02T03:04:05.5Z');
+const RETRY_AT = OBSERVED_RETRY_AT;
 
 interface Env {
   base: string;
@@ -42,44 +42,6 @@ function podDir(env: Pick<Env, 'rootDir'>, uid: string): string {
   return join(env.rootDir, 'pods', uid);
 }
 
-/**
- * The kubelet's root dir as a kubelet would have left it:
- * - uid-a (in the API): emptyDir `cache` with a file, secret `creds` on a tmpfs;
- * - uid-b (in the API): nothing on disk yet;
- * - uid-o1 (gone from the API): secret `tok` still on a tmpfs, an emptyDir `data` with a file;
- * - uid-o2 (gone from the API): an empty emptyDir directory.
- */
-async function buildKubeletRoot(rootDir: string, mounter: Mounter): Promise<void> {
-  const vol = (uid: string, plugin: string, name: string) => join(rootDir, 'pods', uid, 'volumes', plugin, name);
-  for (const dir of [
-    vol('uid-a', 'kubernetes.io~empty-dir', 'cache'),
-    vol('uid-a', 'kubernetes.io~secret', 'creds'),
-    vol('uid-o1', 'kubernetes.io~secret', 'tok'),
-    vol('uid-o1', 'kubernetes.io~empty-dir', 'data'),
-    vol('uid-o2', 'kubernetes.io~empty-dir', 'x'),
-  ]) {
-    await mkdir(dir, { recursive: true });
-  }
-  await writeFile(join(vol('uid-a', 'kubernetes.io~empty-dir', 'cache'), 'state.db'), 'live data');
-  await writeFile(join(vol('uid-o1', 'kubernetes.io~empty-dir', 'data'), 'left-behind.log'), 'old data');
-  await mounter.mount('tmpfs', vol('uid-a', 'kubernetes.io~secret', 'creds'), 'tmpfs', []);
-  await mounter.mount('tmpfs', vol('uid-o1', 'kubernetes.io~secret', 'tok'), 'tmpfs', []);
-}
-
-function apiPod(name: string, uid: string, volumes: Record<string, unknown>[]): Record<string, unknown> {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: 'default', uid },
-    spec: {
-      nodeName: NODE,
-      containers: [{ name: 'app', image: 'busybox', volumeMounts: volumes.map((v) => ({ name: v['name'], mountPath: `/${String(v['name'])}` })) }],
-      volumes,
-    },
-    status: { phase: 'Running' },
-  };
-}
-
 async function startEnv(): Promise<Env> {
   const base = await makeTempDir('volumescope-observe-');
   const rootDir = join(base, 'kubelet');
@@ -88,40 +50,11 @@ async function startEnv(): Promise<Env> {
   cleanups.push(async () => {
     await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
   });
-  await buildKubeletRoot(rootDir, mounter);
+  await buildObservedKubeletRoot(rootDir, mounter);
 
   const api = await FakeApiServer.start({ token: 'observer-token' });
   cleanups.push(() => api.close());
-  api.put('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE }, status: { volumesAttached: [], volumesInUse: [] } });
-  api.put('pods', apiPod('a', 'uid-a', [{ name: 'cache', emptyDir: {} }, { name: 'creds', secret: { secretName: 'creds' } }]));
-  api.put('pods', apiPod('b', 'uid-b', [{ name: 'scratch', emptyDir: {} }]));
-  api.put('events', {
-    apiVersion: 'v1',
-    kind: 'Event',
-    metadata: { name: 'b.1', namespace: 'default' },
-    involvedObject: { kind: 'Pod', namespace: 'default', name: 'b', uid: 'uid-b' },
-    reason: 'FailedMount',
-    type: 'Warning',
-    count: 7,
-    lastTimestamp: '2031-01-02T03:03:01Z',
-    source: { component: 'kubelet', host: NODE },
-    message:
-      'Operation for "{volumeName:kubernetes.io/empty-dir/uid-b-scratch podName:uid-b nodeName:}" failed. No retries permitted until 2031-01-02 03:04:05.5 +0000 UTC m=+3600.000000001 (durationBeforeRetry 1m4s). Error: MountVolume.SetUp failed for volume "scratch" (UniqueName: "kubernetes.io/empty-dir/uid-b-scratch") pod "b" (UID: "uid-b") : mkdir: no space left on device',
-  });
-  // The external attacher failed to attach a CSI volume to this node.
-  api.put('persistentvolumes', {
-    apiVersion: 'v1',
-    kind: 'PersistentVolume',
-    metadata: { name: 'pv-x' },
-    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], csi: { driver: 'csi.example.com', volumeHandle: 'h-x' } },
-  });
-  api.put('volumeattachments', {
-    apiVersion: 'storage.k8s.io/v1',
-    kind: 'VolumeAttachment',
-    metadata: { name: 'csi-0123' },
-    spec: { attacher: 'csi.example.com', nodeName: NODE, source: { persistentVolumeName: 'pv-x' } },
-    status: { attached: false, attachError: { message: 'rpc error: code = ResourceExhausted desc = too many disks on the node' } },
-  });
+  putObservedApiObjects(api, NODE);
   const kubeconfig = await writeKubeconfigFile(join(base, 'kubeconfig'), { server: api.url, token: 'observer-token' });
   const tokenFile = join(base, 'agent-token');
   const agent = await AgentProcess.start({
@@ -137,7 +70,7 @@ async function startEnv(): Promise<Env> {
   return { base, rootDir, api, agent, mounter };
 }
 
-const PLANNED_KEY = 'volume_mount|kubernetes.io/empty-dir/uid-b-scratch|uid-b';
+const PLANNED_KEY = OBSERVED_PLANNED_KEY;
 
 /** The section once a refresh has seen the orphans and read pod b's events for its planned mount. */
 function observed(s: Snapshot): NonNullable<Snapshot['observe']> | false {

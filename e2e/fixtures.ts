@@ -110,7 +110,8 @@ class ResponseRecorder {
 }
 
 async function agentTokens(): Promise<{ node: string; token: string }[]> {
-  return Promise.all(stackInfo().nodes.map(async (n) => ({ node: n.name, token: (await readFile(n.tokenFile, 'utf8')).trim() })));
+  const info = stackInfo();
+  return Promise.all([...info.nodes, info.observer].map(async (n) => ({ node: n.name, token: (await readFile(n.tokenFile, 'utf8')).trim() })));
 }
 
 export const test = base.extend<{ tokenGuard: undefined }>({

@@ -10,6 +10,9 @@ export const STACK_ENV = 'VOLUMESCOPE_E2E_STACK';
 export const E2E_NODES = ['e2e-node-a', 'e2e-node-b'] as const;
 export type E2eNodeName = (typeof E2E_NODES)[number];
 
+/** The observe-mode agent's node (e2e/observer.ts): beside a "kubelet" whose root dir the setup built. */
+export const E2E_OBSERVER = 'e2e-observer';
+
 /** The namespace of every object the tests create. */
 export const E2E_NAMESPACE = 'e2e';
 
@@ -33,6 +36,8 @@ export interface StackInfo {
   mountsAllowed: boolean;
   driverMode: 'privileged' | 'unprivileged';
   nodes: NodeInfo[];
+  /** The observe-mode agent (`manifestDir` is empty: its pods come from the test API server). */
+  observer: NodeInfo;
 }
 
 export function stackInfo(): StackInfo {

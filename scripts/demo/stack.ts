@@ -59,6 +59,8 @@ export interface StackOptions {
   mountsAllowed: boolean;
   /** Progress lines for the operator; default: none. */
   progress?: (message: string) => void;
+  /** Agents started elsewhere that the dashboard should list too (e.g. an observe-mode agent). */
+  extraAgents?: readonly { name: string; url: string; tokenFile: string }[];
 }
 
 export interface NodeDirs {
@@ -333,8 +335,8 @@ export class Stack {
   dashboardEnv(): NodeJS.ProcessEnv {
     const env = childEnv({
       NEXT_TELEMETRY_DISABLED: '1',
-      VOLUMESCOPE_AGENTS: this.agents.map((a) => `${a.name}=${a.url}`).join(','),
-      VOLUMESCOPE_AGENT_TOKENS: this.agents.map((a) => `${a.name}=${a.dirs.tokenFile}`).join(','),
+      VOLUMESCOPE_AGENTS: [...this.agents.map((a) => `${a.name}=${a.url}`), ...(this.options.extraAgents ?? []).map((a) => `${a.name}=${a.url}`)].join(','),
+      VOLUMESCOPE_AGENT_TOKENS: [...this.agents.map((a) => `${a.name}=${a.dirs.tokenFile}`), ...(this.options.extraAgents ?? []).map((a) => `${a.name}=${a.tokenFile}`)].join(','),
     });
     // The file form may not be combined with the variables.
     delete env['VOLUMESCOPE_DASHBOARD_CONFIG'];
