@@ -76,6 +76,8 @@ export interface FakeAgent {
   snapshot(): Snapshot;
   /** Advances the simulation by one step (what the timer does every `tickMs`). */
   step(): void;
+  /** Authenticated requests served so far, by kind (benchmarks assert what a page asked for). */
+  requestCounts(): { snapshot: number; summary: number; events: number; actions: number };
   /** Stops the server and closes every open stream. */
   close(): Promise<void>;
 }
@@ -299,6 +301,7 @@ export async function startFakeAgent(options: FakeAgentOptions): Promise<FakeAge
   const clock = options.clock ?? realClock;
   const node = new FakeNode(clock, initialFakeSnapshot(options.nodeName ?? 'node-a', clock.now(), options.pods ?? 40, options.volumesPerPod ?? 2));
   const streams = new Set<ServerResponse>();
+  const counts = { snapshot: 0, summary: 0, events: 0, actions: 0 };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://fake');
@@ -315,6 +318,10 @@ export async function startFakeAgent(options: FakeAgentOptions): Promise<FakeAge
       return;
     }
     const route = `${req.method ?? 'GET'} ${url.pathname}`;
+    if (route === `GET ${API_ROUTES.snapshot.path}`) counts.snapshot++;
+    else if (route === `GET ${SUMMARY_ROUTE.path}`) counts.summary++;
+    else if (route === `GET ${API_ROUTES.events.path}`) counts.events++;
+    else if (req.method === 'POST') counts.actions++;
     switch (route) {
       case `GET ${API_ROUTES.snapshot.path}`:
         sendJson(res, 200, node.current);
@@ -413,6 +420,7 @@ export async function startFakeAgent(options: FakeAgentOptions): Promise<FakeAge
     url: `http://${address.address}:${address.port}`,
     snapshot: () => node.current,
     step: () => { node.step(); },
+    requestCounts: () => ({ ...counts }),
     close: async () => {
       if (timer !== null) clearInterval(timer);
       for (const res of streams) res.end();
