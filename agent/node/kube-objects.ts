@@ -33,6 +33,14 @@ function optionalTime<K extends string>(key: K, value: Date | string | undefined
   return iso === null ? {} : ({ [key]: iso } as Partial<Record<K, string>>);
 }
 
+/** Bytes as a Kubernetes quantity: the largest binary unit that divides it (`2Gi`), else bytes. */
+export function formatQuantity(bytes: number): string {
+  for (const [unit, size] of [['Ti', 2 ** 40], ['Gi', 2 ** 30], ['Mi', 2 ** 20], ['Ki', 2 ** 10]] as const) {
+    if (bytes >= size && bytes % size === 0) return `${String(bytes / size)}${unit}`;
+  }
+  return String(bytes);
+}
+
 /** client-node turns date-time fields into Date objects; the observe code reads RFC 3339 text. */
 function isoTime(value: Date | string | undefined | null): string | null {
   if (value === undefined || value === null) return null;
@@ -111,6 +119,45 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
       ...(attachError === undefined ? {} : { attachError }),
     };
   }
+
+  /**
+   * `MarkFSResizeFinished` (pkg/volume/util/resize_util.go) after a successful node expansion:
+   * the claim's `status.capacity.storage` becomes the new size, its `FileSystemResizePending`
+   * condition goes, and `allocatedResourceStatuses.storage` is cleared — a merge patch of the
+   * status subresource, read-modify-write on the current conditions.
+   */
+  readonly markFSResizeFinished = async (pvc: PersistentVolumeClaim, newSizeBytes: number): Promise<void> => {
+    const namespace = pvc.metadata.namespace ?? 'default';
+    const name = pvc.metadata.name;
+    const path = `/api/v1/namespaces/${namespace}/persistentvolumeclaims/${name}/status`;
+    // The claim itself (not its status subresource): the managed role may `get` claims.
+    const current = await this.get(`/api/v1/namespaces/${namespace}/persistentvolumeclaims/${name}`, (options) => this.core.readNamespacedPersistentVolumeClaim({ name, namespace }, options));
+    if (current === undefined) throw new ObjectNotFoundError('persistentvolumeclaims', name);
+    const conditions = (current.status?.conditions ?? []).filter((c) => c.type !== 'FileSystemResizePending');
+    const body = {
+      status: {
+        capacity: { storage: formatQuantity(newSizeBytes) },
+        conditions: conditions.map((c) => ({
+          type: c.type,
+          status: c.status,
+          ...(c.reason === undefined ? {} : { reason: c.reason }),
+          ...(c.message === undefined ? {} : { message: c.message }),
+          ...optionalTime('lastProbeTime', c.lastProbeTime),
+          ...optionalTime('lastTransitionTime', c.lastTransitionTime),
+        })),
+        allocatedResourceStatuses: { storage: null },
+      },
+    };
+    try {
+      await this.core.patchNamespacedPersistentVolumeClaimStatus(
+        { name, namespace, body },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch, abortableRequestOptions(AbortSignal.timeout(kubeObjectGetTimeoutMs))),
+      );
+    } catch (err) {
+      const info = describeApiError(err);
+      throw new KubeObjectGetError(path, info.status, `PATCH ${path}: ${info.message}`);
+    }
+  };
 
   /**
    * Sets `node.status.volumesInUse` to exactly `volumes` with a strategic merge patch of the

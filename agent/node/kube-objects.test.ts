@@ -1,0 +1,79 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { realClock } from '../../lib/clock/clock.ts';
+import { KubeSource } from '../../lib/sources/kube/kube-source.ts';
+import { FakeApiServer } from '../../lib/sources/kube/testing/fake-apiserver.ts';
+import { fakeKubeConfig } from '../../lib/sources/kube/testing/kubeconfig-file.ts';
+import type { PersistentVolumeClaim } from '../../lib/volume/k8s-types.ts';
+import { isObjectNotFoundError } from '../../lib/volume/kube-client.ts';
+import { formatQuantity, isKubeObjectGetError, KubeObjects } from './kube-objects.ts';
+
+// The real @kubernetes/client-node against the Kubernetes-protocol test server over HTTP.
+let cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  cleanups = [];
+});
+
+async function setup(): Promise<{ api: FakeApiServer; objects: KubeObjects }> {
+  const api = await FakeApiServer.start({ token: 't' });
+  cleanups.push(() => api.close());
+  const kubeConfig = fakeKubeConfig({ server: api.url, token: 't' });
+  const source = new KubeSource({ kubeConfig, nodeName: 'node-a', clock: realClock });
+  cleanups.push(() => source.stop());
+  return { api, objects: new KubeObjects(source, kubeConfig) };
+}
+
+const claim: PersistentVolumeClaim = {
+  apiVersion: 'v1',
+  kind: 'PersistentVolumeClaim',
+  metadata: { name: 'data', namespace: 'apps' },
+  spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '2Gi' } }, volumeName: 'pv-data' },
+  status: { phase: 'Bound', capacity: { storage: '1Gi' } },
+};
+
+describe('KubeObjects', () => {
+  it('markFSResizeFinished sets the new capacity, drops FileSystemResizePending and clears the allocated resource status, keeping other conditions', async () => {
+    const { api, objects } = await setup();
+    api.put('persistentvolumeclaims', {
+      ...claim,
+      status: {
+        phase: 'Bound',
+        capacity: { storage: '1Gi' },
+        allocatedResourceStatuses: { storage: 'NodeResizePending' },
+        conditions: [
+          { type: 'FileSystemResizePending', status: 'True', message: 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.' },
+          { type: 'ModifyingVolume', status: 'True' },
+        ],
+      },
+    });
+
+    await objects.markFSResizeFinished(claim, 2 * 2 ** 30);
+
+    const status = api.get('persistentvolumeclaims', 'apps', 'data')?.['status'];
+    expect(status).toMatchObject({ phase: 'Bound', capacity: { storage: '2Gi' }, conditions: [{ type: 'ModifyingVolume', status: 'True' }] });
+    expect(JSON.stringify(status)).not.toContain('NodeResizePending');
+    const patch = api.requests({ resource: 'persistentvolumeclaims', verb: 'patch' })[0];
+    expect([patch?.subresource, patch?.contentType]).toEqual(['status', 'application/merge-patch+json']);
+  });
+
+  it('markFSResizeFinished fails with ObjectNotFoundError for a claim that is gone, and with the API error when the patch is refused', async () => {
+    const { api, objects } = await setup();
+    const missing = await objects.markFSResizeFinished(claim, 2 ** 30).then(() => null, (err: unknown) => err);
+    expect(isObjectNotFoundError(missing)).toBe(true);
+
+    api.put('persistentvolumeclaims', claim);
+    api.failRequests({ resource: 'persistentvolumeclaims', verb: 'patch', status: 403, message: 'persistentvolumeclaims "data" is forbidden' });
+    const refused = await objects.markFSResizeFinished(claim, 2 ** 30).then(() => null, (err: unknown) => err);
+    expect(isKubeObjectGetError(refused) && refused.status).toBe(403);
+  });
+
+  it.each([
+    [2 * 2 ** 30, '2Gi'],
+    [1536 * 2 ** 20, '1536Mi'],
+    [3 * 2 ** 40, '3Ti'],
+    [4096, '4Ki'],
+    [1000, '1000'],
+  ])('formatQuantity(%d) is %s', (bytes, text) => {
+    expect(formatQuantity(bytes)).toBe(text);
+  });
+});
