@@ -362,7 +362,7 @@ async function measureProcess(rootDir: string, manifestDir: string, ticksPerSeco
 /** The in-process part: restart over the same root dir, then snapshot builds without HTTP. */
 async function measureRestartAndBuild(rootDir: string, manifestDir: string) {
   progress('restarting in this process over the same root dir');
-  const parsed = parseAgentFlags(['--node-name', NODE_NAME, '--root-dir', rootDir, '--manifest-dir', manifestDir, `--allow-mount=${realMountsAllowed ? 'true' : 'false'}`]);
+  const parsed = parseAgentFlags(['--source=manifest', '--node-name', NODE_NAME, '--root-dir', rootDir, '--manifest-dir', manifestDir, `--allow-mount=${realMountsAllowed ? 'true' : 'false'}`]);
   if (parsed.help) throw new Error('unexpected --help');
   const log = createAgentLogger({ level: 'warn', nodeName: NODE_NAME, destination: { write: () => undefined } });
   const started = performance.now();

@@ -123,6 +123,8 @@ export class AgentHandle {
       this.spec.name,
       '--root-dir',
       this.dirs.rootDir,
+      // Explicit: inside a pod, --source=auto would pick the cluster's API server.
+      '--source=manifest',
       '--manifest-dir',
       this.dirs.manifestDir,
       '--listen',

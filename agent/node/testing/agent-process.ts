@@ -119,7 +119,12 @@ export interface AgentArgs {
 
 /** The flags every test agent gets: a free port, the test's dirs, the mount mode of this run. */
 export function agentArgs(a: AgentArgs): string[] {
+  const extra = a.extraArgs ?? [];
+  // The manifest source unless the test asks for the API server: inside a pod (a CI runner on
+  // Kubernetes), --source=auto would pick the cluster's.
+  const kube = extra.some((arg) => arg === '--kubeconfig' || arg.startsWith('--kubeconfig=') || arg === '--mode=observe');
   return [
+    ...(kube ? [] : ['--source=manifest']),
     '--node-name',
     a.nodeName ?? 'node-a',
     '--root-dir',
