@@ -1,12 +1,13 @@
 'use client';
 
 import { useMutation } from '@tanstack/react-query';
-import { useEffect, useId, useRef } from 'react';
+import { useId } from 'react';
 import { isAgentApiError, type Check } from '../lib/api/index.ts';
 import type { ActionAvailability } from '../lib/dashboard/action-guards.ts';
 import { agentActionMutationOptions, type ActionRequest, type ActionResult } from '../lib/dashboard/actions-client.ts';
 import { isAgentUnavailableError } from '../lib/dashboard/dashboard-error.ts';
 import { formatDuration } from '../lib/dashboard/time-format.ts';
+import { useModalDialog } from './use-modal-dialog.ts';
 
 /** An action waiting for confirmation: what the dialog says and what it sends. */
 export interface PendingAction {
@@ -133,21 +134,9 @@ function ErrorView({ error }: { error: Error }) {
  * action then shows up in the node's audit log through the live stream.
  */
 export function ActionDialog({ agent, pending, onClose }: { agent: string; pending: PendingAction | null; onClose: () => void }) {
-  const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const mutation = useMutation(agentActionMutationOptions(agent));
-  const { reset } = mutation;
-
-  useEffect(() => {
-    const dialog = ref.current;
-    if (dialog === null) return;
-    if (pending !== null && !dialog.open) {
-      reset();
-      dialog.showModal();
-    } else if (pending === null && dialog.open) {
-      dialog.close();
-    }
-  }, [pending, reset]);
+  const ref = useModalDialog(pending !== null, mutation.reset);
 
   const done = mutation.isSuccess || mutation.isError;
   return (

@@ -2,7 +2,7 @@
 
 import { useMutation } from '@tanstack/react-query';
 import Link from 'next/link';
-import { memo, useCallback, useEffect, useId, useMemo, useRef, useState, type CSSProperties, type ReactNode } from 'react';
+import { memo, useCallback, useId, useMemo, useState, type CSSProperties, type ReactNode } from 'react';
 import { isAgentApiError } from '../lib/api/index.ts';
 import type { OrphanCleanupResponse } from '../lib/api/actions.ts';
 import type { KubeletBackoff, Observe, OrphanPod, PlannedOperation, TruthDiffRow } from '../lib/api/observe.ts';
@@ -37,6 +37,7 @@ import { useAgentConnection, useNow } from '../lib/dashboard/use-agent.ts';
 import { ActionButton } from './action-dialog.tsx';
 import { Panel } from './node-panels.tsx';
 import { RelativeTime } from './time-text.tsx';
+import { useModalDialog } from './use-modal-dialog.ts';
 
 // Live texts keep their width while they count (tabular digits, a minimum width of their longest
 // usual text), so neither the row nor the table column moves every second.
@@ -500,21 +501,9 @@ interface PendingCleanup {
  * text of what will happen, the agent's answer or refusal with every check, then Close).
  */
 function OrphanCleanupDialog({ agent, pending, onClose }: { agent: string; pending: PendingCleanup | null; onClose: () => void }) {
-  const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const mutation = useMutation(orphanCleanupMutationOptions(agent));
-  const { reset } = mutation;
-
-  useEffect(() => {
-    const dialog = ref.current;
-    if (dialog === null) return;
-    if (pending !== null && !dialog.open) {
-      reset();
-      dialog.showModal();
-    } else if (pending === null && dialog.open) {
-      dialog.close();
-    }
-  }, [pending, reset]);
+  const ref = useModalDialog(pending !== null, mutation.reset);
 
   const done = mutation.isSuccess || mutation.isError;
   return (
