@@ -47,7 +47,7 @@ describe('parseAgentFlags', () => {
 
   it('picks the kubernetes source for --kubeconfig, --mode=observe and inside a pod; controller attach/detach then defaults to true', () => {
     expect(config(['--kubeconfig', 'kube/config'])).toMatchObject({ source: 'kubernetes', kubeconfig: '/srv/agent/kube/config', controllerAttachDetach: true });
-    expect(config(['--mode=observe'])).toMatchObject({ mode: 'observe', source: 'kubernetes' });
+    expect(config(['--mode=observe'])).toMatchObject({ mode: 'observe', source: 'kubernetes', rootDir: '/var/lib/kubelet' });
     // Observe mode writes nothing below the kubelet's root dir, not even its token.
     expect(config(['--mode=observe', '--root-dir=/var/lib/kubelet']).tokenFile).toBe('/srv/agent/.volumescope/worker-7.example/agent-token');
     const inPod = parseAgentFlags([], { ...defaults, inCluster: true });

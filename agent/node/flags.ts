@@ -123,13 +123,15 @@ export const defaultTokenWebhookCacheTtlMs = 120_000;
 export const defaultAuthorizedTtlMs = 300_000;
 export const defaultUnauthorizedTtlMs = 30_000;
 export const defaultMountinfoPath = '/proc/self/mountinfo';
+/** The kubelet's `--root-dir` default: observe mode's default root dir. */
+export const defaultKubeletRootDir = '/var/lib/kubelet';
 
 export const flagSpecs: readonly FlagSpec[] = [
   { name: 'mode', type: 'string', value: 'managed|observe', default: 'managed', help: 'managed: this agent is the volume manager of the node; observe: a kubelet manages volumes and the agent reads its root dir read-only and lists what it still has to do' },
   { name: 'source', type: 'string', value: 'auto|manifest|kubernetes', default: 'auto: kubernetes with --kubeconfig, --mode=observe or inside a pod (KUBERNETES_SERVICE_HOST), else manifest', help: 'where pods and objects come from' },
   { name: 'kubeconfig', type: 'string', value: 'path', default: 'KUBECONFIG, then the in-cluster service account', help: 'kubeconfig of the API server (implies --source=kubernetes)' },
   { name: 'node-name', type: 'string', value: 'name', default: 'the host name, lower-cased', help: "this node's name (a DNS-1123 subdomain); mixed into derived pod uids" },
-  { name: 'root-dir', type: 'string', value: 'dir', default: './.volumescope/<node-name>', help: 'the kubelet root dir: pods/, plugins/ and plugins_registry/ live below it' },
+  { name: 'root-dir', type: 'string', value: 'dir', default: `./.volumescope/<node-name> (observe mode: ${defaultKubeletRootDir})`, help: 'the kubelet root dir: pods/, plugins/ and plugins_registry/ live below it' },
   { name: 'manifest-dir', type: 'string', value: 'dir', default: '<root-dir>/manifests, created if missing', help: 'directory of Pod/PV/PVC/ConfigMap/Secret/CSIDriver manifests (the standalone object source)' },
   { name: 'listen', type: 'string', value: 'host:port', default: defaultListen, help: 'address of the HTTP API; port 0 picks a free port' },
   { name: 'token-file', type: 'string', value: 'path', default: '<root-dir>/agent-token (observe mode: ./.volumescope/<node-name>/agent-token)', help: 'bearer token of the HTTP API; created (mode 0600, 32 random bytes as hex) if missing' },
@@ -220,7 +222,9 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
   };
 
   const nodeName = validNodeName(str('node-name') ?? defaults.hostname.toLowerCase(), str('node-name') !== undefined);
-  const rootDir = resolve(defaults.cwd, nonEmpty('--root-dir', str('root-dir')) ?? join('.volumescope', nodeName));
+  const modeFlag = str('mode');
+  // Observe mode reads the kubelet's own root dir unless told otherwise.
+  const rootDir = resolve(defaults.cwd, nonEmpty('--root-dir', str('root-dir')) ?? (modeFlag === 'observe' ? defaultKubeletRootDir : join('.volumescope', nodeName)));
   const manifestFlag = nonEmpty('--manifest-dir', str('manifest-dir'));
   const tokenFlag = nonEmpty('--token-file', str('token-file'));
   const reconcilePeriodMs = duration('--reconcile-period', str('reconcile-period'), defaultReconcilePeriodMs);
@@ -229,7 +233,7 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
   const csiTimeoutMs = csiTimeoutFlag === undefined ? undefined : duration('--csi-timeout', csiTimeoutFlag, 0);
   if (csiTimeoutMs !== undefined && csiTimeoutMs <= 0) throw new FlagError('--csi-timeout', `--csi-timeout: must be greater than 0, got ${JSON.stringify(csiTimeoutFlag)}`);
 
-  const mode = oneOf('--mode', str('mode') ?? 'managed', ['managed', 'observe'] as const);
+  const mode = oneOf('--mode', modeFlag ?? 'managed', ['managed', 'observe'] as const);
   const kubeconfigFlag = nonEmpty('--kubeconfig', str('kubeconfig'));
   const sourceFlag = oneOf('--source', str('source') ?? 'auto', ['auto', 'manifest', 'kubernetes'] as const);
   let source: AgentConfig['source'];
