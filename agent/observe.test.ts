@@ -106,6 +106,13 @@ describe(`node agent in observe mode (${mountMode})`, { timeout: 60_000 }, () =>
     expect(row?.volumeAttachments).toEqual([{ name: 'csi-0123', attached: false, attachError: 'rpc error: code = ResourceExhausted desc = too many disks on the node', detachError: null, deleting: false }]);
     expect(row?.findings.map((f) => f.code)).toContain('va-error');
 
+    // The managed-mode actions are refused: the mounts are the kubelet's.
+    const unmount = await env.agent.post('/api/v1/unmount', { podUid: 'uid-a', volume: 'kubernetes.io/secret/uid-a-creds' });
+    expect(unmount.status).toBe(409);
+    expect(ApiErrorBodySchema.parse(unmount.body).error.checks).toEqual([{ name: 'managed-mode', ok: false, detail: 'the agent runs with --mode=observe beside a kubelet' }]);
+    expect((await env.agent.post('/api/v1/operations/retry', { volume: 'kubernetes.io/empty-dir/uid-b-scratch', podUid: 'uid-b' })).status).toBe(409);
+    expect((await mountsBelow(env.rootDir)).map((m) => m.mountPoint).sort()).toEqual(mountsBefore);
+
     // The cleanup of a pod the API knows is refused with the reason, and its mount stays.
     const refused = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-a' });
     expect(refused.status).toBe(409);
@@ -138,6 +145,8 @@ describe(`node agent in observe mode (${mountMode})`, { timeout: 60_000 }, () =>
       DEADLINE_MS,
     );
     expect(after.audit.map((e) => [e.action, e.target, e.result])).toEqual([
+      ['unmount', 'uid-a/kubernetes.io/secret/uid-a-creds', 'refused'],
+      ['retry', 'uid-b/kubernetes.io/empty-dir/uid-b-scratch', 'refused'],
       ['orphan-cleanup', 'uid-a', 'refused'],
       ['orphan-cleanup-dry-run', 'uid-o1', 'succeeded'],
       ['orphan-cleanup', 'uid-o1', 'succeeded'],

@@ -127,7 +127,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
       </nav>
       <Panel id="pods" title="Pods and volumes">
         <Suspense fallback={<p className="empty">Loading the table…</p>}>
-          <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} />
+          <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} />
         </Suspense>
       </Panel>
       <LowPriorityPanels agent={agent} snapshot={deferredSnapshot} phase={connection.phase} onAction={onAction} />

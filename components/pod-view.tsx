@@ -112,7 +112,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
           {pod.rows.length === 0 ? <p className="empty">The pod has no volumes that need mounting.</p> : null}
           <div className="pipelines">
             {pod.rows.map((row) => (
-              <VolumePipeline key={row.id} node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} />
+              <VolumePipeline key={row.id} node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} />
             ))}
           </div>
         </Panel>

@@ -51,6 +51,8 @@ export interface VolumePipelineProps {
   readonly row: VolumeRow;
   readonly phase: ConnectionPhase;
   readonly synced: boolean;
+  /** The agent runs in observe mode: no Unmount. */
+  readonly observing?: boolean;
   readonly onAction: ((action: PendingAction) => void) | null;
   /** One-line stages for the embed view. */
   readonly compact?: boolean;
@@ -61,7 +63,7 @@ export interface VolumePipelineProps {
  * mounted into pod → ready. The first blocking stage is highlighted with the operation's last
  * error verbatim and its backoff deadline; an uncertain stage is shown as uncertain.
  */
-export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, synced, onAction, compact = false }: VolumePipelineProps) {
+export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, synced, observing = false, onAction, compact = false }: VolumePipelineProps) {
   const op = row.operation;
   return (
     <article className={`pipeline-card pipeline-card--${row.state}${compact ? ' pipeline-card--compact' : ''}`} aria-labelledby={`vol-${row.id}`}>
@@ -87,7 +89,7 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
               <ActionButton
                 small
                 label="Unmount"
-                availability={unmountAvailability(row, { statesSynced: synced }, phase)}
+                availability={unmountAvailability(row, { statesSynced: synced, observing }, phase)}
                 onClick={() => {
                   onAction({ title: 'Unmount', description: describeUnmount(node, row), confirmLabel: 'Unmount', request: { kind: 'unmount', body: { podUid: row.podUid, volume: row.uniqueVolumeName } } });
                 }}

@@ -27,6 +27,8 @@ interface RowContext {
   readonly node: string;
   readonly phase: ConnectionPhase;
   readonly synced: boolean;
+  /** The agent runs in observe mode: no Unmount. */
+  readonly observing?: boolean;
   readonly onAction: (action: PendingAction) => void;
 }
 
@@ -78,7 +80,7 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
           <ActionButton
             small
             label="Unmount"
-            availability={unmountAvailability(row, { statesSynced: ctx.synced }, ctx.phase)}
+            availability={unmountAvailability(row, { statesSynced: ctx.synced, observing: ctx.observing === true }, ctx.phase)}
             onClick={() => {
               ctx.onAction({
                 title: 'Unmount',
@@ -124,6 +126,8 @@ export interface VolumeTableProps {
   readonly rows: readonly VolumeRow[];
   readonly phase: ConnectionPhase;
   readonly synced: boolean;
+  /** The agent runs in observe mode: no Unmount. */
+  readonly observing?: boolean;
   readonly onAction: (action: PendingAction) => void;
 }
 
@@ -132,7 +136,7 @@ export interface VolumeTableProps {
  * all kept in the URL (`?ns=&state=&q=&sort=&dir=`). Rows are windowed and memoized by their
  * stable id, so a node with 10,000 rows stays smooth while deltas stream in.
  */
-export function VolumeTable({ node, rows, phase, synced, onAction }: VolumeTableProps) {
+export function VolumeTable({ node, rows, phase, synced, observing = false, onAction }: VolumeTableProps) {
   const [filters, setFilters] = useUrlFilters();
   const [text, setText] = useState(filters.q);
   const searchId = useId();
@@ -156,7 +160,7 @@ export function VolumeTable({ node, rows, phase, synced, onAction }: VolumeTable
   const [selectNamespaces] = useState(createNamespacesSelector);
   const namespaces = useMemo(() => selectNamespaces(deferredRows), [selectNamespaces, deferredRows]);
   const shown = useMemo(() => selectShown(deferredRows, filters), [selectShown, deferredRows, filters]);
-  const ctx = useMemo<RowContext>(() => ({ node, phase, synced, onAction }), [node, phase, synced, onAction]);
+  const ctx = useMemo<RowContext>(() => ({ node, phase, synced, observing, onAction }), [node, phase, synced, observing, onAction]);
   const renderRow = useCallback((row: VolumeRow) => <VolumeTableRow row={row} ctx={ctx} />, [ctx]);
   const getKey = useCallback((row: VolumeRow) => row.id, []);
   const router = useRouter();

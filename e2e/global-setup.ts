@@ -21,8 +21,8 @@ import { configMap, csiDriverObject, secret, writeManifest } from '../scripts/de
 import { freePort, waitUntil } from '../scripts/demo/process.ts';
 import { LOOPBACK, Stack, describeTeardown, mountsAllowedHere, teardownClean } from '../scripts/demo/stack.ts';
 import { E2E_FRAME_ANCESTORS } from './e2e-build.mjs';
-import { startObserver } from './observer.ts';
-import { E2E_NAMESPACE, E2E_NODES, STACK_ENV, type StackInfo } from './stack-info.ts';
+import { startObserver } from '../scripts/demo/observer.ts';
+import { E2E_NAMESPACE, E2E_NODES, E2E_OBSERVER, STACK_ENV, type StackInfo } from './stack-info.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const ARTIFACTS = join(REPO_ROOT, 'e2e', 'artifacts');
@@ -62,7 +62,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   const baseDir = await realpath(await mkdtemp(join(tmpdir(), 'volumescope-e2e-')));
   const mountsAllowed = mountsAllowedHere();
   log(`${mountsAllowed ? 'real mounts (private mount namespace)' : 'unprivileged mode (stand-in mounts)'}; state in ${baseDir}`);
-  const observer = await startObserver({ repoRoot: REPO_ROOT, baseDir, logDir: join(ARTIFACTS, 'logs'), mountsAllowed });
+  const observer = await startObserver({ name: E2E_OBSERVER, repoRoot: REPO_ROOT, baseDir, logDir: join(ARTIFACTS, 'logs'), mountsAllowed });
   log(`observe-mode agent ${observer.info.name} on ${observer.info.url}`);
   const stack = await Stack.start({
     extraAgents: [observer.info],
@@ -105,7 +105,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     mountsAllowed,
     driverMode: stack.driver.mode,
     nodes: stack.agents.map((a) => ({ name: a.name, url: a.url, tokenFile: a.dirs.tokenFile, rootDir: a.dirs.rootDir, manifestDir: a.dirs.manifestDir })),
-    observer: observer.info,
+    observer: { ...observer.info, manifestDir: '' },
   };
   process.env[STACK_ENV] = JSON.stringify(info);
   log(`dashboard on ${stack.dashboardUrl}`);

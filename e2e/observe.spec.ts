@@ -33,6 +33,11 @@ test('the observer node shows the kubelet’s plan, orphans and truth diff, and 
   await expect(page.locator('#observe-truth')).toContainText('too many disks on the node');
   await saveScreenshot(page, 'observer-node');
 
+  // The managed-mode Unmount is offered nowhere: the mounts are the kubelet's.
+  const unmountButtons = page.getByRole('button', { name: 'Unmount' });
+  await expect(unmountButtons.first()).toBeVisible();
+  for (const button of await unmountButtons.all()) await expect(button).toHaveAttribute('aria-disabled', 'true');
+
   // Dry run: the plan, nothing changed.
   await o1.getByRole('button', { name: 'Dry run' }).click();
   await expect(o1.getByRole('status')).toContainText('Dry run for pod uid-o1: would unmount 1 mount');

@@ -11,6 +11,7 @@ import { operationKey, type Check } from '../../lib/api/snapshot.ts';
 import type { PendingOperationView } from '../../lib/operationexecutor/nested-pending-operations.ts';
 import type { UniquePodName, UniqueVolumeName } from '../../lib/volume/types.ts';
 import type { ActionContext } from './action-context.ts';
+import { OBSERVE_MODE_REFUSAL } from './unmount-volume.ts';
 import { errorAnswer, jsonAnswer, type HttpAnswer } from './http-response.ts';
 import type { SlidingWindowRateLimiter } from './rate-limiter.ts';
 
@@ -67,6 +68,10 @@ export function retryOperation(ctx: ActionContext & { limiter: SlidingWindowRate
     audit.record({ caller, action: 'retry', target, checks, result: 'refused', message });
     return answer;
   };
+  if (vm.planOnly) {
+    checks.push({ name: 'managed-mode', ok: false, detail: 'the agent runs with --mode=observe beside a kubelet' });
+    return refuse(errorAnswer('conflict', OBSERVE_MODE_REFUSAL, { checks }), OBSERVE_MODE_REFUSAL);
+  }
 
   const windowSeconds = limiter.windowMs / 1000;
   const decision = limiter.tryAcquire();

@@ -215,11 +215,22 @@ function tearDownResult(vm: VolumeManager, mount: MountedVolume, outcome: TearDo
 }
 
 /** Runs one unmount request: checks, TearDown, outcome; every outcome is audited. */
+/** Why observe mode refuses the managed-mode actions. */
+export const OBSERVE_MODE_REFUSAL =
+  'this agent observes a kubelet (--mode=observe): it never unmounts or retries the kubelet\'s operations; directories of pods gone from the API can be cleaned up with POST /api/v1/orphans/cleanup';
+
 export async function unmountVolume(ctx: UnmountContext, request: UnmountRequest): Promise<HttpAnswer> {
   const { runtime, audit, caller } = ctx;
   const vm = runtime.volumeManager;
   const { podUid, volume } = request;
   const target = `${podUid}/${volume}`;
+  if (vm.planOnly) {
+    // Observe mode: the mounts are the kubelet's. Refused before any check looks at them.
+    const message = OBSERVE_MODE_REFUSAL;
+    const checks = [{ name: 'managed-mode', ok: false, detail: 'the agent runs with --mode=observe beside a kubelet' }];
+    audit.record({ caller, action: 'unmount', target, checks, result: 'refused', message });
+    return errorAnswer('conflict', message, { checks });
+  }
   const mount = findMount(vm, podUid, volume);
   const { checks, refusal } = evaluate(ctx, podUid, volume, mount);
   const refuse = (answer: HttpAnswer, message: string): HttpAnswer => {

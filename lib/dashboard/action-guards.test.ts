@@ -17,6 +17,11 @@ describe('when actions are offered', () => {
     { name: 'retry of a running operation', availability: op === undefined ? null : retryAvailability({ ...op, state: 'running' }, 'live'), reason: 'it is running right now (the agent would answer 409)' },
     { name: 'unmount of a volume the pod still wants', availability: unmountAvailability(desiredRow, snapshot, 'live'), reason: 'pod default/web-0 still wants this volume (the agent would refuse)' },
     { name: 'unmount of a mount no longer desired', availability: unmountAvailability(orphan, snapshot, 'live'), reason: null },
+    {
+      name: 'unmount on an agent in observe mode',
+      availability: unmountAvailability(orphan, { ...snapshot, observing: true }, 'live'),
+      reason: 'this agent only observes the kubelet (--mode=observe): it never unmounts',
+    },
     { name: 'unmount before the states are synced', availability: unmountAvailability(orphan, { statesSynced: false }, 'live'), reason: 'the agent’s states are not synced yet (it would answer 503)' },
     { name: 'unmount of something not mounted', availability: unmountAvailability({ ...orphan, mount: null }, snapshot, 'live'), reason: 'it is not mounted for this pod' },
   ])('$name', ({ availability, reason }) => {

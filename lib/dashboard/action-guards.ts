@@ -34,7 +34,9 @@ export function retryAvailability(op: Operation, phase: ConnectionPhase): Action
  * Unmount: only for a volume mounted for a pod that no longer wants it (the agent refuses with
  * 409 while the pod is in the desired state, and with 503 before its states are synced).
  */
-export function unmountAvailability(row: VolumeRow, snapshot: Pick<Snapshot, 'statesSynced'>, phase: ConnectionPhase): ActionAvailability {
+export function unmountAvailability(row: VolumeRow, snapshot: Pick<Snapshot, 'statesSynced'> & { observing?: boolean }, phase: ConnectionPhase): ActionAvailability {
+  // Observe mode: the mounts are the kubelet's; the agent refuses (409) whatever the row says.
+  if (snapshot.observing === true) return { allowed: false, reason: 'this agent only observes the kubelet (--mode=observe): it never unmounts' };
   const blocked = connectionBlock(phase);
   if (blocked !== null) return blocked;
   if (row.desired) return { allowed: false, reason: `pod ${rowPodName(row)} still wants this volume (the agent would refuse)` };

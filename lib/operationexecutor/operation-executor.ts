@@ -78,6 +78,21 @@ export interface OperationExecutorOptions {
   clock: Clock;
   /** Receives one record per finished operation. */
   onOperationRecord?: (record: OperationRecord) => void;
+  /**
+   * Refuse to start anything ({@link ReadOnlyExecutorError}): the volume manager's plan-only
+   * mode, where this executor exists only to answer questions about an empty table. A second
+   * line of defence behind the reconciler's planner and the API's refusals.
+   */
+  readOnly?: boolean;
+}
+
+/** An operation was asked of a read-only executor (plan-only mode): nothing was started. */
+export class ReadOnlyExecutorError extends Error {
+  override readonly name = 'ReadOnlyExecutorError';
+}
+
+export function isReadOnlyExecutorError(err: unknown): err is ReadOnlyExecutorError {
+  return err instanceof ReadOnlyExecutorError;
 }
 
 export class OperationExecutor implements OperationStarter {
@@ -85,8 +100,10 @@ export class OperationExecutor implements OperationStarter {
   readonly pendingOperations: NestedPendingOperations;
   private readonly clock: Clock;
   private readonly onOperationRecord: ((record: OperationRecord) => void) | undefined;
+  private readonly readOnly: boolean;
 
   constructor(opts: OperationExecutorOptions) {
+    this.readOnly = opts.readOnly === true;
     this.generator = opts.generator;
     this.pendingOperations = opts.pendingOperations;
     this.clock = opts.clock;
@@ -170,6 +187,7 @@ export class OperationExecutor implements OperationStarter {
   }
 
   private run(volumeName: UniqueVolumeName, podName: UniquePodName, nodeName: NodeName, ops: GeneratedOperation): void {
+    if (this.readOnly) throw new ReadOnlyExecutorError(`${ops.operationName} for ${volumeName} refused: the volume manager is in plan-only mode and never runs operations`);
     const generatedAt = this.clock.now();
     let startedAt = generatedAt;
     const record = (detailedErr: Error | undefined): void => {

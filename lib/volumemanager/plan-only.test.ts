@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Mounter } from '../mount-utils/mounter.ts';
 import type { MountInfo } from '../mount-utils/mountinfo.ts';
+import { isReadOnlyExecutorError } from '../operationexecutor/operation-executor.ts';
 import type { PlannedOperation } from '../operationexecutor/planning-executor.ts';
 import { EmptyDirPlugin } from '../volume/plugins/index.ts';
 import { FakeVolumePlugin } from '../volume/testing/fake-volume-plugin.ts';
@@ -588,5 +589,27 @@ describe('plan-only mode API', () => {
     expect(managed.vm.getPlannedOperations()).toEqual([]);
     expect(managed.vm.planOnly).toBe(false);
     expect(observe.vm.planOnly).toBe(true);
+  });
+});
+
+describe('plan-only mode: the executor that runs operations', () => {
+  it('refuses to start anything, even when asked directly (as an API action would), and nothing runs', async () => {
+    const h = planHarness(['pod1uid/volumes/fake-plugin/vol-a']);
+    h.kube.setVolumesAttached([{ name: volA, devicePath: '/dev/sda' }]);
+    h.start();
+    await h.until(() => h.vm.getActualVolumes().length === 1);
+    const mounted = h.vm.asw.getPossiblyMountedVolumesForPod(pod1)[0];
+    if (mounted === undefined) throw new Error('the reconstructed mount is missing');
+
+    let thrown: unknown;
+    try {
+      h.vm.operationExecutor.unmountVolume(mounted, h.vm.asw, join(h.rootDir, 'pods'));
+    } catch (err) {
+      thrown = err;
+    }
+
+    expect(isReadOnlyExecutorError(thrown)).toBe(true);
+    await h.clock.advance(1_000);
+    expectNothingRan(h);
   });
 });

@@ -180,6 +180,7 @@ export class VolumeManager {
       generator,
       pendingOperations: this.pendingOperations,
       clock: opts.clock,
+      readOnly: opts.planOnly === true,
       onOperationRecord: (record) => {
         this.onRecord(record);
       },

@@ -17,6 +17,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { removePodManifests } from './manifests.ts';
+import { startObserver, type Observer } from './observer.ts';
 import { isStartError, pause } from './process.ts';
 import { Stack, describeTeardown, isRoot, mountsAllowedHere, nodeDirs, teardownClean } from './stack.ts';
 import { DemoWorkload } from './workload.ts';
@@ -26,6 +27,9 @@ const DEMO_DIR = join(REPO_ROOT, '.volumescope', 'demo');
 const PID_FILE = join(DEMO_DIR, 'demo.pid');
 const NODE_A = 'demo-node-a';
 const NODE_B = 'demo-node-b';
+/** An observe-mode agent beside a simulated kubelet (scripts/demo/observer.ts). */
+const OBSERVER = 'demo-observer';
+const OBSERVER_PORT = 7073;
 
 function say(message: string): void {
   process.stdout.write(`volumescope: ${message}\n`);
@@ -78,8 +82,17 @@ async function main(): Promise<number> {
   for (const node of [NODE_A, NODE_B]) await removePodManifests(nodeDirs(DEMO_DIR, node).manifestDir);
 
   let stack: Stack;
+  let observer: Observer;
+  try {
+    say(`starting ${OBSERVER}: an observe-mode agent beside a simulated kubelet…`);
+    observer = await startObserver({ name: OBSERVER, repoRoot: REPO_ROOT, baseDir: DEMO_DIR, logDir: join(DEMO_DIR, 'logs'), mountsAllowed, port: OBSERVER_PORT });
+  } catch (err) {
+    process.stderr.write(`volumescope: the demo could not start ${OBSERVER}: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
   try {
     stack = await Stack.start({
+      extraAgents: [observer.info],
       repoRoot: REPO_ROOT,
       baseDir: DEMO_DIR,
       logDir: join(DEMO_DIR, 'logs'),
@@ -95,6 +108,7 @@ async function main(): Promise<number> {
       progress: say,
     });
   } catch (err) {
+    await observer.stop();
     if (!isStartError(err)) throw err;
     process.stderr.write(`volumescope: the demo could not start: ${err.message}\n`);
     return 1;
@@ -118,6 +132,7 @@ async function main(): Promise<number> {
         `VolumeScope dashboard: http://localhost:${port}`,
         '',
         `  nodes ${NODE_A} (127.0.0.1:7071) and ${NODE_B} (127.0.0.1:7072); CSI test driver control on 127.0.0.1:7079`,
+        `  ${OBSERVER} (127.0.0.1:${String(OBSERVER_PORT)}): observe mode beside a simulated kubelet (a Kubernetes-protocol test server and a prepared root dir)`,
         '  pods come and go; a hostPath directory appears after 1 min; demo-node-b restarts after 2 min',
         `  state and logs under ${join('.volumescope', 'demo')}/  ·  Ctrl-C stops everything`,
         '',
@@ -142,6 +157,7 @@ async function main(): Promise<number> {
     say('stopping the demo…');
   } finally {
     await workload.stop();
+    await observer.stop();
     const report = await stack.teardown({ drainMs: 45_000 });
     if (teardownClean(report)) say(`stopped; ${describeTeardown(report)} under .volumescope/demo`);
     else {
