@@ -173,7 +173,7 @@ function PlanPanel({ node, observe }: { node: string; observe: Observe }) {
   return (
     <Panel id="observe-plan" title="Kubelet’s outstanding work (plan)" count={observe.plan.length}>
       <p className="blocking" role="note">
-        <span aria-hidden="true">ⓘ </span>
+        <span aria-hidden="true">◎ </span>
         {OBSERVE_BANNER}
       </p>
       <p className="facts">

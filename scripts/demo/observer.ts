@@ -55,7 +55,8 @@ export async function startObserver(opts: StartObserverOptions): Promise<Observe
   await mkdir(rootDir, { recursive: true });
   await buildObservedKubeletRoot(rootDir, mounter);
   const api = await FakeApiServer.start({ token: 'e2e-observer-sa' });
-  putObservedApiObjects(api, opts.name);
+  // The demo's backoff counts down from now; the e2e stack's too (its assertions do not read times).
+  putObservedApiObjects(api, opts.name, { failedAt: Date.now() });
   const kubeconfig = await writeKubeconfigFile(join(dir, 'kubeconfig'), { server: api.url, token: 'e2e-observer-sa' });
   const port = opts.port ?? (await freePort());
   const tokenFile = join(dir, 'agent-token');

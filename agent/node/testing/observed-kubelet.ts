@@ -15,8 +15,21 @@ import { join } from 'node:path';
 import type { Mounter } from '../../../lib/mount-utils/mounter.ts';
 import type { FakeApiServer } from '../../../lib/sources/kube/testing/fake-apiserver.ts';
 
-/** The kubelet's backoff deadline printed in pod b's event. */
-export const OBSERVED_RETRY_AT = Date.parse('2031-01-02T03:04:05.5Z');
+/** When pod b's mount failed in the fixed fixture (tests); the demo passes its own start time. */
+export const OBSERVED_FAILED_AT = Date.parse('2031-01-02T03:03:01.5Z');
+/** pod b's `durationBeforeRetry` (1m4s: the 8th failure in a row). */
+export const OBSERVED_BACKOFF_MS = 64_000;
+/** The kubelet's backoff deadline printed in pod b's event of the fixed fixture. */
+export const OBSERVED_RETRY_AT = OBSERVED_FAILED_AT + OBSERVED_BACKOFF_MS;
+
+/** Go's `time.Time.String()` of a UTC time, with a monotonic reading, as the kubelet prints it. */
+function goTimeString(ms: number): string {
+  const iso = new Date(ms).toISOString(); // 2031-01-02T03:04:05.500Z
+  const [date = '', time = ''] = iso.slice(0, -1).split('T');
+  const [whole = '', fraction = ''] = time.split('.');
+  const trimmed = fraction.replace(/0+$/, '');
+  return `${date} ${whole}${trimmed === '' ? '' : `.${trimmed}`} +0000 UTC m=+3600.000000001`;
+}
 /** The plan key of pod b's outstanding mount. */
 export const OBSERVED_PLANNED_KEY = 'volume_mount|kubernetes.io/empty-dir/uid-b-scratch|uid-b';
 
@@ -56,8 +69,14 @@ function apiPod(nodeName: string, namespace: string, name: string, uid: string, 
   };
 }
 
-/** Puts the Node, pods a and b, b's FailedMount event, and the failed CSI attachment into `api`. */
-export function putObservedApiObjects(api: FakeApiServer, nodeName: string, namespace = 'default'): void {
+/**
+ * Puts the Node, pods a and b, b's FailedMount event, and the failed CSI attachment into `api`.
+ * `failedAt`: when b's last mount attempt failed (default {@link OBSERVED_FAILED_AT}); its retry
+ * is permitted {@link OBSERVED_BACKOFF_MS} later.
+ */
+export function putObservedApiObjects(api: FakeApiServer, nodeName: string, options: { namespace?: string; failedAt?: number } = {}): void {
+  const namespace = options.namespace ?? 'default';
+  const failedAt = options.failedAt ?? OBSERVED_FAILED_AT;
   api.put('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName }, status: { volumesAttached: [], volumesInUse: [] } });
   api.put('pods', apiPod(nodeName, namespace, 'a', 'uid-a', [{ name: 'cache', emptyDir: {} }, { name: 'creds', secret: { secretName: 'creds' } }]));
   api.put('pods', apiPod(nodeName, namespace, 'b', 'uid-b', [{ name: 'scratch', emptyDir: {} }]));
@@ -69,10 +88,11 @@ export function putObservedApiObjects(api: FakeApiServer, nodeName: string, name
     reason: 'FailedMount',
     type: 'Warning',
     count: 7,
-    lastTimestamp: '2031-01-02T03:03:01Z',
+    // Events keep whole seconds.
+    lastTimestamp: new Date(Math.floor(failedAt / 1000) * 1000).toISOString().replace('.000Z', 'Z'),
     source: { component: 'kubelet', host: nodeName },
     message:
-      'Operation for "{volumeName:kubernetes.io/empty-dir/uid-b-scratch podName:uid-b nodeName:}" failed. No retries permitted until 2031-01-02 03:04:05.5 +0000 UTC m=+3600.000000001 (durationBeforeRetry 1m4s). Error: MountVolume.SetUp failed for volume "scratch" (UniqueName: "kubernetes.io/empty-dir/uid-b-scratch") pod "b" (UID: "uid-b") : mkdir: no space left on device',
+      `Operation for "{volumeName:kubernetes.io/empty-dir/uid-b-scratch podName:uid-b nodeName:}" failed. No retries permitted until ${goTimeString(failedAt + OBSERVED_BACKOFF_MS)} (durationBeforeRetry 1m4s). Error: MountVolume.SetUp failed for volume "scratch" (UniqueName: "kubernetes.io/empty-dir/uid-b-scratch") pod "b" (UID: "uid-b") : mkdir: no space left on device`,
   });
   api.put('persistentvolumes', {
     apiVersion: 'v1',
