@@ -7,7 +7,7 @@ import type { ActionAvailability } from '../lib/dashboard/action-guards.ts';
 import { agentActionMutationOptions, type ActionRequest, type ActionResult } from '../lib/dashboard/actions-client.ts';
 import { isAgentUnavailableError } from '../lib/dashboard/dashboard-error.ts';
 import { formatDuration } from '../lib/dashboard/time-format.ts';
-import { useModalDialog } from './use-modal-dialog.ts';
+import { ConfirmDialog } from './confirm-dialog.tsx';
 
 /** An action waiting for confirmation: what the dialog says and what it sends. */
 export interface PendingAction {
@@ -134,50 +134,14 @@ function ErrorView({ error }: { error: Error }) {
  * action then shows up in the node's audit log through the live stream.
  */
 export function ActionDialog({ agent, pending, onClose }: { agent: string; pending: PendingAction | null; onClose: () => void }) {
-  const titleId = useId();
   const mutation = useMutation(agentActionMutationOptions(agent));
-  const ref = useModalDialog(pending !== null, mutation.reset);
-
-  const done = mutation.isSuccess || mutation.isError;
   return (
-    <dialog ref={ref} className="dialog" aria-labelledby={titleId} onClose={onClose}>
-      {pending !== null ? (
-        <form
-          method="dialog"
-          onSubmit={(e) => {
-            if (!done) {
-              e.preventDefault();
-              mutation.mutate(pending.request);
-            }
-          }}
-        >
-          <h2 id={titleId}>{pending.title}</h2>
-          <p className="dialog__description">{pending.description}</p>
-          {mutation.isPending ? (
-            <p role="status">
-              <span aria-hidden="true">↻ </span>Waiting for the agent…
-            </p>
-          ) : null}
-          {mutation.isSuccess ? <ResultView result={mutation.data} /> : null}
-          {mutation.isError ? <ErrorView error={mutation.error} /> : null}
-          <div className="dialog__buttons">
-            {done ? (
-              <button type="submit" className="button" autoFocus>
-                Close
-              </button>
-            ) : (
-              <>
-                <button type="button" className="button" onClick={() => ref.current?.close()}>
-                  Cancel
-                </button>
-                <button type="submit" className="button button--primary" disabled={mutation.isPending}>
-                  {pending.confirmLabel}
-                </button>
-              </>
-            )}
-          </div>
-        </form>
-      ) : null}
-    </dialog>
+    <ConfirmDialog
+      content={pending === null ? null : { title: pending.title, description: pending.description, confirmLabel: pending.confirmLabel, variables: pending.request }}
+      mutation={mutation}
+      renderResult={(result) => <ResultView result={result} />}
+      renderError={(error) => <ErrorView error={error} />}
+      onClose={onClose}
+    />
   );
 }

@@ -37,7 +37,7 @@ import { useAgentConnection, useNow } from '../lib/dashboard/use-agent.ts';
 import { ActionButton } from './action-dialog.tsx';
 import { Panel } from './node-panels.tsx';
 import { RelativeTime } from './time-text.tsx';
-import { useModalDialog } from './use-modal-dialog.ts';
+import { ConfirmDialog } from './confirm-dialog.tsx';
 
 // Live texts keep their width while they count (tabular digits, a minimum width of their longest
 // usual text), so neither the row nor the table column moves every second.
@@ -496,56 +496,19 @@ interface PendingCleanup {
   readonly description: string;
 }
 
-/**
- * The confirmation dialog of Clean up (the ActionDialog pattern: a modal `<dialog>`, the exact
- * text of what will happen, the agent's answer or refusal with every check, then Close).
- */
+/** The confirmation dialog of Clean up: the shared ConfirmDialog with the cleanup's result and refusal views. */
 function OrphanCleanupDialog({ agent, pending, onClose }: { agent: string; pending: PendingCleanup | null; onClose: () => void }) {
-  const titleId = useId();
   const mutation = useMutation(orphanCleanupMutationOptions(agent));
-  const ref = useModalDialog(pending !== null, mutation.reset);
-
-  const done = mutation.isSuccess || mutation.isError;
   return (
-    <dialog ref={ref} className="dialog" aria-labelledby={titleId} onClose={onClose}>
-      {pending !== null ? (
-        <form
-          method="dialog"
-          onSubmit={(e) => {
-            if (!done) {
-              e.preventDefault();
-              if (!mutation.isPending) mutation.mutate({ podUid: pending.orphan.podUid });
-            }
-          }}
-        >
-          <h2 id={titleId}>Clean up orphaned pod directory</h2>
-          <p className="dialog__description">{pending.description}</p>
-          {mutation.isPending ? (
-            <p role="status">
-              <span aria-hidden="true">↻ </span>Waiting for the agent…
-            </p>
-          ) : null}
-          {mutation.isSuccess ? <CleanupResult response={mutation.data} /> : null}
-          {mutation.isError ? <CleanupError error={mutation.error} /> : null}
-          <div className="dialog__buttons">
-            {done ? (
-              <button type="submit" className="button" autoFocus>
-                Close
-              </button>
-            ) : (
-              <>
-                <button type="button" className="button" onClick={() => ref.current?.close()}>
-                  Cancel
-                </button>
-                <button type="submit" className="button button--primary" disabled={mutation.isPending}>
-                  Clean up
-                </button>
-              </>
-            )}
-          </div>
-        </form>
-      ) : null}
-    </dialog>
+    <ConfirmDialog
+      content={
+        pending === null ? null : { title: 'Clean up orphaned pod directory', description: pending.description, confirmLabel: 'Clean up', variables: { podUid: pending.orphan.podUid } }
+      }
+      mutation={mutation}
+      renderResult={(response) => <CleanupResult response={response} />}
+      renderError={(error) => <CleanupError error={error} />}
+      onClose={onClose}
+    />
   );
 }
 
