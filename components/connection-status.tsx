@@ -1,5 +1,6 @@
 'use client';
 
+import type { AgentConnectionState } from '../lib/dashboard/queries.ts';
 import { formatDuration, formatUtc } from '../lib/dashboard/time-format.ts';
 import { useAgentConnection, useNow } from '../lib/dashboard/use-agent.ts';
 import { RelativeTime } from './time-text.tsx';
@@ -7,9 +8,16 @@ import { RelativeTime } from './time-text.tsx';
 /** After this long without live data, the indicator says "stale since …" instead of "reconnecting for …". */
 const STALE_AFTER_MS = 30_000;
 
-/** "live", "reconnecting for 12 s", "stale since 08:01:03", "unreachable: …", "paused". */
+/** "live", "reconnecting for 12 s", "stale since 08:01:03", "unreachable: …", "paused": the agent's event stream. */
 export function ConnectionStatus({ agent, compact = false }: { agent: string; compact?: boolean }) {
-  const state = useAgentConnection(agent);
+  return <ConnectionIndicator agent={agent} state={useAgentConnection(agent)} compact={compact} />;
+}
+
+/** What the indicator shows: an event stream's state, or the overview's poll status of one agent. */
+export type ConnectionIndicatorState = Pick<AgentConnectionState, 'phase' | 'disconnectedSince' | 'lastSeenAt' | 'error'>;
+
+/** The indicator itself (test id `connection-status`, `data-phase`), for any source of the state. */
+export function ConnectionIndicator({ agent, state, compact = false }: { agent: string; state: ConnectionIndicatorState; compact?: boolean }) {
   const now = useNow(1000);
   let icon: string;
   let text: string;

@@ -12,11 +12,10 @@ import {
   serverToBrowserTime,
   summariesQueryOptions,
   type OverviewCard,
-  type OverviewStatus,
   type SummaryPoll,
 } from '../lib/dashboard/summary.ts';
-import { formatDuration, formatUtc } from '../lib/dashboard/time-format.ts';
 import { useNow } from '../lib/dashboard/use-agent.ts';
+import { ConnectionIndicator } from './connection-status.tsx';
 import { NodeCounts, NodeFacts, ReconstructionLine } from './node-panels.tsx';
 import { RelativeTime } from './time-text.tsx';
 
@@ -24,65 +23,6 @@ import { RelativeTime } from './time-text.tsx';
 export interface OverviewAgent {
   readonly name: string;
   readonly url: string;
-}
-
-/** After this long without live data, the indicator says "stale since …" (as on the node pages). */
-const STALE_AFTER_MS = 30_000;
-
-/**
- * A card's status line, in the look (and with the test id) of the node pages' connection
- * indicator; the state comes from the overview's poll, not from an event stream.
- */
-function SummaryStatus({ agent, status }: { agent: string; status: OverviewStatus }) {
-  const now = useNow(1000);
-  let icon: string;
-  let text: string;
-  let tone: 'live' | 'warn' | 'bad' | 'idle';
-  switch (status.phase) {
-    case 'live':
-      icon = '●';
-      text = 'live';
-      tone = 'live';
-      break;
-    case 'connecting':
-    case 'paused':
-      icon = '○';
-      text = 'connecting…';
-      tone = 'idle';
-      break;
-    case 'reconnecting':
-    case 'unavailable': {
-      const since = status.disconnectedSince ?? now;
-      const stale = now - since >= STALE_AFTER_MS;
-      icon = status.phase === 'unavailable' ? '✕' : '↻';
-      const clock = new Date(since).toLocaleTimeString();
-      if (status.phase === 'unavailable') text = stale ? `unreachable, stale since ${clock}` : `unreachable for ${formatDuration(now - since)}`;
-      else text = stale ? `stale since ${clock}` : `reconnecting for ${formatDuration(now - since)}`;
-      tone = status.phase === 'unavailable' || stale ? 'bad' : 'warn';
-      break;
-    }
-  }
-  return (
-    <div className={`conn conn--${tone}`} data-testid="connection-status" data-phase={status.phase}>
-      <span className="visually-hidden" aria-live="polite">
-        {`${agent}: ${status.phase}`}
-      </span>
-      <span className="conn__main" title={status.disconnectedSince === null ? undefined : `since ${formatUtc(status.disconnectedSince)}`} suppressHydrationWarning>
-        <span aria-hidden="true" className="conn__icon">
-          {icon}
-        </span>{' '}
-        {text}
-      </span>
-      {status.phase === 'reconnecting' || status.phase === 'unavailable' ? (
-        <span className="conn__detail">
-          {status.error !== null ? <span className="conn__error">{status.error}</span> : null}
-          <span>
-            last seen <RelativeTime at={status.lastSeenAt} fallback="never" />
-          </span>
-        </span>
-      ) : null}
-    </div>
-  );
 }
 
 const NodeCard = memo(function NodeCard({ card }: { card: OverviewCard }) {
@@ -93,7 +33,8 @@ const NodeCard = memo(function NodeCard({ card }: { card: OverviewCard }) {
         <h2>
           <Link href={nodeHref(card.name)}>{card.name}</Link>
         </h2>
-        <SummaryStatus agent={card.name} status={card.status} />
+        {/* The node pages' indicator; the state comes from the overview's poll, not from an event stream. */}
+        <ConnectionIndicator agent={card.name} state={card.status} />
       </header>
       <p className="muted small">{card.url}</p>
       {summary === null ? (
