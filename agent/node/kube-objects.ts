@@ -17,7 +17,7 @@
  */
 import { CoreV1Api, PatchStrategy, setHeaderOptions, StorageV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { KubeSource } from '../../lib/sources/kube/index.ts';
-import { apiErrorStatus, describeApiError } from '../../lib/sources/kube/api-error.ts';
+import { describeApiError } from '../../lib/sources/kube/api-error.ts';
 import { convertNode, convertPersistentVolume } from '../../lib/sources/kube/api-objects.ts';
 import { abortableRequestOptions } from '../../lib/sources/kube/request-deadline.ts';
 import type { VolumeAttachmentReader, VolumeAttachmentStatus } from '../../lib/volume/csi/index.ts';
@@ -58,8 +58,9 @@ export class KubeObjectGetError extends Error {
     readonly path: string,
     readonly status: number | undefined,
     message: string,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
@@ -148,15 +149,9 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
         allocatedResourceStatuses: { storage: null },
       },
     };
-    try {
-      await this.core.patchNamespacedPersistentVolumeClaimStatus(
-        { name, namespace, body },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch, abortableRequestOptions(AbortSignal.timeout(kubeObjectGetTimeoutMs))),
-      );
-    } catch (err) {
-      const info = describeApiError(err);
-      throw new KubeObjectGetError(path, info.status, `PATCH ${path}: ${info.message}`);
-    }
+    await this.request('PATCH', path, (options) =>
+      this.core.patchNamespacedPersistentVolumeClaimStatus({ name, namespace, body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch, options)),
+    );
   };
 
   /**
@@ -165,15 +160,10 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
    * kubelet's node status patch does). Resolves with the list the server returned.
    */
   async patchVolumesInUse(nodeName: NodeName, volumes: readonly string[]): Promise<string[]> {
-    const path = `/api/v1/nodes/${nodeName}/status`;
-    const options = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch, abortableRequestOptions(AbortSignal.timeout(kubeObjectGetTimeoutMs)));
-    try {
-      const node = await this.core.patchNodeStatus({ name: nodeName, body: { status: { volumesInUse: [...volumes] } } }, options);
-      return [...(node.status?.volumesInUse ?? [])];
-    } catch (err) {
-      const info = describeApiError(err);
-      throw new KubeObjectGetError(path, info.status, `PATCH ${path}: ${info.message}`);
-    }
+    const node = await this.request('PATCH', `/api/v1/nodes/${nodeName}/status`, (options) =>
+      this.core.patchNodeStatus({ name: nodeName, body: { status: { volumesInUse: [...volumes] } } }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch, options)),
+    );
+    return [...(node.status?.volumesInUse ?? [])];
   }
 
   /**
@@ -182,7 +172,7 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
    */
   async listVolumeAttachments(nodeName: string): Promise<VolumeAttachment[]> {
     const path = '/apis/storage.k8s.io/v1/volumeattachments';
-    const list = await this.request(path, (options) => this.storage.listVolumeAttachment({}, options));
+    const list = await this.request('LIST', path, (options) => this.storage.listVolumeAttachment({}, options));
     return list.items
       .filter((va) => va.spec.nodeName === nodeName)
       .map((va) => ({
@@ -203,7 +193,7 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
   /** The core/v1 Events about one pod (observe mode: the kubelet's FailedMount backoff). */
   async listPodEvents(namespace: string, podUid: string): Promise<CoreEvent[]> {
     const path = `/api/v1/namespaces/${namespace}/events`;
-    const list = await this.request(path, (options) => this.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.uid=${podUid}` }, options));
+    const list = await this.request('LIST', path, (options) => this.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.uid=${podUid}` }, options));
     return list.items.map((e) => ({
       ...(e.reason === undefined ? {} : { reason: e.reason }),
       ...(e.message === undefined ? {} : { message: e.message }),
@@ -217,24 +207,23 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
     }));
   }
 
-  /** A request with a deadline; {@link KubeObjectGetError} on any failure. */
-  private async request<T>(path: string, call: (options: ReturnType<typeof abortableRequestOptions>) => Promise<T>): Promise<T> {
+  /** A request with a deadline; {@link KubeObjectGetError} (`<verb> <path>: <API error>`) on any failure. */
+  private async request<T>(verb: 'GET' | 'LIST' | 'PATCH', path: string, call: (options: ReturnType<typeof abortableRequestOptions>) => Promise<T>): Promise<T> {
     try {
       return await call(abortableRequestOptions(AbortSignal.timeout(kubeObjectGetTimeoutMs)));
     } catch (err) {
       const info = describeApiError(err);
-      throw new KubeObjectGetError(path, info.status, `LIST ${path}: ${info.message}`);
+      throw new KubeObjectGetError(path, info.status, `${verb} ${path}: ${info.message}`, { cause: err });
     }
   }
 
   /** A GET with a deadline; undefined on 404, {@link KubeObjectGetError} on any other failure. */
   private async get<T>(path: string, call: (options: ReturnType<typeof abortableRequestOptions>) => Promise<T>): Promise<T | undefined> {
     try {
-      return await call(abortableRequestOptions(AbortSignal.timeout(kubeObjectGetTimeoutMs)));
+      return await this.request('GET', path, call);
     } catch (err) {
-      if (apiErrorStatus(err) === 404) return undefined;
-      const info = describeApiError(err);
-      throw new KubeObjectGetError(path, info.status, `GET ${path}: ${info.message}`);
+      if (isKubeObjectGetError(err) && err.status === 404) return undefined;
+      throw err;
     }
   }
 }
