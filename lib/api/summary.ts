@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import type { ApiRoute } from './routes.ts';
-import { AgentInfoSchema, MounterSchema, ReconstructionStatusSchema, SeqSchema, type ReconstructedVolume, type Snapshot } from './snapshot.ts';
+import { AgentInfoSchema, MounterSchema, ReconstructionStatusSchema, SeqSchema, type ActualVolume, type DesiredPod, type ReconstructedVolume, type Snapshot } from './snapshot.ts';
 
 /** The route (authenticated like every read but `/healthz` and `/readyz`). */
 export const SUMMARY_ROUTE = { method: 'GET', path: '/api/v1/summary', auth: true } as const satisfies ApiRoute;
@@ -75,28 +75,44 @@ export const AgentSummarySchema = z.object({
 /** The body of `GET /api/v1/summary`. */
 export type AgentSummary = z.infer<typeof AgentSummarySchema>;
 
+/**
+ * What one actual volume contributes to the counts: its `uncertain` states (attach, device mount,
+ * pod mounts) and the `podUid/volumeName` pairs it has mounted (one per mounted pod mount).
+ */
+export function actualVolumeCounts(volume: ActualVolume): { uncertain: number; mountedPairs: string[] } {
+  let uncertain = 0;
+  const mountedPairs: string[] = [];
+  if (volume.attachState === 'uncertain') uncertain++;
+  if (volume.deviceMountState === 'uncertain') uncertain++;
+  for (const mount of volume.pods) {
+    if (mount.mountState === 'mounted') mountedPairs.push(`${mount.podUid}/${mount.outerVolumeName}`);
+    else uncertain++;
+  }
+  return { uncertain, mountedPairs };
+}
+
+/** The `podUid/volumeName` pairs a desired pod wants, in the form of {@link actualVolumeCounts}'. */
+export function desiredPodPairs(pod: DesiredPod): string[] {
+  return pod.volumes.map((volume) => `${pod.uid}/${volume.name}`);
+}
+
 /** The summary of `snapshot`: the definition of every count (O(volumes + pods + operations)). */
 export function summarizeSnapshot(snapshot: Snapshot): AgentSummary {
   let mounted = 0;
   let uncertain = 0;
   const mountedPairs = new Set<string>();
   for (const volume of snapshot.actual.volumes) {
-    if (volume.attachState === 'uncertain') uncertain++;
-    if (volume.deviceMountState === 'uncertain') uncertain++;
-    for (const mount of volume.pods) {
-      if (mount.mountState === 'mounted') {
-        mounted++;
-        mountedPairs.add(`${mount.podUid}/${mount.outerVolumeName}`);
-      } else {
-        uncertain++;
-      }
-    }
+    const counts = actualVolumeCounts(volume);
+    uncertain += counts.uncertain;
+    mounted += counts.mountedPairs.length;
+    for (const pair of counts.mountedPairs) mountedPairs.add(pair);
   }
   let desiredVolumes = 0;
   let pending = 0;
   for (const pod of snapshot.desired.pods) {
-    desiredVolumes += pod.volumes.length;
-    for (const volume of pod.volumes) if (!mountedPairs.has(`${pod.uid}/${volume.name}`)) pending++;
+    const pairs = desiredPodPairs(pod);
+    desiredVolumes += pairs.length;
+    for (const pair of pairs) if (!mountedPairs.has(pair)) pending++;
   }
   let inBackoff = 0;
   let running = 0;

@@ -1,7 +1,7 @@
 /**
  * The per-node numbers of the overview page, derived from a snapshot. Pure.
  */
-import type { ActualVolume, DesiredPod, ReconstructedVolume, Snapshot } from '../api/index.ts';
+import { actualVolumeCounts, desiredPodPairs, type ActualVolume, type DesiredPod, type ReconstructedVolume, type Snapshot } from '../api/index.ts';
 
 /** A reconstruction outcome (`reconstruction.volumes[].outcome`). */
 export type ReconstructionOutcome = ReconstructedVolume['outcome'];
@@ -54,6 +54,32 @@ export interface NodeSummary {
   readonly drivers: { readonly total: number; readonly registered: number; readonly failing: number };
 }
 
+/** The counts the health of a node is judged on (from a snapshot, or from an agent's summary). */
+export interface NodeHealthInput {
+  readonly statesSynced: boolean;
+  readonly inBackoff: number;
+  readonly uncertain: number;
+  readonly podErrors: number;
+  readonly sourceErrors: number;
+  readonly failedReconstructions: number;
+  readonly failingDrivers: number;
+  readonly foundDetached: number;
+}
+
+/** The node's health and, when degraded, why (one short phrase per reason; none while syncing). */
+export function nodeHealth(c: NodeHealthInput): { health: NodeHealth; reasons: string[] } {
+  if (!c.statesSynced) return { health: 'syncing', reasons: [] };
+  const reasons: string[] = [];
+  if (c.inBackoff > 0) reasons.push(`${c.inBackoff} in backoff`);
+  if (c.uncertain > 0) reasons.push(`${c.uncertain} uncertain`);
+  if (c.podErrors > 0) reasons.push(`${c.podErrors} pod${c.podErrors === 1 ? '' : 's'} with errors`);
+  if (c.sourceErrors > 0) reasons.push(`${c.sourceErrors} source errors`);
+  if (c.failedReconstructions > 0) reasons.push(`${c.failedReconstructions} failed reconstructions`);
+  if (c.failingDrivers > 0) reasons.push(`${c.failingDrivers} driver errors`);
+  if (c.foundDetached > 0) reasons.push(`${c.foundDetached} found detached`);
+  return { health: reasons.length > 0 ? 'degraded' : 'healthy', reasons };
+}
+
 const summaryCache = new WeakMap<Snapshot, NodeSummary>();
 
 // The volume counts are the expensive part (a pass over every pod and volume). Deltas keep an
@@ -88,15 +114,7 @@ function countActual(volumes: readonly ActualVolume[]): ActualCounts {
   for (const volume of volumes) {
     let item = volumeCountsCache.get(volume);
     if (item === undefined) {
-      let u = 0;
-      const pairs: string[] = [];
-      if (volume.attachState === 'uncertain') u++;
-      if (volume.deviceMountState === 'uncertain') u++;
-      for (const mount of volume.pods) {
-        if (mount.mountState === 'mounted') pairs.push(`${mount.podUid}/${mount.outerVolumeName}`);
-        else u++;
-      }
-      item = { uncertain: u, mountedPairs: pairs };
+      item = actualVolumeCounts(volume);
       volumeCountsCache.set(volume, item);
     }
     uncertain += item.uncertain;
@@ -117,7 +135,7 @@ function countDesired(pods: readonly DesiredPod[], mountedPairs: ReadonlySet<str
   for (const pod of pods) {
     let pairs = podPairsCache.get(pod);
     if (pairs === undefined) {
-      pairs = pod.volumes.map((volume) => `${pod.uid}/${volume.name}`);
+      pairs = desiredPodPairs(pod);
       podPairsCache.set(pod, pairs);
     }
     desiredVolumes += pairs.length;
@@ -148,25 +166,23 @@ export function summarizeNode(snapshot: Snapshot): NodeSummary {
     registered: snapshot.drivers.filter((d) => d.registered).length,
     failing: snapshot.drivers.filter((d) => d.lastError !== null).length,
   };
-  const reasons: string[] = [];
-  if (snapshot.statesSynced) {
-    if (inBackoff > 0) reasons.push(`${inBackoff} in backoff`);
-    if (uncertain > 0) reasons.push(`${uncertain} uncertain`);
-    if (podErrors > 0) reasons.push(`${podErrors} pod${podErrors === 1 ? '' : 's'} with errors`);
-    if (snapshot.sourceErrors.length > 0) reasons.push(`${snapshot.sourceErrors.length} source errors`);
-    if (outcomes.failed > 0) reasons.push(`${outcomes.failed} failed reconstructions`);
-    if (drivers.failing > 0) reasons.push(`${drivers.failing} driver errors`);
-    if (snapshot.attachVerification.foundDetached.length > 0) {
-      reasons.push(`${snapshot.attachVerification.foundDetached.length} found detached`);
-    }
-  }
+  const { health, reasons } = nodeHealth({
+    statesSynced: snapshot.statesSynced,
+    inBackoff,
+    uncertain,
+    podErrors,
+    sourceErrors: snapshot.sourceErrors.length,
+    failedReconstructions: outcomes.failed,
+    failingDrivers: drivers.failing,
+    foundDetached: snapshot.attachVerification.foundDetached.length,
+  });
   const summary: NodeSummary = {
     nodeName: snapshot.nodeName,
     seq: snapshot.seq,
     statesSynced: snapshot.statesSynced,
     agentVersion: snapshot.agent.version,
     agentStartedAt: snapshot.agent.startedAt,
-    health: !snapshot.statesSynced ? 'syncing' : reasons.length > 0 ? 'degraded' : 'healthy',
+    health,
     reasons,
     pods: snapshot.desired.pods.length,
     desiredVolumes,

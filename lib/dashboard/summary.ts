@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { AgentSummarySchema, type AgentSummary } from '../api/index.ts';
 import { DashboardErrorCodeSchema, errorFromDashboardResponse } from './dashboard-error.ts';
 import { DiscoveryStatusSchema } from './discovery-status.ts';
-import type { NodeSummary } from './node-summary.ts';
+import { nodeHealth, type NodeSummary } from './node-summary.ts';
 import { overviewKeys, type ConnectionPhase } from './queries.ts';
 
 // THE RELAY'S ANSWER
@@ -125,23 +125,23 @@ export function summariesQueryOptions(fetchFn: typeof fetch = (input, init) => f
 export function toNodeSummary(s: AgentSummary): NodeSummary {
   const c = s.counts;
   const o = s.reconstruction.outcomes;
-  const reasons: string[] = [];
-  if (s.statesSynced) {
-    if (c.inBackoff > 0) reasons.push(`${c.inBackoff} in backoff`);
-    if (c.uncertain > 0) reasons.push(`${c.uncertain} uncertain`);
-    if (c.podErrors > 0) reasons.push(`${c.podErrors} pod${c.podErrors === 1 ? '' : 's'} with errors`);
-    if (c.sourceErrors > 0) reasons.push(`${c.sourceErrors} source errors`);
-    if (o.failed > 0) reasons.push(`${o.failed} failed reconstructions`);
-    if (s.drivers.failing > 0) reasons.push(`${s.drivers.failing} driver errors`);
-    if (c.foundDetached > 0) reasons.push(`${c.foundDetached} found detached`);
-  }
+  const { health, reasons } = nodeHealth({
+    statesSynced: s.statesSynced,
+    inBackoff: c.inBackoff,
+    uncertain: c.uncertain,
+    podErrors: c.podErrors,
+    sourceErrors: c.sourceErrors,
+    failedReconstructions: o.failed,
+    failingDrivers: s.drivers.failing,
+    foundDetached: c.foundDetached,
+  });
   return {
     nodeName: s.nodeName,
     seq: s.seq,
     statesSynced: s.statesSynced,
     agentVersion: s.agent.version,
     agentStartedAt: s.agent.startedAt,
-    health: !s.statesSynced ? 'syncing' : reasons.length > 0 ? 'degraded' : 'healthy',
+    health,
     reasons,
     pods: c.pods,
     desiredVolumes: c.desiredVolumes,
