@@ -318,18 +318,18 @@ export async function startFakeAgent(options: FakeAgentOptions): Promise<FakeAge
       return;
     }
     const route = `${req.method ?? 'GET'} ${url.pathname}`;
-    if (route === `GET ${API_ROUTES.snapshot.path}`) counts.snapshot++;
-    else if (route === `GET ${SUMMARY_ROUTE.path}`) counts.summary++;
-    else if (route === `GET ${API_ROUTES.events.path}`) counts.events++;
-    else if (req.method === 'POST') counts.actions++;
+    if (req.method === 'POST') counts.actions++;
     switch (route) {
       case `GET ${API_ROUTES.snapshot.path}`:
+        counts.snapshot++;
         sendJson(res, 200, node.current);
         return;
       case `GET ${SUMMARY_ROUTE.path}`:
+        counts.summary++;
         sendJson(res, 200, summarizeSnapshot(node.current));
         return;
       case `GET ${API_ROUTES.events.path}`: {
+        counts.events++;
         res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform' });
         // Send the headers now: a resume with nothing new writes no event, and a client waiting
         // for the headers would otherwise wait for the first change or keepalive.
