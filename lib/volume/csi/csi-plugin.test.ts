@@ -755,25 +755,32 @@ describe(`kubernetes.io/csi error semantics as upstream (${driverMode})`, () => 
     await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
   });
 
-  const vaFailures: { name: string; reader: VolumeAttachmentReader; detail: string }[] = [
+  const vaFailures: { name: string; reader: VolumeAttachmentReader; detail: string; waitTransient: boolean }[] = [
     {
       name: 'a VolumeAttachment GET error',
       reader: { getVolumeAttachment: () => Promise.reject(new Error('etcdserver: request timed out')) },
       detail: 'etcdserver: request timed out',
+      waitTransient: true,
     },
     {
       name: 'a VolumeAttachment reporting an attach error',
       reader: { getVolumeAttachment: () => Promise.resolve({ attached: false, attachmentMetadata: {}, attachError: 'rpc error: code = Internal desc = no such disk' }) },
       detail: 'rpc error: code = Internal desc = no such disk',
+      waitTransient: false,
     },
   ];
 
-  it.each(vaFailures)('getPublishContext: $name is transient in MountDevice and SetUpAt and writes nothing', async ({ reader, detail }) => {
+  it.each(vaFailures)('getPublishContext: $name is transient in MountDevice and SetUpAt and writes nothing', async ({ reader, detail, waitTransient }) => {
     const plugin = newPlugin({ volumeAttachments: reader });
     const vol = `vol-va-${testCount}`;
     const spec = pvSpec(vol);
     const p = pod(`uid-va-${testCount}`);
     const staging = await plugin.newAttacher().getDeviceMountPath(spec);
+
+    // WaitForAttach: a GET error is transient too; an attach error is the attacher's (final) answer.
+    const waitErr = await rejection(plugin.newAttacher().waitForAttach(spec, '', p, 1_000));
+    expect(waitErr.message).toContain(detail);
+    expect(isTransientOperationFailure(waitErr)).toBe(waitTransient);
 
     const stageErr = await rejection(plugin.newDeviceMounter().mountDevice(spec, '', staging, { seLinuxLabel: '' }));
     expect(isTransientOperationFailure(stageErr)).toBe(true);

@@ -428,7 +428,7 @@ export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePl
    * Controller-attached volumes: the VolumeAttachment `csi-<sha256(handle+driver+node)>` is read
    * on every call (upstream reads it in WaitForAttach and again in MountDevice), so a detach by
    * the controller is seen at once. Null when it does not exist or is not attached; an attach
-   * error is thrown with the attacher's message.
+   * error is thrown with the attacher's message; a failed GET is a TransientOperationFailure.
    */
   private async publishContextFromVolumeAttachment(driverName: string, volumeHandle: string): Promise<StringMap | null> {
     const reader = this.volumeAttachments;
@@ -440,7 +440,8 @@ export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePl
     try {
       va = await reader.getVolumeAttachment(name);
     } catch (err) {
-      throw new Error(`volume ${volumeHandle} has GET error for volume attachment ${name}: ${errText(err)}`, { cause: err });
+      // The API server may answer later: transient, never a reason to change a mount's state.
+      throw new TransientOperationFailure(`volume ${volumeHandle} has GET error for volume attachment ${name}: ${errText(err)}`, { cause: err });
     }
     if (va === undefined) return null;
     if (va.attachError !== undefined && va.attachError !== '') {
