@@ -374,7 +374,7 @@ export class CsiAttacher implements Attacher, Detacher {
     } catch (err) {
       throw new Error(log(`failed to clean up global mount ${dataDir}: ${errText(err)}`), { cause: err });
     }
-    if (!removed) this.ctx.log.warn(log(`attacher.UnmountDevice left [${stagingPath}] in place: it is still mounted after NodeUnstageVolume succeeded`));
+    if (!removed) this.ctx.log.warn(log(`attacher.UnmountDevice left [${stagingPath}] in place: it is still mounted`));
     this.ctx.log.info(log(`attacher.UnmountDevice successfully requested NodeUnStageVolume [${stagingPath}]`));
   }
 
