@@ -42,6 +42,7 @@ import { parseQuantity } from '../volume/quantity.ts';
 import { isBlockSpec, specAccessModes, specName, type Spec } from '../volume/spec.ts';
 import { splitUniqueName, type NodeName, type PodUID, type UniqueVolumeName } from '../volume/types.ts';
 import { goQuote, goSlice } from '../volume/util/go-format.ts';
+import { hasMountRefs } from '../volume/util/mount-refs.ts';
 import {
   attachedVolumeMsg,
   errorPair,
@@ -135,11 +136,6 @@ export function fullyQualifiedPluginName(pluginName: string, spec: Spec | undefi
   if (pluginName !== 'kubernetes.io/csi' || spec === undefined) return pluginName;
   const driver = spec.persistentVolume?.spec.csi?.driver ?? spec.volume?.csi?.driver;
   return driver === undefined ? pluginName : `${pluginName}:${driver}`;
-}
-
-/** `util.HasMountRefs`: any reference that is not under the mount path itself. */
-export function hasMountRefs(mountPath: string, refs: readonly string[]): boolean {
-  return refs.some((ref) => !ref.includes(mountPath));
 }
 
 function storageOf(list: Record<string, string> | undefined): number {

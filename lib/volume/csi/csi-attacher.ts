@@ -16,9 +16,13 @@
  * - VolumesAreAttached asks the driver: one paginated ListVolumes when it has
  *   LIST_VOLUMES_PUBLISHED_NODES, else ControllerGetVolume per volume.
  *
- * Error contract: non-final gRPC errors become UncertainProgressError, final ones are thrown as
- * errors, a driver that is not registered (or a secret that cannot be read) gives a
- * TransientOperationFailure. Block volumes are not supported (see README.md).
+ * Error contract, as upstream: only NodeStageVolume can be uncertain (a non-final gRPC error
+ * becomes UncertainProgressError, the staging dir and vol_data.json stay). The STAGE_UNSTAGE_VOLUME
+ * probe of MountDevice runs before anything is written and its failure is final; the
+ * VOLUME_MOUNT_GROUP probe, reading the publish context (VolumeAttachment or our own attachment),
+ * a driver that is not registered and a secret that cannot be read are transient
+ * (TransientOperationFailure: no state change, retried). Every other call's failure is a plain
+ * error. Block volumes are not supported (see README.md).
  */
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -28,9 +32,9 @@ import type { Pod } from '../k8s-types.ts';
 import type { Attacher, DeviceMounterArgs, Detacher } from '../plugins.ts';
 import type { Spec } from '../spec.ts';
 import type { NodeName } from '../types.ts';
-import { classifyCsiError, isCsiRpcError } from './csi-errors.ts';
+import { classifyCsiError, csiCallError, isCsiRpcError } from './csi-errors.ts';
 import type { CsiPluginContext } from './csi-plugin-context.ts';
-import type { ControllerVolumeStatus, StringMap } from './csi-types.ts';
+import type { ControllerVolumeStatus, NodeCapability, StringMap } from './csi-types.ts';
 import {
   addSELinuxMountOption,
   asCSIAccessMode,
@@ -108,7 +112,7 @@ export class CsiAttacher implements Attacher, Detacher {
       );
       publishContext = resp.publish_context;
     } catch (err) {
-      throw classifyCsiError(err, log(`attacher.Attach failed to ControllerPublishVolume [${volumeHandle}] to node ${nodeId}: `));
+      throw csiCallError(err, log(`attacher.Attach failed to ControllerPublishVolume [${volumeHandle}] to node ${nodeId}: `));
     }
     this.ctx.rememberAttachment({
       driverName: driver,
@@ -234,15 +238,21 @@ export class CsiAttacher implements Attacher, Detacher {
     }
     const { driver, volumeHandle } = pvSrc;
     const client = this.ctx.client(driver, 'attacher.MountDevice failed to create newCsiDriverClient');
-    let caps;
+    // Nothing is written yet: a failed probe is final (upstream returns the error as is).
+    let stageUnstageSet: boolean;
     try {
-      caps = await this.ctx.nodeCapabilities(driver);
+      stageUnstageSet = (await this.ctx.nodeCapabilities(driver)).has('STAGE_UNSTAGE_VOLUME');
     } catch (err) {
-      throw classifyCsiError(err, log('attacher.MountDevice failed to check for STAGE_UNSTAGE_VOLUME capability: '));
+      throw csiCallError(err, log('attacher.MountDevice failed to check for STAGE_UNSTAGE_VOLUME capability: '));
     }
-    const stageUnstageSet = caps.has('STAGE_UNSTAGE_VOLUME');
 
-    const publishContext = this.ctx.skipAttach(driver) ? {} : await this.ctx.publishContextFor(driver, volumeHandle);
+    let publishContext: StringMap | null;
+    try {
+      publishContext = this.ctx.skipAttach(driver) ? {} : await this.ctx.publishContextFor(driver, volumeHandle);
+    } catch (err) {
+      // A VolumeAttachment that cannot be read now may be readable later: transient, as upstream.
+      throw new TransientOperationFailure(errText(err), { cause: err });
+    }
     if (publishContext === null) {
       const attachID = attachmentName(volumeHandle, driver, this.ctx.nodeName);
       throw new TransientOperationFailure(`volume ${volumeHandle} is not attached for volume attachment ${attachID}`);
@@ -282,6 +292,17 @@ export class CsiAttacher implements Attacher, Detacher {
     if (!stageUnstageSet) {
       this.ctx.log.info(log('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return;
+    }
+    // The second probe, as upstream (NodeSupportsVolumeMountGroup): transient, so the directory
+    // and vol_data.json stay and no state changes.
+    let caps: ReadonlySet<NodeCapability>;
+    try {
+      caps = await this.ctx.nodeCapabilities(driver);
+    } catch (err) {
+      throw new TransientOperationFailure(
+        log(`attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: ${errText(err)}`),
+        { cause: err },
+      );
     }
     let volumeMountGroup: string | undefined;
     if (caps.has('VOLUME_MOUNT_GROUP') && args.fsGroup !== undefined) volumeMountGroup = String(args.fsGroup);
@@ -333,25 +354,27 @@ export class CsiAttacher implements Attacher, Detacher {
     try {
       caps = await this.ctx.nodeCapabilities(driver);
     } catch (err) {
-      throw classifyCsiError(err, log('attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: '));
+      throw csiCallError(err, log('attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: '));
     }
     if (caps.has('STAGE_UNSTAGE_VOLUME')) {
       try {
         await client.nodeUnstageVolume({ volume_id: volumeHandle, staging_target_path: stagingPath }, this.ctx.callOptions());
       } catch (err) {
-        throw classifyCsiError(err, log('attacher.UnmountDevice failed: '));
+        throw csiCallError(err, log('attacher.UnmountDevice failed: '));
       }
     } else {
       this.ctx.log.info(log('attacher.UnmountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping UnmountDevice...'));
     }
-    // Delete the global directory + json file, only now that the driver let go of it.
+    // Delete the global directory + json file, only now that the driver let go of it. A path the
+    // driver left mounted after a successful NodeUnstage is kept with its vol_data.json and is not
+    // an UnmountDevice error (upstream's removeMountDir): the driver answered for its unstage.
     let removed: boolean;
     try {
       removed = await removeMountDir(this.ctx.rootDir, this.ctx.mounter, stagingPath);
     } catch (err) {
       throw new Error(log(`failed to clean up global mount ${dataDir}: ${errText(err)}`), { cause: err });
     }
-    if (!removed) throw new Error(log(`failed to clean up global mount ${dataDir}: ${stagingPath} is still mounted`));
+    if (!removed) this.ctx.log.warn(log(`attacher.UnmountDevice left [${stagingPath}] in place: it is still mounted`));
     this.ctx.log.info(log(`attacher.UnmountDevice successfully requested NodeUnStageVolume [${stagingPath}]`));
   }
 
@@ -374,7 +397,7 @@ export class CsiAttacher implements Attacher, Detacher {
     try {
       await client.controllerUnpublishVolume({ volume_id: volumeHandle, node_id: nodeId, secrets }, this.ctx.callOptions());
     } catch (err) {
-      throw classifyCsiError(err, log(`detacher.Detach failed to ControllerUnpublishVolume [${volumeHandle}] from node ${nodeId}: `));
+      throw csiCallError(err, log(`detacher.Detach failed to ControllerUnpublishVolume [${volumeHandle}] from node ${nodeId}: `));
     }
     this.ctx.forgetAttachment(driver, volumeHandle);
     this.ctx.log.info(log(`detacher.Detach finished OK for volume ${volumeHandle} on node ${node}`));

@@ -1,6 +1,6 @@
 /**
- * Errors of CSI calls and their classification (kubelet `isFinalError` in
- * pkg/volume/csi/csi_client.go; operators-and-csi.md B.2).
+ * Errors of CSI calls and their classification (kubelet `isFinalError`,
+ * kubernetes/kubernetes pkg/volume/csi/csi_client.go@v1.34).
  *
  * A *final* error means the driver did not do, and is not doing, the operation. A *non-final*
  * (uncertain) error means the operation may still be running in the driver or may even have
@@ -106,16 +106,32 @@ export function isFinalCsiError(err: unknown): boolean {
 }
 
 /**
- * The error a plugin returns for a failed CSI call: non-final errors become an
- * {@link UncertainProgressError} (the operation executor then records the mount as uncertain),
- * final ones are returned unchanged. The original error stays reachable as `cause`.
- * `prefix` is prepended to the message (`kubernetes.io/csi: attacher.UnmountDevice failed: `).
+ * The error of a failed **NodeStageVolume or NodePublishVolume** (the only calls the kubelet's
+ * client classifies, kubernetes/kubernetes pkg/volume/csi/csi_client.go@v1.34): non-final errors
+ * become an {@link UncertainProgressError} (the operation executor then records the device or
+ * volume mount as uncertain, and the plugin keeps its directories and vol_data.json), final ones
+ * are returned unchanged. The original error stays reachable as `cause`. `prefix` is prepended to
+ * the message.
+ *
+ * Every other call (capability probes, unstage, unpublish, expand, controller calls) fails with
+ * {@link csiCallError}: an uncertain mark there would leave an actual-state entry the plugin has
+ * written nothing for (a probe runs before vol_data.json exists), and the executor already treats
+ * any unmount or attach error as uncertain.
  */
 export function classifyCsiError(err: unknown, prefix = ''): Error {
   const message = `${prefix}${err instanceof Error ? err.message : String(err)}`;
   if (!isFinalCsiError(err)) return new UncertainProgressError(message, { cause: err });
+  return csiCallError(err, prefix);
+}
+
+/**
+ * The error of a failed CSI call that is not NodeStage/NodePublish: a plain (final) error,
+ * whatever the gRPC code, with `prefix` prepended (`kubernetes.io/csi: attacher.UnmountDevice
+ * failed: `) and the original error as `cause`, as upstream's `errors.New(log("…: %v", err))`.
+ */
+export function csiCallError(err: unknown, prefix = ''): Error {
   if (prefix === '' && err instanceof Error) return err;
-  return new Error(message, { cause: err });
+  return new Error(`${prefix}${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }
 
 /** The gRPC code of a CSI error, or undefined when it has none (transport errors, others). */

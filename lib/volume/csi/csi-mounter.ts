@@ -5,8 +5,12 @@
  * SetUp writes `<pod volume dir>/vol_data.json` before the call; after a final error it removes
  * the target directory, the file and the pod volume directory; after a non-final error
  * (UncertainProgressError) it keeps them, so TearDown or reconstruction can find the volume.
+ * Only NodePublishVolume can be uncertain, as upstream: the STAGE_UNSTAGE_VOLUME probe (PVs only)
+ * runs before anything is written and fails final; the VOLUME_MOUNT_GROUP probe, reading the
+ * publish context and secrets fail transient. So an uncertain mount always has its vol_data.json.
  * TearDown reads the file back, and removes directory and file only after NodeUnpublishVolume
- * succeeded and the target is no longer mounted.
+ * succeeded and the target is no longer mounted; a target the driver left mounted is kept and is
+ * not a TearDown error (upstream's removeMountDir).
  *
  * Not done here (see README.md): fsGroup ownership changes when the driver lacks
  * VOLUME_MOUNT_GROUP (the kubelet's SetVolumeOwnership), service account token injection.
@@ -18,9 +22,9 @@ import type { Pod } from '../k8s-types.ts';
 import type { Mounter, MounterArgs, Unmounter } from '../plugins.ts';
 import { specName, type Spec } from '../spec.ts';
 import type { PodUID } from '../types.ts';
-import { classifyCsiError } from './csi-errors.ts';
+import { classifyCsiError, csiCallError } from './csi-errors.ts';
 import type { CsiPluginContext } from './csi-plugin-context.ts';
-import type { StringMap } from './csi-types.ts';
+import type { NodeCapability, StringMap } from './csi-types.ts';
 import {
   addSELinuxMountOption,
   asCSIAccessMode,
@@ -112,12 +116,6 @@ export class CsiMounter implements Mounter {
     let mountOptions: string[] = [];
     let stagingPath = '';
     let publishContext: StringMap = {};
-    let caps;
-    try {
-      caps = await this.ctx.nodeCapabilities(this.driverName);
-    } catch (err) {
-      throw classifyCsiError(err, log('mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: '));
-    }
     const { volSrc, pvSrc } = getSourceFromSpec(this.spec);
     if (volSrc !== null) {
       fsType = volSrc.fsType ?? '';
@@ -132,9 +130,22 @@ export class CsiMounter implements Mounter {
         secretRef = { name: pvSrc.nodePublishSecretRef.name, namespace: pvSrc.nodePublishSecretRef.namespace ?? 'default' };
       }
       mountOptions = [...(this.spec.persistentVolume?.spec.mountOptions ?? [])];
-      if (caps.has('STAGE_UNSTAGE_VOLUME')) stagingPath = deviceMountPath(this.ctx.rootDir, this.driverName, this.volumeHandle);
+      // Nothing is written yet: a failed probe is final.
+      let stageUnstageSet: boolean;
+      try {
+        stageUnstageSet = (await this.ctx.nodeCapabilities(this.driverName)).has('STAGE_UNSTAGE_VOLUME');
+      } catch (err) {
+        throw csiCallError(err, log('mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: '));
+      }
+      if (stageUnstageSet) stagingPath = deviceMountPath(this.ctx.rootDir, this.driverName, this.volumeHandle);
       if (!this.ctx.skipAttach(this.driverName)) {
-        const known = await this.ctx.publishContextFor(this.driverName, this.volumeHandle);
+        let known: StringMap | null;
+        try {
+          known = await this.ctx.publishContextFor(this.driverName, this.volumeHandle);
+        } catch (err) {
+          // We could have a transient error associated with fetching the publish context (upstream).
+          throw new TransientOperationFailure(log(`mounter.SetUpAt failed to fetch publishContext: ${errText(err)}`), { cause: err });
+        }
         if (known === null) {
           const attachID = attachmentName(this.volumeHandle, this.driverName, this.ctx.nodeName);
           throw new TransientOperationFailure(
@@ -143,6 +154,19 @@ export class CsiMounter implements Mounter {
         }
         publishContext = known;
       }
+    }
+
+    // The second probe, as upstream (NodeSupportsVolumeMountGroup), transient. It runs
+    // before the pod volume directory is created (upstream: just after), so a failed probe leaves
+    // nothing behind.
+    let caps: ReadonlySet<NodeCapability>;
+    try {
+      caps = await this.ctx.nodeCapabilities(this.driverName);
+    } catch (err) {
+      throw new TransientOperationFailure(
+        log(`mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability: ${errText(err)}`),
+        { cause: err },
+      );
     }
 
     const parentDir = dirname(dir);
@@ -268,7 +292,7 @@ export class CsiUnmounter implements Unmounter {
     try {
       await client.nodeUnpublishVolume({ volume_id: volumeHandle, target_path: dir }, this.ctx.callOptions());
     } catch (err) {
-      throw classifyCsiError(err, log('Unmounter.TearDownAt failed: '));
+      throw csiCallError(err, log('Unmounter.TearDownAt failed: '));
     }
     // The driver must remove the target itself (CSI spec); the plugin removes only what it
     // created (vol_data.json, the pod volume dir) plus an empty, unmounted target left behind.
@@ -278,7 +302,7 @@ export class CsiUnmounter implements Unmounter {
     } catch (err) {
       throw new Error(log(`Unmounter.TearDownAt failed to clean mount dir [${dir}]: ${errText(err)}`), { cause: err });
     }
-    if (!removed) throw new Error(log(`Unmounter.TearDownAt failed to clean mount dir [${dir}]: it is still mounted`));
+    if (!removed) this.ctx.log.warn(log(`Unmounter.TearDownAt left [${dir}] in place: it is still mounted after NodeUnpublishVolume succeeded`));
     this.ctx.log.info(log(`Unmounter.TearDownAt successfully unmounted dir [${dir}]`));
   }
 }

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { lstat, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { realClock } from '../../clock/clock.ts';
 import { testMounter } from '../../mount-utils/mount-test-env.ts';
@@ -13,16 +14,23 @@ import type { Mounter as HostMounter } from '../../mount-utils/mounter.ts';
 import { readMountInfo } from '../../mount-utils/mountinfo.ts';
 import {
   isFailedPreconditionError,
+  isOperationFinishedError,
   isOperationNotSupportedError,
   isTransientOperationFailure,
   isUncertainProgressError,
 } from '../errors.ts';
 import type { Pod } from '../k8s-types.ts';
+import { isAttachableVolume, isDeviceMountableVolume, VolumePluginMgr } from '../plugins.ts';
 import { specFromPersistentVolume, type Spec } from '../spec.ts';
 import { nodeName, podUID } from '../types.ts';
 import { CsiDriverRegistry } from './csi-driver-registry.ts';
-import { isCsiRpcError } from './csi-errors.ts';
-import { CsiPlugin, type CsiPluginOptions } from './csi-plugin.ts';
+import { CsiAttacher } from './csi-attacher.ts';
+import type { CsiClient } from './csi-client.ts';
+import { CsiRpcError, isCsiRpcError } from './csi-errors.ts';
+import { CsiMounter, CsiUnmounter } from './csi-mounter.ts';
+import type { CsiPluginContext } from './csi-plugin-context.ts';
+import { CsiPlugin, type CsiPluginOptions, type VolumeAttachmentReader } from './csi-plugin.ts';
+import type { NodeCapability } from './csi-types.ts';
 import { PLUGINS_REGISTRATION_DIR_NAME, PluginWatcher } from './plugin-watcher.ts';
 import { STRIPPED } from './redact.ts';
 import { CsiLoopProcess, driverMode, driverPrivileged, waitFor, type FaultSpec } from './testing/csi-loop-process.ts';
@@ -333,7 +341,9 @@ describe(`kubernetes.io/csi plugin against csi-loop (${driverMode})`, () => {
     await driver.fault('NodeUnstageVolume', { code: 'UNAVAILABLE', failNext: 1 });
     const unstageErr = await rejection(plugin.newDeviceUnmounter().unmountDevice(up.staging));
     expect(unstageErr.message).toBe('kubernetes.io/csi: attacher.UnmountDevice failed: rpc error: code = Unavailable desc = injected fault: UNAVAILABLE');
-    expect(isUncertainProgressError(unstageErr)).toBe(true);
+    // Only NodeStage/NodePublish are classified; the executor marks the device uncertain on any UnmountDevice error.
+    expect(isUncertainProgressError(unstageErr)).toBe(false);
+    expect(isCsiRpcError(unstageErr.cause)).toBe(true);
     expect(await exists(join(dirname(up.staging), 'vol_data.json'))).toBe(true);
     await plugin.newDeviceUnmounter().unmountDevice(up.staging);
     expect(await exists(dirname(up.staging))).toBe(false);
@@ -512,7 +522,7 @@ describe(`kubernetes.io/csi plugin against csi-loop (${driverMode})`, () => {
   const expandFailures: { name: string; code: string; check: (err: unknown) => boolean }[] = [
     { name: 'FailedPrecondition from NodeExpandVolume is a FailedPreconditionError', code: 'FAILED_PRECONDITION', check: isFailedPreconditionError },
     { name: 'Unimplemented from NodeExpandVolume is an OperationNotSupportedError', code: 'UNIMPLEMENTED', check: isOperationNotSupportedError },
-    { name: 'Unavailable from NodeExpandVolume is uncertain', code: 'UNAVAILABLE', check: isUncertainProgressError },
+    { name: 'Unavailable from NodeExpandVolume is a plain error (only NodeStage/NodePublish are uncertain)', code: 'UNAVAILABLE', check: (err) => !isUncertainProgressError(err) && isCsiRpcError((err as Error).cause) },
   ];
 
   it.each(expandFailures)('$name', async ({ code, check }) => {
@@ -630,5 +640,234 @@ describe(`kubernetes.io/csi plugin against csi-loop (${driverMode})`, () => {
     const plugin = newPlugin();
     await plugin.newDeviceUnmounter().unmountDevice(join(root, 'plugins', 'kubernetes.io', 'csi', DRIVER, 'nothing', 'globalmount'));
     expect(await driver.methods()).toEqual([]);
+  });
+});
+
+/** The plugin as its attacher/mounter see it, with some context methods replaced (a driver misbehaving in one way). */
+function withContext(plugin: CsiPlugin, overrides: Partial<CsiPluginContext>): CsiPluginContext {
+  return Object.assign(Object.create(plugin) as CsiPlugin, overrides);
+}
+
+/** A context whose `n`-th NodeGetCapabilities probe fails with DeadlineExceeded; the others reach the driver. */
+function probeFailsOnCall(plugin: CsiPlugin, n: number): CsiPluginContext {
+  let calls = 0;
+  return withContext(plugin, {
+    nodeCapabilities: (driverName) =>
+      ++calls === n ? Promise.reject(new CsiRpcError('NodeGetCapabilities', GrpcStatus.DEADLINE_EXCEEDED, 'context deadline exceeded')) : plugin.nodeCapabilities(driverName),
+  });
+}
+
+/** A context whose driver answers OK to `method` without doing anything (the path stays mounted). */
+function lyingDriver(plugin: CsiPlugin, method: 'nodeUnpublishVolume' | 'nodeUnstageVolume'): CsiPluginContext {
+  const liar = Object.assign(Object.create(registry.client(DRIVER)) as CsiClient, { [method]: () => Promise.resolve() });
+  return withContext(plugin, { client: () => liar });
+}
+
+const ATTACHER_OPTS = { listVolumesPageSize: 100, supportsSELinuxContextMount: (): boolean => false };
+const MOUNTER_OPTS = { supportsSELinuxContextMount: (): boolean => false };
+
+describe(`kubernetes.io/csi error semantics as upstream (${driverMode})`, () => {
+  it('MountDevice: a failed STAGE_UNSTAGE_VOLUME probe is final and writes nothing, so no uncertain device lacks its vol_data.json', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-probe-stage';
+    const spec = pvSpec(vol);
+    const attacher = plugin.newAttacher();
+    await attacher.attach(spec, NODE);
+    const staging = await attacher.getDeviceMountPath(spec);
+    await driver.fault('NodeGetCapabilities', { code: 'UNAVAILABLE', failNext: 1 });
+
+    const err = await rejection(plugin.newDeviceMounter().mountDevice(spec, '', staging, { seLinuxLabel: '' }));
+
+    expect(err.message).toBe('kubernetes.io/csi: attacher.MountDevice failed to check for STAGE_UNSTAGE_VOLUME capability: rpc error: code = Unavailable desc = injected fault: UNAVAILABLE');
+    expect(isUncertainProgressError(err)).toBe(false);
+    expect(isOperationFinishedError(err)).toBe(true);
+    expect(await exists(dirname(staging))).toBe(false);
+    expect(await driver.methods()).not.toContain('NodeStageVolume');
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
+  });
+
+  it('SetUpAt: a failed STAGE_UNSTAGE_VOLUME probe is final and writes nothing, so no uncertain mount lacks its vol_data.json', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-probe-publish';
+    const spec = pvSpec(vol);
+    const p = pod('uid-probe-publish');
+    await plugin.newAttacher().attach(spec, NODE);
+    const mounter = plugin.newMounter(spec, p);
+    await driver.fault('NodeGetCapabilities', { hang: true, failNext: 1 });
+
+    const err = await rejection(newPlugin({ callTimeoutMs: 500 }).newMounter(spec, p).setUp({ desiredSize: null, seLinuxLabel: '' }));
+
+    expect(err.message).toBe('kubernetes.io/csi: mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: rpc error: code = DeadlineExceeded desc = context deadline exceeded');
+    expect(isUncertainProgressError(err)).toBe(false);
+    expect(isOperationFinishedError(err)).toBe(true);
+    expect(await exists(dirname(mounter.getPath()))).toBe(false);
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
+  });
+
+  it('MountDevice: a failed VOLUME_MOUNT_GROUP probe is transient and keeps the staging vol_data.json', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-probe-group-stage';
+    const spec = pvSpec(vol);
+    const attacher = plugin.newAttacher();
+    await attacher.attach(spec, NODE);
+    const staging = await attacher.getDeviceMountPath(spec);
+
+    const err = await rejection(new CsiAttacher(probeFailsOnCall(plugin, 2), ATTACHER_OPTS).mountDevice(spec, '', staging, { seLinuxLabel: '', fsGroup: 2000 }));
+
+    expect(err.message).toBe(
+      'kubernetes.io/csi: attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: rpc error: code = DeadlineExceeded desc = context deadline exceeded',
+    );
+    expect(isTransientOperationFailure(err)).toBe(true);
+    expect(await readJson(join(dirname(staging), 'vol_data.json'))).toMatchObject({ volumeHandle: vol, driverName: DRIVER });
+    expect(await driver.methods()).not.toContain('NodeStageVolume');
+
+    await plugin.newDeviceUnmounter().unmountDevice(staging);
+    expect(await exists(dirname(staging))).toBe(false);
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
+  });
+
+  it('SetUpAt: a failed VOLUME_MOUNT_GROUP probe is transient, for persistent and inline volumes, and writes no vol_data.json', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-probe-group-publish';
+    const spec = pvSpec(vol);
+    const p = pod('uid-probe-group');
+    const attacher = plugin.newAttacher();
+    await attacher.attach(spec, NODE);
+    const staging = await attacher.getDeviceMountPath(spec);
+    await plugin.newDeviceMounter().mountDevice(spec, '', staging, { seLinuxLabel: '' });
+    const want = 'kubernetes.io/csi: mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability: ';
+
+    const pvErr = await rejection(new CsiMounter(probeFailsOnCall(plugin, 2), spec, p, MOUNTER_OPTS).setUp({ desiredSize: null, seLinuxLabel: '', fsGroup: 2000 }));
+    expect(pvErr.message).toBe(`${want}rpc error: code = DeadlineExceeded desc = context deadline exceeded`);
+    expect(isTransientOperationFailure(pvErr)).toBe(true);
+    expect(await exists(podVolumeDir(root, 'uid-probe-group', `pv-${vol}`))).toBe(false);
+
+    // An inline volume has no STAGE_UNSTAGE_VOLUME probe: its only probe is this one.
+    objects.addCSIDriver(DRIVER, { volumeLifecycleModes: ['Persistent', 'Ephemeral'] });
+    await driver.fault('NodeGetCapabilities', { code: 'UNAVAILABLE', failNext: 1 });
+    const inlineErr = await rejection(plugin.newMounter(inlineSpec('scratch'), p).setUp({ desiredSize: null, seLinuxLabel: '' }));
+    expect(inlineErr.message).toBe(`${want}rpc error: code = Unavailable desc = injected fault: UNAVAILABLE`);
+    expect(isTransientOperationFailure(inlineErr)).toBe(true);
+    expect(await exists(podVolumeDir(root, 'uid-probe-group', 'scratch'))).toBe(false);
+    expect(await driver.methods()).not.toContain('NodePublishVolume');
+
+    await plugin.newDeviceUnmounter().unmountDevice(staging);
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
+  });
+
+  const vaFailures: { name: string; reader: VolumeAttachmentReader; detail: string; waitTransient: boolean }[] = [
+    {
+      name: 'a VolumeAttachment GET error',
+      reader: { getVolumeAttachment: () => Promise.reject(new Error('etcdserver: request timed out')) },
+      detail: 'etcdserver: request timed out',
+      waitTransient: true,
+    },
+    {
+      name: 'a VolumeAttachment reporting an attach error',
+      reader: { getVolumeAttachment: () => Promise.resolve({ attached: false, attachmentMetadata: {}, attachError: 'rpc error: code = Internal desc = no such disk' }) },
+      detail: 'rpc error: code = Internal desc = no such disk',
+      waitTransient: false,
+    },
+  ];
+
+  it.each(vaFailures)('getPublishContext: $name is transient in MountDevice and SetUpAt and writes nothing', async ({ reader, detail, waitTransient }) => {
+    const plugin = newPlugin({ volumeAttachments: reader });
+    const vol = `vol-va-${testCount}`;
+    const spec = pvSpec(vol);
+    const p = pod(`uid-va-${testCount}`);
+    const staging = await plugin.newAttacher().getDeviceMountPath(spec);
+
+    // WaitForAttach: a GET error is transient too; an attach error is the attacher's (final) answer.
+    const waitErr = await rejection(plugin.newAttacher().waitForAttach(spec, '', p, 1_000));
+    expect(waitErr.message).toContain(detail);
+    expect(isTransientOperationFailure(waitErr)).toBe(waitTransient);
+
+    const stageErr = await rejection(plugin.newDeviceMounter().mountDevice(spec, '', staging, { seLinuxLabel: '' }));
+    expect(isTransientOperationFailure(stageErr)).toBe(true);
+    expect(stageErr.message).toContain(detail);
+    expect(await exists(dirname(staging))).toBe(false);
+
+    const mounter = plugin.newMounter(spec, p);
+    const publishErr = await rejection(mounter.setUp({ desiredSize: null, seLinuxLabel: '' }));
+    expect(isTransientOperationFailure(publishErr)).toBe(true);
+    expect(publishErr.message).toContain('kubernetes.io/csi: mounter.SetUpAt failed to fetch publishContext: ');
+    expect(publishErr.message).toContain(detail);
+    expect(await exists(dirname(mounter.getPath()))).toBe(false);
+    expect(await driver.methods()).not.toContain('NodeStageVolume');
+  });
+
+  it('TearDownAt: a target still mounted after a successful NodeUnpublishVolume is not an error (removeMountDir keeps it)', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-still-published';
+    const spec = pvSpec(vol);
+    const p = pod('uid-still-published');
+    const up = await setUpVolume(plugin, spec, p);
+
+    await new CsiUnmounter(lyingDriver(plugin, 'nodeUnpublishVolume'), `pv-${vol}`, podUID('uid-still-published')).tearDown();
+
+    expect(await driverMounted(up.target)).toBe(true);
+    expect(await exists(join(dirname(up.target), 'vol_data.json'))).toBe(true);
+    expect(logger.lines.some((l) => l.includes(`Unmounter.TearDownAt left [${up.target}] in place: it is still mounted`))).toBe(true);
+    // The mount still references the staging path, so UnmountDevice stays blocked by the reference check.
+    expect(await plugin.getDeviceMountRefs(up.staging)).toEqual([up.target]);
+
+    await tearDownVolume(plugin, spec, p, up);
+  });
+
+  it('UnmountDevice: a staging path still mounted after a successful NodeUnstageVolume is not an error (removeMountDir keeps it)', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-still-staged';
+    const spec = pvSpec(vol);
+    const p = pod('uid-still-staged');
+    const up = await setUpVolume(plugin, spec, p);
+    await plugin.newUnmounter(`pv-${vol}`, podUID('uid-still-staged')).tearDown();
+
+    await new CsiAttacher(lyingDriver(plugin, 'nodeUnstageVolume'), ATTACHER_OPTS).unmountDevice(up.staging);
+
+    expect(await driverMounted(up.staging)).toBe(true);
+    expect(await exists(join(dirname(up.staging), 'vol_data.json'))).toBe(true);
+    expect(logger.lines.some((l) => l.includes(`attacher.UnmountDevice left [${up.staging}] in place: it is still mounted`))).toBe(true);
+
+    await plugin.newDeviceUnmounter().unmountDevice(up.staging);
+    expect(await exists(dirname(up.staging))).toBe(false);
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
+  });
+
+  it('CanDeviceMount: every persistent volume is device-mountable whatever the driver stages or whether it registered, so its unique name never changes', () => {
+    objects.addCSIDriver(DRIVER, { attachRequired: false });
+    const spec = pvSpec('vol-names');
+    const withoutStaging = Object.assign(Object.create(registry) as CsiDriverRegistry, {
+      nodeCapabilities: (): ReadonlySet<NodeCapability> => new Set<NodeCapability>(['GET_VOLUME_STATS']),
+    });
+    const unregistered = new CsiDriverRegistry({ clock: realClock });
+    const plugins = [newPlugin(), newPlugin({ registry: withoutStaging }), newPlugin({ registry: unregistered })];
+
+    for (const plugin of plugins) {
+      const mgr = new VolumePluginMgr([plugin], null);
+      // Not attachable (attachRequired: false): only device-mountability gives the spec-derived name.
+      expect(isAttachableVolume(spec, mgr)).toBe(false);
+      expect(isDeviceMountableVolume(spec, mgr)).toBe(true);
+      expect(plugin.canDeviceMount(inlineSpec('scratch'))).toBe(false);
+    }
+    unregistered.close();
+  });
+
+  it('MountDevice of a driver without STAGE_UNSTAGE_VOLUME writes only vol_data.json; UnmountDevice removes it without calling the driver', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-no-stage';
+    const spec = pvSpec(vol);
+    const attacher = plugin.newAttacher();
+    await attacher.attach(spec, NODE);
+    const staging = await attacher.getDeviceMountPath(spec);
+    const noStaging = withContext(plugin, { nodeCapabilities: () => Promise.resolve(new Set<NodeCapability>(['GET_VOLUME_STATS'])) });
+    await driver.clearCalls();
+
+    await new CsiAttacher(noStaging, ATTACHER_OPTS).mountDevice(spec, '', staging, { seLinuxLabel: '' });
+    expect(await readJson(join(dirname(staging), 'vol_data.json'))).toMatchObject({ volumeHandle: vol, driverName: DRIVER });
+    await new CsiAttacher(noStaging, ATTACHER_OPTS).unmountDevice(staging);
+
+    expect(await exists(dirname(staging))).toBe(false);
+    expect(await driver.methods()).toEqual([]);
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
   });
 });

@@ -6,10 +6,12 @@
  * - Attachable when the CSIDriver object says `attachRequired: true`, or when there is no
  *   CSIDriver object (as upstream); inline ephemeral volumes never are. Attach/detach are the
  *   agent's own ControllerPublish/Unpublish (standalone, see csi-attacher.ts).
- * - Device-mountable (stage/unstage) when the driver reports STAGE_UNSTAGE_VOLUME in the
- *   registry's cached capabilities; a driver not registered yet counts as device-mountable
- *   (upstream's answer for every persistent volume), so the operation reaches MountDevice and
- *   gets the transient "not registered" error instead of skipping the stage.
+ * - Every persistent volume is device-mountable, as upstream (`CanDeviceMount`): MountDevice
+ *   writes the staging vol_data.json and skips NodeStageVolume when the driver lacks
+ *   STAGE_UNSTAGE_VOLUME. The answer never depends on the driver's capabilities or on whether it
+ *   registered yet, so the unique volume name (spec-derived for device-mountable volumes) is the
+ *   same in the desired state, in reconstruction and across registrations. Inline ephemeral
+ *   volumes are not device-mountable.
  * - Volume name `<driver>^<volumeHandle>`; unique name `kubernetes.io/csi/<driver>^<volumeHandle>`.
  *   Inline ephemeral volumes have no spec-only name: the volume manager names them
  *   `kubernetes.io/csi/<podUID>-<specName>` (not attachable, not device-mountable) and their
@@ -51,7 +53,7 @@ import { nodeName as toNodeName, pluginName, type NodeName, type PluginName, typ
 import { CsiAttacher } from './csi-attacher.ts';
 import type { CallOptions, CsiClient } from './csi-client.ts';
 import type { CsiDriverRegistry } from './csi-driver-registry.ts';
-import { classifyCsiError, isCsiRpcError } from './csi-errors.ts';
+import { csiCallError, isCsiRpcError } from './csi-errors.ts';
 import { CsiMounter, CsiUnmounter } from './csi-mounter.ts';
 import type { CsiPluginContext, StandaloneAttachment } from './csi-plugin-context.ts';
 import type { NodeCapability, StringMap } from './csi-types.ts';
@@ -60,6 +62,7 @@ import {
   getCredentialsFromSecret,
   getPVSourceFromSpec,
   getSourceFromSpec,
+  getVolumeLifecycleMode,
   log,
   mountCapability,
   specAccessMode,
@@ -271,12 +274,10 @@ export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePl
     return [...refs].sort();
   }
 
-  /** Inline ephemeral → false; PV → the driver stages (cached capabilities; unknown driver → true). */
+  /** `CanDeviceMount`: inline ephemeral → false; every persistent volume → true (see the file comment). */
   canDeviceMount(spec: Spec): boolean {
     try {
-      const { pvSrc } = getSourceFromSpec(spec);
-      if (pvSrc === null) return false;
-      return this.registry.nodeCapabilities(pvSrc.driver)?.has('STAGE_UNSTAGE_VOLUME') ?? true;
+      return getVolumeLifecycleMode(spec) === 'Persistent';
     } catch {
       return false;
     }
@@ -333,7 +334,7 @@ export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePl
     try {
       caps = await this.nodeCapabilities(driver);
     } catch (err) {
-      throw classifyCsiError(err, 'Expander.NodeExpand failed to check if node supports expansion : ');
+      throw csiCallError(err, 'Expander.NodeExpand failed to check if node supports expansion : ');
     }
     if (!caps.has('EXPAND_VOLUME')) throw new OperationNotSupportedError(`NodeExpand is not supported by the CSI driver ${driver}`);
     const stages = caps.has('STAGE_UNSTAGE_VOLUME');
@@ -372,7 +373,7 @@ export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePl
       if (isCsiRpcError(err) && err.code === GrpcStatus.UNIMPLEMENTED) {
         throw new OperationNotSupportedError(`Expander.NodeExpand failed to expand the volume : ${err.message}`, { cause: err });
       }
-      throw classifyCsiError(err, 'Expander.NodeExpand failed to expand the volume : ');
+      throw csiCallError(err, 'Expander.NodeExpand failed to expand the volume : ');
     }
     return true;
   }
@@ -427,7 +428,7 @@ export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePl
    * Controller-attached volumes: the VolumeAttachment `csi-<sha256(handle+driver+node)>` is read
    * on every call (upstream reads it in WaitForAttach and again in MountDevice), so a detach by
    * the controller is seen at once. Null when it does not exist or is not attached; an attach
-   * error is thrown with the attacher's message.
+   * error is thrown with the attacher's message; a failed GET is a TransientOperationFailure.
    */
   private async publishContextFromVolumeAttachment(driverName: string, volumeHandle: string): Promise<StringMap | null> {
     const reader = this.volumeAttachments;
@@ -439,7 +440,8 @@ export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePl
     try {
       va = await reader.getVolumeAttachment(name);
     } catch (err) {
-      throw new Error(`volume ${volumeHandle} has GET error for volume attachment ${name}: ${errText(err)}`, { cause: err });
+      // The API server may answer later: transient, never a reason to change a mount's state.
+      throw new TransientOperationFailure(`volume ${volumeHandle} has GET error for volume attachment ${name}: ${errText(err)}`, { cause: err });
     }
     if (va === undefined) return null;
     if (va.attachError !== undefined && va.attachError !== '') {
