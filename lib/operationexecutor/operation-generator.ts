@@ -54,6 +54,7 @@ import type { GeneratedOperations, OperationResult } from './nested-pending-oper
 import type {
   ActualStateOfWorldAttacherUpdater,
   ActualStateOfWorldMounterUpdater,
+  ActualStateOfWorldVerifierUpdater,
   AttachedVolume,
   MarkVolumeOpts,
   MountedVolume,
@@ -333,13 +334,15 @@ export class OperationGenerator {
 
   /**
    * One batched check per plugin of whether the given attached volumes are still attached to
-   * `nodeName` (`VolumesAreAttached`); volumes reported detached are dropped from the actual
-   * state so the reconciler attaches and mounts them again. `onResult` receives what was found.
+   * `nodeName` (`VolumesAreAttached`); each volume reported detached goes to
+   * `markVolumeAsFoundDetached`, which keeps every pod entry that still stands for a mount (the
+   * reconciler re-attaches the volume for desired pods and tears it down for the others).
+   * `onResult` receives what was found.
    */
   generateVolumesAreAttachedFunc(
     attachedVolumes: readonly AttachedVolume[],
     nodeName: NodeName,
-    asw: { forgetDetachedVolume(volumeName: UniqueVolumeName): void },
+    asw: ActualStateOfWorldVerifierUpdater,
     onResult?: (result: { checked: UniqueVolumeName[]; foundDetached: UniqueVolumeName[]; errors: string[] }) => void,
   ): GeneratedOperation {
     const operationFunc = async (): Promise<OperationResult> => {
@@ -368,7 +371,7 @@ export class OperationGenerator {
             checked.push(av.volumeName);
             if (attached.get(av.volumeSpec) === false) {
               this.log.warn(`VerifyVolumesAreAttached determined volume ${goQuote(av.volumeName)} (spec.Name: ${goQuote(specName(av.volumeSpec))}) is no longer attached to node ${goQuote(nodeName)}, therefore it was marked as detached.`);
-              asw.forgetDetachedVolume(av.volumeName);
+              asw.markVolumeAsFoundDetached(av.volumeName, nodeName);
               foundDetached.push(av.volumeName);
             }
           }

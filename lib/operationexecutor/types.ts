@@ -127,4 +127,13 @@ export interface ActualStateOfWorldAttacherUpdater {
   markVolumeAsDetached(volumeName: UniqueVolumeName, nodeName: NodeName): void;
 }
 
+/** The actual-state mutation of the batched attach verification (`VolumesAreAttached`). */
+export interface ActualStateOfWorldVerifierUpdater {
+  /**
+   * The volume was found detached from the node. Pod entries and device mounts recorded on it
+   * must never be dropped: they stay until torn down, or are set up again after a re-attach.
+   */
+  markVolumeAsFoundDetached(volumeName: UniqueVolumeName, nodeName: NodeName): void;
+}
+
 export type ActualStateOfWorldUpdater = ActualStateOfWorldMounterUpdater & ActualStateOfWorldAttacherUpdater;

@@ -320,22 +320,87 @@ describe('ActualStateOfWorld volume removal', () => {
     expect(asw.isVolumeDeviceReconstructed(vol)).toBe(false);
     expect(asw.getAttachedVolumes()).toEqual([]);
   });
+});
 
-  it('forgetDetachedVolume drops a volume together with its pods and reconstruction record', () => {
-    // Arrange
-    const asw = newAsw();
-    asw.markVolumeAsAttached('', gceSpec(), node, '');
-    asw.checkAndMarkVolumeAsUncertainViaReconstruction(opts());
+// A batched attach verification (VolumesAreAttached) found the volume detached. Upstream's
+// MarkVolumeAsDetached is DeleteVolume: it refuses while pods are mounted and would drop a
+// volume whose device is still mounted. Here no entry that stands for a mount is ever dropped.
+describe('ActualStateOfWorld.markVolumeAsFoundDetached (MarkVolumeAsDetached from VolumesAreAttached)', () => {
+  it('MarkVolumeAsDetached found by verification: keeps every pod entry as Uncertain and the device mount as Uncertain, and reads as not attached', () => {
+    // Arrange: pod1 Mounted, pod2 Uncertain (a failed TearDown), device globally mounted
+    const asw = aswWithPod();
+    asw.addPodToVolume(opts({ podName: pod2, podUID: podUID('pod2uid'), volumeMountState: 'VolumeMountUncertain' }));
+    asw.markDeviceAsMounted(vol, '/dev/sdb', '/var/lib/kubelet/plugins/fake/mounts/fake-device1', '');
 
     // Act
-    asw.forgetDetachedVolume(vol);
-    asw.forgetDetachedVolume(uniqueVolumeName('fake-plugin/unknown'));
+    asw.markVolumeAsFoundDetached(vol, node);
+
+    // Assert: nothing dropped; everything may still be mounted and must be torn down or set up again
+    expect(asw.volumeExists(vol)).toBe(true);
+    expect(asw.isVolumeFoundDetached(vol)).toBe(true);
+    expect(asw.isVolumeAttached(vol)).toBe(false);
+    expect(asw.getVolumeMountState(vol, pod1)).toBe('VolumeMountUncertain');
+    expect(asw.getVolumeMountState(vol, pod2)).toBe('VolumeMountUncertain');
+    expect(asw.getAllMountedVolumes().map((m) => m.podName).sort()).toEqual([pod1, pod2]);
+    expect(asw.getDeviceMountState(vol)).toBe('DeviceMountUncertain');
+    const exists = asw.podExistsInVolume(pod1, vol, 0, '');
+    expect(exists.mounted).toBe(false);
+    expect(isVolumeNotAttachedError(exists.err)).toBe(true);
+    expect(exists.devicePath).toBe('/dev/sdb');
+    expect(asw.isMountedAndCurrent(pod1, vol, 0, '')).toBe(false);
+    expect(asw.getUnmountedVolume(vol)).toBeNull();
+  });
+
+  it('MarkVolumeAsDetached found by verification: a volume with neither pod entries nor a device mount leaves, as DeleteVolume; unknown volumes are ignored', () => {
+    // Arrange
+    const asw = newAsw();
+    asw.markVolumeAsAttached('', gceSpec(), node, '/dev/sdb');
+
+    // Act
+    asw.markVolumeAsFoundDetached(vol, node);
+    asw.markVolumeAsFoundDetached(uniqueVolumeName('fake-plugin/unknown'), node);
 
     // Assert
     expect(asw.volumeExists(vol)).toBe(false);
-    expect(asw.getAllMountedVolumes()).toEqual([]);
-    expect(asw.isVolumeDeviceReconstructed(vol)).toBe(false);
-    expect(asw.isVolumeReconstructed(vol, pod1)).toBe(false);
+    expect(asw.getAttachedVolumes()).toEqual([]);
+  });
+
+  it('MarkVolumeAsDetached found by verification: a device mount without pods stays, Uncertain, for UnmountDevice', () => {
+    // Arrange: the last pod was torn down, UnmountDevice has not run yet
+    const asw = newAsw();
+    asw.markVolumeAsAttached('', gceSpec(), node, '/dev/sdb');
+    asw.markDeviceAsMounted(vol, '/dev/sdb', '/mnt/global', '');
+
+    // Act
+    asw.markVolumeAsFoundDetached(vol, node);
+
+    // Assert
+    expect(asw.getAttachedVolume(vol)).toMatchObject({ deviceMountState: 'DeviceMountUncertain', deviceMountPath: '/mnt/global' });
+    expect(asw.getUnmountedVolumes().map((v) => v.volumeName)).toEqual([vol]);
+  });
+
+  it('MarkVolumeAsDetached found by verification: mounts finishing before the re-attach stay Uncertain; MarkVolumeAsAttached ends the state', () => {
+    // Arrange
+    const asw = aswWithPod();
+    asw.markVolumeAsFoundDetached(vol, node);
+
+    // Act: a SetUp and a MountDevice that started before the verification finish now
+    asw.markVolumeAsMounted(opts());
+    asw.markDeviceAsMounted(vol, '/dev/sdb', '/mnt/global', '');
+
+    // Assert
+    expect(asw.getVolumeMountState(vol, pod1)).toBe('VolumeMountUncertain');
+    expect(asw.getDeviceMountState(vol)).toBe('DeviceMountUncertain');
+
+    // Act: attached again (Attach or VerifyControllerAttachedVolume succeeded)
+    asw.markVolumeAsAttached('', gceSpec(), node, '/dev/sdc');
+
+    // Assert: the pod is set up again (Uncertain → not mounted), then mounts are certain again
+    expect(asw.isVolumeFoundDetached(vol)).toBe(false);
+    expect(asw.isVolumeAttached(vol)).toBe(true);
+    expect(asw.podExistsInVolume(pod1, vol, 0, '')).toEqual({ mounted: false, devicePath: '/dev/sdc', err: null });
+    asw.markVolumeAsMounted(opts());
+    expect(asw.getVolumeMountState(vol, pod1)).toBe('VolumeMounted');
   });
 });
 
