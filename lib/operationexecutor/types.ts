@@ -110,6 +110,8 @@ export interface ActualStateOfWorldMounterUpdater {
   getDeviceMountState(volumeName: UniqueVolumeName): DeviceMountState;
   getVolumeMountState(volumeName: UniqueVolumeName, podName: UniquePodName): VolumeMountState;
   isVolumeMountedElsewhere(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
+  /** Another pod has the PersistentVolume mounted or possibly mounted, under any unique volume name. */
+  isPersistentVolumeMountedElsewhere(pvName: string, pluginName: PluginName, podName: UniquePodName): boolean;
   markForInUseExpansionError(volumeName: UniqueVolumeName): void;
   markVolumeAsResized(volumeName: UniqueVolumeName, claimSize: number): boolean;
   isVolumeReconstructed(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;

@@ -4,7 +4,7 @@ import type { PersistentVolume, Volume } from '../../volume/k8s-types.ts';
 import { VolumePluginMgr, type Mounter, type VolumePlugin } from '../../volume/plugins.ts';
 import { specFromPersistentVolume, specFromVolume, type Spec } from '../../volume/spec.ts';
 import { FakeFileVolumePlugin, FakeVolumePlugin } from '../../volume/testing/fake-volume-plugin.ts';
-import { nodeName, podUID, uniquePodName, uniqueVolumeName } from '../../volume/types.ts';
+import { nodeName, pluginName, podUID, uniquePodName, uniqueVolumeName } from '../../volume/types.ts';
 import {
   ActualStateOfWorld,
   FsResizeRequiredError,
@@ -869,6 +869,29 @@ describe('ActualStateOfWorld queries', () => {
     // Act & Assert
     expect(asw.isVolumeMountedElsewhere(vol, pod1)).toBe(false);
     expect(asw.isVolumeMountedElsewhere(vol, pod2)).toBe(true);
+  });
+
+  it('isPersistentVolumeMountedElsewhere finds a PV mounted by another pod under a per-pod volume name, and reconstructed entries by spec name', () => {
+    // Arrange: pod1 has PV "pv-1" under a per-pod unique name; pod2 was reconstructed with an inline spec named "pv-2"
+    const plugin = new FakeFileVolumePlugin();
+    const asw = newAsw({ plugins: [plugin] });
+    const perPod1 = uniqueVolumeName('fake-file-plugin/pod1uid-pv-1');
+    const perPod2 = uniqueVolumeName('fake-file-plugin/pod2uid-pv-2');
+    const pv1 = specFromPersistentVolume({ metadata: { name: 'pv-1' }, spec: { accessModes: ['ReadWriteOncePod'] } });
+    asw.markVolumeAsAttached(perPod1, pv1, node, '');
+    asw.addPodToVolume(opts({ volumeName: perPod1, volumeSpec: pv1 }));
+    asw.markVolumeAsAttached(perPod2, specFromVolume({ name: 'pv-2' }), node, '');
+    asw.checkAndMarkVolumeAsUncertainViaReconstruction(opts({ podName: pod2, podUID: podUID('pod2uid'), volumeName: perPod2, volumeSpec: specFromVolume({ name: 'pv-2' }) }));
+
+    // Act & Assert
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-1', plugin.name, pod2)).toBe(true);
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-1', plugin.name, pod1)).toBe(false);
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-1', pluginName('other-plugin'), pod2)).toBe(false);
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-2', plugin.name, pod1)).toBe(true);
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-3', plugin.name, pod1)).toBe(false);
+    // An inline volume that is not reconstructed never stands for a PV of the same name.
+    asw.markVolumeAsMounted(opts({ podName: pod2, podUID: podUID('pod2uid'), volumeName: perPod2, volumeSpec: specFromVolume({ name: 'pv-2' }) }));
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-2', plugin.name, pod1)).toBe(false);
   });
 });
 

@@ -708,6 +708,27 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     return false;
   }
 
+  /**
+   * Some other pod has the PersistentVolume `pvName` of plugin `pluginName` mounted or possibly
+   * mounted, whatever the unique volume name: plugins that are neither attachable nor
+   * device-mountable (local, hostPath, CSI without attach and stage) name their volumes per pod,
+   * so {@link isVolumeMountedElsewhere} cannot see the other pods of such a PV. An entry found
+   * by reconstruction may carry an inline spec; it counts when its spec name (the PV name of its
+   * directory) and plugin match. Scans every entry: for ReadWriteOncePod checks only.
+   */
+  isPersistentVolumeMountedElsewhere(pvName: string, pluginName: PluginName, podName: UniquePodName): boolean {
+    for (const { entry, pod } of this.pairs) {
+      if (pod.podName === podName) continue;
+      const pv = pod.volumeSpec.persistentVolume;
+      if (pv !== undefined) {
+        if (pv.metadata.name === pvName && entry.pluginName === pluginName) return true;
+      } else if (entry.pluginName === pluginName && specName(pod.volumeSpec) === pvName && this.foundDuringReconstruction.get(entry.volumeName)?.has(pod.podName) === true) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   volumeExists(volumeName: UniqueVolumeName): boolean {
     return this.attachedVolumes.has(volumeName);
   }
