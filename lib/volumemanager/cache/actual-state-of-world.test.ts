@@ -339,6 +339,7 @@ describe('ActualStateOfWorld.markVolumeAsFoundDetached (MarkVolumeAsDetached fro
     expect(asw.volumeExists(vol)).toBe(true);
     expect(asw.isVolumeFoundDetached(vol)).toBe(true);
     expect(asw.isVolumeAttached(vol)).toBe(false);
+    expect(asw.getVolumes().map((v) => v.foundDetached)).toEqual([true]);
     expect(asw.getVolumeMountState(vol, pod1)).toBe('VolumeMountUncertain');
     expect(asw.getVolumeMountState(vol, pod2)).toBe('VolumeMountUncertain');
     expect(asw.getAllMountedVolumes().map((m) => m.podName).sort()).toEqual([pod1, pod2]);

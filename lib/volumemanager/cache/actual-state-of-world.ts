@@ -143,6 +143,8 @@ export interface ActualVolumeView {
   persistentVolumeSize: number | null;
   volumeInUseErrorForExpansion: boolean;
   foundDuringReconstruction: boolean;
+  /** A batched attach verification found it detached and it has not been attached again. */
+  foundDetached: boolean;
   pods: {
     podName: UniquePodName;
     podUID: PodUID;
@@ -832,6 +834,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
         persistentVolumeSize: e.persistentVolumeSize,
         volumeInUseErrorForExpansion: e.volumeInUseErrorForExpansion,
         foundDuringReconstruction: found !== undefined,
+        foundDetached: e.foundDetached,
         pods: [...e.mountedPods.values()].map((p) => ({
           podName: p.podName,
           podUID: p.podUID,
