@@ -763,4 +763,39 @@ describe('verifyVolumesAreAttached', () => {
     expect(h.vm.asw.isVolumeAttached(device1)).toBe(true);
     expect(fake.counts).toMatchObject({ detach: 0, unmountDevice: 0 });
   });
+
+  it('verifyVolumesAreAttached → MarkVolumeAsDetached with controller attach/detach: a pod whose TearDown is failing is torn down later, then UnmountDevice and MarkVolumeAsDetached, never Detach', async () => {
+    // Arrange: the controller attached the volume (node status); pod1 mounted, then deleted while its TearDown fails
+    const h = newHarness({ controllerAttachDetachEnabled: true });
+    const fake = h.plugin;
+    h.kube.setVolumesAttached([{ name: device1, devicePath: '/dev/sdb' }]);
+    fake.attached.add('fake-device1');
+    h.pods.add(makePod([gcePdVolume()]));
+    h.start();
+    await h.until(() => h.vm.dsw.getVolumesToMount().length === 1);
+    h.vm.markVolumesAsReportedInUse([device1]);
+    await h.until(() => h.vm.asw.getMountedVolumes().length === 1);
+    fake.tearDownHook = () => Promise.reject(new Error('target is busy'));
+    h.pods.delete('pod1uid');
+    await h.until(() => h.records.some((r) => r.operationName === 'volume_unmount' && r.outcome === 'failure'));
+    fake.forceDetach('fake-device1');
+
+    // Act
+    const { result } = await h.settle(h.vm.verifyAttachedVolumes());
+
+    // Assert: the entry stays
+    expect(result).toMatchObject({ status: 'fulfilled', value: { foundDetached: [device1] } });
+    expect(h.vm.asw.getVolumeMountState(device1, pod1)).toBe('VolumeMountUncertain');
+    expect(h.vm.volumeIsAttached(device1)).toBe(false);
+    expect(h.vm.getVolumesInUse()).toEqual([device1]);
+
+    // Act: the TearDown succeeds on its next retry
+    fake.tearDownHook = null;
+    await h.until(() => h.vm.asw.getAttachedVolumes().length === 0 && noOperationRunning(h));
+
+    // Assert
+    expect(fake.counts).toMatchObject({ attach: 0, setUp: 1, unmountDevice: 1, detach: 0 });
+    expect(h.records.map((r) => r.operationName)).not.toContain('volume_detach');
+    expect(h.records.filter((r) => r.operationName === 'volume_unmount').at(-1)).toMatchObject({ pod: pod1, outcome: 'success' });
+  });
 });
