@@ -340,6 +340,73 @@ describe(`node agent process (${mountMode})`, () => {
     expect(await exists(volumeDir(dirs, uid, emptyDirPlugin, 'scratch'))).toBe(false);
   });
 
+  it("refuses a second pod on a local PV with accessModes [ReadWriteOncePod] with the kubelet's text, and mounts it for that pod once the first one is gone", async () => {
+    // Arrange: a local PV (a directory) bound to a claim with the only access mode ReadWriteOncePod; pod-a uses it.
+    const dirs = await testDirs();
+    const disk = join(dirs.base, 'disk');
+    await mkdir(disk);
+    await writeFile(join(disk, 'data'), 'on the disk');
+    const agent = await startAgent(dirs);
+    const claimUid = 'claim-local-uid';
+    await writeManifest(
+      dirs,
+      'storage.json',
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          {
+            apiVersion: 'v1',
+            kind: 'PersistentVolume',
+            metadata: { name: 'pv-local' },
+            spec: { accessModes: ['ReadWriteOncePod'], capacity: { storage: '1Gi' }, claimRef: { namespace: 'default', name: 'claim-local', uid: claimUid }, local: { path: disk } },
+          },
+          {
+            apiVersion: 'v1',
+            kind: 'PersistentVolumeClaim',
+            metadata: { name: 'claim-local', namespace: 'default', uid: claimUid },
+            spec: { accessModes: ['ReadWriteOncePod'], resources: { requests: { storage: '1Gi' } }, volumeName: 'pv-local' },
+            status: { phase: 'Bound', capacity: { storage: '1Gi' } },
+          },
+        ],
+      }),
+    );
+    const claim = { data: { persistentVolumeClaim: { claimName: 'claim-local' } } };
+    const uidA = 'rwop-a000-uid';
+    const uidB = 'rwop-b000-uid';
+    await writeManifest(dirs, 'pod-a.json', podManifest('pod-a', uidA, claim));
+    await agent.waitForSnapshot('pod-a has the local volume', (s) => allMounted(s, uidA, ['data']));
+
+    // Act
+    await writeManifest(dirs, 'pod-b.json', podManifest('pod-b', uidB, claim));
+
+    // Assert: pod-b's mount fails (and backs off) with the kubelet's text; pod-a keeps its mount.
+    const refused = await agent.waitForSnapshot('pod-b is refused', (s) => {
+      const op = s.operations.find((o) => o.operationName === 'volume_mount' && o.podUid === uidB);
+      return op !== undefined && op.failures >= 2 && op.state === 'backoff' ? s : undefined;
+    });
+    const op = refused.operations.find((o) => o.operationName === 'volume_mount' && o.podUid === uidB);
+    expect(op?.lastError).toContain('MountVolume.SetUp failed for volume "pv-local"');
+    expect(op?.lastError).toContain(' : volume uses the ReadWriteOncePod access mode and is already in use by another pod');
+    expect(podMounts(refused, uidB).size).toBe(0);
+    expect(podMounts(refused, uidA).get('data')).toBe('mounted');
+    expect(await exists(join(volumeDir(dirs, uidB, 'kubernetes.io~local-volume', 'pv-local'), 'data'))).toBe(false);
+
+    // Act: pod-a goes.
+    await rm(join(dirs.manifestDir, 'pod-a.json'));
+
+    // Assert: pod-b gets the volume after pod-a's TearDown.
+    await agent.waitForSnapshot('pod-b has the local volume', (s) => allMounted(s, uidB, ['data']) && podMounts(s, uidA).size === 0);
+    expect(await readFile(join(volumeDir(dirs, uidB, 'kubernetes.io~local-volume', 'pv-local'), 'data'), 'utf8')).toBe('on the disk');
+
+    // Act: pod-b goes.
+    await rm(join(dirs.manifestDir, 'pod-b.json'));
+
+    // Assert
+    await agent.waitForSnapshot('pod-b left the actual state', (s) => podMounts(s, uidB).size === 0);
+    expect(await mountsBelow(dirs.rootDir)).toEqual([]);
+  });
+
   it.each(['SIGTERM', 'SIGINT'] as const)('exits 0 on %s and keeps the mounts for the next start', async (signal) => {
     // Arrange
     const dirs = await testDirs();

@@ -322,6 +322,44 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
     await expectNothingLeft(env, uid);
   });
 
+  it('keeps a pod whose NodeUnpublishVolume keeps failing when the verification finds its volume detached, and unpublishes, unstages and detaches it once the driver recovers', async () => {
+    // Arrange: the pod goes while every NodeUnpublishVolume fails, so its TearDown is pending.
+    const env = await startEnv();
+    const uid = await addPodWithVolume(env, 'stuck', 'vol-stuck');
+    await waitMounted(env, 'vol-stuck', uid);
+    await env.driver.clearCalls();
+    await env.driver.fault('NodeUnpublishVolume', { code: 'INTERNAL', message: 'unpublish refused by the test', failNext: 1_000 });
+    await removePod(env, 'stuck');
+    await env.agent.waitForSnapshot(
+      'the TearDown failed',
+      (s) => s.operations.some((o) => o.operationName === 'volume_unmount' && o.volume === csiUniqueVolumeName('vol-stuck') && o.state === 'backoff'),
+      MOUNT_DEADLINE_MS,
+    );
+
+    // Act: the node loses the attachment, then the agent verifies.
+    await env.driver.yank('vol-stuck');
+    const resync = await env.agent.post('/api/v1/resync');
+
+    // Assert: found detached, but the pod entry stays (uncertain) and the volume reads as uncertain.
+    expect(resync.status).toBe(200);
+    const verified = await env.agent.waitForSnapshot(
+      'the verification found the volume detached',
+      (s) => s.attachVerification.foundDetached.includes(csiUniqueVolumeName('vol-stuck')) && s,
+    );
+    expect(podMountState(verified, 'vol-stuck', uid)).toBe('uncertain');
+    expect(actualVolume(verified, 'vol-stuck')?.attachState).toBe('uncertain');
+
+    // Act: the driver recovers.
+    await env.driver.clearFaults();
+
+    // Assert: the pending TearDown is done, then unstage and detach; nothing is left behind.
+    await waitGone(env, 'vol-stuck');
+    const calls = callsOf(await env.driver.calls(), 'vol-stuck', ['NodeUnpublishVolume', 'NodeUnstageVolume', 'ControllerUnpublishVolume', 'NodePublishVolume']);
+    expect(calls.filter((c) => c !== 'NodeUnpublishVolume INTERNAL').slice(-3)).toEqual(['NodeUnpublishVolume OK', 'NodeUnstageVolume OK', 'ControllerUnpublishVolume OK']);
+    expect(calls).not.toContain('NodePublishVolume OK');
+    await expectNothingLeft(env, uid);
+  });
+
   it('leaves the volume unmounted after a final NodePublishVolume error, retries with a growing backoff (500 ms, 1 s, 2 s), and mounts it once the driver succeeds', async () => {
     // Arrange: the next three publishes fail with a final code (INTERNAL).
     const env = await startEnv();

@@ -3,9 +3,10 @@
  * table with the actual state of world, then runs a batched attach verification.
  *
  * Contract: the comparison only reads and reports; the engine owns the worlds and corrects them
- * through its own loops (a volume found detached leaves the actual state inside
- * `verifyAttachedVolumes`, which is the one state change this pass can cause). A volume or pod
- * with an operation running right now is skipped, since its directory and mount are in flux.
+ * through its own loops (a volume found detached is marked so inside `verifyAttachedVolumes`,
+ * which is the one state change this pass can cause: its pod entries stay until they are torn
+ * down or set up again). A volume or pod with an operation running right now is skipped, since
+ * its directory and mount are in flux.
  *
  * What counts as a difference (one `changes` line each):
  * - a volume directory `pods/<uid>/volumes/<plugin>/<name>` whose (pod, plugin, name) is not in
@@ -94,7 +95,7 @@ export async function runResync(deps: ResyncDeps): Promise<ResyncFindings> {
 
   const verification = await vm.verifyAttachedVolumes();
   for (const name of verification.foundDetached) {
-    changes.push(`volume ${name}: found detached; removed from the actual state of world so it is attached and mounted again`);
+    changes.push(`volume ${name}: found detached; its pods stay in the actual state of world (uncertain) until they are torn down, or mounted again once it is attached again`);
   }
   for (const err of verification.errors) changes.push(`attach verification: ${err}`);
 

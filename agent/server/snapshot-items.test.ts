@@ -45,6 +45,7 @@ const actualBase: ActualVolumeView = {
   persistentVolumeSize: null,
   volumeInUseErrorForExpansion: false,
   foundDuringReconstruction: false,
+  foundDetached: false,
   pods: [pod('b'), pod('a')],
 };
 const namespaces: NamespaceOf = (uid) => (uid === 'a' ? 'ns-a' : undefined);
@@ -56,6 +57,7 @@ describe('actualVolumeMatchesView', () => {
     { name: 'a field the contract does not show (size)', view: { ...actualBase, persistentVolumeSize: 5 }, same: true },
     { name: 'another plugin', view: { ...actualBase, pluginName: 'kubernetes.io/nfs' as PluginName }, same: false },
     { name: 'attachability uncertain', view: { ...actualBase, attachability: 'Uncertain' }, same: false },
+    { name: 'found detached by the attach verification', view: { ...actualBase, foundDetached: true }, same: false },
     { name: 'attachability False (still attached in the API)', view: { ...actualBase, attachability: 'False' }, same: true },
     { name: 'another device path', view: { ...actualBase, devicePath: '/dev/loop4' }, same: false },
     { name: 'device mount uncertain', view: { ...actualBase, deviceMountState: 'DeviceMountUncertain' }, same: false },

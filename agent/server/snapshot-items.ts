@@ -31,8 +31,9 @@ type ActualPodView = ActualVolumeView['pods'][number];
 
 // MAPPINGS
 
-export function attachState(attachability: ActualVolumeView['attachability']): ActualVolume['attachState'] {
-  return attachability === 'Uncertain' ? 'uncertain' : 'attached';
+/** `uncertain` while attachability is unknown (reconstructed) or the volume was found detached and not attached again. */
+export function attachState(view: Pick<ActualVolumeView, 'attachability' | 'foundDetached'>): ActualVolume['attachState'] {
+  return view.attachability === 'Uncertain' || view.foundDetached ? 'uncertain' : 'attached';
 }
 
 export function deviceMountState(state: DeviceMountState): ActualVolume['deviceMountState'] {
@@ -138,7 +139,7 @@ export function actualVolumeFromView(view: ActualVolumeView, namespaceOf: Namesp
   return {
     uniqueVolumeName: view.volumeName,
     pluginName: view.pluginName,
-    attachState: attachState(view.attachability),
+    attachState: attachState(view),
     devicePath: view.devicePath,
     deviceMountState: deviceMountState(view.deviceMountState),
     deviceMountPath: view.deviceMountPath,
@@ -155,7 +156,7 @@ export function actualVolumeMatchesView(volume: ActualVolume, view: ActualVolume
   if (
     volume.uniqueVolumeName !== view.volumeName ||
     volume.pluginName !== view.pluginName ||
-    volume.attachState !== attachState(view.attachability) ||
+    volume.attachState !== attachState(view) ||
     volume.devicePath !== view.devicePath ||
     volume.deviceMountState !== deviceMountState(view.deviceMountState) ||
     volume.deviceMountPath !== view.deviceMountPath ||

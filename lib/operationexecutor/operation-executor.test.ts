@@ -614,7 +614,7 @@ describe('verifyVolumesAreAttached', () => {
 
   const volumes = [gcePdVolume('vol-1', 'fake-device1'), gcePdVolume('vol-2', 'fake-device2'), gcePdVolume('vol-3', 'other-disk1')];
 
-  it('makes one VolumesAreAttached call per plugin for all its volumes and forgets only those reported detached', async () => {
+  it('makes one VolumesAreAttached call per plugin for all its volumes and marks only those reported detached', async () => {
     // Arrange
     const { h, fake, other } = twoPluginHarness();
     for (const v of volumes) {
@@ -628,7 +628,7 @@ describe('verifyVolumesAreAttached', () => {
     const results: { checked: UniqueVolumeName[]; foundDetached: UniqueVolumeName[]; errors: string[] }[] = [];
 
     // Act
-    h.vm.operationExecutor.verifyVolumesAreAttached(h.vm.asw.getAttachedVolumes(), testNodeName, { forgetDetachedVolume: (v) => forgotten.push(v) }, (r) => {
+    h.vm.operationExecutor.verifyVolumesAreAttached(h.vm.asw.getAttachedVolumes(), testNodeName, { markVolumeAsFoundDetached: (v) => forgotten.push(v) }, (r) => {
       results.push(r);
     });
     await h.until(() => results.length === 1 && noOperationRunning(h));
@@ -649,7 +649,7 @@ describe('verifyVolumesAreAttached', () => {
     // so it never conflicts): VolumeScope verifies from the node agent on a timer and serialises runs.
     // Arrange
     const { h } = twoPluginHarness();
-    const asw = { forgetDetachedVolume: (): void => undefined };
+    const asw = { markVolumeAsFoundDetached: (): void => undefined };
 
     // Act
     h.vm.operationExecutor.verifyVolumesAreAttached([], testNodeName, asw);
@@ -664,7 +664,7 @@ describe('verifyVolumesAreAttached', () => {
     expect(isAlreadyExists(second)).toBe(true);
   });
 
-  it('volumes found detached leave the actual state and the reconciler attaches and mounts them again', async () => {
+  it('volumes found detached are attached, device-mounted and set up again for the pods that still want them', async () => {
     // Arrange: kubelet-managed attach; one pod with three volumes on two plugins, all mounted
     const { h, fake, other } = twoPluginHarness({ controllerAttachDetachEnabled: false });
     h.pods.add(makePod(volumes));
@@ -694,5 +694,108 @@ describe('verifyVolumesAreAttached', () => {
     expect(other.counts).toMatchObject({ attach: 1, mountDevice: 1, setUp: 1 });
     expect(fake.attached.has('fake-device2')).toBe(true);
     expect(h.vm.asw.getVolumeMountState(uniqueVolumeName('fake-plugin/fake-device2'), pod1)).toBe('VolumeMounted');
+  });
+
+  it('verifyVolumesAreAttached → MarkVolumeAsDetached: a pod whose TearDown is failing keeps its entry; TearDown is retried, then UnmountDevice and Detach', async () => {
+    // Arrange: kubelet-managed attach; pod1 mounted, then deleted while its TearDown fails
+    const h = newHarness({ controllerAttachDetachEnabled: false });
+    const fake = h.plugin;
+    h.pods.add(makePod([gcePdVolume()]));
+    h.start();
+    await h.until(() => h.vm.asw.getMountedVolumes().length === 1);
+    fake.tearDownHook = () => Promise.reject(new Error('target is busy'));
+    h.pods.delete('pod1uid');
+    await h.until(() => h.records.some((r) => r.operationName === 'volume_unmount' && r.outcome === 'failure'));
+    fake.forceDetach('fake-device1');
+
+    // Act
+    const { result } = await h.settle(h.vm.verifyAttachedVolumes());
+
+    // Assert: found detached, but the pod entry (a mount still on the node) is kept, Uncertain
+    expect(result).toMatchObject({ status: 'fulfilled', value: { foundDetached: [device1], errors: [] } });
+    expect(h.vm.asw.volumeExists(device1)).toBe(true);
+    expect(h.vm.asw.getAllMountedVolumes().map((m) => ({ pod: m.podName, state: m.volumeMountState }))).toEqual([
+      { pod: pod1, state: 'VolumeMountUncertain' },
+    ]);
+    expect(h.vm.asw.getDeviceMountState(device1)).toBe('DeviceMountUncertain');
+    expect(fake.counts).toMatchObject({ unmountDevice: 0, detach: 0 });
+
+    // Act: the TearDown succeeds on its next retry
+    const tearDownsBefore = fake.counts.tearDown;
+    fake.tearDownHook = null;
+    await h.until(() => h.vm.asw.getAttachedVolumes().length === 0 && noOperationRunning(h));
+
+    // Assert: torn down, device unmounted, detached; never set up again
+    expect(fake.counts.tearDown).toBeGreaterThan(tearDownsBefore);
+    expect(fake.counts).toMatchObject({ attach: 1, setUp: 1, unmountDevice: 1, detach: 1 });
+    expect(h.records.filter((r) => r.operationName === 'volume_unmount').at(-1)).toMatchObject({ pod: pod1, outcome: 'success' });
+  });
+
+  it('verifyVolumesAreAttached → MarkVolumeAsDetached: one volume, a desired pod set up again and a deleted pod with a pending TearDown torn down', async () => {
+    // Arrange: kubelet-managed attach; pod1 and pod2 share the volume; pod2 is deleted and its TearDown fails
+    const h = newHarness({ controllerAttachDetachEnabled: false });
+    const fake = h.plugin;
+    h.pods.add(makePod([gcePdVolume()]));
+    h.pods.add(makePod([gcePdVolume()], { name: 'pod2', uid: 'pod2uid' }));
+    h.start();
+    await h.until(() => h.vm.asw.getMountedVolumes().length === 2);
+    fake.tearDownHook = (_name, uid) => (uid === 'pod2uid' ? Promise.reject(new Error('target is busy')) : Promise.resolve());
+    h.pods.delete('pod2uid');
+    await h.until(() => h.records.some((r) => r.operationName === 'volume_unmount' && r.pod === pod2 && r.outcome === 'failure'));
+    fake.forceDetach('fake-device1');
+
+    // Act
+    const { result } = await h.settle(h.vm.verifyAttachedVolumes());
+    expect(result).toMatchObject({ status: 'fulfilled', value: { foundDetached: [device1] } });
+    await h.until(() => fake.attached.has('fake-device1') && h.vm.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
+
+    // Assert: re-attached and set up again for pod1; pod2 keeps its entry while its TearDown fails
+    expect(fake.counts).toMatchObject({ attach: 2, detach: 0, unmountDevice: 0 });
+    expect(h.vm.asw.getVolumeMountState(device1, pod2)).toBe('VolumeMountUncertain');
+
+    // Act: pod2's TearDown succeeds on its next retry
+    fake.tearDownHook = null;
+    await h.until(() => h.vm.asw.getVolumeMountState(device1, pod2) === 'VolumeNotMounted' && noOperationRunning(h));
+
+    // Assert: pod2 torn down; pod1 still mounted on the attached volume
+    expect(h.records.filter((r) => r.operationName === 'volume_unmount' && r.pod === pod2).at(-1)).toMatchObject({ outcome: 'success' });
+    expect(h.vm.asw.getVolumeMountState(device1, pod1)).toBe('VolumeMounted');
+    expect(h.vm.asw.isVolumeAttached(device1)).toBe(true);
+    expect(fake.counts).toMatchObject({ detach: 0, unmountDevice: 0 });
+  });
+
+  it('verifyVolumesAreAttached → MarkVolumeAsDetached with controller attach/detach: a pod whose TearDown is failing is torn down later, then UnmountDevice and MarkVolumeAsDetached, never Detach', async () => {
+    // Arrange: the controller attached the volume (node status); pod1 mounted, then deleted while its TearDown fails
+    const h = newHarness({ controllerAttachDetachEnabled: true });
+    const fake = h.plugin;
+    h.kube.setVolumesAttached([{ name: device1, devicePath: '/dev/sdb' }]);
+    fake.attached.add('fake-device1');
+    h.pods.add(makePod([gcePdVolume()]));
+    h.start();
+    await h.until(() => h.vm.dsw.getVolumesToMount().length === 1);
+    h.vm.markVolumesAsReportedInUse([device1]);
+    await h.until(() => h.vm.asw.getMountedVolumes().length === 1);
+    fake.tearDownHook = () => Promise.reject(new Error('target is busy'));
+    h.pods.delete('pod1uid');
+    await h.until(() => h.records.some((r) => r.operationName === 'volume_unmount' && r.outcome === 'failure'));
+    fake.forceDetach('fake-device1');
+
+    // Act
+    const { result } = await h.settle(h.vm.verifyAttachedVolumes());
+
+    // Assert: the entry stays
+    expect(result).toMatchObject({ status: 'fulfilled', value: { foundDetached: [device1] } });
+    expect(h.vm.asw.getVolumeMountState(device1, pod1)).toBe('VolumeMountUncertain');
+    expect(h.vm.volumeIsAttached(device1)).toBe(false);
+    expect(h.vm.getVolumesInUse()).toEqual([device1]);
+
+    // Act: the TearDown succeeds on its next retry
+    fake.tearDownHook = null;
+    await h.until(() => h.vm.asw.getAttachedVolumes().length === 0 && noOperationRunning(h));
+
+    // Assert
+    expect(fake.counts).toMatchObject({ attach: 0, setUp: 1, unmountDevice: 1, detach: 0 });
+    expect(h.records.map((r) => r.operationName)).not.toContain('volume_detach');
+    expect(h.records.filter((r) => r.operationName === 'volume_unmount').at(-1)).toMatchObject({ pod: pod1, outcome: 'success' });
   });
 });

@@ -23,6 +23,7 @@ import type {
   ActualStateOfWorldAttacherUpdater,
   ActualStateOfWorldMounterUpdater,
   ActualStateOfWorldUpdater,
+  ActualStateOfWorldVerifierUpdater,
   AttachedVolume,
   MountedVolume,
   VolumeToAttach,
@@ -171,7 +172,7 @@ export class OperationExecutor implements OperationStarter {
   verifyVolumesAreAttached(
     attachedVolumes: readonly AttachedVolume[],
     nodeName: NodeName,
-    asw: { forgetDetachedVolume(volumeName: UniqueVolumeName): void },
+    asw: ActualStateOfWorldVerifierUpdater,
     onResult?: (result: { checked: UniqueVolumeName[]; foundDetached: UniqueVolumeName[]; errors: string[] }) => void,
   ): void {
     const ops = this.generator.generateVolumesAreAttachedFunc(attachedVolumes, nodeName, asw, onResult);

@@ -40,7 +40,7 @@ import type {
 } from '../volume/plugins.ts';
 import { parseQuantity } from '../volume/quantity.ts';
 import { isBlockSpec, specAccessModes, specName, type Spec } from '../volume/spec.ts';
-import { splitUniqueName, type NodeName, type PodUID, type UniqueVolumeName } from '../volume/types.ts';
+import { splitUniqueName, type NodeName, type PluginName, type PodUID, type UniquePodName, type UniqueVolumeName } from '../volume/types.ts';
 import { goQuote, goSlice } from '../volume/util/go-format.ts';
 import { hasMountRefs } from '../volume/util/mount-refs.ts';
 import {
@@ -55,6 +55,7 @@ import type { GeneratedOperations, OperationResult } from './nested-pending-oper
 import type {
   ActualStateOfWorldAttacherUpdater,
   ActualStateOfWorldMounterUpdater,
+  ActualStateOfWorldVerifierUpdater,
   AttachedVolume,
   MarkVolumeOpts,
   MountedVolume,
@@ -143,6 +144,21 @@ function storageOf(list: Record<string, string> | undefined): number {
   return v === undefined ? 0 : parseQuantity(v);
 }
 
+/**
+ * The kubelet's refusal of a second pod on a ReadWriteOncePod volume; the pod's FailedMount
+ * event reads `MountVolume.SetUp failed for volume "<name>" : ` followed by this text.
+ */
+export class ReadWriteOncePodInUseError extends Error {
+  override readonly name = 'ReadWriteOncePodInUseError';
+  constructor() {
+    super('volume uses the ReadWriteOncePod access mode and is already in use by another pod');
+  }
+}
+
+export function isReadWriteOncePodInUseError(err: unknown): err is ReadWriteOncePodInUseError {
+  return err instanceof ReadWriteOncePodInUseError;
+}
+
 export class OperationGenerator {
   readonly pluginMgr: VolumePluginMgr;
   private readonly clock: Clock;
@@ -152,6 +168,8 @@ export class OperationGenerator {
   private readonly subpather: Subpather | undefined;
   private readonly observeOverallMount: ((pluginName: string, seconds: number) => void) | undefined;
   private readonly log: NonNullable<OperationGeneratorOptions['logger']>;
+  /** ReadWriteOncePod PVs (by name) with a mount or map running, and the pod it runs for. */
+  private readonly readWriteOncePodMounts = new Map<string, UniquePodName>();
 
   constructor(opts: OperationGeneratorOptions) {
     this.pluginMgr = opts.pluginMgr;
@@ -329,13 +347,15 @@ export class OperationGenerator {
 
   /**
    * One batched check per plugin of whether the given attached volumes are still attached to
-   * `nodeName` (`VolumesAreAttached`); volumes reported detached are dropped from the actual
-   * state so the reconciler attaches and mounts them again. `onResult` receives what was found.
+   * `nodeName` (`VolumesAreAttached`); each volume reported detached goes to
+   * `markVolumeAsFoundDetached`, which keeps every pod entry that still stands for a mount (the
+   * reconciler re-attaches the volume for desired pods and tears it down for the others).
+   * `onResult` receives what was found.
    */
   generateVolumesAreAttachedFunc(
     attachedVolumes: readonly AttachedVolume[],
     nodeName: NodeName,
-    asw: { forgetDetachedVolume(volumeName: UniqueVolumeName): void },
+    asw: ActualStateOfWorldVerifierUpdater,
     onResult?: (result: { checked: UniqueVolumeName[]; foundDetached: UniqueVolumeName[]; errors: string[] }) => void,
   ): GeneratedOperation {
     const operationFunc = async (): Promise<OperationResult> => {
@@ -364,7 +384,7 @@ export class OperationGenerator {
             checked.push(av.volumeName);
             if (attached.get(av.volumeSpec) === false) {
               this.log.warn(`VerifyVolumesAreAttached determined volume ${goQuote(av.volumeName)} (spec.Name: ${goQuote(specName(av.volumeSpec))}) is no longer attached to node ${goQuote(nodeName)}, therefore it was marked as detached.`);
-              asw.forgetDetachedVolume(av.volumeName);
+              asw.markVolumeAsFoundDetached(av.volumeName, nodeName);
               foundDetached.push(av.volumeName);
             }
           }
@@ -414,9 +434,8 @@ export class OperationGenerator {
       }
       const mountOptionErr = this.checkMountOptionSupport(vtm, plugin.supportsMountOption());
       if (mountOptionErr !== null) return errorPair(msgs, 'MountVolume.MountOptionSupport check failed', mountOptionErr);
-      if (this.violatesReadWriteOncePod(vtm, asw)) {
-        return errorPair(msgs, 'MountVolume.SetUp failed', new Error('volume uses the ReadWriteOncePod access mode and is already in use by another pod'));
-      }
+      const rwopErr = this.claimReadWriteOncePod(vtm, plugin.name, asw);
+      if (rwopErr !== null) return errorPair(msgs, 'MountVolume.SetUp failed', rwopErr);
 
       const attacher = this.pluginMgr.findAttachablePluginBySpec(vtm.volumeSpec)?.newAttacher() ?? null;
       const deviceMounter = this.pluginMgr.findDeviceMountablePluginBySpec(vtm.volumeSpec)?.newDeviceMounter() ?? null;
@@ -527,7 +546,7 @@ export class OperationGenerator {
     };
     return {
       operationName: OperationNames.mount,
-      operationFunc,
+      operationFunc: this.releasingReadWriteOncePod(vtm, operationFunc),
       eventRecorderFunc: (err) => {
         if (err !== undefined) this.recorder.event(podObject(vtm.pod), 'Warning', FailedMountVolume, err.message);
       },
@@ -567,9 +586,8 @@ export class OperationGenerator {
     const podUID = (vtm.pod.metadata.uid ?? vtm.podName) as PodUID;
 
     const operationFunc = async (): Promise<OperationResult> => {
-      if (this.violatesReadWriteOncePod(vtm, asw)) {
-        return errorPair(msgs, 'MapVolume.SetUpDevice failed', new Error('volume uses the ReadWriteOncePod access mode and is already in use by another pod'));
-      }
+      const rwopErr = this.claimReadWriteOncePod(vtm, plugin.name, asw);
+      if (rwopErr !== null) return errorPair(msgs, 'MapVolume.SetUpDevice failed', rwopErr);
       let globalMapPath: string;
       try {
         globalMapPath = await mapper.getGlobalMapPath(vtm.volumeSpec);
@@ -658,7 +676,7 @@ export class OperationGenerator {
     };
     return {
       operationName: OperationNames.map,
-      operationFunc,
+      operationFunc: this.releasingReadWriteOncePod(vtm, operationFunc),
       eventRecorderFunc: (err) => {
         if (err !== undefined) this.recorder.event(podObject(vtm.pod), 'Warning', FailedMapVolume, err.message);
       },
@@ -1015,9 +1033,43 @@ export class OperationGenerator {
     }
   }
 
-  private violatesReadWriteOncePod(vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater): boolean {
+  /**
+   * `ReadWriteOncePod`, for every plugin. Upstream refuses the mount when
+   * `IsVolumeMountedElsewhere` (by unique volume name) and the PV's only access mode is
+   * ReadWriteOncePod, and leaves the rest to the scheduler: a plugin that names its volumes per
+   * pod (local, hostPath, CSI without attach and stage) never sees the other pod. Here the PV is
+   * also looked up by name among the other pods' entries, and a mount or map of the same PV
+   * already running for another pod counts as a use (such operations have different keys and
+   * may run together). When the mount may go on, the PV is claimed for this pod until the
+   * operation ends ({@link releasingReadWriteOncePod}) and null is returned.
+   */
+  private claimReadWriteOncePod(vtm: VolumeToMount, plugin: PluginName, asw: ActualStateOfWorldMounterUpdater): ReadWriteOncePodInUseError | null {
     const modes = specAccessModes(vtm.volumeSpec);
-    return modes.length === 1 && modes[0] === 'ReadWriteOncePod' && asw.isVolumeMountedElsewhere(vtm.volumeName, vtm.podName);
+    // With several modes the pod's intent is unknown (upstream's reason too).
+    if (modes.length !== 1 || modes[0] !== 'ReadWriteOncePod') return null;
+    const pvName = vtm.volumeSpec.persistentVolume?.metadata.name ?? '';
+    const runningFor = this.readWriteOncePodMounts.get(pvName);
+    if (
+      asw.isVolumeMountedElsewhere(vtm.volumeName, vtm.podName) ||
+      asw.isPersistentVolumeMountedElsewhere(pvName, plugin, vtm.podName) ||
+      (runningFor !== undefined && runningFor !== vtm.podName)
+    ) {
+      return new ReadWriteOncePodInUseError();
+    }
+    this.readWriteOncePodMounts.set(pvName, vtm.podName);
+    return null;
+  }
+
+  /** Wraps a mount or map operation so that its ReadWriteOncePod claim ends with it. */
+  private releasingReadWriteOncePod(vtm: VolumeToMount, operationFunc: () => Promise<OperationResult>): () => Promise<OperationResult> {
+    const pvName = vtm.volumeSpec.persistentVolume?.metadata.name ?? '';
+    return async () => {
+      try {
+        return await operationFunc();
+      } finally {
+        if (this.readWriteOncePodMounts.get(pvName) === vtm.podName) this.readWriteOncePodMounts.delete(pvName);
+      }
+    };
   }
 
   /** PV node affinity against the node's labels is not modelled here: nodes carry no labels in the engine. */

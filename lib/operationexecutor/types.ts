@@ -110,6 +110,8 @@ export interface ActualStateOfWorldMounterUpdater {
   getDeviceMountState(volumeName: UniqueVolumeName): DeviceMountState;
   getVolumeMountState(volumeName: UniqueVolumeName, podName: UniquePodName): VolumeMountState;
   isVolumeMountedElsewhere(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
+  /** Another pod has the PersistentVolume mounted or possibly mounted, under any unique volume name. */
+  isPersistentVolumeMountedElsewhere(pvName: string, pluginName: PluginName, podName: UniquePodName): boolean;
   markForInUseExpansionError(volumeName: UniqueVolumeName): void;
   markVolumeAsResized(volumeName: UniqueVolumeName, claimSize: number): boolean;
   isVolumeReconstructed(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
@@ -125,6 +127,15 @@ export interface ActualStateOfWorldAttacherUpdater {
   /** A no-op in the kubelet; kept for parity. */
   markVolumeAsUncertain(volumeName: UniqueVolumeName, spec: Spec, nodeName: NodeName): void;
   markVolumeAsDetached(volumeName: UniqueVolumeName, nodeName: NodeName): void;
+}
+
+/** The actual-state mutation of the batched attach verification (`VolumesAreAttached`). */
+export interface ActualStateOfWorldVerifierUpdater {
+  /**
+   * The volume was found detached from the node. Pod entries and device mounts recorded on it
+   * must never be dropped: they stay until torn down, or are set up again after a re-attach.
+   */
+  markVolumeAsFoundDetached(volumeName: UniqueVolumeName, nodeName: NodeName): void;
 }
 
 export type ActualStateOfWorldUpdater = ActualStateOfWorldMounterUpdater & ActualStateOfWorldAttacherUpdater;

@@ -296,7 +296,7 @@ export class VolumeManager {
     if (unmounted.length === 0) return;
     const unattached = this.dsw
       .getVolumesToMount()
-      .filter((v) => v.podName === podName && v.pluginIsAttachable && !this.asw.volumeExists(v.volumeName))
+      .filter((v) => v.podName === podName && v.pluginIsAttachable && !this.asw.isVolumeAttached(v.volumeName))
       .map((v) => v.outerVolumeSpecName)
       .sort();
     const inDsw = new Set(this.dsw.getVolumesToMount().filter((v) => v.podName === podName).map((v) => v.outerVolumeSpecName));
@@ -351,7 +351,7 @@ export class VolumeManager {
   }
 
   volumeIsAttached(volumeName: UniqueVolumeName): boolean {
-    return this.asw.volumeExists(volumeName);
+    return this.asw.isVolumeAttached(volumeName);
   }
 
   /** After a successful node-status update: the volumes now in `node.status.volumesInUse`. */
@@ -437,13 +437,14 @@ export class VolumeManager {
 
   /**
    * Runs one batched attach verification now (one VolumesAreAttached call per plugin for all of
-   * its attached volumes) and resolves with what it found. Volumes found detached leave the
-   * actual state, so the reconciler attaches and mounts them again. Rejects with
+   * its attached volumes) and resolves with what it found. A volume found detached keeps its pod
+   * entries (Uncertain): the reconciler attaches and mounts it again for the pods that still
+   * want it and tears it down for the others, so no mount is forgotten. Rejects with
    * `PlanOnlyModeError` in plan-only mode.
    */
   verifyAttachedVolumes(): Promise<AttachVerificationResult> {
     if (this.planOnly) {
-      // It calls VolumesAreAttached and drops volumes from the actual state: not an observer's job.
+      // It calls VolumesAreAttached and changes the actual state: not an observer's job.
       return Promise.reject(new PlanOnlyModeError('verifyAttachedVolumes is not available in plan-only mode'));
     }
     const startedAt = this.o.clock.now();

@@ -84,6 +84,8 @@ export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlug
   readonly counts: FakeCallCounts = zeroCounts();
   /** Replaces WaitForAttach's result (`WaitForAttachHook`). */
   waitForAttachHook: ((spec: Spec, devicePath: string, pod: Pod) => Promise<string>) | null = null;
+  /** Runs before TearDown; a rejection fails the TearDown and leaves the volume mounted. */
+  tearDownHook: ((volumeSpecName: string, podUID: PodUID) => Promise<void>) | null = null;
   /** Runs before UnmountDevice (`UnmountDeviceHook`). */
   unmountDeviceHook: ((deviceMountPath: string) => Promise<void>) | null = null;
   /** Replaces Attach's result (delay or fail an attach); the volume counts as attached only on success. */
@@ -159,10 +161,10 @@ export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlug
     const path = this.podVolumePath(podUID, name);
     return {
       getPath: () => path,
-      tearDown: () => {
+      tearDown: async () => {
         this.counts.tearDown++;
+        if (this.tearDownHook !== null) await this.tearDownHook(name, podUID);
         this.volumeMountState.delete(name);
-        return Promise.resolve();
       },
     };
   }

@@ -4,7 +4,7 @@ import type { PersistentVolume, Volume } from '../../volume/k8s-types.ts';
 import { VolumePluginMgr, type Mounter, type VolumePlugin } from '../../volume/plugins.ts';
 import { specFromPersistentVolume, specFromVolume, type Spec } from '../../volume/spec.ts';
 import { FakeFileVolumePlugin, FakeVolumePlugin } from '../../volume/testing/fake-volume-plugin.ts';
-import { nodeName, podUID, uniquePodName, uniqueVolumeName } from '../../volume/types.ts';
+import { nodeName, pluginName, podUID, uniquePodName, uniqueVolumeName } from '../../volume/types.ts';
 import {
   ActualStateOfWorld,
   FsResizeRequiredError,
@@ -320,22 +320,88 @@ describe('ActualStateOfWorld volume removal', () => {
     expect(asw.isVolumeDeviceReconstructed(vol)).toBe(false);
     expect(asw.getAttachedVolumes()).toEqual([]);
   });
+});
 
-  it('forgetDetachedVolume drops a volume together with its pods and reconstruction record', () => {
-    // Arrange
-    const asw = newAsw();
-    asw.markVolumeAsAttached('', gceSpec(), node, '');
-    asw.checkAndMarkVolumeAsUncertainViaReconstruction(opts());
+// A batched attach verification (VolumesAreAttached) found the volume detached. Upstream's
+// MarkVolumeAsDetached is DeleteVolume: it refuses while pods are mounted and would drop a
+// volume whose device is still mounted. Here no entry that stands for a mount is ever dropped.
+describe('ActualStateOfWorld.markVolumeAsFoundDetached (MarkVolumeAsDetached from VolumesAreAttached)', () => {
+  it('MarkVolumeAsDetached found by verification: keeps every pod entry as Uncertain and the device mount as Uncertain, and reads as not attached', () => {
+    // Arrange: pod1 Mounted, pod2 Uncertain (a failed TearDown), device globally mounted
+    const asw = aswWithPod();
+    asw.addPodToVolume(opts({ podName: pod2, podUID: podUID('pod2uid'), volumeMountState: 'VolumeMountUncertain' }));
+    asw.markDeviceAsMounted(vol, '/dev/sdb', '/var/lib/kubelet/plugins/fake/mounts/fake-device1', '');
 
     // Act
-    asw.forgetDetachedVolume(vol);
-    asw.forgetDetachedVolume(uniqueVolumeName('fake-plugin/unknown'));
+    asw.markVolumeAsFoundDetached(vol, node);
+
+    // Assert: nothing dropped; everything may still be mounted and must be torn down or set up again
+    expect(asw.volumeExists(vol)).toBe(true);
+    expect(asw.isVolumeFoundDetached(vol)).toBe(true);
+    expect(asw.isVolumeAttached(vol)).toBe(false);
+    expect(asw.getVolumes().map((v) => v.foundDetached)).toEqual([true]);
+    expect(asw.getVolumeMountState(vol, pod1)).toBe('VolumeMountUncertain');
+    expect(asw.getVolumeMountState(vol, pod2)).toBe('VolumeMountUncertain');
+    expect(asw.getAllMountedVolumes().map((m) => m.podName).sort()).toEqual([pod1, pod2]);
+    expect(asw.getDeviceMountState(vol)).toBe('DeviceMountUncertain');
+    const exists = asw.podExistsInVolume(pod1, vol, 0, '');
+    expect(exists.mounted).toBe(false);
+    expect(isVolumeNotAttachedError(exists.err)).toBe(true);
+    expect(exists.devicePath).toBe('/dev/sdb');
+    expect(asw.isMountedAndCurrent(pod1, vol, 0, '')).toBe(false);
+    expect(asw.getUnmountedVolume(vol)).toBeNull();
+  });
+
+  it('MarkVolumeAsDetached found by verification: a volume with neither pod entries nor a device mount leaves, as DeleteVolume; unknown volumes are ignored', () => {
+    // Arrange
+    const asw = newAsw();
+    asw.markVolumeAsAttached('', gceSpec(), node, '/dev/sdb');
+
+    // Act
+    asw.markVolumeAsFoundDetached(vol, node);
+    asw.markVolumeAsFoundDetached(uniqueVolumeName('fake-plugin/unknown'), node);
 
     // Assert
     expect(asw.volumeExists(vol)).toBe(false);
-    expect(asw.getAllMountedVolumes()).toEqual([]);
-    expect(asw.isVolumeDeviceReconstructed(vol)).toBe(false);
-    expect(asw.isVolumeReconstructed(vol, pod1)).toBe(false);
+    expect(asw.getAttachedVolumes()).toEqual([]);
+  });
+
+  it('MarkVolumeAsDetached found by verification: a device mount without pods stays, Uncertain, for UnmountDevice', () => {
+    // Arrange: the last pod was torn down, UnmountDevice has not run yet
+    const asw = newAsw();
+    asw.markVolumeAsAttached('', gceSpec(), node, '/dev/sdb');
+    asw.markDeviceAsMounted(vol, '/dev/sdb', '/mnt/global', '');
+
+    // Act
+    asw.markVolumeAsFoundDetached(vol, node);
+
+    // Assert
+    expect(asw.getAttachedVolume(vol)).toMatchObject({ deviceMountState: 'DeviceMountUncertain', deviceMountPath: '/mnt/global' });
+    expect(asw.getUnmountedVolumes().map((v) => v.volumeName)).toEqual([vol]);
+  });
+
+  it('MarkVolumeAsDetached found by verification: mounts finishing before the re-attach stay Uncertain; MarkVolumeAsAttached ends the state', () => {
+    // Arrange
+    const asw = aswWithPod();
+    asw.markVolumeAsFoundDetached(vol, node);
+
+    // Act: a SetUp and a MountDevice that started before the verification finish now
+    asw.markVolumeAsMounted(opts());
+    asw.markDeviceAsMounted(vol, '/dev/sdb', '/mnt/global', '');
+
+    // Assert
+    expect(asw.getVolumeMountState(vol, pod1)).toBe('VolumeMountUncertain');
+    expect(asw.getDeviceMountState(vol)).toBe('DeviceMountUncertain');
+
+    // Act: attached again (Attach or VerifyControllerAttachedVolume succeeded)
+    asw.markVolumeAsAttached('', gceSpec(), node, '/dev/sdc');
+
+    // Assert: the pod is set up again (Uncertain → not mounted), then mounts are certain again
+    expect(asw.isVolumeFoundDetached(vol)).toBe(false);
+    expect(asw.isVolumeAttached(vol)).toBe(true);
+    expect(asw.podExistsInVolume(pod1, vol, 0, '')).toEqual({ mounted: false, devicePath: '/dev/sdc', err: null });
+    asw.markVolumeAsMounted(opts());
+    expect(asw.getVolumeMountState(vol, pod1)).toBe('VolumeMounted');
   });
 });
 
@@ -804,6 +870,29 @@ describe('ActualStateOfWorld queries', () => {
     // Act & Assert
     expect(asw.isVolumeMountedElsewhere(vol, pod1)).toBe(false);
     expect(asw.isVolumeMountedElsewhere(vol, pod2)).toBe(true);
+  });
+
+  it('isPersistentVolumeMountedElsewhere finds a PV mounted by another pod under a per-pod volume name, and reconstructed entries by spec name', () => {
+    // Arrange: pod1 has PV "pv-1" under a per-pod unique name; pod2 was reconstructed with an inline spec named "pv-2"
+    const plugin = new FakeFileVolumePlugin();
+    const asw = newAsw({ plugins: [plugin] });
+    const perPod1 = uniqueVolumeName('fake-file-plugin/pod1uid-pv-1');
+    const perPod2 = uniqueVolumeName('fake-file-plugin/pod2uid-pv-2');
+    const pv1 = specFromPersistentVolume({ metadata: { name: 'pv-1' }, spec: { accessModes: ['ReadWriteOncePod'] } });
+    asw.markVolumeAsAttached(perPod1, pv1, node, '');
+    asw.addPodToVolume(opts({ volumeName: perPod1, volumeSpec: pv1 }));
+    asw.markVolumeAsAttached(perPod2, specFromVolume({ name: 'pv-2' }), node, '');
+    asw.checkAndMarkVolumeAsUncertainViaReconstruction(opts({ podName: pod2, podUID: podUID('pod2uid'), volumeName: perPod2, volumeSpec: specFromVolume({ name: 'pv-2' }) }));
+
+    // Act & Assert
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-1', plugin.name, pod2)).toBe(true);
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-1', plugin.name, pod1)).toBe(false);
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-1', pluginName('other-plugin'), pod2)).toBe(false);
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-2', plugin.name, pod1)).toBe(true);
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-3', plugin.name, pod1)).toBe(false);
+    // An inline volume that is not reconstructed never stands for a PV of the same name.
+    asw.markVolumeAsMounted(opts({ podName: pod2, podUID: podUID('pod2uid'), volumeName: perPod2, volumeSpec: specFromVolume({ name: 'pv-2' }) }));
+    expect(asw.isPersistentVolumeMountedElsewhere('pv-2', plugin.name, pod1)).toBe(false);
   });
 });
 

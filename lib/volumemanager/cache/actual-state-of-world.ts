@@ -57,6 +57,12 @@ interface AttachedVolumeEntry {
   persistentVolumeSize: number | null;
   /** null = not mounted yet; "" = mounted without `-o context`. */
   seLinuxMountContext: string | null;
+  /**
+   * A batched attach verification found the volume detached while pod entries or the device
+   * mount were still recorded on it (see {@link ActualStateOfWorld.markVolumeAsFoundDetached}).
+   * Cleared when the volume is attached again.
+   */
+  foundDetached: boolean;
 }
 
 // ERRORS
@@ -137,6 +143,8 @@ export interface ActualVolumeView {
   persistentVolumeSize: number | null;
   volumeInUseErrorForExpansion: boolean;
   foundDuringReconstruction: boolean;
+  /** A batched attach verification found it detached and it has not been attached again. */
+  foundDetached: boolean;
   pods: {
     podName: UniquePodName;
     podUID: PodUID;
@@ -176,6 +184,7 @@ function sameVolumeState(
     a.volumeInUseErrorForExpansion !== b.volumeInUseErrorForExpansion ||
     a.persistentVolumeSize !== b.persistentVolumeSize ||
     a.seLinuxMountContext !== b.seLinuxMountContext ||
+    a.foundDetached !== b.foundDetached ||
     a.mountedPods.size !== b.mountedPods.size ||
     (aFound === undefined) !== (bFound === undefined)
   ) {
@@ -355,17 +364,41 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
   }
 
   /**
-   * Drops a volume that a batched attach verification proved detached, together with its pod
-   * entries: nothing of it can still be mounted in a usable way, and the reconciler must attach,
-   * device-mount and mount it again for the pods that still want it.
+   * A batched attach verification (`VolumesAreAttached`) found the volume detached. The
+   * kubelet's `MarkVolumeAsDetached` is `DeleteVolume`, which refuses while pods are mounted and
+   * would drop a volume whose device is still mounted. Here:
+   * - a volume with no pod entry and no device mount leaves, as with `DeleteVolume`;
+   * - otherwise the volume stays with every pod entry, because each one stands for a mount that
+   *   may still exist on the node and must be torn down (or set up again) by the reconciler.
+   *   Its pods and its device mount become Uncertain ("may not be mounted, must be unmounted"),
+   *   and until it is attached again {@link podExistsInVolume} reports it not attached. So a
+   *   desired pod gets its volume re-attached (or its controller attachment verified) and
+   *   mounted again, while a pod whose TearDown is pending or failing keeps its entry and is
+   *   torn down, then the device is unmounted and the volume detached or marked detached.
+   * No entry is ever dropped with its mounts left behind. No-op when the volume is absent.
    */
-  forgetDetachedVolume(volumeName: UniqueVolumeName): void {
+  markVolumeAsFoundDetached(volumeName: UniqueVolumeName, _nodeName: NodeName): void {
     const entry = this.attachedVolumes.get(volumeName);
     if (entry === undefined) return;
-    for (const pod of entry.mountedPods.values()) this.removePair(pod.pairIndex);
-    this.attachedVolumes.delete(volumeName);
-    this.foundDuringReconstruction.delete(volumeName);
+    if (entry.mountedPods.size === 0 && entry.deviceMountState === 'DeviceNotMounted') {
+      this.deleteVolume(volumeName);
+      return;
+    }
+    entry.foundDetached = true;
+    for (const pod of entry.mountedPods.values()) pod.volumeMountStateForPod = 'VolumeMountUncertain';
+    if (entry.deviceMountState === 'DeviceGloballyMounted') entry.deviceMountState = 'DeviceMountUncertain';
     this.notify(volumeName);
+  }
+
+  /** Whether a batched attach verification found the volume detached and it was not attached again since. */
+  isVolumeFoundDetached(volumeName: UniqueVolumeName): boolean {
+    return this.attachedVolumes.get(volumeName)?.foundDetached ?? false;
+  }
+
+  /** In the actual state and not found detached since its last attach (node-status reporting, wait errors). */
+  isVolumeAttached(volumeName: UniqueVolumeName): boolean {
+    const entry = this.attachedVolumes.get(volumeName);
+    return entry !== undefined && !entry.foundDetached;
   }
 
   /** `AddPodToVolume` with the state given in `opts` (Mounted or Uncertain). */
@@ -390,6 +423,9 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     if (opts.volumeMountState === 'VolumeNotMounted') {
       throw new ActualStateError(`cannot record volume ${goQuote(opts.volumeName)} as mounted with state VolumeNotMounted`);
     }
+    // A mount that finishes while the volume is known detached (it started before the
+    // verification) is not certain: it is set up again once the volume is attached.
+    const state = entry.foundDetached ? 'VolumeMountUncertain' : opts.volumeMountState;
     let pod = entry.mountedPods.get(opts.podName);
     if (pod === undefined || pod.volumeMountStateForPod === 'VolumeMountUncertain') {
       const existing = pod;
@@ -404,15 +440,15 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
         remountRequired: false,
         volumeGidValue: opts.volumeGidValue,
         seLinuxMountContext: opts.seLinuxMountContext,
-        volumeMountStateForPod: opts.volumeMountState,
+        volumeMountStateForPod: state,
       };
       if (existing === undefined) this.pairs.push({ entry, pod });
       else this.pairs[pod.pairIndex] = { entry, pod };
       entry.mountedPods.set(opts.podName, pod);
     }
     pod.remountRequired = false;
-    pod.volumeMountStateForPod = opts.volumeMountState;
-    if (opts.volumeMountState === 'VolumeMounted') {
+    pod.volumeMountStateForPod = state;
+    if (state === 'VolumeMounted') {
       this.foundDuringReconstruction.get(opts.volumeName)?.delete(opts.podName);
     }
     if (opts.mounter !== null) pod.mounter = opts.mounter;
@@ -453,7 +489,8 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     if (entry === undefined) {
       throw new ActualStateError(`no volume with the name ${goQuote(volumeName)} exists in the list of attached volumes`);
     }
-    entry.deviceMountState = state;
+    // Likewise a device mount that finishes while the volume is known detached.
+    entry.deviceMountState = entry.foundDetached && state === 'DeviceGloballyMounted' ? 'DeviceMountUncertain' : state;
     entry.deviceMountPath = deviceMountPath;
     if (devicePath !== '') entry.devicePath = devicePath;
     if (this.seLinuxEnabled && seLinuxMountContext !== '') entry.seLinuxMountContext = seLinuxMountContext;
@@ -575,8 +612,8 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     seLinuxLabel: string,
   ): PodExistsResult {
     const entry = this.attachedVolumes.get(volumeName);
-    if (entry === undefined) {
-      return { mounted: false, devicePath: '', err: new VolumeNotAttachedError(volumeName) };
+    if (entry === undefined || entry.foundDetached) {
+      return { mounted: false, devicePath: entry?.devicePath ?? '', err: new VolumeNotAttachedError(volumeName) };
     }
     if (this.seLinuxEnabled && entry.seLinuxMountContext !== null && entry.seLinuxMountContext !== seLinuxLabel) {
       return { mounted: false, devicePath: entry.devicePath, err: new SELinuxMountMismatchError(volumeName) };
@@ -604,7 +641,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
    */
   isMountedAndCurrent(podName: UniquePodName, volumeName: UniqueVolumeName, desiredVolumeSize: number, seLinuxLabel: string): boolean {
     const entry = this.attachedVolumes.get(volumeName);
-    if (entry === undefined) return false;
+    if (entry === undefined || entry.foundDetached) return false;
     if (this.seLinuxEnabled && entry.seLinuxMountContext !== null && entry.seLinuxMountContext !== seLinuxLabel) return false;
     const pod = entry.mountedPods.get(podName);
     if (pod === undefined || pod.volumeMountStateForPod === 'VolumeMountUncertain' || pod.remountRequired) return false;
@@ -669,6 +706,27 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     if (entry === undefined) return false;
     for (const pod of entry.mountedPods.values()) {
       if (pod.podName !== podName) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Some other pod has the PersistentVolume `pvName` of plugin `pluginName` mounted or possibly
+   * mounted, whatever the unique volume name: plugins that are neither attachable nor
+   * device-mountable (local, hostPath, CSI without attach and stage) name their volumes per pod,
+   * so {@link isVolumeMountedElsewhere} cannot see the other pods of such a PV. An entry found
+   * by reconstruction may carry an inline spec; it counts when its spec name (the PV name of its
+   * directory) and plugin match. Scans every entry: for ReadWriteOncePod checks only.
+   */
+  isPersistentVolumeMountedElsewhere(pvName: string, pluginName: PluginName, podName: UniquePodName): boolean {
+    for (const { entry, pod } of this.pairs) {
+      if (pod.podName === podName) continue;
+      const pv = pod.volumeSpec.persistentVolume;
+      if (pv !== undefined) {
+        if (pv.metadata.name === pvName && entry.pluginName === pluginName) return true;
+      } else if (entry.pluginName === pluginName && specName(pod.volumeSpec) === pvName && this.foundDuringReconstruction.get(entry.volumeName)?.has(pod.podName) === true) {
+        return true;
+      }
     }
     return false;
   }
@@ -776,6 +834,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
         persistentVolumeSize: e.persistentVolumeSize,
         volumeInUseErrorForExpansion: e.volumeInUseErrorForExpansion,
         foundDuringReconstruction: found !== undefined,
+        foundDetached: e.foundDetached,
         pods: [...e.mountedPods.values()].map((p) => ({
           podName: p.podName,
           podUID: p.podUID,
@@ -823,9 +882,12 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
         volumeInUseErrorForExpansion: false,
         persistentVolumeSize: null,
         seLinuxMountContext: null,
+        foundDetached: false,
       });
     } else {
       existing.devicePath = devicePath;
+      // Attached again (attach, controller attach verified, or reconstruction).
+      existing.foundDetached = false;
     }
     this.notify(name);
   }
