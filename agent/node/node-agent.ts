@@ -33,6 +33,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeEventSink, KubeSource } from '../../lib/sources/kube/index.ts';
 import type { EventRecorder } from '../../lib/volume/events.ts';
 import { ManifestSource } from '../../lib/sources/manifest/index.ts';
+import { truncateMessage } from '../../lib/truncate-message.ts';
 import { CsiDriverRegistry, CsiPlugin, PluginWatcher, pluginsRegistrationDir } from '../../lib/volume/csi/index.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
@@ -398,7 +399,7 @@ export class NodeAgent implements AgentRuntime {
       nodeId: d.nodeId,
       capabilities: [...d.capabilities],
       lastProbeAt: d.lastProbeAt === null ? null : Math.floor(d.lastProbeAt),
-      lastError: d.lastError,
+      lastError: d.lastError === null ? null : truncateMessage(d.lastError),
     }));
   }
 
