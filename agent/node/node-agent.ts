@@ -318,8 +318,6 @@ export class NodeAgent implements AgentRuntime {
         this.notify();
       }),
     );
-    // Observe mode leaves the kubelet's CSI drivers alone: registering would talk to their sockets.
-    if (this.observer === null) await this.watcher.start();
     for (const driver of this.observer === null ? this.config.csiDrivers : []) {
       // The first handshake may take up to a call deadline; it retries in the background.
       this.registry.addDriver(driver.name, driver.endpoint).then(
@@ -332,6 +330,10 @@ export class NodeAgent implements AgentRuntime {
         },
       );
     }
+    // Observe mode leaves the kubelet's CSI drivers alone: registering would talk to their sockets.
+    // After the --csi-driver entries exist (addDriver creates its entry before its first await):
+    // their names are the operator's, and no socket in plugins_registry may take them first.
+    if (this.observer === null) await this.watcher.start();
     this.volumeManager.start();
     this.orphanedPodDirs?.start();
     this.observer?.start();
