@@ -23,6 +23,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { lstat, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, TimerHandle } from '../../clock/clock.ts';
+import { truncateMessage } from '../../truncate-message.ts';
 import { discardLogger, type Logger } from '../logger.ts';
 import { PluginRegistrationClient } from './csi-client.ts';
 import type { CsiDriverRegistry } from './csi-driver-registry.ts';
@@ -235,7 +236,9 @@ export class PluginWatcher {
         this.registry.deregisterPlugin(state.previousDriverName, state.socketPath);
       }
       state.previousDriverName = null;
-      const error = await this.registerInfo(state, info);
+      // Bounded: the texts name what the plugin announced, which may be anything.
+      const result = await this.registerInfo(state, info);
+      const error = result === null ? null : truncateMessage(result);
       state.registered = error === null;
       state.lastError = error;
       try {
