@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../lib/clock/fake-clock.ts';
+import { EVENT_NOTE_LENGTH_LIMIT, isTruncatedMessage } from '../../lib/truncate-message.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
 import { RingEventRecorder } from './event-recorder.ts';
 
@@ -33,5 +34,19 @@ describe('RingEventRecorder', () => {
     ]);
     expect(lines).toEqual(['warn first', 'info second', 'info third']);
     expect(heard).toBe(3);
+  });
+
+  it('keeps and logs a 1 MB message (a driver\'s error details) cut to the event note limit, with the marker', () => {
+    const lines: string[] = [];
+    const recorder = new RingEventRecorder(new FakeClock(0), recordingLogger(lines));
+    const message = `MountVolume.MountDevice failed for volume "pgdata" : rpc error: code = Internal desc = ${'x'.repeat(1 << 20)}`;
+
+    recorder.event({ kind: 'Pod', namespace: 'default', name: 'db', uid: 'u1' }, 'Warning', 'FailedMount', message);
+
+    const kept = recorder.recent()[0]?.message ?? '';
+    expect(kept.length).toBeLessThanOrEqual(EVENT_NOTE_LENGTH_LIMIT);
+    expect(kept.startsWith('MountVolume.MountDevice failed for volume "pgdata" : rpc error: code = Internal desc = xxx')).toBe(true);
+    expect(isTruncatedMessage(kept)).toBe(true);
+    expect(lines).toEqual([`warn ${kept}`]);
   });
 });

@@ -1,10 +1,12 @@
 /**
  * The agent's EventRecorder: where the kubelet would post an Event to the API server, the agent
  * keeps the latest events in a bounded ring (the snapshot's `recentEvents`, oldest first) and
- * logs each one. Listeners hear about every recorded event (the runtime's onChange).
+ * logs each one. Listeners hear about every recorded event (the runtime's onChange). A message is
+ * kept and logged cut to the API's event note limit (`truncateMessage`, with a visible marker).
  */
 import type { RecentEvent } from '../../lib/api/snapshot.ts';
 import type { Clock } from '../../lib/clock/clock.ts';
+import { EVENT_NOTE_LENGTH_LIMIT, truncateMessage } from '../../lib/truncate-message.ts';
 import type { EventRecorder, EventType, InvolvedObject } from '../../lib/volume/events.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
 
@@ -21,7 +23,8 @@ export class RingEventRecorder implements EventRecorder {
     private readonly capacity = defaultMaxRecentEvents,
   ) {}
 
-  event(object: InvolvedObject, type: EventType, reason: string, message: string): void {
+  event(object: InvolvedObject, type: EventType, reason: string, fullMessage: string): void {
+    const message = truncateMessage(fullMessage, EVENT_NOTE_LENGTH_LIMIT);
     const entry: RecentEvent = {
       time: Math.floor(this.clock.now()),
       type,

@@ -138,6 +138,7 @@ describe('parseAgentFlags', () => {
     [['--listen', '127.0.0.1'], '--listen'],
     [['--listen', '127.0.0.1:70000'], '--listen'],
     [['--csi-driver', 'a.example.com=relative.sock'], '--csi-driver'],
+    [['--csi-driver', 'a.example.com=/run/a.sock', '--csi-driver', 'a.example.com=/run/b.sock'], '--csi-driver'],
     [['--node-name', 'UPPER'], '--node-name'],
     [['--root-dir', ' '], '--root-dir'],
     [['--log-level', 'loud'], '--log-level'],

@@ -289,7 +289,7 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       tokenFile: tokenFlag === undefined ? (mode === 'observe' ? resolve(defaults.cwd, '.volumescope', nodeName, 'agent-token') : join(rootDir, 'agent-token')) : resolve(defaults.cwd, tokenFlag),
       reconcilePeriodMs,
       controllerAttachDetach: bool('controller-attach-detach', source === 'kubernetes'),
-      csiDrivers: list('csi-driver').map(csiDriver),
+      csiDrivers: uniqueCsiDrivers(list('csi-driver').map(csiDriver)),
       attachVerifyPeriodMs: duration('--attach-verify-period', str('attach-verify-period'), defaultAttachVerifyPeriodMs),
       ...(csiTimeoutMs === undefined ? {} : { csiTimeoutMs }),
       allowMount: bool('allow-mount', true),
@@ -361,6 +361,17 @@ function csiDriver(value: string): CsiDriverFlag {
     if (isInvalidCsiDriverFlagError(err)) throw new FlagError('--csi-driver', err.message);
     throw err;
   }
+}
+
+/** One endpoint per driver name: a second `--csi-driver` for a name would silently replace the first. */
+function uniqueCsiDrivers(drivers: CsiDriverFlag[]): CsiDriverFlag[] {
+  const seen = new Map<string, string>();
+  for (const d of drivers) {
+    const first = seen.get(d.name);
+    if (first !== undefined) throw new FlagError('--csi-driver', `--csi-driver: ${d.name} is given twice (${first} and ${d.endpoint})`);
+    seen.set(d.name, d.endpoint);
+  }
+  return drivers;
 }
 
 function logLevel(value: string): LogLevel {

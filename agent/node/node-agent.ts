@@ -33,6 +33,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeEventSink, KubeSource } from '../../lib/sources/kube/index.ts';
 import type { EventRecorder } from '../../lib/volume/events.ts';
 import { ManifestSource } from '../../lib/sources/manifest/index.ts';
+import { truncateMessage } from '../../lib/truncate-message.ts';
 import { CsiDriverRegistry, CsiPlugin, PluginWatcher, pluginsRegistrationDir } from '../../lib/volume/csi/index.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
@@ -317,8 +318,6 @@ export class NodeAgent implements AgentRuntime {
         this.notify();
       }),
     );
-    // Observe mode leaves the kubelet's CSI drivers alone: registering would talk to their sockets.
-    if (this.observer === null) await this.watcher.start();
     for (const driver of this.observer === null ? this.config.csiDrivers : []) {
       // The first handshake may take up to a call deadline; it retries in the background.
       this.registry.addDriver(driver.name, driver.endpoint).then(
@@ -331,6 +330,10 @@ export class NodeAgent implements AgentRuntime {
         },
       );
     }
+    // Observe mode leaves the kubelet's CSI drivers alone: registering would talk to their sockets.
+    // After the --csi-driver entries exist (addDriver creates its entry before its first await):
+    // their names are the operator's, and no socket in plugins_registry may take them first.
+    if (this.observer === null) await this.watcher.start();
     this.volumeManager.start();
     this.orphanedPodDirs?.start();
     this.observer?.start();
@@ -398,7 +401,7 @@ export class NodeAgent implements AgentRuntime {
       nodeId: d.nodeId,
       capabilities: [...d.capabilities],
       lastProbeAt: d.lastProbeAt === null ? null : Math.floor(d.lastProbeAt),
-      lastError: d.lastError,
+      lastError: d.lastError === null ? null : truncateMessage(d.lastError),
     }));
   }
 

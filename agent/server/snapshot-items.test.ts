@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { jsonEqual } from '../../lib/api/json-equal.ts';
+import { isTruncatedMessage, MESSAGE_LENGTH_LIMIT } from '../../lib/truncate-message.ts';
 import type { PendingOperationView } from '../../lib/operationexecutor/nested-pending-operations.ts';
 import type { Pod } from '../../lib/volume/k8s-types.ts';
 import type { NodeName, PluginName, PodUID, UniquePodName, UniqueVolumeName } from '../../lib/volume/types.ts';
@@ -140,6 +141,16 @@ describe('operationMatchesView', () => {
 
     expect(operationMatchesView(item, view)).toBe(same);
     expect(jsonEqual(item, operationFromView(view))).toBe(same);
+  });
+
+  it('shows a 1 MB last error (a driver\'s error details) cut to the message limit, and still matches its view', () => {
+    const view = { ...opBase, lastError: `rpc error: code = Internal desc = ${'x'.repeat(1 << 20)}` };
+
+    const item = operationFromView(view);
+
+    expect(item.lastError?.length).toBeLessThanOrEqual(MESSAGE_LENGTH_LIMIT);
+    expect(isTruncatedMessage(item.lastError ?? '')).toBe(true);
+    expect(operationMatchesView(item, view)).toBe(true);
   });
 
   it.each([opBase, { ...opBase, key: { ...opBase.key, podName: '' as UniquePodName, nodeName: 'n' as NodeName } }])(

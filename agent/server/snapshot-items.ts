@@ -18,6 +18,7 @@ import type { PendingOperationView } from '../../lib/operationexecutor/nested-pe
 import type { DeviceMountState } from '../../lib/operationexecutor/types.ts';
 import type { ActualVolumeView } from '../../lib/volumemanager/cache/actual-state-of-world.ts';
 import type { DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
+import { truncateMessage } from '../../lib/truncate-message.ts';
 import type { ReconstructionEntry, ReconstructionOutcome } from '../../lib/volumemanager/reconciler/reconciler.ts';
 
 /** The namespace of a pod by UID, when known. */
@@ -181,7 +182,7 @@ export function operationFromView(op: PendingOperationView): Operation {
     nodeName: op.key.nodeName === '' ? null : op.key.nodeName,
     state: op.pending ? 'running' : 'backoff',
     failures: op.failures,
-    lastError: op.lastError,
+    lastError: op.lastError === null ? null : truncateMessage(op.lastError),
     lastErrorAt: op.lastErrorTime,
     retryAt: op.retryAt,
     durationBeforeRetryMs: op.durationBeforeRetry,
@@ -197,7 +198,7 @@ export function operationMatchesView(operation: Operation, op: PendingOperationV
     operation.nodeName === (op.key.nodeName === '' ? null : op.key.nodeName) &&
     operation.state === (op.pending ? 'running' : 'backoff') &&
     operation.failures === op.failures &&
-    operation.lastError === op.lastError &&
+    operation.lastError === (op.lastError === null ? null : truncateMessage(op.lastError)) &&
     operation.lastErrorAt === op.lastErrorTime &&
     operation.retryAt === op.retryAt &&
     operation.durationBeforeRetryMs === op.durationBeforeRetry &&

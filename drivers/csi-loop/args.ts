@@ -45,8 +45,8 @@ Flags:
   --driver-name <name>         CSI driver name (default ${DEFAULT_DRIVER_NAME})
   --node-id <id>               node id for NodeGetInfo and attachments (default: hostname)
   --mode privileged|unprivileged|auto
-                               auto (default): privileged only as root in a private mount
-                               namespace where a test tmpfs mount works
+                               auto (default): privileged only as root outside PID 1's mount
+                               namespace where a test tmpfs mount works (logged with the reason)
   --registration-dir <dir>     also serve kubelet plugin registration on <dir>/<name>-reg.sock
   --help                       show this text
 `;

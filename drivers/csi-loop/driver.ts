@@ -54,7 +54,10 @@ export async function startCsiLoopDriver(options: DriverOptions): Promise<Runnin
   const logger = options.logger ?? pino({ base: { driver: options.driverName } }, pino.destination(2));
   const stateDir = path.resolve(options.stateDir);
   await fs.mkdir(stateDir, { recursive: true });
-  const mode = await resolveMode(options.mode, stateDir);
+  const decision = await resolveMode(options.mode, stateDir);
+  const mode = decision.mode;
+  // Always said, with the reason: an unexpected unprivileged driver is otherwise hard to explain.
+  logger.info({ mode, requestedMode: decision.requested, reason: decision.reason }, `csi-loop runs in ${mode} mode: ${decision.reason}`);
   const backend: VolumeBackend = mode === 'privileged' ? new PrivilegedBackend(stateDir) : new UnprivilegedBackend(stateDir);
   const store = await StateStore.open(stateDir, mode);
   const service = new CsiLoopService({ driverName: options.driverName, nodeId: options.nodeId, store, backend });

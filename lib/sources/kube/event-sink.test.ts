@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../clock/fake-clock.ts';
+import { EVENT_NOTE_LENGTH_LIMIT, isTruncatedMessage } from '../../truncate-message.ts';
 import { FailedMountVolume, SuccessfulAttachVolume } from '../../volume/events.ts';
 import type { EventType, InvolvedObject } from '../../volume/events.ts';
 import { KubeEventSink, isKubeEventSinkOptionsError } from './event-sink.ts';
@@ -104,6 +105,17 @@ describe('KubeEventSink writes core/v1 Events', () => {
     expect(request?.path).toBe('/api/v1/namespaces/prod/events');
     expect(request?.authorization).toBe(`Bearer ${token}`);
     expect(sink.counters()).toEqual({ posted: 1, patched: 0, dropped: 0, failed: 0, retries: 0 });
+  });
+
+  it("cuts a 1 MB message (a driver's error details) to the API's event note limit, with the marker", async () => {
+    const { server, sink } = await setup();
+    sink.event(web, 'Warning', FailedMountVolume, `MountVolume.MountDevice failed for volume "data" : rpc error: code = Internal desc = ${'x'.repeat(1 << 20)}`);
+    await waitFor(() => sink.counters().posted === 1, { what: 'event posted' });
+
+    const message = str(server.events()[0] ?? {}, 'message') ?? '';
+    expect(message.length).toBeLessThanOrEqual(EVENT_NOTE_LENGTH_LIMIT);
+    expect(message.startsWith('MountVolume.MountDevice failed for volume "data" : rpc error: code = Internal desc = xxx')).toBe(true);
+    expect(isTruncatedMessage(message)).toBe(true);
   });
 
   it('writes Events about cluster-scoped objects (Node, PersistentVolume) to the default namespace', async () => {

@@ -39,6 +39,7 @@
 import { CoreV1Api, CoreV1Event, PatchStrategy, setHeaderOptions, V1EventSource, V1ObjectMeta, V1ObjectReference } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Clock, Millis, TimerHandle } from '../../clock/clock.ts';
+import { EVENT_NOTE_LENGTH_LIMIT, truncateMessage } from '../../truncate-message.ts';
 import type { EventRecorder, EventType, InvolvedObject } from '../../volume/events.ts';
 import type { SourceLogger } from '../manifest/index.ts';
 import { describeApiError } from './api-error.ts';
@@ -197,7 +198,8 @@ export class KubeEventSink implements EventRecorder {
   /** Queues an event about `object` (see the file comment); never throws. */
   event(object: InvolvedObject, type: EventType, reason: string, message: string): void {
     try {
-      this.record(object, type, reason, message);
+      // A driver's error text may be huge: the API server refuses notes over its limit.
+      this.record(object, type, reason, truncateMessage(message, EVENT_NOTE_LENGTH_LIMIT));
     } catch (err) {
       // A recorder must not fail its caller; a bug here only costs the event.
       this.counts.dropped += 1;

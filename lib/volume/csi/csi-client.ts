@@ -16,9 +16,13 @@
  * - Secrets: requests are logged (debug) only through `redactSecrets`; error details returned by
  *   the driver for a call that carried secrets have those secret values replaced by
  *   `***stripped***` before they reach any message.
+ * - Size: the driver's error details (and transport error texts) are cut to
+ *   `MESSAGE_LENGTH_LIMIT` characters with a visible marker (`truncateMessage`) after the
+ *   secrets are replaced, so no log line, event or snapshot field carries a driver's megabyte.
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Clock, TimerHandle } from '../../clock/clock.ts';
+import { truncateMessage } from '../../truncate-message.ts';
 import { discardLogger, type Logger } from '../logger.ts';
 import { CsiRpcError, CsiTransportError } from './csi-errors.ts';
 import { CSI_METHODS, methodDefinition, REGISTRATION_METHODS, type CsiMethod, type RegistrationMethod } from './csi-proto.ts';
@@ -145,7 +149,7 @@ export class GrpcUnixClient {
       try {
         call = channel.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, request, new grpc.Metadata(), {}, done);
       } catch (err) {
-        reject(new CsiTransportError(method, `${method}: ${scrubSecretValues(err instanceof Error ? err.message : String(err), secrets)}`, { cause: err }));
+        reject(new CsiTransportError(method, `${method}: ${truncateMessage(scrubSecretValues(err instanceof Error ? err.message : String(err), secrets))}`, { cause: err }));
         return;
       }
       deadline.timer = this.clock.setTimeout(() => {
@@ -159,10 +163,10 @@ export class GrpcUnixClient {
     if (timedOut) return new CsiRpcError(method, grpc.status.DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_DETAILS);
     const e = err as Partial<grpc.ServiceError> | null;
     if (e !== null && typeof e.code === 'number') {
-      return new CsiRpcError(method, e.code, scrubSecretValues(e.details ?? '', secrets));
+      return new CsiRpcError(method, e.code, truncateMessage(scrubSecretValues(e.details ?? '', secrets)));
     }
     const text = err instanceof Error ? err.message : String(err);
-    return new CsiTransportError(method, `${method}: ${scrubSecretValues(text, secrets)}`);
+    return new CsiTransportError(method, `${method}: ${truncateMessage(scrubSecretValues(text, secrets))}`);
   }
 
   private getChannel(): grpc.Client {
@@ -255,22 +259,48 @@ export class CsiClient extends GrpcUnixClient {
 
   /**
    * Every volume, following `next_token` page by page (`pageSize` = `max_entries`, 0 = the
-   * plugin decides). Each page is one call with its own deadline. A token that does not advance
-   * is refused, so a buggy plugin cannot loop the caller forever.
+   * plugin decides). Each page is one call with its own deadline. The walk is bounded, so a
+   * broken or hostile plugin can neither loop the caller forever nor make it hold unbounded
+   * memory; each of these fails the whole listing with a {@link ListVolumesPaginationError}:
+   * a next_token seen before, a page past `maxPages` (default {@link MAX_LIST_VOLUMES_PAGES}),
+   * a next_token longer than {@link MAX_LIST_VOLUMES_TOKEN_LENGTH}, a page with more than
+   * `max_entries` entries (which the CSI spec forbids). The kubelet itself never lists volumes;
+   * external-attacher, which does, also stops only at an empty token.
    */
-  async listAllVolumes(pageSize = 0, opts?: CallOptions): Promise<ListVolumesResponse['entries']> {
+  async listAllVolumes(pageSize = 0, opts?: CallOptions & { maxPages?: number }): Promise<ListVolumesResponse['entries']> {
+    const maxPages = opts?.maxPages ?? MAX_LIST_VOLUMES_PAGES;
+    const fail = (what: string) => new ListVolumesPaginationError(`ListVolumes of ${this.endpoint}: ${what}; the volumes cannot be listed`);
     const entries: ListVolumesResponse['entries'] = [];
     const seen = new Set<string>();
     let token = '';
-    for (;;) {
+    for (let pages = 1; ; pages++) {
       const page = await this.listVolumes({ max_entries: pageSize, starting_token: token }, opts);
+      if (pageSize > 0 && page.entries.length > pageSize) throw fail(`page ${pages} has ${page.entries.length} entries, more than max_entries ${pageSize}`);
       entries.push(...page.entries);
-      if (page.next_token === '') return entries;
-      if (seen.has(page.next_token)) throw new Error(`ListVolumes returned the next_token ${JSON.stringify(page.next_token)} twice`);
-      seen.add(page.next_token);
-      token = page.next_token;
+      const next = page.next_token;
+      if (next === '') return entries;
+      if (next.length > MAX_LIST_VOLUMES_TOKEN_LENGTH) throw fail(`page ${pages} returned a next_token of ${next.length} characters (at most ${MAX_LIST_VOLUMES_TOKEN_LENGTH} are accepted)`);
+      if (seen.has(next)) throw fail(`page ${pages} returned the next_token ${JSON.stringify(next)} a second time`);
+      if (pages >= maxPages) throw fail(`page ${pages} still returned a next_token (${JSON.stringify(next)}); giving up after ${maxPages} pages, ${entries.length} entries`);
+      seen.add(next);
+      token = next;
     }
   }
+}
+
+/** How many ListVolumes pages {@link CsiClient.listAllVolumes} follows at most (100 000 volumes at 100 a page). */
+export const MAX_LIST_VOLUMES_PAGES = 1000;
+
+/** The longest ListVolumes next_token accepted; real drivers use short offsets or ids. */
+export const MAX_LIST_VOLUMES_TOKEN_LENGTH = 4096;
+
+/** A driver's ListVolumes pagination that does not end or breaks the CSI contract. */
+export class ListVolumesPaginationError extends Error {
+  override readonly name = 'ListVolumesPaginationError';
+}
+
+export function isListVolumesPaginationError(err: unknown): err is ListVolumesPaginationError {
+  return err instanceof ListVolumesPaginationError;
 }
 
 /** A client for a plugin's registration socket (`pluginregistration.Registration`). */

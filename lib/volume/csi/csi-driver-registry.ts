@@ -17,10 +17,23 @@
  * transient error "driver name X not found in the list of registered CSI drivers"
  * (kubernetes#120268), so operations back off and recover on registration.
  *
- * A re-registration under the same name (a restarted driver, a new socket) replaces the entry;
- * the kubelet refuses equal versions until the old socket is gone, which only delays recovery.
+ * Who holds a name (stricter than upstream, whose `validateVersions` lets any registration with
+ * a higher version replace a live driver, so a hostile socket could take over a driver's volumes
+ * by announcing 1.99):
+ * - a `--csi-driver` name is the operator's: no registration socket can take it;
+ * - a name registered from a socket belongs to that socket until the watcher sees it removed.
+ *   The same socket may register again at any time (a retried handshake, a restarted driver at
+ *   the same path), which replaces the entry;
+ * - any other registration under a taken name is refused with a
+ *   {@link CsiDriverRegistrationRefusedError}. The refusal is logged once, sent back to the
+ *   plugin (NotifyRegistrationStatus) and shown on the holder's snapshot entry as `lastError`
+ *   while the refused socket exists (unless the holder has an error of its own).
+ * Registration names longer than 63 characters (more than a PV's `csi.driver` may have) are
+ * refused too. A `--csi-driver` given after a registration took its name replaces it, with a
+ * warning.
  */
 import type { Clock, TimerHandle } from '../../clock/clock.ts';
+import { truncateMessage } from '../../truncate-message.ts';
 import { TransientOperationFailure } from '../errors.ts';
 import { discardLogger, type Logger } from '../logger.ts';
 import { CsiClient, DEFAULT_CSI_TIMEOUT_MS, unixEndpoint } from './csi-client.ts';
@@ -76,6 +89,21 @@ export function isCsiDriverNotRegisteredError(err: unknown): err is CsiDriverNot
   return err instanceof CsiDriverNotRegisteredError;
 }
 
+/**
+ * A registration refused because its driver name is taken (by `--csi-driver` or by another live
+ * registration socket), or is too long to be a CSI driver name.
+ */
+export class CsiDriverRegistrationRefusedError extends Error {
+  override readonly name = 'CsiDriverRegistrationRefusedError';
+}
+
+export function isCsiDriverRegistrationRefusedError(err: unknown): err is CsiDriverRegistrationRefusedError {
+  return err instanceof CsiDriverRegistrationRefusedError;
+}
+
+/** Longest driver name a PV or inline volume may reference (the API's CSI driver name validation). */
+export const MAX_CSI_DRIVER_NAME_LENGTH = 63;
+
 /** A `--csi-driver` value that is not `<name>=<unix socket path>`. */
 export class InvalidCsiDriverFlagError extends Error {
   override readonly name = 'InvalidCsiDriverFlagError';
@@ -120,6 +148,10 @@ interface DriverEntry {
   name: string;
   endpoint: string;
   source: CsiDriverSource;
+  /** The plugins_registry socket the driver registered from; null for `--csi-driver`. */
+  registrationSocket: string | null;
+  /** Refused registrations of the same name, by registration socket, while those sockets exist. */
+  refusals: Map<string, string>;
   client: CsiClient;
   registered: boolean;
   nodeId: string | null;
@@ -164,26 +196,68 @@ export class CsiDriverRegistry {
    * Clock until it succeeds or the registry is closed.
    */
   async addDriver(name: string, endpoint: string): Promise<CsiDriverDetails> {
-    const entry = this.upsert(name, unixEndpoint(endpoint), 'flag');
+    const old = this.entries.get(name);
+    if (old?.source === 'flag') {
+      throw new CsiDriverRegistrationRefusedError(`--csi-driver ${name} is given twice (${old.endpoint} and ${unixEndpoint(endpoint)})`);
+    }
+    if (old !== undefined) {
+      this.log.warn(`kubernetes.io/csi: --csi-driver ${name} replaces the driver registered from socket ${old.registrationSocket ?? ''} at ${old.endpoint}`, { driver: name });
+    }
+    const entry = this.upsert(name, unixEndpoint(endpoint), 'flag', null);
     await this.handshake(entry, entry.generation);
     return this.detailsOf(entry);
   }
 
   /**
-   * Registers a driver found by the plugin watcher (`RegisterPlugin`): runs the handshake and
-   * throws its error when it fails (the watcher reports it through NotifyRegistrationStatus and
-   * retries). A failed driver stays listed, unregistered, with its error.
+   * Registers a driver found by the plugin watcher at `registrationSocket` (`RegisterPlugin`):
+   * runs the handshake and throws its error when it fails (the watcher reports it through
+   * NotifyRegistrationStatus and retries). A failed driver stays listed, unregistered, with its
+   * error. Throws a {@link CsiDriverRegistrationRefusedError}, changing nothing of the holder but
+   * its refusal note, when the name belongs to `--csi-driver` or to another registration socket.
    */
-  async registerPlugin(name: string, endpoint: string): Promise<void> {
-    const entry = this.upsert(name, unixEndpoint(endpoint), 'plugin-watcher');
+  async registerPlugin(name: string, endpoint: string, registrationSocket: string): Promise<void> {
+    const ep = unixEndpoint(endpoint);
+    const refusal = this.refusalOf(name, ep, registrationSocket);
+    if (refusal !== null) throw refusal;
+    const entry = this.upsert(name, ep, 'plugin-watcher', registrationSocket);
     const err = await this.handshake(entry, entry.generation);
     if (err !== null) throw err;
   }
 
-  /** `DeRegisterPlugin`: forgets the driver (its socket disappeared). Later calls get the not-registered error. */
-  deregisterPlugin(name: string): void {
+  /** Why a registration of `name` from `socket` is refused, or null; notes the refusal on the holder. */
+  private refusalOf(name: string, endpoint: string, socket: string): CsiDriverRegistrationRefusedError | null {
+    const prefix = `kubernetes.io/csi: RegisterPlugin for CSI driver ${JSON.stringify(truncateMessage(name, 256))} failed.`;
+    if (name.length > MAX_CSI_DRIVER_NAME_LENGTH) {
+      return new CsiDriverRegistrationRefusedError(`${prefix} The name has ${name.length} characters, more than the ${MAX_CSI_DRIVER_NAME_LENGTH} a CSI driver name may have`);
+    }
+    const holder = this.entries.get(name);
+    if (holder === undefined || holder.registrationSocket === socket) return null;
+    const taken =
+      holder.source === 'flag'
+        ? `The name is taken by --csi-driver (endpoint ${holder.endpoint})`
+        : `The name is taken by the registration from socket ${holder.registrationSocket ?? ''} (endpoint ${holder.endpoint}) until that socket is removed`;
+    const message = `${prefix} ${taken}; the registration from socket ${socket} (endpoint ${truncateMessage(endpoint, 256)}) is refused`;
+    if (holder.refusals.get(socket) !== message) {
+      holder.refusals.set(socket, message);
+      this.log.warn(message, { driver: name, socket });
+      this.changed();
+    }
+    return new CsiDriverRegistrationRefusedError(message);
+  }
+
+  /**
+   * `DeRegisterPlugin`: the registration socket `registrationSocket` disappeared. Forgets the
+   * driver when it registered from that socket (later calls get the not-registered error); a
+   * socket whose registration was refused only loses its refusal note. A `--csi-driver` driver
+   * is never deregistered by a socket.
+   */
+  deregisterPlugin(name: string, registrationSocket: string): void {
     const entry = this.entries.get(name);
     if (entry === undefined) return;
+    if (entry.registrationSocket !== registrationSocket) {
+      if (entry.refusals.delete(registrationSocket)) this.changed();
+      return;
+    }
     this.log.info(`kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin ${name}`, { driver: name });
     this.drop(entry);
     this.entries.delete(name);
@@ -308,7 +382,7 @@ export class CsiDriverRegistry {
     for (const entry of this.entries.values()) this.drop(entry);
   }
 
-  private upsert(name: string, endpoint: string, source: CsiDriverSource): DriverEntry {
+  private upsert(name: string, endpoint: string, source: CsiDriverSource, registrationSocket: string | null): DriverEntry {
     if (this.closed) throw new Error('the CSI driver registry is closed');
     if (name === '') throw new Error('a CSI driver name must not be empty');
     const old = this.entries.get(name);
@@ -317,6 +391,9 @@ export class CsiDriverRegistry {
       name,
       endpoint,
       source,
+      registrationSocket,
+      // A socket registering again keeps the notes of the sockets it is refusing.
+      refusals: old?.registrationSocket === registrationSocket ? old.refusals : new Map<string, string>(),
       client: new CsiClient(endpoint, { clock: this.clock, timeoutMs: this.callTimeoutMs, logger: this.log, logFields: { driver: name } }),
       registered: false,
       nodeId: null,
@@ -374,7 +451,8 @@ export class CsiDriverRegistry {
         controllerCapabilities: controllerCaps,
       });
     } catch (err) {
-      error = new Error(`RegisterPlugin error -- CSI driver ${name} at ${entry.endpoint}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      const text = truncateMessage(`RegisterPlugin error -- CSI driver ${name} at ${entry.endpoint}: ${err instanceof Error ? err.message : String(err)}`);
+      error = new Error(text, { cause: err });
     }
     if (entry.generation !== generation || this.entries.get(name) !== entry) return error;
     entry.lastProbeAt = this.clock.now();
@@ -436,7 +514,7 @@ export class CsiDriverRegistry {
       nodeId: e.nodeId,
       capabilities: [...e.nodeCapabilities],
       lastProbeAt: e.lastProbeAt,
-      lastError: e.lastError,
+      lastError: e.lastError ?? firstRefusal(e),
     };
   }
 
@@ -449,6 +527,12 @@ export class CsiDriverRegistry {
       }
     }
   }
+}
+
+/** The refusal note shown while the holder has no error of its own: the first by socket path. */
+function firstRefusal(e: DriverEntry): string | null {
+  const first = [...e.refusals.keys()].sort()[0];
+  return first === undefined ? null : (e.refusals.get(first) ?? null);
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {

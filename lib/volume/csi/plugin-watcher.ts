@@ -11,7 +11,10 @@
  * 4. `NotifyRegistrationStatus{plugin_registered, error}` tells the plugin the outcome.
  * A failed socket is retried at every resync (default every second, the kubelet's reconciler
  * period). A socket that disappears deregisters its driver; a socket replaced by a new one
- * (another inode: the driver restarted) registers again.
+ * (another inode: the driver restarted) registers again. Unlike upstream, a replaced socket
+ * keeps its driver's name while it registers again, so another socket waiting for the same name
+ * cannot take it in that moment; if the new socket announces another name, the old one is
+ * deregistered. The registry refuses a name that `--csi-driver` or another socket holds.
  *
  * Directory events come from `fs.watch`; the periodic resync on the Clock also catches anything
  * the events missed. Only the directory itself is watched (no subdirectories).
@@ -20,6 +23,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { lstat, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, TimerHandle } from '../../clock/clock.ts';
+import { truncateMessage } from '../../truncate-message.ts';
 import { discardLogger, type Logger } from '../logger.ts';
 import { PluginRegistrationClient } from './csi-client.ts';
 import type { CsiDriverRegistry } from './csi-driver-registry.ts';
@@ -61,6 +65,8 @@ export interface PluginSocketStatus {
 interface SocketState extends PluginSocketStatus {
   /** Identity of the socket file, so a replaced socket is registered again. */
   ino: number;
+  /** The name the socket's previous incarnation (before it was replaced) registered, until the new one answers GetInfo. */
+  previousDriverName: string | null;
   inFlight: Promise<void> | null;
 }
 
@@ -178,14 +184,20 @@ export class PluginWatcher {
         // Gone between readdir and lstat: the next pass sees it missing.
       }
     }
+    const replaced = new Map<string, string | null>();
     for (const [path, state] of this.sockets) {
-      if (found.get(path) !== state.ino) {
+      const ino = found.get(path);
+      if (ino !== state.ino) {
         await state.inFlight;
         this.sockets.delete(path);
-        if (state.driverName !== null) {
+        const name = state.driverName ?? state.previousDriverName;
+        if (ino !== undefined) {
+          // Replaced: the new socket registers again under the name it announces (see the file comment).
+          replaced.set(path, name);
+        } else if (name !== null) {
           // Also after a failed registration: the registry lists the driver with its error until then.
-          this.log.info(`plugin watcher: registration socket ${path} removed, deregistering CSI driver ${state.driverName}`);
-          this.registry.deregisterPlugin(state.driverName);
+          this.log.info(`plugin watcher: registration socket ${path} removed, deregistering CSI driver ${name}`);
+          this.registry.deregisterPlugin(name, path);
         }
       }
     }
@@ -193,7 +205,7 @@ export class PluginWatcher {
     for (const [path, ino] of found) {
       let state = this.sockets.get(path);
       if (state === undefined) {
-        state = { socketPath: path, driverName: null, registered: false, lastError: null, ino, inFlight: null };
+        state = { socketPath: path, driverName: null, registered: false, lastError: null, ino, previousDriverName: replaced.get(path) ?? null, inFlight: null };
         this.sockets.set(path, state);
       }
       if (!state.registered && state.inFlight === null) {
@@ -212,12 +224,21 @@ export class PluginWatcher {
       try {
         info = await client.getInfo();
       } catch (err) {
-        state.lastError = `failed to get plugin info using RPC GetInfo at socket ${state.socketPath}, err: ${errText(err)}`;
-        this.log.warn(state.lastError);
+        const text = `failed to get plugin info using RPC GetInfo at socket ${state.socketPath}, err: ${errText(err)}`;
+        // Once per distinct failure: a broken socket is retried every resync.
+        if (text !== state.lastError) this.log.warn(text);
+        state.lastError = text;
         return;
       }
       state.driverName = info.name;
-      const error = await this.registerInfo(state, info);
+      if (state.previousDriverName !== null && state.previousDriverName !== info.name) {
+        this.log.info(`plugin watcher: registration socket ${state.socketPath} now announces CSI driver ${info.name}, deregistering ${state.previousDriverName}`);
+        this.registry.deregisterPlugin(state.previousDriverName, state.socketPath);
+      }
+      state.previousDriverName = null;
+      // Bounded: the texts name what the plugin announced, which may be anything.
+      const result = await this.registerInfo(state, info);
+      const error = result === null ? null : truncateMessage(result);
       state.registered = error === null;
       state.lastError = error;
       try {
@@ -238,7 +259,7 @@ export class PluginWatcher {
     if (versionError !== null) return `validation failed for CSI Driver ${info.name} at endpoint ${endpoint}: ${versionError}`;
     if (this.stopped) return 'the plugin watcher stopped';
     try {
-      await this.registry.registerPlugin(info.name, endpoint);
+      await this.registry.registerPlugin(info.name, endpoint, state.socketPath);
       this.log.info(`plugin watcher: registered CSI driver ${info.name} from ${state.socketPath}`, { endpoint });
       return null;
     } catch (err) {

@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { specFromPersistentVolume, specFromVolume } from '../../spec.ts';
 import { exists, initPlugin, makePluginTestEnv, makePod, modeOf, mountsAtOrBelow, noArgs, POD_UID, rejectionOf, type PluginTestEnv } from '../testing/plugin-test-env.ts';
 import { isTearDownRefusedError } from '../util/errors.ts';
 import type { FileType, HostUtil } from './file-type.ts';
-import { checkHostPathType, HOST_PATH_PLUGIN_NAME, HostPathPlugin, isHostPathTypeCheckError } from './host-path.ts';
+import { checkHostPathType, HOST_PATH_PLUGIN_NAME, HostPathPlugin, isHostPathTypeCheckError, makeDir, makeFile } from './host-path.ts';
 
 let env: PluginTestEnv;
 let plugin: HostPathPlugin;
@@ -154,6 +154,81 @@ describe(`HostPathPlugin on the real file system in ${mountMode} mode`, () => {
 
     expect(err.message).toBe(`open ${path}: no such file or directory`);
     expect(await exists(join(host, 'absent'))).toBe(false);
+  });
+
+  // Symlinks planted at a …OrCreate path: creating or chmod-ing through them would act on
+  // whatever they point to, outside the path the pod spec names.
+  describe('checkType with a symlink planted at the path', () => {
+    let outside: string;
+
+    beforeEach(async () => {
+      outside = join(env.dir, 'outside');
+      await mkdir(outside, { recursive: true });
+    });
+
+    it.each([
+      { type: 'DirectoryOrCreate', description: 'directory' },
+      { type: 'FileOrCreate', description: 'file' },
+    ])('$type refuses a dangling symlink and creates nothing at its target', async ({ type, description }) => {
+      const path = join(host, 'planted');
+      const target = join(outside, 'created-through-the-link');
+      await symlink(target, path);
+
+      const err = await rejectionOf(plugin.newMounter(specFromVolume({ name: 'host', hostPath: { path, type } }), makePod()).setUp(noArgs));
+
+      expect(isHostPathTypeCheckError(err)).toBe(true);
+      expect(err.message).toBe(`hostPath type check failed: ${path} is not a ${description}`);
+      expect(await exists(target)).toBe(false);
+      expect(await readlink(path)).toBe(target);
+      expect(await exists(recordDir())).toBe(false);
+    });
+
+    it('makeDir refuses a symlink to a directory outside and leaves its mode alone', async () => {
+      // The window between checkType's existence check and makeDir: the link appears in between.
+      const path = join(host, 'dir-link');
+      await chmod(outside, 0o700);
+      await symlink(outside, path);
+
+      const err = await rejectionOf(makeDir(path));
+
+      expect(err.message).toBe(`hostPath type check failed: ${path} is not a directory`);
+      expect(await modeOf(outside)).toBe(0o700);
+      expect((await lstat(path)).isSymbolicLink()).toBe(true);
+    });
+
+    it('makeFile refuses a symlink to a file outside and changes neither its mode nor its content', async () => {
+      const path = join(host, 'file-link');
+      const target = join(outside, 'secret');
+      await writeFile(target, 'keep');
+      await chmod(target, 0o600);
+      await symlink(target, path);
+
+      const err = await rejectionOf(makeFile(path));
+
+      expect(err.message).toBe(`hostPath type check failed: ${path} is not a file`);
+      expect(await modeOf(target)).toBe(0o600);
+      expect(await readFile(target, 'utf8')).toBe('keep');
+    });
+
+    it('makeDir and makeFile accept what is already there without changing its mode, as upstream', async () => {
+      await chmod(join(host, 'dir'), 0o700);
+      await chmod(join(host, 'file'), 0o600);
+
+      await makeDir(join(host, 'dir'));
+      await makeFile(join(host, 'file'));
+
+      expect([await modeOf(join(host, 'dir')), await modeOf(join(host, 'file'))]).toEqual([0o700, 0o600]);
+    });
+
+    it('DirectoryOrCreate still follows a symlink among the parents (as upstream MkdirAll), creating below its target', async () => {
+      await symlink(outside, join(host, 'parent-link'));
+      const path = join(host, 'parent-link', 'new');
+
+      await checkHostPathType(path, 'DirectoryOrCreate');
+
+      expect((await stat(join(outside, 'new'))).isDirectory()).toBe(true);
+      expect(await modeOf(join(outside, 'new'))).toBe(0o755);
+    });
   });
 
   it('rejects a path with a .. element before any check', async () => {

@@ -7,19 +7,23 @@
  * a `..` element and runs the type check of `spec.hostPath.type` with the kubelet's texts
  * (`hostPath type check failed: /x is not a directory`, …); `DirectoryOrCreate` creates the
  * directory (0755, with parents) and `FileOrCreate` an empty file (0644), but not its parent
- * directory (upstream does not either; the parent must exist).
+ * directory (upstream does not either; the parent must exist). Creating and setting the mode
+ * never follow a symlink at the path itself: one planted there is refused with the type check
+ * text (upstream's os.OpenFile(O_CREATE) would create the file at a dangling symlink's target).
  *
  * Unlike the kubelet, SetUp also creates an empty record directory at the pod volume dir
  * (`pods/<uid>/volumes/kubernetes.io~host-path/<name>`, mode 0750) so that reconstruction after
  * a restart finds the volume; it is the unmounter's `getPath()`, and TearDown removes it (only
  * when empty). Nothing else is written.
  */
-import { chmod, mkdir, open } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { lstat, mkdir, open } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Pod, Volume } from '../../k8s-types.ts';
 import type { Mounter, MounterArgs, ReconstructedVolume, Unmounter, VolumePlugin } from '../../plugins.ts';
 import { specFromVolume, specName, type Spec } from '../../spec.ts';
 import { pluginName, type PodUID } from '../../types.ts';
-import { goPathErrorText, UnsupportedSpecError } from '../util/errors.ts';
+import { goPathErrorText, hasErrnoCode, UnsupportedSpecError } from '../util/errors.ts';
 import { InTreePluginBase, podUIDOf } from '../util/plugin-base.ts';
 import type { VolumePluginDeps } from '../util/plugin-deps.ts';
 import { ensureDir, tearDownVolumeDir, VOLUME_PARENT_DIR_MODE, type RemovalContext } from '../util/volume-dir.ts';
@@ -84,28 +88,82 @@ export async function checkHostPathType(path: string, pathType: string, hu: Host
       throw new HostPathTypeCheckError(`${pathType} is an invalid volume type`);
   }
   const want = expected[check];
-  if (!(await is(want.type))) throw new HostPathTypeCheckError(`hostPath type check failed: ${path} is not a ${want.description}`);
+  if (!(await is(want.type))) throw notA(path, want.description);
 }
 
-/** `DirectoryOrCreate`: the directory and its parents, the directory with exactly 0755. */
-async function makeDir(path: string): Promise<void> {
+/**
+ * `makeDir` (`DirectoryOrCreate`): the parents as `mkdir -p` makes them (a symlink among the
+ * parents is followed, as upstream's MkdirAll follows it: `/var/run` → `/run` must keep working),
+ * then the directory itself with mkdir(2), which never follows a symlink. Its mode is set to
+ * exactly 0755 through a descriptor opened with O_NOFOLLOW|O_DIRECTORY, so a symlink swapped in
+ * after mkdir is refused rather than followed. Something already there is accepted only when it
+ * is a real directory, which is left as it is (upstream changes no mode either); a symlink there
+ * (dangling or not: creating or chmod-ing through it would act on its target) is refused with
+ * the kubelet's type check text.
+ */
+export async function makeDir(path: string): Promise<void> {
   try {
-    await mkdir(path, { recursive: true, mode: 0o755 });
-    await chmod(path, 0o755);
+    await mkdir(dirname(path), { recursive: true, mode: 0o755 });
   } catch (err) {
-    throw new HostPathTypeCheckError(goPathErrorText('mkdir', path, err), { cause: err });
+    throw new HostPathTypeCheckError(goPathErrorText('mkdir', dirname(path), err), { cause: err });
+  }
+  try {
+    await mkdir(path, 0o755);
+  } catch (err) {
+    if (!hasErrnoCode(err, 'EEXIST')) throw new HostPathTypeCheckError(goPathErrorText('mkdir', path, err), { cause: err });
+    if (!(await lstat(path)).isDirectory()) throw notA(path, 'directory');
+    return;
+  }
+  await chmodNoFollow(path, fsConstants.O_RDONLY | fsConstants.O_DIRECTORY, 0o755, 'directory');
+}
+
+/**
+ * `makeFile` (`FileOrCreate`): an empty file, created with O_CREAT|O_EXCL|O_NOFOLLOW (which
+ * never follows a symlink, dangling or not), its mode set to exactly 0644 on that descriptor; the
+ * parent directory must exist (upstream does not create it either). Something already there is
+ * accepted only when it is not a symlink (upstream: "whether a file or directory, no error");
+ * a symlink is refused with the kubelet's type check text, and neither it nor its target is
+ * touched.
+ */
+export async function makeFile(path: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(path, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);
+  } catch (err) {
+    if (!hasErrnoCode(err, 'EEXIST')) throw new HostPathTypeCheckError(goPathErrorText('open', path, err), { cause: err });
+    if ((await lstat(path)).isSymbolicLink()) throw notA(path, 'file');
+    return;
+  }
+  try {
+    await handle.chmod(0o644);
+  } catch (err) {
+    throw new HostPathTypeCheckError(goPathErrorText('chmod', path, err), { cause: err });
+  } finally {
+    await handle.close();
   }
 }
 
-/** `FileOrCreate`: an empty file with exactly 0644; the parent directory must exist. */
-async function makeFile(path: string): Promise<void> {
+/** Sets the mode of what `path` names itself, never of a symlink's target. */
+async function chmodNoFollow(path: string, flags: number, mode: number, description: string): Promise<void> {
+  let handle;
   try {
-    const handle = await open(path, 'a', 0o644);
-    await handle.close();
-    await chmod(path, 0o644);
+    handle = await open(path, flags | fsConstants.O_NOFOLLOW);
   } catch (err) {
+    // ELOOP: a symlink; ENOTDIR: something else replaced the directory.
+    if (hasErrnoCode(err, 'ELOOP') || hasErrnoCode(err, 'ENOTDIR')) throw notA(path, description);
     throw new HostPathTypeCheckError(goPathErrorText('open', path, err), { cause: err });
   }
+  try {
+    await handle.chmod(mode);
+  } catch (err) {
+    throw new HostPathTypeCheckError(goPathErrorText('chmod', path, err), { cause: err });
+  } finally {
+    await handle.close();
+  }
+}
+
+function notA(path: string, description: string): HostPathTypeCheckError {
+  return new HostPathTypeCheckError(`hostPath type check failed: ${path} is not a ${description}`);
 }
 
 type HostPathVolumeSource = NonNullable<Volume['hostPath']>;
