@@ -19,8 +19,9 @@
  * untouched, so the previous version is intact. A failure in step 5 happens after the rename:
  * the new version is in place but may not survive a crash; the error says so (`committed`).
  *
- * A crash between steps 1 and 4 can leave a temporary file named `.<name>.<hex>.tmp` beside
- * the target; it is never read and never mistaken for the target.
+ * A crash between steps 1 and 4 (or, with `exclusive`, a failed unlink of the temporary name
+ * after the link) can leave a temporary file named `.<name>.<hex>.tmp` beside the target; it is
+ * never read and never mistaken for the target.
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
