@@ -1,13 +1,15 @@
 /**
- * Integration tests of the node agent PROCESS in observe mode (issue "Kubernetes", requirement
- * 3 and 7): the real agent (`agent/main.ts --mode=observe`) reads a kubelet-style root dir built
- * by the test, with real mounts (tmpfs, as root in a private mount namespace) or the
- * unprivileged mounter's stand-in table (`--allow-mount=false`), and its pods from the
- * Kubernetes-protocol test server through the real client. It must plan what the kubelet still
- * has to do, read the kubelet's backoff from its events, classify orphaned pod directories, and
- * refuse or perform the guarded cleanup — and change nothing else on disk.
+ * Integration tests of the node agent PROCESS in observe mode: the real agent
+ * (`agent/main.ts --mode=observe`) reads a kubelet-style root dir built by the test, with real
+ * mounts (tmpfs, as root in a private mount namespace) or the unprivileged mounter's stand-in
+ * table (`--allow-mount=false`), and its pods from the Kubernetes-protocol test server through
+ * the real client. It must plan what the kubelet still has to do, read the kubelet's backoff from
+ * its events, classify orphaned pod directories, and refuse or perform the guarded cleanup — and
+ * change nothing else on disk. The cleanup needs the kernel's mount table: with real mounts the
+ * agent runs with `--allow-orphan-cleanup`; with stand-ins the flag is refused at start, so the
+ * agent runs without it and every cleanup is refused as disabled.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiErrorBodySchema } from '../lib/api/api-error.ts';
@@ -17,7 +19,7 @@ import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../li
 import { LinuxMounter, type Mounter } from '../lib/mount-utils/mounter.ts';
 import { FakeApiServer } from '../lib/sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../lib/sources/kube/testing/kubeconfig-file.ts';
-import { AgentProcess, mountsBelow, standInMounter } from './node/testing/agent-process.ts';
+import { AgentProcess, agentArgs, mountsBelow, runAgentToExit, standInMounter, waitFor } from './node/testing/agent-process.ts';
 import { buildObservedKubeletRoot, OBSERVED_PLANNED_KEY, OBSERVED_RETRY_AT, putObservedApiObjects } from './node/testing/observed-kubelet.ts';
 
 const NODE = 'node-a';
@@ -62,7 +64,7 @@ async function startEnv(): Promise<Env> {
     manifestDir: join(base, 'unused-manifests'),
     tokenFile,
     nodeName: NODE,
-    extraArgs: ['--mode=observe', '--kubeconfig', kubeconfig, '--allow-orphan-cleanup', '--observe-refresh-period=500ms'],
+    extraArgs: ['--mode=observe', '--kubeconfig', kubeconfig, ...(realMountsAllowed ? ['--allow-orphan-cleanup'] : []), '--observe-refresh-period=500ms'],
   });
   cleanups.push(async () => {
     await agent.stop('SIGKILL');
@@ -79,7 +81,7 @@ function observed(s: Snapshot): NonNullable<Snapshot['observe']> | false {
 }
 
 describe(`node agent in observe mode (${mountMode})`, { timeout: 60_000 }, () => {
-  it('plans what the kubelet still has to do with its backoff, classifies orphans, refuses the cleanup of a live pod and cleans an orphan, changing nothing else', async () => {
+  it('plans what the kubelet still has to do with its backoff, classifies orphans, refuses the cleanup of a live pod and cleans an orphan (real mounts; with stand-ins the cleanup is disabled), changing nothing else', async () => {
     const env = await startEnv();
     const mountsBefore = (await mountsBelow(env.rootDir)).map((m) => m.mountPoint).sort();
     expect(mountsBefore).toEqual([join(podDir(env, 'uid-a'), 'volumes/kubernetes.io~secret/creds'), join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~secret/tok')].sort());
@@ -113,12 +115,40 @@ describe(`node agent in observe mode (${mountMode})`, { timeout: 60_000 }, () =>
     expect((await env.agent.post('/api/v1/operations/retry', { volume: 'kubernetes.io/empty-dir/uid-b-scratch', podUid: 'uid-b' })).status).toBe(409);
     expect((await mountsBelow(env.rootDir)).map((m) => m.mountPoint).sort()).toEqual(mountsBefore);
 
+    if (!realMountsAllowed) {
+      // Stand-in mounts: no --allow-orphan-cleanup, so every cleanup (even a dry run) is refused as disabled.
+      expect(obs.cleanupAllowed).toBe(false);
+      const disabled = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-o1', dryRun: true });
+      expect(disabled.status).toBe(409);
+      expect(ApiErrorBodySchema.parse(disabled.body).error.checks).toEqual([
+        { name: 'cleanup-enabled', ok: false, detail: 'the orphan cleanup is disabled: the agent runs without --allow-orphan-cleanup' },
+      ]);
+      expect((await mountsBelow(env.rootDir)).map((m) => m.mountPoint).sort()).toEqual(mountsBefore);
+      return;
+    }
+    // The mount table the agent reads is the root dir's: nothing blocks the cleanup.
+    expect(obs).toMatchObject({ cleanupAllowed: true, cleanupBlocked: null });
+
     // The cleanup of a pod the API knows is refused with the reason, and its mount stays.
     const refused = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-a' });
     expect(refused.status).toBe(409);
     const refusal = ApiErrorBodySchema.parse(refused.body).error;
     expect(refusal.message).toContain('pod-known-to-api');
     expect(refusal.checks?.some((c) => !c.ok)).toBe(true);
+
+    // A pod the API server has but the informer has not seen (its watch lost the event) is not an
+    // orphan: "gone" is decided by a live read of the node's pods right before acting.
+    const held = env.api.holdRequests({ resource: 'pods', verb: 'watch' });
+    const watches = env.api.requests({ resource: 'pods', verb: 'watch' }).length;
+    env.api.dropWatches('pods');
+    await waitFor('the agent\'s held pod re-watch', () => env.api.requests({ resource: 'pods', verb: 'watch' }).length > watches);
+    env.api.put('pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'late', namespace: 'default', uid: 'uid-o2' }, spec: { nodeName: NODE, containers: [{ name: 'c', image: 'i' }] } });
+    const unseen = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-o2', dryRun: true });
+    held.release();
+    expect(unseen.status).toBe(409);
+    const unseenChecks = ApiErrorBodySchema.parse(unseen.body).error.checks ?? [];
+    expect(unseenChecks.find((c) => c.name === 'pod-known-to-api')).toEqual({ name: 'pod-known-to-api', ok: false, detail: 'yes' });
+    expect(unseenChecks.find((c) => c.name === 'desired-state-incomplete')?.ok).toBe(true);
 
     // A dry run plans the unmount of o1's tmpfs and changes nothing.
     const dry = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-o1', dryRun: true });
@@ -148,11 +178,31 @@ describe(`node agent in observe mode (${mountMode})`, { timeout: 60_000 }, () =>
       ['unmount', 'uid-a/kubernetes.io/secret/uid-a-creds', 'refused'],
       ['retry', 'uid-b/kubernetes.io/empty-dir/uid-b-scratch', 'refused'],
       ['orphan-cleanup', 'uid-a', 'refused'],
+      ['orphan-cleanup-dry-run', 'uid-o2', 'refused'],
       ['orphan-cleanup-dry-run', 'uid-o1', 'succeeded'],
       ['orphan-cleanup', 'uid-o1', 'succeeded'],
     ]);
     // Observe mode wrote no node status and posted no events.
     expect(env.api.requests({ verb: 'patch' })).toEqual([]);
     expect(env.api.requests({ resource: 'events', verb: 'create' })).toEqual([]);
+  });
+
+  it('refuses to start with --allow-orphan-cleanup and --allow-mount=false, naming both flags', async () => {
+    // Arrange
+    const base = await makeTempDir('volumescope-observe-flags-');
+    cleanups.push(async () => {
+      await cleanUpTempDir(base);
+    });
+    const rootDir = join(base, 'kubelet');
+    await mkdir(rootDir);
+    const args = agentArgs({ rootDir, manifestDir: base, extraArgs: ['--mode=observe', '--kubeconfig', join(base, 'missing-kubeconfig'), '--allow-orphan-cleanup', '--allow-mount=false'] });
+
+    // Act
+    const r = await runAgentToExit(args);
+
+    // Assert
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--allow-orphan-cleanup: cannot be used with --allow-mount=false');
+    expect(await readdir(rootDir)).toEqual([]);
   });
 });

@@ -761,8 +761,9 @@ export interface ObservePanelsProps {
 export const ObservePanels = memo(function ObservePanels({ agent, observe }: ObservePanelsProps) {
   const { phase } = useAgentConnection(agent);
   const cleanupAllowed = observe?.cleanupAllowed ?? false;
-  // One object per (flag, phase): the orphan cards are memoized on it.
-  const availability = useMemo(() => orphanCleanupAvailability({ cleanupAllowed }, phase), [cleanupAllowed, phase]);
+  const cleanupBlocked = observe?.cleanupBlocked ?? null;
+  // One object per (flag, block, phase): the orphan cards are memoized on it.
+  const availability = useMemo(() => orphanCleanupAvailability({ cleanupAllowed, cleanupBlocked }, phase), [cleanupAllowed, cleanupBlocked, phase]);
   if (observe === undefined) return null;
   return (
     <>

@@ -2,7 +2,8 @@
  * Observe mode in the dashboard: the node page of the observe-mode agent (e2e/observer.ts)
  * shows what the "kubelet" still has to do with its own backoff countdown, the orphaned pod
  * directories, and the truth diff; a dry run changes nothing, and the guarded cleanup of an
- * orphan works through the dashboard while a live pod's directory stays untouched.
+ * orphan works through the dashboard while a live pod's directory stays untouched (with real
+ * mounts; without them the observer has no --allow-orphan-cleanup and the actions are disabled).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -37,6 +38,14 @@ test('the observer node shows the kubelet’s plan, orphans and truth diff, and 
   const unmountButtons = page.getByRole('button', { name: 'Unmount' });
   await expect(unmountButtons.first()).toBeVisible();
   for (const button of await unmountButtons.all()) await expect(button).toHaveAttribute('aria-disabled', 'true');
+
+  // Without real mounts the observer runs without --allow-orphan-cleanup (the cleanup needs the
+  // kernel's mount table): the actions are offered as not available, with the reason.
+  if (!stackInfo().mountsAllowed) {
+    await expect(o1).toContainText('Not available: the agent runs without --allow-orphan-cleanup');
+    await expect(o1.getByRole('button', { name: 'Clean up' })).toHaveAttribute('aria-disabled', 'true');
+    return;
+  }
 
   // Dry run: the plan, nothing changed.
   await o1.getByRole('button', { name: 'Dry run' }).click();

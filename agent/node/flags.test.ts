@@ -160,6 +160,22 @@ describe('parseAgentFlags', () => {
     expect(flagOfError(args)).toBe(flag);
   });
 
+  it.each([['--allow-mount=false'], ['--no-allow-mount'], ['--allow-mount=0']])('refuses --allow-orphan-cleanup with %s, naming both flags', (flag) => {
+    let err: unknown;
+    try {
+      parseAgentFlags(['--mode=observe', '--allow-orphan-cleanup', flag], { hostname: 'node-a', cwd: '/' });
+    } catch (e) {
+      err = e;
+    }
+    expect(isFlagError(err) && err.flag).toBe('--allow-orphan-cleanup');
+    expect((err as Error).message).toBe(
+      '--allow-orphan-cleanup: cannot be used with --allow-mount=false (the cleanup must read the real mount table given by --mountinfo and unmount for real; with --allow-mount=false the agent reads a stand-in table)',
+    );
+    // Either flag alone is fine.
+    expect(config(['--mode=observe', flag]).allowMount).toBe(false);
+    expect(config(['--mode=observe', '--allow-orphan-cleanup']).allowOrphanCleanup).toBe(true);
+  });
+
   it('names the host name and --node-name when the host name is no valid node name', () => {
     let message = '';
     try {

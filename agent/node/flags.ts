@@ -144,7 +144,7 @@ export const flagSpecs: readonly FlagSpec[] = [
   { name: 'allow-mount', type: 'boolean', default: 'true', help: 'probe for real mounts; false always uses the unprivileged mounter (=true|false)' },
   { name: 'mountinfo', type: 'string', value: 'path', default: defaultMountinfoPath, help: "observe mode: the host's mountinfo (e.g. /proc/1/mountinfo with hostPID)" },
   { name: 'observe-refresh-period', type: 'string', value: 'duration', default: formatDuration(defaultObserveRefreshPeriodMs), help: 'observe mode: how often the actual state is rebuilt from the kubelet root dir and mountinfo' },
-  { name: 'allow-orphan-cleanup', type: 'boolean', default: 'false', help: 'observe mode: allow the guarded cleanup of orphaned pod directories (unmount, then remove empty directories)' },
+  { name: 'allow-orphan-cleanup', type: 'boolean', default: 'false', help: 'observe mode: allow the guarded cleanup of orphaned pod directories (unmount, then remove empty directories); needs --allow-mount and a --mountinfo that shows the --root-dir mounts' },
   { name: 'authentication-token-webhook', type: 'boolean', default: 'false', help: 'accept bearer tokens validated by a TokenReview (the static token keeps working)' },
   { name: 'authentication-token-webhook-cache-ttl', type: 'string', value: 'duration', default: formatDuration(defaultTokenWebhookCacheTtlMs), help: 'how long TokenReview results are cached' },
   { name: 'authorization-mode', type: 'string', value: 'AlwaysAllow|Webhook', default: 'AlwaysAllow', help: 'Webhook: authorize each caller with a SubjectAccessReview (verb get for reads, update for actions, on nodes/volumemanager of this node)' },
@@ -252,6 +252,15 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
   if (allowOrphanCleanup && mode !== 'observe') {
     throw new FlagError('--allow-orphan-cleanup', '--allow-orphan-cleanup: only applies to --mode=observe (in managed mode the agent cleans up orphaned pod directories itself, as the kubelet does)');
   }
+  const allowMount = bool('allow-mount', true);
+  if (allowOrphanCleanup && !allowMount) {
+    // The cleanup decides what is mounted from the kernel's table and unmounts with umount(8);
+    // with --allow-mount=false the agent reads a stand-in table, so a kubelet's mounts would be invisible.
+    throw new FlagError(
+      '--allow-orphan-cleanup',
+      '--allow-orphan-cleanup: cannot be used with --allow-mount=false (the cleanup must read the real mount table given by --mountinfo and unmount for real; with --allow-mount=false the agent reads a stand-in table)',
+    );
+  }
   const authorizationMode = oneOf('--authorization-mode', str('authorization-mode') ?? 'AlwaysAllow', ['AlwaysAllow', 'Webhook'] as const);
   const tokenWebhook = bool('authentication-token-webhook', false);
   if (authorizationMode === 'Webhook' && !tokenWebhook) {
@@ -292,7 +301,7 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       csiDrivers: uniqueCsiDrivers(list('csi-driver').map(csiDriver)),
       attachVerifyPeriodMs: duration('--attach-verify-period', str('attach-verify-period'), defaultAttachVerifyPeriodMs),
       ...(csiTimeoutMs === undefined ? {} : { csiTimeoutMs }),
-      allowMount: bool('allow-mount', true),
+      allowMount,
       shutdownGracePeriodMs: duration('--shutdown-grace-period', str('shutdown-grace-period'), defaultShutdownGracePeriodMs),
       logLevel: logLevel(str('log-level') ?? 'info'),
     },

@@ -67,6 +67,31 @@ describe('KubeObjects', () => {
     expect(isKubeObjectGetError(refused) && refused.status).toBe(403);
   });
 
+  it('listNodePodsLive reads the node\'s pods from the API server itself (not an informer), with mirror pods\' static UIDs, and fails with the API error', async () => {
+    // Arrange: the source was never started, so no informer holds any pod.
+    const { api, objects } = await setup();
+    const pod = (name: string, uid: string, nodeName: string, annotations?: Record<string, string>) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'apps', uid, ...(annotations === undefined ? {} : { annotations }) },
+      spec: { nodeName, containers: [{ name: 'c', image: 'i' }] },
+    });
+    api.put('pods', pod('a', 'uid-a', 'node-a'));
+    api.put('pods', pod('mirror', 'uid-m', 'node-a', { 'kubernetes.io/config.mirror': 'static-hash' }));
+    api.put('pods', pod('elsewhere', 'uid-x', 'node-b'));
+
+    // Act
+    const live = await objects.listNodePodsLive('node-a');
+
+    // Assert
+    expect(live.sort((x, y) => x.uid.localeCompare(y.uid))).toEqual([{ uid: 'uid-a' }, { uid: 'uid-m', mirrorOf: 'static-hash' }]);
+    const list = api.requests({ resource: 'pods', verb: 'list' });
+    expect(list.map((r) => [r.path, r.query['fieldSelector'], r.query['resourceVersion']])).toEqual([['/api/v1/pods', 'spec.nodeName=node-a', undefined]]);
+    api.failRequests({ resource: 'pods', verb: 'list', status: 500, message: 'etcdserver: request timed out' });
+    const failed = await objects.listNodePodsLive('node-a').then(() => null, (err: unknown) => err);
+    expect(isKubeObjectGetError(failed) && failed.message).toBe('LIST /api/v1/pods: HTTP 500 Internal Server Error: etcdserver: request timed out');
+  });
+
   it.each([
     [2 * 2 ** 30, '2Gi'],
     [1536 * 2 ** 20, '1536Mi'],

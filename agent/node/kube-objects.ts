@@ -14,6 +14,8 @@
  * - the Node: `getNode` GETs it (the kubelet's VerifyControllerAttachedVolume reads the node from
  *   the API server); `getAttachedVolumesFromNodeStatus` answers from the node informer.
  * - VolumeAttachments: a GET by name, for the CSI plugin when the controller attaches.
+ * - the node's pods for observe mode's orphan cleanup: a live LIST (`listNodePodsLive`), never
+ *   the informer, because "the pod is gone" must not rest on a cache that may have missed it.
  */
 import { CoreV1Api, PatchStrategy, setHeaderOptions, StorageV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { KubeSource } from '../../lib/sources/kube/index.ts';
@@ -26,6 +28,7 @@ import { ObjectNotFoundError } from '../../lib/volume/kube-client.ts';
 import type { NodeName } from '../../lib/volume/types.ts';
 import type { CoreEvent } from '../../lib/observe/kubelet-backoff-events.ts';
 import type { VolumeAttachment } from '../../lib/observe/volume-attachment.ts';
+import { ConfigMirrorAnnotationKey, type LivePodIdentity } from './observe-controller.ts';
 import { ManifestObjects } from './manifest-objects.ts';
 
 function optionalTime<K extends string>(key: K, value: Date | string | undefined | null): Partial<Record<K, string>> {
@@ -188,6 +191,24 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
           ...(va.status?.detachError?.message === undefined ? {} : { detachError: { message: va.status.detachError.message } }),
         },
       }));
+  }
+
+  /**
+   * Every pod bound to the node, read from the API server right now: `GET /api/v1/pods` with
+   * `fieldSelector=spec.nodeName=<node>` and no resourceVersion, which the server answers with a
+   * consistent (quorum) read, never from a cache. A pod directory names only the pod's UID, and
+   * pods cannot be read by UID, so this list is how a single pod is looked up live; spec.nodeName
+   * never changes once set, so a pod with a directory on this node is in it.
+   */
+  async listNodePodsLive(nodeName: string): Promise<LivePodIdentity[]> {
+    const path = '/api/v1/pods';
+    const list = await this.request('LIST', path, (options) => this.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, options));
+    return list.items.flatMap((pod) => {
+      const uid = pod.metadata?.uid;
+      if (uid === undefined || uid === '') return [];
+      const mirrorOf = pod.metadata?.annotations?.[ConfigMirrorAnnotationKey];
+      return [{ uid, ...(mirrorOf === undefined || mirrorOf === '' ? {} : { mirrorOf }) }];
+    });
   }
 
   /** The core/v1 Events about one pod (observe mode: the kubelet's FailedMount backoff). */

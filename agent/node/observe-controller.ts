@@ -9,7 +9,12 @@
  *   FailedMount/FailedAttachVolume events (at most {@link maxPodsWithEventLookups} pods per refresh);
  * - the snapshot's `observe` section;
  * - the one mutating action: the guarded cleanup of an orphaned pod directory, refused unless
- *   `--allow-orphan-cleanup` and every Part E check (lib/observe/orphan-cleanup.ts) passes.
+ *   `--allow-orphan-cleanup` and every check of lib/observe/orphan-cleanup.ts passes. "The pod is
+ *   gone from the API" is decided by a live read ({@link ObserveApi.listNodePodsLive}) right
+ *   before planning and again right before acting, never by the informer cache alone: a pod the
+ *   informer missed (a lost watch event, a stale cache) must not look orphaned. The mount table
+ *   is checked against the root dir (lib/observe/mount-table-check.ts) on every refresh, so the
+ *   snapshot says why cleanup would be refused (`cleanupBlocked`), and again by every cleanup.
  *
  * Contract: nothing here writes below the kubelet root dir except that cleanup. Orphans are only
  * inspected once the API source is synced (before that every pod directory would look orphaned),
@@ -21,7 +26,9 @@ import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import type { MountInfo, MountInfoReader } from '../../lib/mount-utils/mountinfo.ts';
 import type { Mounter } from '../../lib/mount-utils/mounter.ts';
 import { latestBackoffPerVolume, type VolumeBackoff, type CoreEvent } from '../../lib/observe/kubelet-backoff-events.ts';
+import { checkMountTableShowsRootDir } from '../../lib/observe/mount-table-check.ts';
 import { cleanupOrphanPodDir, type OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
+import { nodeReadOnlyFs } from '../../lib/observe/pod-dir-walk.ts';
 import { inspectOrphanedPods, type OrphanInspection } from '../../lib/observe/orphan-inspector.ts';
 import { diffNodeTruth, type AgentVolume, type TruthDiff } from '../../lib/observe/truth-diff.ts';
 import type { VolumeAttachment } from '../../lib/observe/volume-attachment.ts';
@@ -38,17 +45,32 @@ export const maxPodsWithEventLookups = 50;
 /** The annotation of a mirror pod that carries its static pod's UID (the config hash). */
 export const ConfigMirrorAnnotationKey = 'kubernetes.io/config.mirror';
 
+/** A pod as the live read reports it: its UID and, for a mirror pod, its static pod's UID. */
+export interface LivePodIdentity {
+  uid: string;
+  /** The `kubernetes.io/config.mirror` annotation (the static pod's UID), when set. */
+  mirrorOf?: string;
+}
+
 /** What the controller asks the API server besides the source's informers. */
 export interface ObserveApi {
   listVolumeAttachments(nodeName: string): Promise<VolumeAttachment[]>;
   listPodEvents(namespace: string, podUid: string): Promise<CoreEvent[]>;
+  /**
+   * Every pod the API server has bound to the node, read live from the server (a consistent
+   * read, never an informer's cache). Rejects when the server cannot answer.
+   */
+  listNodePodsLive(nodeName: string): Promise<LivePodIdentity[]>;
 }
+
+/** What the controller reads of the plan-only volume manager. */
+export type ObservedVolumeManager = Pick<VolumeManager, 'onChange' | 'refreshActualState' | 'getPlannedOperations' | 'getDesiredVolumes' | 'getActualVolumes'>;
 
 export interface ObserveControllerOptions {
   nodeName: string;
   /** The kubelet root dir, resolved. */
   rootDir: string;
-  volumeManager: VolumeManager;
+  volumeManager: ObservedVolumeManager;
   source: KubeSource;
   api: ObserveApi;
   readMountInfo: MountInfoReader;
@@ -75,6 +97,8 @@ export class ObserveController {
   private truth: TruthDiff | null = null;
   private backoffs = new Map<string, VolumeBackoff[]>();
   private volumeAttachments: VolumeAttachment[] = [];
+  /** Why a cleanup would be refused whatever the pod (the mount table is not the root dir's); null when not. */
+  private cleanupBlocked: string | null = 'the mount table has not been checked against the kubelet root dir yet (first refresh pending)';
   /** The last built section; dropped on every change of the plan, the worlds or a refresh. */
   private cached: Observe | null = null;
   private unsubscribe: (() => void) | null = null;
@@ -122,6 +146,11 @@ export class ObserveController {
       mountInfo = await this.o.readMountInfo();
     } catch (err) {
       errors.push(`mountinfo: ${errorMessage(err)}`);
+    }
+    if (this.o.allowCleanup) {
+      const blocked = mountInfo === null ? 'the mount table cannot be read' : await this.mountTableProblem(mountInfo);
+      if (blocked !== null && blocked !== this.cleanupBlocked) this.o.logger.warn(`orphan cleanup refused until fixed: ${blocked}`);
+      this.cleanupBlocked = blocked;
     }
     if (mountInfo !== null && source.isSynced()) {
       try {
@@ -172,6 +201,27 @@ export class ObserveController {
     this.backoffs = next;
   }
 
+  /** Why `table` is not the root dir's mount table, or null when it is (lib/observe/mount-table-check.ts). */
+  private async mountTableProblem(table: readonly MountInfo[]): Promise<string | null> {
+    try {
+      const r = await checkMountTableShowsRootDir(this.o.rootDir, table, nodeReadOnlyFs);
+      return r.ok ? null : `the mount table does not describe the kubelet root dir: ${r.reason}`;
+    } catch (err) {
+      return `the mount table cannot be checked against the kubelet root dir: ${errorMessage(err)}`;
+    }
+  }
+
+  /**
+   * Whether the API server knows the pod: the informer's cache says yes, or a live read of the
+   * node's pods lists it (by UID, or as a mirror pod's static pod UID). Only the live read can
+   * say no; it rejects when the server cannot be asked, which refuses the cleanup.
+   */
+  private async podKnownToApiLive(uid: string): Promise<boolean> {
+    if (this.knownPodUIDs().has(uid)) return true;
+    const live = await this.o.api.listNodePodsLive(this.o.nodeName);
+    return live.some((p) => p.uid === uid || p.mirrorOf === uid);
+  }
+
   /** Pod UIDs the API knows, plus the static pod UIDs behind mirror pods. */
   private knownPodUIDs(): Set<string> {
     const uids = new Set<string>();
@@ -219,6 +269,7 @@ export class ObserveController {
       orphansTruncated: this.inspection?.truncated ?? false,
       truthDiff: (this.truth?.rows ?? []).map(toApiTruthRow).sort((a, b) => compare(a.key, b.key)),
       cleanupAllowed: this.o.allowCleanup,
+      cleanupBlocked: this.o.allowCleanup ? this.cleanupBlocked : null,
     };
   }
 
@@ -283,7 +334,7 @@ export class ObserveController {
       mounter: this.o.mounter,
       clock: this.o.clock,
       guards: {
-        podKnownToApi: (uid) => this.knownPodUIDs().has(uid),
+        podKnownToApi: (uid) => this.podKnownToApiLive(uid),
         podInDesiredState: (uid) => vm.getDesiredVolumes().some((v) => v.pods.some((p) => p.pod.metadata.uid === uid)),
         podHasRunningContainers: (uid) => podHasRunningProcesses(uid, this.o.procRoot),
         desiredStateIncomplete: () => {

@@ -148,5 +148,11 @@ export const ObserveSchema = z.object({
   truthDiff: z.array(TruthDiffRowSchema),
   /** `--allow-orphan-cleanup`: the guarded cleanup action is enabled. */
   cleanupAllowed: z.boolean(),
+  /**
+   * With `cleanupAllowed`: why every cleanup is refused at the moment, whatever the pod (the
+   * mount table given with `--mountinfo` does not describe `--root-dir`, or cannot be read), as
+   * of the last refresh; null when nothing blocks it. Absent from agents that predate it.
+   */
+  cleanupBlocked: z.string().nullable().optional(),
 });
 export type Observe = z.infer<typeof ObserveSchema>;

@@ -243,6 +243,12 @@ describe('orphan cleanup', () => {
     expect(orphanCleanupAvailability({ cleanupAllowed: allowed }, phase)).toEqual(expected);
   });
 
+  it('is refused with the agent\'s reason while its mount table does not describe the root dir', () => {
+    const reason = 'the mount table does not describe the kubelet root dir: …';
+    expect(orphanCleanupAvailability({ cleanupAllowed: true, cleanupBlocked: reason }, 'live')).toEqual({ allowed: false, reason });
+    expect(orphanCleanupAvailability({ cleanupAllowed: true, cleanupBlocked: null }, 'live')).toEqual({ allowed: true });
+  });
+
   it('the confirmation says exactly how many mounts go below which path, and that files stay', () => {
     const o = orphan('uid-1', 'mounted', T0, {
       mounts: [

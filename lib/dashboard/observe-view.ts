@@ -247,11 +247,13 @@ export function orphanVolumeDetail(volume: OrphanVolume): string {
 
 /**
  * Dry run and Clean up are possible only when the agent has `--allow-orphan-cleanup` (it answers
- * 409 `cleanup-enabled` otherwise, even for a dry run) and the agent is reachable.
+ * 409 `cleanup-enabled` otherwise, even for a dry run), nothing blocks every cleanup
+ * (`cleanupBlocked`: the agent's mount table is not the root dir's) and the agent is reachable.
  */
-export function orphanCleanupAvailability(observe: Pick<Observe, 'cleanupAllowed'>, phase: ConnectionPhase): ObserveActionAvailability {
+export function orphanCleanupAvailability(observe: Pick<Observe, 'cleanupAllowed' | 'cleanupBlocked'>, phase: ConnectionPhase): ObserveActionAvailability {
   if (phase === 'unavailable') return { allowed: false, reason: 'the agent is unreachable' };
   if (!observe.cleanupAllowed) return { allowed: false, reason: CLEANUP_DISABLED_REASON };
+  if (typeof observe.cleanupBlocked === 'string') return { allowed: false, reason: observe.cleanupBlocked };
   return { allowed: true };
 }
 

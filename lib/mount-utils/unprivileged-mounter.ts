@@ -25,8 +25,9 @@
  *
  * One instance per state directory: updates are serialised within the instance only.
  */
-import { lstat, mkdir, readdir, readlink, realpath, rename, rmdir, stat, symlink, unlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readlink, realpath, rmdir, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { writeFileDurably } from './durable-write.ts';
 import { MOUNT_EXIT_FAILURE, MountError } from './mount-error.ts';
 import { isCorruptedMnt, isNotExist, mountsAt, splitDev } from './mount-table.ts';
 import type { Mounter } from './mounter.ts';
@@ -247,14 +248,15 @@ export class UnprivilegedMounter implements Mounter {
     }
   }
 
-  /** Replaces the table atomically (write then rename), keeping only entries that still match the disk. */
+  /**
+   * Replaces the table atomically and durably (lib/mount-utils/durable-write.ts), keeping only
+   * entries that still match the disk; a full disk leaves the previous table.
+   */
   private async writeTable(entries: readonly MountInfo[]): Promise<void> {
     const kept: MountInfo[] = [];
     for (const e of entries) if (await matchesDisk(e)) kept.push(e);
     await mkdir(this.stateDir, { recursive: true });
-    const tmp = `${this.mountInfoPath}.tmp`;
-    await writeFile(tmp, kept.map((e) => `${formatMountInfoLine(e)}\n`).join(''));
-    await rename(tmp, this.mountInfoPath);
+    await writeFileDurably(this.mountInfoPath, kept.map((e) => `${formatMountInfoLine(e)}\n`).join(''), { mode: 0o644 });
   }
 
   private serialised<T>(fn: () => Promise<T>): Promise<T> {

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed, testMounter } from '../mount-utils/mount-test-env.ts';
 import { mountsAtOrBelow } from '../mount-utils/mount-table.ts';
 import type { Mounter } from '../mount-utils/mounter.ts';
+import type { MountInfo } from '../mount-utils/mountinfo.ts';
 import { nodeSafeRemoveFs } from '../mount-utils/safe-remove.ts';
 import { cleanupOrphanPodDir, executeOrphanCleanup, planOrphanCleanup } from './orphan-cleanup.ts';
 import type { OrphanCleanupFs, OrphanCleanupGuards, OrphanCleanupOptions, OrphanCleanupPlan, OrphanCleanupResult } from './orphan-cleanup.ts';
@@ -79,6 +80,28 @@ function codes(r: OrphanCleanupResult): string[] {
 function mustPlan(r: Awaited<ReturnType<typeof planOrphanCleanup>>): OrphanCleanupPlan {
   if (r.outcome !== 'planned') throw new Error(`expected a plan, got ${r.outcome}: ${JSON.stringify(codes(r))}`);
   return r.plan;
+}
+
+/**
+ * Makes `path` (created) the root of another filesystem that the cleanup's mount table does not
+ * list: a real tmpfs hidden from the table (a stale or foreign view), or without privileges a
+ * file system that reports another device for it. Returns the options to pass; the caller
+ * unmounts `path` afterwards when real mounts are allowed.
+ */
+async function unlistedFilesystemAt(path: string): Promise<Partial<OrphanCleanupOptions>> {
+  await mkdir(path, { recursive: true });
+  if (realMountsAllowed) {
+    await mounter.mount('tmpfs', path, 'tmpfs', ['size=1m']);
+    return { readMountTable: async () => (await mounter.list()).filter((e) => e.mountPoint !== path) };
+  }
+  const fs: OrphanCleanupFs = {
+    ...nodeSafeRemoveFs,
+    lstat: async (p) => {
+      const st = await nodeReadOnlyFs.lstat(p);
+      return p === path || p.startsWith(`${path}/`) ? { ...st, dev: 0xfeed, isDirectory: () => st.isDirectory(), isFile: () => st.isFile(), isSymbolicLink: () => st.isSymbolicLink() } : st;
+    },
+  };
+  return { fs };
 }
 
 /** A pod dir with a mounted CSI volume (tmpfs standing in for the driver's publish mount). */
@@ -308,29 +331,75 @@ describe(`guarded orphan cleanup with the ${mountMode} mounter`, () => {
 
   it('refuses a directory on another filesystem that the mount table does not list', async () => {
     const hidden = join(podDir('orphan'), 'volumes', 'kubernetes.io~empty-dir', 'hidden');
-    await mkdir(hidden, { recursive: true });
-    let extra: Partial<OrphanCleanupOptions>;
-    if (realMountsAllowed) {
-      // A real tmpfs, hidden from the table the cleanup reads (a stale or foreign view).
-      await mounter.mount('tmpfs', hidden, 'tmpfs', ['size=1m']);
-      extra = { readMountTable: async () => (await mounter.list()).filter((e) => e.mountPoint !== hidden) };
-    } else {
-      // No mounts without privileges: the file system reports another device for the directory.
-      const fs: OrphanCleanupFs = {
-        ...nodeSafeRemoveFs,
-        lstat: async (p) => {
-          const st = await nodeReadOnlyFs.lstat(p);
-          return p === hidden || p.startsWith(`${hidden}/`) ? { ...st, dev: 0xfeed, isDirectory: () => st.isDirectory(), isFile: () => st.isFile(), isSymbolicLink: () => st.isSymbolicLink() } : st;
-        },
-      };
-      extra = { fs };
-    }
+    const extra = await unlistedFilesystemAt(hidden);
 
     const result = await cleanupOrphanPodDir(options('orphan', extra));
 
-    expect(codes(result)).toEqual(['unlisted-filesystem-boundary']);
+    expect(codes(result)).toEqual(['mount-table-not-for-root-dir', 'unlisted-filesystem-boundary']);
     expect(await exists(hidden)).toBe(true);
     if (realMountsAllowed) await mounter.unmount(hidden);
+  });
+
+  it('refuses when the mount table misses a volume mount of another pod (a table without the kubelet\'s mounts), though the orphan itself looks clean', async () => {
+    // Arrange: the orphan has only empty directories; a live pod's token volume is mounted, but
+    // the table given to the cleanup does not show it, as the agent container's own table without
+    // mount propagation would not.
+    await layout(podDir('orphan'), ['volumes/kubernetes.io~empty-dir/x/']);
+    const token = join(podDir('live'), 'volumes', 'kubernetes.io~projected', 'kube-api-access');
+    const extra = await unlistedFilesystemAt(token);
+    const before = await snapshotTree(podDir('orphan'));
+
+    // Act
+    const result = await cleanupOrphanPodDir(options('orphan', extra));
+
+    // Assert
+    expect(codes(result)).toEqual(['mount-table-not-for-root-dir']);
+    expect('refused' in result && result.refused[0]?.message).toMatch(
+      new RegExp(`^The mount table does not describe the kubelet root dir: ${token} is the root of another filesystem \\(device \\d+:\\d+\\), but the mount table given with --mountinfo does not list it: the table is another mount namespace's`),
+    );
+    expect(result.checks.find((c) => c.check === 'mount-table-shows-root-dir')?.passed).toBe(false);
+    expect(await snapshotTree(podDir('orphan'))).toEqual(before);
+    if (realMountsAllowed) await mounter.unmount(token);
+  });
+
+  it.each([
+    {
+      name: 'the root dir on another device than the table says (another namespace)',
+      table: (t: readonly MountInfo[]) => t.map((e) => (root.startsWith(e.mountPoint) ? { ...e, major: e.major + 1000 } : e)),
+      want: /^The mount table does not describe the kubelet root dir: the mount table given with --mountinfo says .* is on device \d+:\d+ \(.*\), but the directory is on device \d+:\d+: the table is another mount namespace's\./,
+    },
+    {
+      name: 'a listed mount below the root dir that does not exist here',
+      table: (t: readonly MountInfo[]) => [...t, { ...(t[0] as MountInfo), id: 999_999, mountPoint: join(root, 'pods', 'ghost', 'volumes', 'kubernetes.io~secret', 's') }],
+      want: /lists a mount at .*ghost.*, which cannot be examined here \(ENOENT\): the table is another mount namespace's or stale/,
+    },
+    {
+      name: 'no mount holding the root dir at all',
+      table: () => [],
+      want: /lists no mount that holds .*; it is not this host's table/,
+    },
+  ])('refuses a mount table with $name, before and after planning', async ({ table, want }) => {
+    await layout(podDir('orphan'), ['x/']);
+    const plan = mustPlan(await planOrphanCleanup(options('orphan')));
+    const foreign = options('orphan', { readMountTable: async () => table(await mounter.list()) });
+
+    const planned = await planOrphanCleanup(foreign);
+    const executed = await executeOrphanCleanup(plan, foreign);
+
+    for (const r of [planned, executed]) {
+      expect(codes(r)).toEqual(['mount-table-not-for-root-dir']);
+      expect('refused' in r && r.refused[0]?.message).toMatch(want);
+    }
+    expect(await exists(join(podDir('orphan'), 'x'))).toBe(true);
+  });
+
+  it('records the mount table check with what it verified', async () => {
+    const target = await podWithMountedCsiVolume('orphan');
+    const result = await cleanupOrphanPodDir({ ...options('orphan'), dryRun: true });
+    const check = result.checks.find((c) => c.check === 'mount-table-shows-root-dir');
+    expect(check?.passed).toBe(true);
+    expect(check?.detail).toMatch(new RegExp(`^${root} is on \\d+:\\d+ \\(\\S+ at /\\S*\\) as listed; 1 listed mounts below it verified; ${realMountsAllowed ? 1 : 0} volume mounts seen on disk, all listed$`));
+    await mounter.unmount(target);
   });
 
   it('never follows or removes a symlink, and leaves its target alone', async () => {

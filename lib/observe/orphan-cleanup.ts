@@ -7,7 +7,10 @@
  *    container in the runtime, and the desired state complete (reconstruction finished, no pods
  *    unresolved because of API errors). The caller answers these through {@link OrphanCleanupGuards};
  *    a guard that throws refuses too (fail closed).
- * 2. Read the mount table fresh. Refuse when the pod directory is itself a mount point or lies in
+ * 2. Read the mount table fresh and check that it is the table of the root dir's mount namespace
+ *    (lib/observe/mount-table-check.ts: the root dir's device as listed, every listed mount below
+ *    it present with its device, every volume mount on disk listed); refuse otherwise, since a
+ *    foreign table makes every mount invisible. Refuse when the pod directory is itself a mount point or lies in
  *    a mount below the kubelet root (the mount is not this pod's), when a mount under it shows
  *    the same directory as a mount in the directory of a pod that is not an orphan (refs by
  *    major:minor and root, as `GetMountRefs`), when a directory sits on another device although
@@ -17,7 +20,8 @@
  *    directories that are empty or will be once their empty children and the unmounted mount
  *    points are gone, children before parents. Files are never removed, except `vol_data.json`
  *    when the caller asks for it; symlinks are never followed nor removed. A dry run ends here.
- * 4. Act, re-checking right before: the guards again, the pod dir is still the same directory,
+ * 4. Act, re-checking right before: the guards again (the caller answers "known to the API" with
+ *    a live read, not a cache), the mount table's check again, the pod dir is still the same directory,
  *    and, before every single unmount, the mount table read again: the mount is still there and
  *    on top, and no mount appeared under the pod dir that the plan did not list (abort
  *    otherwise). Unmounts go through the Mounter, which has no lazy or forced unmount.
@@ -40,6 +44,7 @@ import type { MountInfo, MountInfoReader } from '../mount-utils/mountinfo.ts';
 import { isSafeRemoveRefusedError, nodeSafeRemoveFs, safeRemove } from '../mount-utils/safe-remove.ts';
 import type { SafeRemoveFs } from '../mount-utils/safe-remove.ts';
 import { VOL_DATA_FILE_NAME } from '../volume/csi/vol-data.ts';
+import { checkMountTableShowsRootDir } from './mount-table-check.ts';
 import { nodeReadOnlyFs, walkOneFilesystem } from './pod-dir-walk.ts';
 import type { WalkEntry, WalkStat } from './pod-dir-walk.ts';
 
@@ -94,6 +99,7 @@ export type OrphanCleanupRefusalCode =
   | 'desired-state-incomplete'
   | 'guard-check-failed'
   | 'mount-table-unreadable'
+  | 'mount-table-not-for-root-dir'
   | 'pod-dir-inside-mount'
   | 'mount-shared-with-live-pod'
   | 'unlisted-filesystem-boundary'
@@ -316,6 +322,18 @@ class Cleanup {
     }
   }
 
+  /** Whether the table is the root dir's (see mount-table-check.ts); a refusal when it is not. */
+  async tableShowsRoot(table: readonly MountInfo[], root: string): Promise<CleanupRefusal | null> {
+    let r;
+    try {
+      r = await checkMountTableShowsRootDir(root, table, this.fs);
+    } catch (err) {
+      r = { ok: false as const, reason: `the check failed: ${errText(err)}` };
+    }
+    this.record('mount-table-shows-root-dir', r.ok, r.ok ? r.detail : r.reason);
+    return r.ok ? null : { code: 'mount-table-not-for-root-dir', message: `The mount table does not describe the kubelet root dir: ${r.reason}. Nothing is done while mounts may be invisible.` };
+  }
+
   /** Table-based refusals: the pod dir inside a mount, mounts shared with live pods. */
   async mountRefusals(table: readonly MountInfo[], root: string, podDir: string): Promise<CleanupRefusal[]> {
     const refused: CleanupRefusal[] = [];
@@ -452,6 +470,8 @@ export async function planOrphanCleanup(opts: OrphanCleanupOptions): Promise<Orp
   const refused = await c.guards();
   const table = await c.table();
   if ('code' in table) return { outcome: 'refused', refused: [...refused, table], ...c.base(podDir) };
+  const foreign = await c.tableShowsRoot(table, root);
+  if (foreign !== null) refused.push(foreign);
   refused.push(...(await c.mountRefusals(table, root, podDir)));
   const podsStat = await c.fs.lstat(dirname(podDir));
   const walk = await c.walk(podDir, table, podsStat.dev);
@@ -488,6 +508,8 @@ export async function executeOrphanCleanup(plan: OrphanCleanupPlan, opts: Orphan
   if (!same) refused.push({ code: 'pod-dir-changed', message: `${podDir} is not the directory that was planned for (it was replaced, or the plan is for another pod).` });
   const table = await c.table();
   if ('code' in table) return { outcome: 'refused', refused: [...refused, table], ...c.base(podDir) };
+  const foreign = await c.tableShowsRoot(table, root);
+  if (foreign !== null) refused.push(foreign);
   refused.push(...(await c.mountRefusals(table, root, podDir)));
   const planned = new Set(plan.unmounts.map((u) => `${u.id} ${u.mountPoint}`));
   const unplanned = mountsAtOrBelow(table, podDir).filter((e) => !planned.has(`${e.id} ${e.mountPoint}`));

@@ -4,7 +4,9 @@
  * events (the agent's real client talks to it over HTTP), a kubelet root dir left the way a
  * kubelet leaves it (agent/node/testing/observed-kubelet.ts: real tmpfs mounts as root in the
  * private mount namespace, stand-ins otherwise), and a VolumeScope agent in `--mode=observe`
- * with `--allow-orphan-cleanup` reading them. Start it before the dashboard, which lists it as
+ * reading them, with `--allow-orphan-cleanup` when real mounts are allowed (the cleanup needs the
+ * kernel's mount table; with stand-ins the agent refuses the flag, and the dashboard shows the
+ * cleanup as not available). Start it before the dashboard, which lists it as
  * an extra agent; stop it before the stack's teardown checks for leftover mounts.
  *
  * A directory left by an earlier run (a killed demo) is unmounted and removed first; anything
@@ -77,7 +79,7 @@ export async function startObserver(opts: StartObserverOptions): Promise<Observe
       `${LOOPBACK}:${String(port)}`,
       '--token-file',
       tokenFile,
-      '--allow-orphan-cleanup',
+      ...(opts.mountsAllowed ? ['--allow-orphan-cleanup'] : []),
       '--observe-refresh-period=1s',
       `--allow-mount=${opts.mountsAllowed ? 'true' : 'false'}`,
     ],

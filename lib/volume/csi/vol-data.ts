@@ -15,8 +15,9 @@
  * a string, as upstream's `map[string]string`, so files stay readable by either implementation.
  */
 import { createHash } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileDurably, type DurableWriteFs } from '../../mount-utils/durable-write.ts';
 import { escapePluginName } from '../types.ts';
 
 /** `CSIPluginName`. */
@@ -96,11 +97,15 @@ export function isVolumeDataError(err: unknown): err is VolumeDataError {
   return err instanceof VolumeDataError;
 }
 
-/** `saveVolumeData`: writes `<dir>/vol_data.json`. `dir` must exist. */
-export async function saveVolumeData(dir: string, data: Readonly<Record<string, string>>): Promise<void> {
+/**
+ * `saveVolumeData`: writes `<dir>/vol_data.json`. `dir` must exist. The write is atomic and
+ * durable (a full disk or an I/O error leaves the previous file intact), because unpublish,
+ * unstage and reconstruction after a restart depend on it. `fs`: for tests that inject failures.
+ */
+export async function saveVolumeData(dir: string, data: Readonly<Record<string, string>>, fs?: DurableWriteFs): Promise<void> {
   const file = join(dir, VOL_DATA_FILE_NAME);
   try {
-    await writeFile(file, JSON.stringify(data), { mode: 0o640 });
+    await writeFileDurably(file, JSON.stringify(data), { mode: 0o640, ...(fs === undefined ? {} : { fs }) });
   } catch (err) {
     throw new VolumeDataError(file, false, `failed to save volume data file ${file}: ${(err as Error).message}`, { cause: err });
   }

@@ -1,6 +1,9 @@
 import { lstat, mkdir, readdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { nodeDurableWriteFs, type DurableWriteFs } from '../../../mount-utils/durable-write.ts';
+import { errnoError, fullFilesystem } from '../../../mount-utils/full-fs-test-env.ts';
+import { mountMode } from '../../../mount-utils/mount-test-env.ts';
 import { makePluginTestEnv, modeOf, rejectionOf, type PluginTestEnv } from '../testing/plugin-test-env.ts';
 import {
   AtomicWriter,
@@ -85,6 +88,67 @@ describe('AtomicWriter', () => {
     expect(await modeOf(join(target, result.dataDir))).toBe(0o755);
     expect(await modeOf(join(target, result.dataDir, 'a.conf'))).toBe(0o644);
     expect(await modeOf(join(target, result.dataDir, 'nested/dir/b.txt'))).toBe(0o400);
+  });
+
+  it(`keeps ..data on the complete previous version when the disk is full (ENOSPC), leaving no new data dir (${mountMode})`, async () => {
+    // Arrange
+    const tiny = await fullFilesystem(env.dir);
+    try {
+      const w = new AtomicWriter({ targetDir: tiny.dir, clock: env.clock, mounter: env.mounter, fs: tiny.fs });
+      const first = await w.write(payload({ k: 'previous' }));
+      await tiny.fill();
+      const before = (await readdir(tiny.dir)).sort();
+      await env.clock.advance(61_000);
+
+      // Act
+      const err = await rejectionOf(w.write(payload({ k: 'x'.repeat(16 * 1024), other: 'o' })));
+
+      // Assert
+      expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC');
+      expect(await readlink(join(tiny.dir, DATA_DIR_NAME))).toBe(first.dataDir);
+      expect(await readFile(join(tiny.dir, 'k'), 'utf8')).toBe('previous');
+      expect((await readdir(tiny.dir)).sort()).toEqual(before);
+    } finally {
+      await tiny.release();
+    }
+  });
+
+  it('fsyncs every new file and directory before swapping ..data, and the target dir after; EIO from fsync leaves the previous version', async () => {
+    // Arrange: record the syncs; the second write's file sync fails as a failed write-back does.
+    const synced: string[] = [];
+    let failSync = false;
+    const fs: DurableWriteFs = {
+      ...nodeDurableWriteFs,
+      async createExclusive(path, mode) {
+        const f = await nodeDurableWriteFs.createExclusive(path, mode);
+        return {
+          writeFile: (d) => f.writeFile(d),
+          chmod: (m) => f.chmod(m),
+          sync: () => (failSync ? Promise.reject(errnoError('EIO', 'fsync', 'i/o error')) : (synced.push(path), f.sync())),
+          close: () => f.close(),
+        };
+      },
+      async openDirectory(path) {
+        const d = await nodeDurableWriteFs.openDirectory(path);
+        return { writeFile: (b) => d.writeFile(b), chmod: (m) => d.chmod(m), sync: () => (synced.push(`${path}/`), d.sync()), close: () => d.close() };
+      },
+    };
+    const w = new AtomicWriter({ targetDir: target, clock: env.clock, mounter: env.mounter, fs });
+
+    // Act
+    const first = await w.write(payload({ 'a/b/c': 'deep' }));
+    const order = [...synced];
+    failSync = true;
+    await env.clock.advance(61_000);
+    const err = await rejectionOf(w.write(payload({ 'a/b/c': 'next' })));
+
+    // Assert
+    const data = join(target, first.dataDir);
+    expect(order).toEqual([join(data, 'a/b/c'), `${join(data, 'a/b')}/`, `${join(data, 'a')}/`, `${data}/`, `${target}/`]);
+    expect((err as NodeJS.ErrnoException).code).toBe('EIO');
+    expect(await readlink(join(target, DATA_DIR_NAME))).toBe(first.dataDir);
+    expect(await readFile(join(target, 'a/b/c'), 'utf8')).toBe('deep');
+    expect(await entries()).toEqual([first.dataDir, DATA_DIR_NAME, 'a'].sort());
   });
 
   it('writes nothing when content and modes are unchanged', async () => {

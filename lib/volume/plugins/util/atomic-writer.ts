@@ -14,6 +14,11 @@
  * payload and every other data dir. Nothing is written when content and modes are unchanged.
  * Consumers may watch `..data` with inotify to learn about updates.
  *
+ * Durability (beyond upstream, which does not fsync): every file of the new version and every
+ * directory of it are fsynced before the `..data` rename, and the target dir after it, so a
+ * crash leaves the old version or the complete new one. A write that fails (ENOSPC, EIO) removes
+ * the new data dir and leaves `..data` on the old version.
+ *
  * Removals go through `safeRemove` with the target dir as the root (the target dir may itself
  * be a tmpfs mount point, and nothing is ever removed above it); the writer removes only what
  * it created: its links, its data dirs and the regular files and directories inside them.
@@ -27,9 +32,11 @@
  * most one operation per volume at a time.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rename, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rename, symlink } from 'node:fs/promises';
 import { basename, dirname, join, posix } from 'node:path';
 import type { Clock } from '../../../clock/clock.ts';
+import { createFileSynced, syncDirectory } from '../../../mount-utils/durable-write.ts';
+import type { DurableWriteFs } from '../../../mount-utils/durable-write.ts';
 import type { Mounter } from '../../../mount-utils/mounter.ts';
 import { safeRemove } from '../../../mount-utils/safe-remove.ts';
 import type { SafeRemoveOptions } from '../../../mount-utils/safe-remove.ts';
@@ -119,6 +126,8 @@ export interface AtomicWriterOptions {
   clock: Clock;
   /** Source of the fresh mount tables every removal checks. */
   mounter: Mounter;
+  /** File system calls of the writes (tests inject ENOSPC and EIO); default node:fs. */
+  fs?: DurableWriteFs;
 }
 
 export interface AtomicWriteResult {
@@ -176,11 +185,12 @@ export class AtomicWriter {
     try {
       // 0755 so that group and other can traverse, whatever the umask.
       await chmod(tsPath, 0o755);
-      await writePayloadToDir(clean, tsPath);
+      await writePayloadToDir(clean, tsPath, this.o.fs);
       await this.createUserVisibleFiles(wantedTop);
       await this.removeLink(NEW_DATA_DIR_NAME); // left by an interrupted write
       await symlink(tsName, tmpLink);
       await rename(tmpLink, join(target, DATA_DIR_NAME));
+      await syncDirectory(target, this.o.fs);
     } catch (err) {
       await this.removeLink(NEW_DATA_DIR_NAME).catch(() => undefined);
       await this.removeOwned(tsName).catch(() => undefined);
@@ -397,12 +407,17 @@ async function payloadDiffers(payload: Payload, dir: string): Promise<boolean> {
   return false;
 }
 
-/** Writes every file (parents 0755) with exactly its mode, whatever the umask. */
-async function writePayloadToDir(payload: Payload, dir: string): Promise<void> {
+/**
+ * Writes every file (parents 0755) with exactly its mode, whatever the umask, fsynced; then
+ * fsyncs every directory of the data dir, deepest first, the data dir last.
+ */
+async function writePayloadToDir(payload: Payload, dir: string, fs: DurableWriteFs | undefined): Promise<void> {
+  const dirs = new Set<string>([dir]);
   for (const [path, file] of payload) {
     const full = join(dir, path);
     await mkdir(dirname(full), { recursive: true, mode: 0o755 });
-    await writeFile(full, file.data, { mode: file.mode, flag: 'wx' });
-    await chmod(full, file.mode);
+    for (let d = dirname(full); d !== dir && !dirs.has(d); d = dirname(d)) dirs.add(d);
+    await createFileSynced(full, file.data, file.mode, fs);
   }
+  for (const d of [...dirs].sort((a, b) => b.length - a.length)) await syncDirectory(d, fs);
 }

@@ -1,0 +1,158 @@
+/**
+ * The observe controller's orphan cleanup against the Kubernetes-protocol test server (the real
+ * client over HTTP): "the pod is gone from the API" comes from a live read of the node's pods,
+ * not from the informer, so a pod the informer has not seen is never cleaned up.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { realClock } from '../../lib/clock/clock.ts';
+import { cleanUpTempDir, makeTempDir } from '../../lib/mount-utils/mount-test-env.ts';
+import { readMountInfo, type MountInfoReader } from '../../lib/mount-utils/mountinfo.ts';
+import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
+import { KubeSource } from '../../lib/sources/kube/kube-source.ts';
+import { FakeApiServer } from '../../lib/sources/kube/testing/fake-apiserver.ts';
+import { fakeKubeConfig } from '../../lib/sources/kube/testing/kubeconfig-file.ts';
+import { waitFor } from '../../lib/sources/kube/testing/wait-for.ts';
+import { discardLogger } from '../../lib/volume/logger.ts';
+import { KubeObjects } from './kube-objects.ts';
+import { ObserveController, type ObservedVolumeManager } from './observe-controller.ts';
+
+const NODE = 'node-a';
+
+let cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  cleanups = [];
+});
+
+/** A plan-only volume manager with nothing desired (the cleanup reads only the desired pods). */
+const idleVolumeManager: ObservedVolumeManager = {
+  onChange: () => () => undefined,
+  refreshActualState: () => Promise.resolve({ startedAt: 0, finishedAt: 0, error: null, scanned: 0, reconstructed: 0, failed: 0, added: [], removed: [], changed: [], waitingForNodeStatus: [] }),
+  getPlannedOperations: () => [],
+  getDesiredVolumes: () => [],
+  getActualVolumes: () => [],
+};
+
+function pod(name: string, uid: string) {
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'apps', uid }, spec: { nodeName: NODE, containers: [{ name: 'c', image: 'i' }] } };
+}
+
+/** An API server, a synced source whose pod watch is held (it sees no later pod), a kubelet root with one pod dir. */
+async function setup(readTable: MountInfoReader = () => readMountInfo()): Promise<{ api: FakeApiServer; controller: ObserveController; rootDir: string }> {
+  const base = await makeTempDir('volumescope-observe-controller-');
+  cleanups.push(async () => {
+    await cleanUpTempDir(base);
+  });
+  const rootDir = join(base, 'kubelet');
+  await mkdir(join(rootDir, 'pods', 'uid-late', 'volumes', 'kubernetes.io~empty-dir', 'x'), { recursive: true });
+  const procRoot = join(base, 'proc');
+  await mkdir(procRoot);
+
+  const api = await FakeApiServer.start({ token: 't' });
+  cleanups.push(() => api.close());
+  api.put('pods', pod('early', 'uid-early'));
+  const kubeConfig = fakeKubeConfig({ server: api.url, token: 't' });
+  const source = new KubeSource({ kubeConfig, nodeName: NODE, clock: realClock, claimsOnly: true });
+  cleanups.push(() => source.stop());
+  await source.start();
+  await source.waitUntilSynced();
+  // Cut the pod watch and hold the re-watch: pods written from now on reach the API only, while
+  // the source stays synced and reports no error (a watch that lost events looks the same).
+  const held = api.holdRequests({ resource: 'pods', verb: 'watch' });
+  cleanups.push(() => {
+    held.release();
+    return Promise.resolve();
+  });
+  const watches = api.requests({ resource: 'pods', verb: 'watch' }).length;
+  api.dropWatches('pods');
+  await waitFor(() => api.requests({ resource: 'pods', verb: 'watch' }).length > watches, { what: 'the held re-watch' });
+
+  const controller = new ObserveController({
+    nodeName: NODE,
+    rootDir,
+    volumeManager: idleVolumeManager,
+    source,
+    api: new KubeObjects(source, kubeConfig),
+    readMountInfo: readTable,
+    mounter: { unmount: () => Promise.reject(new Error('no unmount expected')) },
+    clock: realClock,
+    refreshPeriodMs: 60_000,
+    allowCleanup: true,
+    logger: discardLogger,
+    procRoot,
+    onChange: () => undefined,
+  });
+  return { api, controller, rootDir };
+}
+
+function refusalCodes(r: OrphanCleanupResult): string[] {
+  return 'refused' in r ? r.refused.map((x) => x.code) : [];
+}
+
+describe('ObserveController orphan cleanup: pod gone is decided live', { timeout: 30_000 }, () => {
+  it('refuses a pod the API server has but the informer has not seen (live GET of the node\'s pods)', async () => {
+    // Arrange
+    const { api, controller } = await setup();
+    api.put('pods', pod('late', 'uid-late'));
+    api.clearRequests();
+
+    // Act
+    const result = await controller.cleanupOrphan('uid-late', true);
+
+    // Assert
+    expect(result.outcome).toBe('refused');
+    expect(refusalCodes(result)).toEqual(['pod-known-to-api']);
+    expect(result.checks.find((c) => c.check === 'desired-state-incomplete')?.passed).toBe(true);
+    const lists = api.requests({ resource: 'pods', verb: 'list' });
+    expect(lists.map((r) => [r.path, r.query['fieldSelector']])).toEqual([['/api/v1/pods', `spec.nodeName=${NODE}`]]);
+  });
+
+  it('plans the cleanup once the live read does not list the pod either', async () => {
+    const { api, controller } = await setup();
+    api.clearRequests();
+
+    const result = await controller.cleanupOrphan('uid-late', true);
+
+    expect(result.outcome).toBe('planned');
+    expect(result.checks.find((c) => c.check === 'pod-known-to-api')).toMatchObject({ passed: true, detail: 'no' });
+    expect(result.checks.find((c) => c.check === 'mount-table-shows-root-dir')?.passed).toBe(true);
+    expect(api.requests({ resource: 'pods', verb: 'list' })).toHaveLength(1);
+  });
+
+  it('refuses when the live read fails, rather than trusting the informer', async () => {
+    const { api, controller } = await setup();
+    api.failRequests({ resource: 'pods', verb: 'list', status: 503, message: 'the server is currently unable to handle the request' });
+
+    const result = await controller.cleanupOrphan('uid-late', true);
+
+    expect(refusalCodes(result)).toEqual(['guard-check-failed']);
+    expect('refused' in result && result.refused[0]?.message).toContain('the server is currently unable to handle the request');
+  });
+});
+
+describe('ObserveController orphan cleanup: the mount table must be the root dir\'s', { timeout: 30_000 }, () => {
+  it('shows why every cleanup is refused in the snapshot section and refuses it, when --mountinfo is another namespace\'s table', async () => {
+    // Arrange: the real table with the root dir's filesystem on another device, as in another mount namespace.
+    let root = '';
+    const foreign: MountInfoReader = async () => (await readMountInfo()).map((e) => (root.startsWith(`${e.mountPoint === '/' ? '' : e.mountPoint}/`) ? { ...e, major: e.major + 1000 } : e));
+    const { controller, rootDir } = await setup(foreign);
+    root = rootDir;
+    expect(controller.section().cleanupBlocked).toMatch(/has not been checked/);
+
+    // Act
+    await controller.refresh();
+    const result = await controller.cleanupOrphan('uid-late', true);
+
+    // Assert
+    expect(controller.section().cleanupBlocked).toMatch(new RegExp(`^the mount table does not describe the kubelet root dir: the mount table given with --mountinfo says ${rootDir} is on device \\d+:\\d+ .*: the table is another mount namespace's$`));
+    expect(refusalCodes(result)).toEqual(['mount-table-not-for-root-dir']);
+  });
+
+  it('clears the block once a refresh reads the right table', async () => {
+    const { controller } = await setup();
+    await controller.refresh();
+    expect(controller.section()).toMatchObject({ cleanupAllowed: true, cleanupBlocked: null });
+  });
+});
