@@ -68,6 +68,15 @@ export function isKubeObjectGetError(err: unknown): err is KubeObjectGetError {
   return err instanceof KubeObjectGetError;
 }
 
+/** A pod of {@link KubeObjects.listPodsOnNodeLive}: what identifies it and whether it terminated. */
+export interface LivePod {
+  uid: string;
+  namespace: string;
+  name: string;
+  /** `status.phase`; null when the server sent none. */
+  phase: string | null;
+}
+
 export class KubeObjects extends ManifestObjects implements VolumeAttachmentReader {
   private readonly core: CoreV1Api;
   private readonly storage: StorageV1Api;
@@ -188,6 +197,22 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
           ...(va.status?.detachError?.message === undefined ? {} : { detachError: { message: va.status.detachError.message } }),
         },
       }));
+  }
+
+  /**
+   * This node's pods as the API server has them now: a LIST (`GET /api/v1/pods?fieldSelector=
+   * spec.nodeName=<node>`), never the informer cache, so a pod the cache missed or dropped still
+   * shows up. A pod's node never changes once bound, so every pod of this node is in it.
+   */
+  async listPodsOnNodeLive(nodeName: NodeName): Promise<LivePod[]> {
+    const fieldSelector = `spec.nodeName=${nodeName}`;
+    const list = await this.request('LIST', `/api/v1/pods?fieldSelector=${fieldSelector}`, (options) => this.core.listPodForAllNamespaces({ fieldSelector }, options));
+    return list.items.map((p) => ({
+      uid: p.metadata?.uid ?? '',
+      namespace: p.metadata?.namespace ?? 'default',
+      name: p.metadata?.name ?? '',
+      phase: p.status?.phase ?? null,
+    }));
   }
 
   /** The core/v1 Events about one pod (observe mode: the kubelet's FailedMount backoff). */
