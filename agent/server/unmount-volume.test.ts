@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { UnmountResponseSchema } from '../../lib/api/actions.ts';
+import { UnmountResponseSchema, UnmountRunningResponseSchema, type UnmountRunningResponse } from '../../lib/api/actions.ts';
 import { ApiErrorBodySchema } from '../../lib/api/api-error.ts';
 import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
 import { EmptyNodeName } from '../../lib/volume/types.ts';
 import { SCRIPTED_TEARDOWN_ERROR, ScriptedTearDownPlugin } from '../../lib/volumemanager/testing/scripted-teardown-plugin.ts';
 import { waitFor } from './testing/api-client.ts';
 import { DEVICE1, mountPod1, POD1, startServer, type ServerFixture } from './testing/server-fixture.ts';
-import { TEARDOWN_STILL_RUNNING_MESSAGE, type UnmountStillRunningBody } from './unmount-volume.ts';
+import { TEARDOWN_STILL_RUNNING_MESSAGE } from './unmount-volume.ts';
 
 /** Every check of a forced TearDown that passed all of them, in order. */
 const ALL_CHECKS = [
@@ -195,7 +195,7 @@ describe('POST /api/v1/unmount', () => {
       volume: DEVICE1,
       status: 'running',
       operation: `volume_unmount|${DEVICE1}|${POD1}|`,
-    } satisfies Partial<UnmountStillRunningBody>);
+    } satisfies Partial<UnmountRunningResponse>);
     expect(second.status).toBe(409);
     expect(ApiErrorBodySchema.parse(second.json).error.checks?.find((c) => !c.ok)?.name).toBe('no-operation-running');
 
@@ -267,7 +267,7 @@ describe('POST /api/v1/unmount', () => {
 
     // Assert
     expect(accepted.status).toBe(202);
-    const checks = (accepted.json as UnmountStillRunningBody).checks;
+    const { checks } = UnmountRunningResponseSchema.parse(accepted.json);
     expect(whileRunning).toEqual([
       { time: f.harness.clock.now(), caller: 'test-client', action: 'unmount', target: `${POD1}/${DEVICE1}`, checks, result: 'running', message: TEARDOWN_STILL_RUNNING_MESSAGE },
     ]);

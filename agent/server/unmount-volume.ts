@@ -13,7 +13,7 @@
  *   with it; a TearDown still running then is answered 202 and audited as `running`, and its
  *   outcome is audited (succeeded, or failed with the error verbatim) when it ends.
  */
-import type { UnmountRequest, UnmountResponse } from '../../lib/api/actions.ts';
+import type { UnmountRequest, UnmountResponse, UnmountRunningResponse } from '../../lib/api/actions.ts';
 import { operationKey, type Check } from '../../lib/api/snapshot.ts';
 import type { Clock } from '../../lib/clock/clock.ts';
 import type { OperatorRateLimiter, TearDownOutcome } from '../../lib/volumemanager/volume-manager.ts';
@@ -23,22 +23,6 @@ import { errorAnswer, jsonAnswer, type HttpAnswer } from './http-response.ts';
 
 /** How long the request waits for the TearDown's outcome before answering 202 (still running). */
 export const DEFAULT_UNMOUNT_OUTCOME_TIMEOUT_MS = 30_000;
-
-/**
- * The 202 body when the TearDown was started but had not finished within the wait. Not part of
- * lib/api's contract (which has no "accepted" shape yet); the operation's outcome shows up in the
- * snapshot's `operations`, `actual` and `audit` sections.
- */
-export interface UnmountStillRunningBody {
-  podUid: string;
-  volume: string;
-  status: 'running';
-  /** The operation's key (`operationKey`), as it appears in `operations[]` while it runs. */
-  operation: string;
-  message: string;
-  checks: Check[];
-  startedAt: number;
-}
 
 export interface UnmountContext extends ActionContext {
   /** The per-node limiter "retry now" uses; clearing a TearDown's backoff takes a slot of it. */
@@ -127,7 +111,7 @@ export async function unmountVolume(ctx: UnmountContext, request: UnmountRequest
       record(checks, outcomeAudit(finished));
     });
     const key = operationKey({ operationName, volume: volumeName, podUid: podName, nodeName: null });
-    const body: UnmountStillRunningBody = { podUid, volume: volumeName, status: 'running', operation: key, message: TEARDOWN_STILL_RUNNING_MESSAGE, checks, startedAt };
+    const body: UnmountRunningResponse = { podUid, volume: volumeName, status: 'running', operation: key, message: TEARDOWN_STILL_RUNNING_MESSAGE, checks, startedAt };
     return jsonAnswer(202, body);
   }
   record(checks, outcomeAudit(outcome));
