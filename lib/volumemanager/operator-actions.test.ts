@@ -12,6 +12,7 @@ import {
   type PodSourceProbe,
 } from './operator-actions.ts';
 import { gcePdVolume, Harness, makePod } from './testing/harness.ts';
+import { isPlanOnlyModeError } from './volume-manager.ts';
 import { SCRIPTED_TEARDOWN_ERROR, ScriptedTearDownPlugin } from './testing/scripted-teardown-plugin.ts';
 
 const POD1 = uniquePodName('pod1uid');
@@ -381,6 +382,27 @@ describe('OperatorActions.forceUnmount', () => {
 
     expect(result.kind).toBe('refused');
     expect(source.lookups).toBe(1);
+  });
+});
+
+describe('operator actions in plan-only mode', () => {
+  it('are refused: the mounts and operations are the kubelet\'s', async () => {
+    plugin = new ScriptedTearDownPlugin();
+    const h = new Harness({ fakePlugin: plugin, planOnly: true });
+    harness = h;
+    const source = new ScriptedSource();
+
+    const unmount = await h.vm.forceUnmount({ podUid: POD1, volume: DEVICE1 }, { source, limiter: new SlotLimiter(1) }).then(() => null, (err: unknown) => err);
+    let retry: unknown = null;
+    try {
+      h.vm.retryOperation({ volume: DEVICE1, podUid: null }, new SlotLimiter(1));
+    } catch (err) {
+      retry = err;
+    }
+
+    expect(isPlanOnlyModeError(unmount)).toBe(true);
+    expect(isPlanOnlyModeError(retry)).toBe(true);
+    expect(source.lookups).toBe(0);
   });
 });
 

@@ -483,18 +483,21 @@ export class VolumeManager {
    * of operator-actions.ts (states synced, reconstruction done, pod gone from the desired state
    * and — read live through `ports.source` — from its source, no source error for the pod, no
    * operation on the volume, a backoff cleared only within `ports.limiter`), started through the
-   * operation executor under the volume's key. Refused in plan-only mode by the caller; the
-   * read-only executor refuses too.
+   * operation executor under the volume's key. Rejects with `PlanOnlyModeError` in plan-only
+   * mode: the mounts are the kubelet's.
    */
   forceUnmount(request: ForceUnmountRequest, ports: { source: PodSourceProbe; limiter: OperatorRateLimiter }): Promise<ForceUnmountResult> {
+    if (this.planOnly) return Promise.reject(new PlanOnlyModeError('forceUnmount is not available in plan-only mode'));
     return this.operatorActions.forceUnmount(request, ports);
   }
 
   /**
    * Operator action "retry now": within the per-node `limiter`, clears the backoff of the table
    * entry matching (volume, pod) with the table's own matching rules; a running entry is refused.
+   * Throws `PlanOnlyModeError` in plan-only mode: the operations are the kubelet's.
    */
   retryOperation(request: RetryOperationRequest, limiter: OperatorRateLimiter): RetryOperationResult {
+    if (this.planOnly) throw new PlanOnlyModeError('retryOperation is not available in plan-only mode');
     return this.operatorActions.retryOperation(request, limiter);
   }
 
