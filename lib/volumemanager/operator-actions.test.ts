@@ -347,6 +347,16 @@ describe('OperatorActions.forceUnmount', () => {
     expect(failedChecks(result)).toEqual(['volume-mounted']);
   });
 
+  it('refuses with the reason of the failed safety check, not "no such mount", when the mount is missing too', async () => {
+    const h = await orphan();
+    h.vm.pendingOperations.run(uniqueVolumeName('fake-plugin/other'), EmptyUniquePodName, EmptyNodeName, heldOperation('volume_attach'));
+
+    const result = await h.vm.forceUnmount({ podUid: POD1, volume: 'fake-plugin/other' }, { source: new ScriptedSource(), limiter: new SlotLimiter(1) });
+
+    expect(result).toMatchObject({ kind: 'refused', message: 'an operation (volume_attach) is running on volume fake-plugin/other' });
+    expect(failedChecks(result)).toEqual(['volume-mounted', 'no-operation-running']);
+  });
+
   it('clears a TearDown backoff through the per-node limiter, and refuses without clearing when the limiter is exhausted', async () => {
     // Arrange: a failed TearDown leaves the key in backoff
     const h = await orphan();

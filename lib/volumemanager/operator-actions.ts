@@ -177,18 +177,24 @@ function rateLimitMessage(limiter: OperatorRateLimiter, retryAfterMs: number): s
   return `too many retries: at most ${limiter.limit} per ${limiter.windowMs / 1000} s on this node; try again in ${Math.ceil(retryAfterMs / 1000)} s`;
 }
 
-/** Collects checks; the refusal message is the reason of the first failed one. */
+/** Collects checks, each with the refusal message it gives when it fails. */
 class CheckList {
   readonly checks: OperatorCheck[] = [];
-  refusal: string | null = null;
+  private readonly reasons: string[] = [];
 
   add(name: string, ok: boolean, detail: string, reason: string): void {
     this.checks.push({ name, ok, detail });
-    if (!ok && this.refusal === null) this.refusal = reason;
+    this.reasons.push(reason);
   }
 
-  failed(except?: string): boolean {
-    return this.checks.some((c) => !c.ok && c.name !== except);
+  pass(name: string, detail: string): void {
+    this.add(name, true, detail, '');
+  }
+
+  /** The reason of the first failed check other than `except`; null when none failed. */
+  refusal(except?: string): string | null {
+    const i = this.checks.findIndex((c) => !c.ok && c.name !== except);
+    return i < 0 ? null : (this.reasons[i] ?? null);
   }
 }
 
@@ -292,11 +298,13 @@ export class OperatorActions {
       `an operation (${running?.operationName ?? ''}) is running on volume ${volumeName}`,
     );
 
-    if (list.failed('volume-mounted')) return { kind: 'refused', checks: list.checks, message: list.refusal ?? 'a safety check failed' };
+    // A missing mount alone is "not found"; with any other failure it is a refusal for that one.
+    const refusal = list.refusal('volume-mounted');
+    if (refusal !== null) return { kind: 'refused', checks: list.checks, message: refusal };
     if (mount === null) return { kind: 'no-such-mount', checks: list.checks, message: `pod ${request.podUid} has no mount of volume ${request.volume}` };
 
     if (inBackoff === undefined) {
-      list.add('rate-limit', true, 'no backoff to clear: the per-node retry limit does not apply', '');
+      list.pass('rate-limit', 'no backoff to clear: the per-node retry limit does not apply');
     } else {
       const decision = ports.limiter.tryAcquire();
       if (!decision.ok) {
@@ -304,7 +312,7 @@ export class OperatorActions {
         list.add('rate-limit', false, message, message);
         return { kind: 'rate-limited', checks: list.checks, message, retryAfterMs: decision.retryAfterMs };
       }
-      list.add('rate-limit', true, `clearing the backoff of ${inBackoff.operationName}: within ${ports.limiter.limit} retries per ${ports.limiter.windowMs / 1000} s on this node`, '');
+      list.pass('rate-limit', `clearing the backoff of ${inBackoff.operationName}: within ${ports.limiter.limit} retries per ${ports.limiter.windowMs / 1000} s on this node`);
       this.o.clearBackoff(volumeName, keyPod);
     }
 
@@ -324,7 +332,7 @@ export class OperatorActions {
       list.add('rate-limit', false, message, message);
       return { kind: 'rate-limited', checks: list.checks, message, retryAfterMs: decision.retryAfterMs };
     }
-    list.add('rate-limit', true, `within ${limiter.limit} retries per ${limiter.windowMs / 1000} s on this node`, '');
+    list.pass('rate-limit', `within ${limiter.limit} retries per ${limiter.windowMs / 1000} s on this node`);
 
     const volumeName = request.volume as UniqueVolumeName;
     const podName = request.podUid === null ? EmptyUniquePodName : uniquePodName(request.podUid);
@@ -334,17 +342,12 @@ export class OperatorActions {
       list.add('operation-exists', false, message, message);
       return { kind: 'not-found', checks: list.checks, message };
     }
-    list.add('operation-exists', true, `operation ${op.operationName} on ${what}`, '');
+    list.pass('operation-exists', `operation ${op.operationName} on ${what}`);
     if (op.pending) {
-      list.add('operation-not-running', false, 'the operation is running now', '');
+      list.add('operation-not-running', false, 'the operation is running now', 'only an operation in backoff can be retried');
       return { kind: 'running', checks: list.checks, operation: op };
     }
-    list.add(
-      'operation-not-running',
-      true,
-      `in backoff after ${op.failures} failure(s)${op.retryAt === null ? '' : `, next retry allowed after ${new Date(op.retryAt).toISOString()}`}`,
-      '',
-    );
+    list.pass('operation-not-running', `in backoff after ${op.failures} failure(s)${op.retryAt === null ? '' : `, next retry allowed after ${new Date(op.retryAt).toISOString()}`}`);
     // Same synchronous turn as the lookup: the entry cannot have changed in between.
     this.o.clearBackoff(volumeName, request.podUid === null ? null : podName);
     return { kind: 'cleared', checks: list.checks, operation: op };
@@ -381,7 +384,7 @@ export class OperatorActions {
       }
       return { kind: 'not-started', checks: list.checks, volumeName: mount.volumeName, error: err instanceof Error ? err.message : String(err), startedAt, finishedAt: clock.now() };
     }
-    list.add('operation-lock', true, `${operationName} started through the operation executor under the key of volume ${mount.volumeName} and pod ${keyPod}`, '');
+    list.pass('operation-lock', `${operationName} started through the operation executor under the key of volume ${mount.volumeName} and pod ${keyPod}`);
     return { kind: 'started', checks: list.checks, volumeName: mount.volumeName, podName: keyPod, operationName, startedAt, outcome };
   }
 }
