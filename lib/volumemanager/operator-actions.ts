@@ -25,7 +25,9 @@
  * 8. `rate-limit`: a TearDown of this mount in backoff has its backoff cleared first, which takes
  *    a slot of the same per-node limiter as "retry now"; without a backoff to clear, no slot.
  * 9. `operation-lock`: the TearDown was started through the operation executor under the mount's
- *    operation key, so no other operation can run on it until it ends.
+ *    operation key (the kubelet's (volume, pod) key of a TearDown), so until it ends no
+ *    volume-wide operation and no other operation of this pod on the volume can start (check 7
+ *    made sure nothing ran on the volume at all when it started).
  * Checks 1–7 are evaluated after the live read of the pod source, in the same synchronous turn
  * as the start of the TearDown: nothing can change between the last check and taking the lock.
  *

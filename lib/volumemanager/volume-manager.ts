@@ -2,7 +2,7 @@
  * The volume manager (kubelet `volumemanager/volume_manager.go`): wires the desired and actual
  * states of world, the populator, the reconciler, the operation executor and reconstruction, and
  * exposes read-only views for snapshots plus the few control hooks operators need (retry now,
- * force an attach verification).
+ * force an attach verification, and the checked operator actions of operator-actions.ts).
  */
 import type { Clock, TimerHandle } from '../clock/clock.ts';
 import {
