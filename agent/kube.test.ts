@@ -263,4 +263,43 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
     await env.agent.waitForSnapshot('both pods are unmounted', (snap) => snap.actual.volumes.length === 0, MOUNT_DEADLINE_MS);
     await rm(join(env.base, 'manifests'), { recursive: true, force: true });
   });
+  it('refuses POST /api/v1/unmount while the pod still exists in the API server, though the informer cache and the desired state lost it', async () => {
+    // Arrange: the pod's volume is mounted; its TearDown keeps failing in the driver
+    const env = await startEnv();
+    addStorage(env, 'vol-1');
+    const uid = addPod(env, 'web', ['vol-1']);
+    const volume = csiUniqueVolumeName('vol-1');
+    await waitFor('the agent reports the volume in node.status.volumesInUse', () => env.adc.volumesInUse().includes(volume), { deadlineMs: MOUNT_DEADLINE_MS });
+    await env.adc.attach('vol-1');
+    await waitMounted(env, 'vol-1', uid);
+    await env.driver.fault('NodeUnpublishVolume', { code: 'INTERNAL', message: 'unpublish refused by the test' });
+    const pod = env.api.get('pods', 'default', 'web');
+    // The pod is deleted: the informer drops it, the reconciler's TearDown fails and backs off.
+    env.api.remove('pods', 'default', 'web');
+    await env.agent.waitForSnapshot('the TearDown is in backoff', (s) => s.operations.some((op) => op.operationName === 'volume_unmount' && op.podUid === uid && op.state === 'backoff'), MOUNT_DEADLINE_MS);
+    // The pod comes back with the same UID while the informer's next watch hangs: the API server
+    // has the pod, the agent's cache does not (and reports no error for it).
+    const watches = env.api.requests({ resource: 'pods', verb: 'watch' }).length;
+    const held = env.api.holdRequests({ resource: 'pods', verb: 'watch' });
+    cleanups.push(() => {
+      held.release();
+      return Promise.resolve();
+    });
+    env.api.dropWatches('pods');
+    await waitFor('the informer watches again (held)', () => env.api.requests({ resource: 'pods', verb: 'watch' }).length > watches, { deadlineMs: MOUNT_DEADLINE_MS });
+    env.api.put('pods', pod ?? expect.fail('the pod was not stored'));
+
+    // Act
+    const res = await env.agent.post('/api/v1/unmount', { podUid: uid, volume });
+    const after = await env.agent.snapshot();
+
+    // Assert
+    expect(res.status).toBe(409);
+    const error = (res.body as { error: { message: string; checks: { name: string; ok: boolean; detail: string }[] } }).error;
+    expect(error.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual(['pod-absent-from-source']);
+    expect(error.message).toBe(`pod ${uid} still exists in its source: pod default/web (uid ${uid}) exists in the API server (read just now)`);
+    expect(after.desired.pods.map((p) => p.uid)).not.toContain(uid);
+    expect(after.sourceErrors).toEqual([]);
+    expect(after.audit.at(-1)).toMatchObject({ action: 'unmount', result: 'refused', target: `${uid}/${volume}` });
+  });
 });

@@ -11,7 +11,7 @@ import type { OrphanCleanupResult } from '../lib/observe/orphan-cleanup.ts';
 import type { Clock } from '../lib/clock/clock.ts';
 import type { Logger } from '../lib/volume/logger.ts';
 import type { NodeName } from '../lib/volume/types.ts';
-import type { VolumeManager } from '../lib/volumemanager/volume-manager.ts';
+import type { PodSourceProbe, VolumeManager } from '../lib/volumemanager/volume-manager.ts';
 
 /** What a resync (rescan of the root dir and mountinfo + batched attach verification) found. */
 export interface ResyncFindings {
@@ -41,6 +41,11 @@ export interface AgentRuntime {
   readonly mounter: MounterInfo;
   /** Kubelet root dir (`pods/` and `plugins/` below it). */
   readonly rootDir: string;
+  /**
+   * The pod source read live, for the forced TearDown's checks: a GET from the API server with
+   * the kubernetes source, a re-read of the manifest directory with the manifest source.
+   */
+  readonly podSource: PodSourceProbe;
   /** Current errors of the object source (invalid manifest files…). */
   sourceErrors(): SourceError[];
   /** Registered CSI drivers (empty until CSI drivers are configured). */

@@ -93,6 +93,17 @@ function ResultView({ result }: { result: ActionResult }) {
       );
     case 'unmount': {
       const r = result.response;
+      if ('status' in r) {
+        return (
+          <div className="result" role="status">
+            <p>
+              <span aria-hidden="true">… </span>
+              TearDown started and still running (<code>{r.operation}</code>): its outcome will show in the operations table and the audit log.
+            </p>
+            <Checks checks={r.checks} />
+          </div>
+        );
+      }
       return (
         <div className={`result ${r.outcome === 'unmounted' ? 'result--ok' : 'result--bad'}`} role="status">
           <p>

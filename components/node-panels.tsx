@@ -484,7 +484,7 @@ export const DriversTable = memo(function DriversTable({ drivers, attach }: { dr
 /** Operator actions the agent recorded, newest first. */
 export const AuditTable = memo(function AuditTable({ audit }: { audit: readonly AuditEntry[] }) {
   if (audit.length === 0) return <Empty>No operator actions yet.</Empty>;
-  const icon = { succeeded: '✓', refused: '⊘', failed: '✕' } as const;
+  const icon = { succeeded: '✓', refused: '⊘', failed: '✕', running: '…' } as const;
   return (
     <div className="table-wrap">
       <table className="table">
@@ -508,7 +508,7 @@ export const AuditTable = memo(function AuditTable({ audit }: { audit: readonly 
               <td>{a.action}</td>
               <td className="cell-wrap">{a.target ?? 'node'}</td>
               <td>
-                <span className={a.result === 'succeeded' ? undefined : 'text-bad'}>
+                <span className={a.result === 'succeeded' || a.result === 'running' ? undefined : 'text-bad'}>
                   <span aria-hidden="true">{icon[a.result]} </span>
                   {a.result}
                 </span>

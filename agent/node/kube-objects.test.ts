@@ -84,12 +84,15 @@ describe('KubeObjects', () => {
     const live = await objects.listNodePodsLive('node-a');
 
     // Assert
-    expect(live.sort((x, y) => x.uid.localeCompare(y.uid))).toEqual([{ uid: 'uid-a' }, { uid: 'uid-m', mirrorOf: 'static-hash' }]);
+    expect(live.sort((x, y) => x.uid.localeCompare(y.uid))).toEqual([
+      { uid: 'uid-a', namespace: 'apps', name: 'a', phase: null },
+      { uid: 'uid-m', namespace: 'apps', name: 'mirror', phase: null, mirrorOf: 'static-hash' },
+    ]);
     const list = api.requests({ resource: 'pods', verb: 'list' });
     expect(list.map((r) => [r.path, r.query['fieldSelector'], r.query['resourceVersion']])).toEqual([['/api/v1/pods', 'spec.nodeName=node-a', undefined]]);
     api.failRequests({ resource: 'pods', verb: 'list', status: 500, message: 'etcdserver: request timed out' });
     const failed = await objects.listNodePodsLive('node-a').then(() => null, (err: unknown) => err);
-    expect(isKubeObjectGetError(failed) && failed.message).toBe('LIST /api/v1/pods: HTTP 500 Internal Server Error: etcdserver: request timed out');
+    expect(isKubeObjectGetError(failed) && failed.message).toBe('LIST /api/v1/pods?fieldSelector=spec.nodeName=node-a: HTTP 500 Internal Server Error: etcdserver: request timed out');
   });
 
   it.each([

@@ -71,6 +71,15 @@ export function isKubeObjectGetError(err: unknown): err is KubeObjectGetError {
   return err instanceof KubeObjectGetError;
 }
 
+/** A pod of {@link KubeObjects.listNodePodsLive}: what identifies it and whether it terminated. */
+export interface LivePod extends LivePodIdentity {
+  uid: string;
+  namespace: string;
+  name: string;
+  /** `status.phase`; null when the server sent none. */
+  phase: string | null;
+}
+
 export class KubeObjects extends ManifestObjects implements VolumeAttachmentReader {
   private readonly core: CoreV1Api;
   private readonly storage: StorageV1Api;
@@ -194,20 +203,27 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
   }
 
   /**
-   * Every pod bound to the node, read from the API server right now: `GET /api/v1/pods` with
+   * This node's pods as the API server has them now: a LIST (`GET /api/v1/pods` with
    * `fieldSelector=spec.nodeName=<node>` and no resourceVersion, which the server answers with a
-   * consistent (quorum) read, never from a cache. A pod directory names only the pod's UID, and
-   * pods cannot be read by UID, so this list is how a single pod is looked up live; spec.nodeName
-   * never changes once set, so a pod with a directory on this node is in it.
+   * consistent read), never an informer's cache, so a pod the cache missed or dropped still shows
+   * up. A pod directory names only the pod's UID and pods cannot be read by UID, so this list is how
+   * a single pod is looked up live; spec.nodeName never changes once set, so every pod of this node
+   * is in it. Serves the operator unmount's pod-source check and observe mode's orphan cleanup.
    */
-  async listNodePodsLive(nodeName: string): Promise<LivePodIdentity[]> {
-    const path = '/api/v1/pods';
-    const list = await this.request('LIST', path, (options) => this.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, options));
+  async listNodePodsLive(nodeName: NodeName | string): Promise<LivePod[]> {
+    const fieldSelector = `spec.nodeName=${nodeName}`;
+    const list = await this.request('LIST', `/api/v1/pods?fieldSelector=${fieldSelector}`, (options) => this.core.listPodForAllNamespaces({ fieldSelector }, options));
     return list.items.flatMap((pod) => {
       const uid = pod.metadata?.uid;
       if (uid === undefined || uid === '') return [];
       const mirrorOf = pod.metadata?.annotations?.[ConfigMirrorAnnotationKey];
-      return [{ uid, ...(mirrorOf === undefined || mirrorOf === '' ? {} : { mirrorOf }) }];
+      return [{
+        uid,
+        namespace: pod.metadata?.namespace ?? 'default',
+        name: pod.metadata?.name ?? '',
+        phase: pod.status?.phase ?? null,
+        ...(mirrorOf === undefined || mirrorOf === '' ? {} : { mirrorOf }),
+      }];
     });
   }
 

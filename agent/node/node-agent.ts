@@ -40,7 +40,7 @@ import type { Logger } from '../../lib/volume/logger.ts';
 import { probeVolumePlugins } from '../../lib/volume/plugins/index.ts';
 import { nodeName as toNodeName, uniquePodName, type NodeName } from '../../lib/volume/types.ts';
 import type { ReconcilerMetrics } from '../../lib/volumemanager/reconciler/reconciler.ts';
-import { VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
+import { VolumeManager, type PodSourceProbe } from '../../lib/volumemanager/volume-manager.ts';
 import type { Observe } from '../../lib/api/observe.ts';
 import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
 import type { AgentRuntime, MounterInfo, ResyncFindings } from '../runtime.ts';
@@ -54,6 +54,7 @@ import { ManifestPods } from './manifest-pods.ts';
 import { NodeStatusUpdater, type VolumesInUseReport } from './node-status-updater.ts';
 import { OrphanedPodDirs } from './orphaned-pod-dirs.ts';
 import { ObserveController } from './observe-controller.ts';
+import { kubePodSourceProbe, manifestPodSourceProbe } from './pod-source-probe.ts';
 import { runResync } from './resync.ts';
 
 /** The API server side of an agent with the kubernetes source. */
@@ -120,6 +121,7 @@ export class NodeAgent implements AgentRuntime {
   readonly volumeManager: VolumeManager;
   /** The API server's client configuration with the kubernetes source; null standalone. */
   readonly kubeConfig: KubeConfig | null;
+  readonly podSource: PodSourceProbe;
 
   private readonly log: AgentLogger;
   private readonly source: AgentSource;
@@ -211,6 +213,8 @@ export class NodeAgent implements AgentRuntime {
         : {}),
     });
     const kube = parts.kube;
+    this.podSource =
+      kube === null ? manifestPodSourceProbe(this.source) : kubePodSourceProbe(this.nodeName, (node) => kube.objects.listNodePodsLive(node), this.source);
     this.eventSink = kube?.events ?? null;
     this.statusUpdater =
       kube === null || observing

@@ -46,7 +46,7 @@ export interface AgentServerOptions {
   keepaliveMs?: number;
   /** Audit entries kept in the snapshot (default 100). */
   auditSize?: number;
-  /** "Retry now" limit per node (default 10 per 10 s). */
+  /** "Retry now" limit per node (default 10 per 10 s); clearing a forced TearDown's backoff takes a slot too. */
   retryRateLimit?: { limit: number; windowMs: number };
   /** How long an unmount request waits for the TearDown's outcome before answering 202 (default 30 s). */
   unmountOutcomeTimeoutMs?: number;
@@ -189,6 +189,7 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
         unmountVolume(
           {
             ...context(caller),
+            limiter,
             signal: closing.signal,
             outcomeTimeoutMs: opts.unmountOutcomeTimeoutMs ?? DEFAULT_UNMOUNT_OUTCOME_TIMEOUT_MS,
           },

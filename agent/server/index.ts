@@ -39,4 +39,3 @@ export {
   type WebhookAuthOptions,
 } from './webhook-auth.ts';
 export { createAgentMetrics, type AgentMetrics } from './metrics.ts';
-export type { UnmountStillRunningBody } from './unmount-volume.ts';

@@ -1,7 +1,8 @@
 /**
  * A sliding-window rate limit on the agent's clock: at most `limit` acquisitions in any
- * `windowMs`. Used for "retry now" (operators-and-csi.md Part E: clearing back-off is low risk,
- * but a storm of retries must not hammer a struggling driver or API server).
+ * `windowMs`. One per node for "retry now" and for clearing a forced TearDown's backoff
+ * (`POST /api/v1/unmount`): clearing back-off is low risk, but a storm of retries must not hammer
+ * a struggling driver or API server. It satisfies the engine's `OperatorRateLimiter`.
  */
 import type { Clock } from '../../lib/clock/clock.ts';
 

@@ -2,43 +2,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { RetryOperationResponseSchema } from '../../lib/api/actions.ts';
 import { ApiErrorBodySchema } from '../../lib/api/api-error.ts';
 import { SnapshotSchema } from '../../lib/api/snapshot.ts';
-import type { PendingOperationView } from '../../lib/operationexecutor/nested-pending-operations.ts';
 import { FailOnSetupVolumeName } from '../../lib/volume/testing/fake-volume-plugin.ts';
-import { uniqueVolumeName, type NodeName, type UniquePodName, type UniqueVolumeName } from '../../lib/volume/types.ts';
+import { uniqueVolumeName } from '../../lib/volume/types.ts';
 import { gcePdVolume, makePod } from '../../lib/volumemanager/testing/harness.ts';
-import { findOperationForRetry } from './retry-operation.ts';
 import { startServer, type ServerFixture } from './testing/server-fixture.ts';
 
 const FAILING = uniqueVolumeName('fake-plugin/pd-fail');
-
-function view(volume: string, pod: string, pending: boolean, operationName = 'volume_mount', node = ''): PendingOperationView {
-  return {
-    key: { volumeName: volume as UniqueVolumeName, podName: pod as UniquePodName, nodeName: node as NodeName },
-    operationName,
-    pending,
-    failures: pending ? 0 : 1,
-    startedAt: null,
-    lastError: null,
-    lastErrorTime: null,
-    durationBeforeRetry: 0,
-    retryAt: null,
-  };
-}
-
-describe('findOperationForRetry', () => {
-  it.each([
-    { name: 'nothing for another volume', ops: [view('v2', '', false)], podUid: null, want: null },
-    { name: 'a volume-level entry for a request without a pod', ops: [view('v', '', false)], podUid: null, want: 0 },
-    { name: 'a volume-level entry for a request with a pod (empty pod is a wildcard)', ops: [view('v', '', false)], podUid: 'p', want: 0 },
-    { name: 'a pod entry for a request without a pod (wildcard)', ops: [view('v', 'p', false)], podUid: null, want: 0 },
-    { name: 'nothing for another pod', ops: [view('v', 'q', false)], podUid: 'p', want: null },
-    { name: 'the running entry over an earlier one in backoff', ops: [view('v', 'q', false), view('v', '', true)], podUid: 'q', want: 1 },
-    { name: 'the exact pod entry over an earlier wildcard match', ops: [view('v', '', false), view('v', 'p', false)], podUid: 'p', want: 1 },
-    { name: 'the first match when none is exact', ops: [view('v', 'p', false), view('v', 'q', false)], podUid: null, want: 0 },
-  ])('finds $name', ({ ops, podUid, want }) => {
-    expect(findOperationForRetry(ops, 'v', podUid)).toBe(want === null ? undefined : ops[want]);
-  });
-});
 
 describe('POST /api/v1/operations/retry', () => {
   let fx: ServerFixture | undefined;

@@ -1,48 +1,25 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { UnmountResponseSchema } from '../../lib/api/actions.ts';
+import { UnmountResponseSchema, UnmountRunningResponseSchema, type UnmountRunningResponse } from '../../lib/api/actions.ts';
 import { ApiErrorBodySchema } from '../../lib/api/api-error.ts';
 import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
-import { FakeVolumePlugin } from '../../lib/volume/testing/fake-volume-plugin.ts';
-import type { Unmounter } from '../../lib/volume/plugins.ts';
-import { EmptyNodeName, type PodUID } from '../../lib/volume/types.ts';
+import { EmptyNodeName } from '../../lib/volume/types.ts';
+import { SCRIPTED_TEARDOWN_ERROR, ScriptedTearDownPlugin } from '../../lib/volumemanager/testing/scripted-teardown-plugin.ts';
 import { waitFor } from './testing/api-client.ts';
 import { DEVICE1, mountPod1, POD1, startServer, type ServerFixture } from './testing/server-fixture.ts';
-import type { UnmountStillRunningBody } from './unmount-volume.ts';
+import { TEARDOWN_STILL_RUNNING_MESSAGE } from './unmount-volume.ts';
 
-/** The fake plugin with a TearDown that can be held at a gate or made to fail. */
-class ScriptedTearDownPlugin extends FakeVolumePlugin {
-  /** TearDowns still to fail (each failure counts down). */
-  failures = 0;
-  private gate: Promise<void> | null = null;
-  private open: () => void = () => undefined;
-
-  /** Holds every TearDown until {@link release}. */
-  hold(): void {
-    this.gate = new Promise((resolve) => {
-      this.open = resolve;
-    });
-  }
-
-  release(): void {
-    this.open();
-    this.gate = null;
-  }
-
-  override newUnmounter(name: string, podUID: PodUID): Unmounter {
-    const inner = super.newUnmounter(name, podUID);
-    return {
-      getPath: () => inner.getPath(),
-      tearDown: async () => {
-        if (this.gate !== null) await this.gate;
-        if (this.failures > 0) {
-          this.failures--;
-          throw new Error('unmount failed: target is busy');
-        }
-        await inner.tearDown();
-      },
-    };
-  }
-}
+/** Every check of a forced TearDown that passed all of them, in order. */
+const ALL_CHECKS = [
+  'states-synced',
+  'reconstruction-done',
+  'pod-not-desired',
+  'pod-absent-from-source',
+  'source-no-error',
+  'volume-mounted',
+  'no-operation-running',
+  'rate-limit',
+  'operation-lock',
+];
 
 describe('POST /api/v1/unmount', () => {
   let fx: ServerFixture | undefined;
@@ -93,13 +70,7 @@ describe('POST /api/v1/unmount', () => {
     expect(res.status).toBe(200);
     const body = UnmountResponseSchema.parse(res.json);
     expect(body).toMatchObject({ podUid: POD1, volume: DEVICE1, outcome: 'unmounted', error: null });
-    expect(body.checks.map((c) => [c.name, c.ok])).toEqual([
-      ['states-synced', true],
-      ['reconstruction-done', true],
-      ['pod-not-desired', true],
-      ['volume-mounted', true],
-      ['no-operation-running', true],
-    ]);
+    expect(body.checks.map((c) => [c.name, c.ok])).toEqual(ALL_CHECKS.map((name) => [name, true]));
     // Assert: the effect, and the audit entry in the next snapshot
     expect(plugin.counts.tearDown).toBe(1);
     expect(podMounts(after)).toEqual([]);
@@ -138,7 +109,7 @@ describe('POST /api/v1/unmount', () => {
     {
       name: 'a pod source has not listed every pod',
       arrange: (f: ServerFixture) => {
-        f.runtime.synced = false;
+        f.harness.pods.ready = false;
       },
       failed: ['states-synced'],
       message: 'desired and actual states are not synced yet',
@@ -172,7 +143,7 @@ describe('POST /api/v1/unmount', () => {
     const error = ApiErrorBodySchema.parse(res.json).error;
     expect(error.message).toBe(message);
     expect(error.checks?.filter((c) => !c.ok).map((c) => c.name)).toEqual(failed);
-    expect(error.checks).toHaveLength(5);
+    expect(error.checks).toHaveLength(7);
     expect(plugin.counts.tearDown).toBe(0);
     expect((await snapshot(f)).audit.at(-1)).toMatchObject({ action: 'unmount', result: 'refused', message, checks: error.checks });
   });
@@ -188,6 +159,8 @@ describe('POST /api/v1/unmount', () => {
       ['states-synced', false],
       ['reconstruction-done', false],
       ['pod-not-desired', true],
+      ['pod-absent-from-source', true],
+      ['source-no-error', true],
       ['volume-mounted', false],
       ['no-operation-running', true],
     ]);
@@ -222,7 +195,7 @@ describe('POST /api/v1/unmount', () => {
       volume: DEVICE1,
       status: 'running',
       operation: `volume_unmount|${DEVICE1}|${POD1}|`,
-    } satisfies Partial<UnmountStillRunningBody>);
+    } satisfies Partial<UnmountRunningResponse>);
     expect(second.status).toBe(409);
     expect(ApiErrorBodySchema.parse(second.json).error.checks?.find((c) => !c.ok)?.name).toBe('no-operation-running');
 
@@ -245,7 +218,7 @@ describe('POST /api/v1/unmount', () => {
     // Assert
     expect(failed.status).toBe(200);
     expect(UnmountResponseSchema.parse(failed.json)).toMatchObject({ outcome: 'uncertain' });
-    expect(UnmountResponseSchema.parse(failed.json).error).toContain('unmount failed: target is busy');
+    expect(UnmountResponseSchema.parse(failed.json).error).toContain(SCRIPTED_TEARDOWN_ERROR);
     expect(inBackoff.map((op) => [op.operationName, op.pending, op.failures])).toEqual([['volume_unmount', false, 1]]);
     expect(retried.status).toBe(200);
     const body = UnmountResponseSchema.parse(retried.json);
@@ -272,5 +245,106 @@ describe('POST /api/v1/unmount', () => {
 
     // Assert
     expect(res.status).toBe(202);
+  });
+  it.each([
+    { name: 'succeeds', failures: 0, result: 'succeeded', message: null },
+    { name: 'fails', failures: 1, result: 'failed', message: SCRIPTED_TEARDOWN_ERROR },
+  ])('audits a TearDown still running at the answer as running, then its outcome when it $name', async ({ failures, result, message }) => {
+    // Arrange
+    const f = await withOrphan();
+    plugin.hold();
+    plugin.failures = failures;
+
+    // Act: the answer goes out after 30 s of agent time, then the TearDown ends
+    const pending = f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
+    await waitFor(() => f.harness.vm.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to start');
+    await f.harness.clock.advance(30_000);
+    const accepted = await pending;
+    const whileRunning = (await snapshot(f)).audit;
+    plugin.release();
+    await waitFor(() => !f.harness.vm.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to finish');
+    const after = (await snapshot(f)).audit;
+
+    // Assert
+    expect(accepted.status).toBe(202);
+    const { checks } = UnmountRunningResponseSchema.parse(accepted.json);
+    expect(whileRunning).toEqual([
+      { time: f.harness.clock.now(), caller: 'test-client', action: 'unmount', target: `${POD1}/${DEVICE1}`, checks, result: 'running', message: TEARDOWN_STILL_RUNNING_MESSAGE },
+    ]);
+    expect(after).toHaveLength(2);
+    expect(after[1]).toMatchObject({ action: 'unmount', target: `${POD1}/${DEVICE1}`, checks, result });
+    if (message === null) expect(after[1]?.message).toBeNull();
+    else expect(after[1]?.message).toContain(message);
+  });
+
+  it('refuses when the live read of the pod source still finds the pod, though the cache and the desired state lost it', async () => {
+    // Arrange
+    const f = await withOrphan();
+    f.runtime.podLookup = () => Promise.resolve({ presence: 'present', detail: 'pod default/pod1 (uid pod1uid) exists in the API server (read just now)', pod: { namespace: 'default', name: 'pod1' } });
+
+    // Act
+    const res = await f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
+
+    // Assert
+    expect(res.status).toBe(409);
+    const error = ApiErrorBodySchema.parse(res.json).error;
+    expect(error.code).toBe('conflict');
+    expect(error.message).toBe(`pod ${POD1} still exists in its source: pod default/pod1 (uid pod1uid) exists in the API server (read just now)`);
+    expect(error.checks?.filter((c) => !c.ok).map((c) => c.name)).toEqual(['pod-absent-from-source']);
+    expect(f.runtime.podLookups).toBe(1);
+    expect(plugin.counts.tearDown).toBe(0);
+  });
+
+  it('refuses while the source reports an error for the pod, naming it', async () => {
+    const f = await withOrphan();
+    f.runtime.setSourceErrors([{ file: 'pod1.yaml', message: 'pod1.yaml: document 0: spec.volumes: expected array' }]);
+
+    const res = await f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
+
+    expect(res.status).toBe(409);
+    const error = ApiErrorBodySchema.parse(res.json).error;
+    expect(error.checks?.find((c) => !c.ok)).toEqual({ name: 'source-no-error', ok: false, detail: 'pod1.yaml: pod1.yaml: document 0: spec.volumes: expected array' });
+    expect(plugin.counts.tearDown).toBe(0);
+  });
+
+  it('clears a TearDown backoff through the rate limiter of retry: 429 once retries used the window, and the clear uses a slot', async () => {
+    // Arrange: a failed TearDown in backoff, and 9 of the 10 retries of the window used
+    const f = await withOrphan();
+    plugin.failures = 1;
+    expect((await f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 })).status).toBe(200);
+    for (let i = 0; i < 9; i++) await f.client.post('/api/v1/operations/retry', { volume: 'fake-plugin/none' });
+
+    // Act: the unmount takes the last slot; then a retry and another unmount find none
+    const cleared = await f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
+    const retry = await f.client.post('/api/v1/operations/retry', { volume: 'fake-plugin/none' });
+
+    // Assert
+    expect(cleared.status).toBe(200);
+    expect(UnmountResponseSchema.parse(cleared.json).checks.find((c) => c.name === 'rate-limit')).toEqual({
+      name: 'rate-limit',
+      ok: true,
+      detail: 'clearing the backoff of volume_unmount: within 10 retries per 10 s on this node',
+    });
+    expect(retry.status).toBe(429);
+  });
+
+  it('answers 429 with Retry-After and clears nothing when the retry window is used up', async () => {
+    // Arrange
+    const f = await withOrphan();
+    plugin.failures = 1;
+    await f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
+    for (let i = 0; i < 10; i++) await f.client.post('/api/v1/operations/retry', { volume: 'fake-plugin/none' });
+
+    // Act
+    const res = await f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
+
+    // Assert
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('10');
+    expect(ApiErrorBodySchema.parse(res.json).error).toEqual({ code: 'rate-limited', message: 'too many retries: at most 10 per 10 s on this node; try again in 10 s' });
+    expect(f.harness.vm.getPendingOperations().map((op) => [op.operationName, op.pending, op.failures])).toEqual([['volume_unmount', false, 1]]);
+    const audited = (await snapshot(f)).audit.at(-1);
+    expect(audited).toMatchObject({ action: 'unmount', result: 'refused' });
+    expect(audited?.checks.at(-1)).toEqual({ name: 'rate-limit', ok: false, detail: 'too many retries: at most 10 per 10 s on this node; try again in 10 s' });
   });
 });

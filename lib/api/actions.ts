@@ -77,6 +77,25 @@ export const UnmountResponseSchema = z.object({
 export type UnmountResponse = z.infer<typeof UnmountResponseSchema>;
 
 /**
+ * The 202 body of an unmount: every check passed and the TearDown was started, but it had not
+ * ended when the agent answered. Its outcome shows up later in the snapshot (`operations`,
+ * `actual`, and an `audit` entry after the one with `result` `running`).
+ */
+export const UnmountRunningResponseSchema = z.object({
+  podUid: z.string(),
+  volume: z.string(),
+  status: z.literal('running'),
+  /** The operation's key (`operationKey`), as in `operations[]` while it runs. */
+  operation: z.string(),
+  message: z.string(),
+  /** The checks evaluated before starting (all ok). */
+  checks: z.array(CheckSchema),
+  startedAt: EpochMsSchema,
+});
+/** The 202 body of an unmount. */
+export type UnmountRunningResponse = z.infer<typeof UnmountRunningResponseSchema>;
+
+/**
  * The body of `POST /api/v1/orphans/cleanup` (observe mode with `--allow-orphan-cleanup`):
  * the guarded cleanup of one orphaned pod directory. `dryRun` answers with the plan and does
  * nothing.

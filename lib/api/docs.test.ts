@@ -9,6 +9,7 @@ import {
   RetryOperationResponseSchema,
   UnmountRequestSchema,
   UnmountResponseSchema,
+  UnmountRunningResponseSchema,
 } from './actions.ts';
 import { ApiErrorBodySchema } from './api-error.ts';
 import { applyDelta, DeltaSchema } from './delta.ts';
@@ -27,6 +28,7 @@ const schemas: [string, z.ZodType][] = [
   ['retry response', RetryOperationResponseSchema],
   ['unmount request', UnmountRequestSchema],
   ['unmount response', UnmountResponseSchema],
+  ['unmount running response', UnmountRunningResponseSchema],
   ['error', ApiErrorBodySchema],
 ];
 

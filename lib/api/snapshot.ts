@@ -320,8 +320,12 @@ export const AuditEntrySchema = z.object({
   target: z.string().nullable(),
   /** The checks evaluated before acting; empty when the action has none. */
   checks: z.array(CheckSchema),
-  /** `refused`: a check failed and nothing was done; `failed`: it was done and failed. */
-  result: z.enum(['succeeded', 'refused', 'failed']),
+  /**
+   * `refused`: a check failed and nothing was done; `failed`: it was done and failed; `running`:
+   * it was started and had not finished when the answer was sent (a later entry with the same
+   * action and target records how it ended).
+   */
+  result: z.enum(['succeeded', 'refused', 'failed', 'running']),
   /** The refusal reason or error; `null` on success. */
   message: z.string().nullable(),
 });

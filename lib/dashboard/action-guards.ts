@@ -77,7 +77,8 @@ export function describeRetry(node: string, op: Operation): string {
 export function describeUnmount(node: string, row: VolumeRow): string {
   return (
     `Unmount volume “${row.volumeName}” (${row.uniqueVolumeName}) of pod ${rowPodName(row)}${row.podName === row.podUid ? '' : ` (uid ${row.podUid})`} on ${node}: ` +
-    'the agent first checks that the pod is gone from the desired state and no container uses the volume; ' +
+    'the agent first checks that the pod is gone from the desired state and from its source (read live), that the source ' +
+    'reports no error for it and that no operation runs on the volume; ' +
     'if every check passes it tears the pod’s mount down (TearDown). If a check fails, nothing is done and ' +
     'the refusal is shown here. The device stays attached; the reconciler unmounts the device when no pod uses it.'
   );

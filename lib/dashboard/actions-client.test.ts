@@ -35,6 +35,15 @@ describe('actions from the browser', () => {
     expect(err).toMatchObject({ status: 409, code: 'conflict', message: 'pod still wants volume pgdata', checks });
   });
 
+  it('an unmount answers its outcome, or the still-running answer (202) of a TearDown that has not ended', async () => {
+    const checks = [{ name: 'operation-lock', ok: true, detail: 'volume_unmount started' }];
+    const done = { podUid: 'p', volume: 'v', outcome: 'unmounted', error: null, checks, startedAt: 1, finishedAt: 2 };
+    const running = { podUid: 'p', volume: 'v', status: 'running', operation: 'volume_unmount|v|p|', message: 'TearDown started and is still running', checks, startedAt: 1 };
+    await expect(postUnmount('node-a', { podUid: 'p', volume: 'v' }, fakeFetch(200, done).fetch)).resolves.toEqual(done);
+    await expect(postUnmount('node-a', { podUid: 'p', volume: 'v' }, fakeFetch(202, running).fetch)).resolves.toEqual(running);
+    await expect(postUnmount('node-a', { podUid: 'p', volume: 'v' }, fakeFetch(202, { ...running, status: 'queued' }).fetch)).rejects.toThrow();
+  });
+
   it('an unreachable agent is an AgentUnavailableError', async () => {
     const f = fakeFetch(502, { dashboardError: { code: 'agent-unreachable', agent: 'node-a', message: 'cannot reach', lastSeenAt: null } });
     const err: unknown = await postResync('node-a', f.fetch).catch((e: unknown) => e);

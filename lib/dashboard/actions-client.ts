@@ -5,11 +5,13 @@
  * `AgentApiError`, an unreachable agent an `AgentUnavailableError`.
  */
 import { mutationOptions } from '@tanstack/react-query';
+import { z } from 'zod';
 import {
   OrphanCleanupResponseSchema,
   ResyncResponseSchema,
   RetryOperationResponseSchema,
   UnmountResponseSchema,
+  UnmountRunningResponseSchema,
   type OrphanCleanupRequest,
   type OrphanCleanupResponse,
   type ResyncResponse,
@@ -17,6 +19,7 @@ import {
   type RetryOperationResponse,
   type UnmountRequest,
   type UnmountResponse,
+  type UnmountRunningResponse,
 } from '../api/index.ts';
 import { AgentUnavailableError, errorFromDashboardResponse } from './dashboard-error.ts';
 import { agentKeys } from './queries.ts';
@@ -25,7 +28,7 @@ import { agentKeys } from './queries.ts';
 export type ActionResult =
   | { kind: 'resync'; response: ResyncResponse }
   | { kind: 'retry'; response: RetryOperationResponse }
-  | { kind: 'unmount'; response: UnmountResponse };
+  | { kind: 'unmount'; response: UnmountResponse | UnmountRunningResponse };
 
 async function post(url: string, body: unknown, fetchFn: typeof fetch): Promise<unknown> {
   let response: Response;
@@ -58,9 +61,12 @@ export async function postRetry(agent: string, body: RetryOperationRequest, fetc
   return RetryOperationResponseSchema.parse(await post(actionUrl(agent, 'operations/retry'), body, fetchFn));
 }
 
-/** `POST …/unmount`: unmount one pod's volume after the agent's safety checks. */
-export async function postUnmount(agent: string, body: UnmountRequest, fetchFn: typeof fetch = fetch): Promise<UnmountResponse> {
-  return UnmountResponseSchema.parse(await post(actionUrl(agent, 'unmount'), body, fetchFn));
+/**
+ * `POST …/unmount`: unmount one pod's volume after the agent's safety checks. Resolves with the
+ * outcome, or with the "still running" answer (202) of a TearDown that had not ended yet.
+ */
+export async function postUnmount(agent: string, body: UnmountRequest, fetchFn: typeof fetch = fetch): Promise<UnmountResponse | UnmountRunningResponse> {
+  return z.union([UnmountResponseSchema, UnmountRunningResponseSchema]).parse(await post(actionUrl(agent, 'unmount'), body, fetchFn));
 }
 
 /**

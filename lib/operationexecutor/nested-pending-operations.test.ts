@@ -525,6 +525,39 @@ describe('NestedPendingOperations clearBackoff', () => {
   });
 });
 
+describe('NestedPendingOperations getOperation', () => {
+  /** Entries made in order: `fail` leaves one in backoff, `block` keeps one running. */
+  type Entry = { p: UniquePodName; kind: 'fail' | 'block' };
+  it.each([
+    { name: 'nothing for another volume', entries: [{ p: noPod, kind: 'fail' }], v: vol2, p: noPod, want: null },
+    { name: 'a volume-level entry for a key without a pod', entries: [{ p: noPod, kind: 'fail' }], v: vol1, p: noPod, want: 0 },
+    { name: 'a volume-level entry for a key with a pod (an empty pod is a wildcard)', entries: [{ p: noPod, kind: 'fail' }], v: vol1, p: pod1, want: 0 },
+    { name: 'a pod entry for a key without a pod (wildcard)', entries: [{ p: pod1, kind: 'fail' }], v: vol1, p: noPod, want: 0 },
+    { name: 'nothing for another pod', entries: [{ p: pod2, kind: 'fail' }], v: vol1, p: pod1, want: null },
+    { name: 'the running entry over an earlier one in backoff', entries: [{ p: pod2, kind: 'fail' }, { p: pod1, kind: 'block' }], v: vol1, p: noPod, want: 1 },
+    { name: 'the exact pod entry over an earlier one of another pod', entries: [{ p: pod2, kind: 'fail' }, { p: pod1, kind: 'fail' }], v: vol1, p: pod1, want: 1 },
+    { name: 'the first match when none is exact', entries: [{ p: pod1, kind: 'fail' }, { p: pod2, kind: 'fail' }], v: vol1, p: noPod, want: 0 },
+  ] satisfies { name: string; entries: Entry[]; v: UniqueVolumeName; p: UniquePodName; want: number | null }[])(
+    'finds $name, the entry clearBackoff acts on',
+    async ({ entries, v, p, want }) => {
+      // Arrange
+      const { clock, npo } = setup();
+      const blocking = blockingOp();
+      for (const e of entries) {
+        npo.run(vol1, e.p, noNode, e.kind === 'fail' ? failingOp() : blocking.ops);
+        await clock.flush();
+      }
+      // Act
+      const found = npo.getOperation(v, p, noNode);
+      // Assert
+      expect(found?.key ?? null).toEqual(want === null ? null : { volumeName: vol1, podName: entries[want]?.p, nodeName: noNode });
+      expect(found === undefined ? 'not-found' : found.pending ? 'running' : 'cleared').toBe(npo.clearBackoff(v, p, noNode));
+      blocking.finish();
+      await npo.wait();
+    },
+  );
+});
+
 describe('NestedPendingOperations execution', () => {
   it('never calls operationFunc synchronously inside run', async () => {
     // Arrange

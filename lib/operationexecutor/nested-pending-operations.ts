@@ -125,6 +125,23 @@ interface Operation {
 /** The result of {@link NestedPendingOperations.clearBackoff}. */
 export type ClearBackoffResult = 'cleared' | 'not-found' | 'running';
 
+/** The read-only copy of an entry. */
+function toView(op: Operation): PendingOperationView {
+  const backoff = op.expBackoff;
+  const failed = backoff.lastError !== null;
+  return {
+    key: { ...op.key },
+    operationName: op.operationName,
+    pending: op.pending,
+    failures: op.failures,
+    startedAt: op.pending ? op.startedAt : null,
+    lastError: backoff.lastError?.message ?? null,
+    lastErrorTime: failed ? backoff.lastErrorTime : null,
+    durationBeforeRetry: backoff.durationBeforeRetry,
+    retryAt: backoff.retryAt(),
+  };
+}
+
 /** A thrown Error is used as is; anything else is wrapped the way Go reports a recovered panic. */
 function toError(thrown: unknown): Error {
   if (thrown instanceof Error) return thrown;
@@ -257,21 +274,17 @@ export class NestedPendingOperations {
 
   /** Copies of all entries, in table order. */
   list(): PendingOperationView[] {
-    return this.operations.map((op) => {
-      const backoff = op.expBackoff;
-      const failed = backoff.lastError !== null;
-      return {
-        key: { ...op.key },
-        operationName: op.operationName,
-        pending: op.pending,
-        failures: op.failures,
-        startedAt: op.pending ? op.startedAt : null,
-        lastError: backoff.lastError?.message ?? null,
-        lastErrorTime: failed ? backoff.lastErrorTime : null,
-        durationBeforeRetry: backoff.durationBeforeRetry,
-        retryAt: backoff.retryAt(),
-      };
-    });
+    return this.operations.map(toView);
+  }
+
+  /**
+   * A copy of the entry that {@link run} and {@link clearBackoff} would act on for this key
+   * (the same matching rules: a pending match wins, then an exact match, then the first match),
+   * or undefined when none matches. Lets callers name the entry before acting on it.
+   */
+  getOperation(volumeName: UniqueVolumeName, podName: UniquePodName, nodeName: NodeName): PendingOperationView | undefined {
+    const op = this.findOperation({ volumeName, podName, nodeName });
+    return op === undefined ? undefined : toView(op);
   }
 
   /**

@@ -2,7 +2,7 @@
  * The volume manager (kubelet `volumemanager/volume_manager.go`): wires the desired and actual
  * states of world, the populator, the reconciler, the operation executor and reconstruction, and
  * exposes read-only views for snapshots plus the few control hooks operators need (retry now,
- * force an attach verification).
+ * force an attach verification, and the checked operator actions of operator-actions.ts).
  */
 import type { Clock, TimerHandle } from '../clock/clock.ts';
 import {
@@ -40,6 +40,15 @@ import { nodeHostFs, type HostFs } from '../volume/util/host-fs.ts';
 import { newSELinuxLabelTranslator, type SELinuxLabelTranslator } from '../volume/util/selinux.ts';
 import { ActualStateOfWorld, type ActualVolumeView } from './cache/actual-state-of-world.ts';
 import { DesiredStateOfWorld, type DesiredVolumeView } from './cache/desired-state-of-world.ts';
+import {
+  OperatorActions,
+  type ForceUnmountRequest,
+  type ForceUnmountResult,
+  type OperatorRateLimiter,
+  type PodSourceProbe,
+  type RetryOperationRequest,
+  type RetryOperationResult,
+} from './operator-actions.ts';
 import { DesiredStateOfWorldPopulator, getPodVolumeNames } from './populator/desired-state-of-world-populator.ts';
 import type { PodManager, PodStateProvider, SourcesReady } from './populator/pod-source.ts';
 import {
@@ -52,6 +61,19 @@ import {
 
 export { isPlanOnlyModeError, PlanOnlyModeError, type ActualStateRefresh } from './reconciler/reconciler.ts';
 export type { PlannedOperation, PlannedOperationReason, PlannedOperationState } from '../operationexecutor/planning-executor.ts';
+export type {
+  ForceUnmountRequest,
+  ForceUnmountResult,
+  OperatorCheck,
+  OperatorRateLimiter,
+  OperatorRateLimitDecision,
+  PodRef,
+  PodSourceLookup,
+  PodSourceProbe,
+  RetryOperationRequest,
+  RetryOperationResult,
+  TearDownOutcome,
+} from './operator-actions.ts';
 
 /** Result of one batched attach verification. */
 export interface AttachVerificationResult {
@@ -130,6 +152,8 @@ export class VolumeManager {
   private readonly podsDir: string;
   private readonly records: OperationRecord[] = [];
   private readonly listeners = new Set<() => void>();
+  private readonly recordListeners = new Set<(record: OperationRecord) => void>();
+  private readonly operatorActions: OperatorActions;
   private lastAttachVerification: AttachVerificationResult | null = null;
   private verifyTimer: TimerHandle | null = null;
   private started = false;
@@ -236,6 +260,19 @@ export class VolumeManager {
       this.reconciler.kick();
       this.notify();
     });
+    this.operatorActions = new OperatorActions({
+      dsw: this.dsw,
+      asw: this.asw,
+      pendingOperations: this.pendingOperations,
+      executor: this.operationExecutor,
+      clock: opts.clock,
+      podsDir: this.podsDir,
+      sourcesReady: () => opts.sourcesReady.allReady(),
+      reconcilerStatesHasBeenSynced: () => this.reconciler.statesHasBeenSynced(),
+      reconstructionReport: () => this.reconciler.getReconstructionReport(),
+      clearBackoff: (volumeName, podName) => this.retryNow(volumeName, podName),
+      onOperationRecord: (listener) => this.onOperationRecord(listener),
+    });
   }
 
   // LIFECYCLE
@@ -273,6 +310,12 @@ export class VolumeManager {
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Registers a listener called with every finished-operation record; returns the unsubscribe function. */
+  onOperationRecord(listener: (record: OperationRecord) => void): () => void {
+    this.recordListeners.add(listener);
+    return () => this.recordListeners.delete(listener);
   }
 
   // KUBELET API
@@ -436,6 +479,29 @@ export class VolumeManager {
   }
 
   /**
+   * Operator action "unmount": the forced TearDown of one pod's volume after every safety check
+   * of operator-actions.ts (states synced, reconstruction done, pod gone from the desired state
+   * and — read live through `ports.source` — from its source, no source error for the pod, no
+   * operation on the volume, a backoff cleared only within `ports.limiter`), started through the
+   * operation executor under the volume's key. Rejects with `PlanOnlyModeError` in plan-only
+   * mode: the mounts are the kubelet's.
+   */
+  forceUnmount(request: ForceUnmountRequest, ports: { source: PodSourceProbe; limiter: OperatorRateLimiter }): Promise<ForceUnmountResult> {
+    if (this.planOnly) return Promise.reject(new PlanOnlyModeError('forceUnmount is not available in plan-only mode'));
+    return this.operatorActions.forceUnmount(request, ports);
+  }
+
+  /**
+   * Operator action "retry now": within the per-node `limiter`, clears the backoff of the table
+   * entry matching (volume, pod) with the table's own matching rules; a running entry is refused.
+   * Throws `PlanOnlyModeError` in plan-only mode: the operations are the kubelet's.
+   */
+  retryOperation(request: RetryOperationRequest, limiter: OperatorRateLimiter): RetryOperationResult {
+    if (this.planOnly) throw new PlanOnlyModeError('retryOperation is not available in plan-only mode');
+    return this.operatorActions.retryOperation(request, limiter);
+  }
+
+  /**
    * Runs one batched attach verification now (one VolumesAreAttached call per plugin for all of
    * its attached volumes) and resolves with what it found. A volume found detached keeps its pod
    * entries (Uncertain): the reconciler attaches and mounts it again for the pods that still
@@ -482,6 +548,7 @@ export class VolumeManager {
     const max = this.o.maxOperationRecords ?? 256;
     if (this.records.length > max) this.records.splice(0, this.records.length - max);
     this.o.onOperationRecord?.(record);
+    for (const listener of [...this.recordListeners]) listener(record);
     this.reconciler.refreshReconstructionReport(record);
     this.reconciler.kick();
   }

@@ -6,9 +6,9 @@
 import type { Driver, RecentEvent, SourceError } from '../../../lib/api/snapshot.ts';
 import type { FakeClock } from '../../../lib/clock/fake-clock.ts';
 import type { Logger } from '../../../lib/volume/logger.ts';
-import type { NodeName } from '../../../lib/volume/types.ts';
+import type { NodeName, PodUID } from '../../../lib/volume/types.ts';
 import type { Harness } from '../../../lib/volumemanager/testing/harness.ts';
-import type { VolumeManager } from '../../../lib/volumemanager/volume-manager.ts';
+import type { PodSourceLookup, PodSourceProbe, VolumeManager } from '../../../lib/volumemanager/volume-manager.ts';
 import type { AgentRuntime, MounterInfo, ResyncFindings } from '../../runtime.ts';
 
 /** One logged line. */
@@ -55,6 +55,26 @@ export class FakeAgentRuntime implements AgentRuntime {
   resyncs = 0;
   /** When set, `resync()` rejects with it. */
   resyncError: Error | null = null;
+  /**
+   * What the live pod lookup answers; by default the harness's pod source (present when listed).
+   * Tests replace it to play a source whose live answer differs from the engine's cache.
+   */
+  podLookup: (podUid: PodUID) => Promise<PodSourceLookup> = (podUid) =>
+    Promise.resolve(
+      this.harness.pods.pods.has(podUid)
+        ? { presence: 'present', detail: `pod ${podUid} is listed`, pod: { namespace: 'default', name: podUid } }
+        : { presence: 'absent', detail: `no pod ${podUid} in the source`, pod: null },
+    );
+  /** How many live pod lookups ran. */
+  podLookups = 0;
+  /** The probe the server hands the engine: {@link podLookup}, and every source error. */
+  readonly podSource: PodSourceProbe = {
+    lookupPod: (podUid) => {
+      this.podLookups++;
+      return this.podLookup(podUid);
+    },
+    errorsForPod: () => this.sourceErrorList,
+  };
   private sourceErrorList: SourceError[] = [];
   private driverList: Driver[] = [];
   private events: RecentEvent[] = [];
