@@ -262,7 +262,9 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
       expect(kept.reconstruction.volumes.find((v) => v.podUid === web)?.keptBecause).toMatch(/^data-0: error processing PVC default\/claim-vol-1: failed to fetch PVC from API server: /);
       expect((kept.podErrors[web] ?? []).join('\n')).toContain(message);
       expect(podMount(kept, name, web)).toBe('uncertain');
-      // Seconds of reconciler passes later (three node status reports), nothing was unpublished.
+      // Seconds of reconciler passes after the populator's first full loop (which allows unmounts):
+      // three node status reports later, nothing was unpublished.
+      await waitFor('the populator finished its initial loop', () => restarted.logs.some((l) => l.msg === 'Finished populating initial desired state of world'), { deadlineMs: MOUNT_DEADLINE_MS });
       await waitForStatusReports(env, 3);
       expect(podMount(await restarted.snapshot(), name, web)).toBe('uncertain');
       expect((await driverCalls(env, 'vol-1')).slice(callsBefore)).not.toContain('NodeUnpublishVolume');
