@@ -226,13 +226,27 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
   });
 
   it.each([
-    { name: '500', status: 500, message: 'etcdserver: request timed out' },
-    { name: '403', status: 403, message: 'persistentvolumeclaims "claim-vol-1" is forbidden: User "system:node:node-a" cannot get resource "persistentvolumeclaims"' },
+    {
+      name: '500',
+      message: 'etcdserver: request timed out',
+      fault: (api: FakeApiServer) => api.failRequests({ resource: 'persistentvolumeclaims', verb: 'get', status: 500, message: 'etcdserver: request timed out' }),
+    },
+    {
+      name: '403',
+      message: 'persistentvolumeclaims "claim-vol-1" is forbidden',
+      fault: (api: FakeApiServer) =>
+        api.failRequests({ resource: 'persistentvolumeclaims', verb: 'get', status: 403, message: 'persistentvolumeclaims "claim-vol-1" is forbidden: User "system:node:node-a" cannot get resource "persistentvolumeclaims"' }),
+    },
+    {
+      name: 'a timeout (no answer within --kube-request-timeout)',
+      message: 'timed out after 1000 ms',
+      fault: (api: FakeApiServer) => api.holdRequests({ resource: 'persistentvolumeclaims', verb: 'get' }).release,
+    },
   ])(
     'kill -9 and restart while claim GETs fail with $name: the volume stays mounted (uncertain, with the reason) and is confirmed once the GET succeeds (kubernetes#120150)',
-    async ({ status, message }) => {
+    async ({ message, fault }) => {
       // Arrange: web's CSI volume is staged and published.
-      const env = await startEnv();
+      const env = await startEnv(['--kube-request-timeout', '1s']);
       addStorage(env, 'vol-1');
       const web = addPod(env, 'web', ['vol-1']);
       const name = csiUniqueVolumeName('vol-1');
@@ -245,7 +259,7 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
 
       // Act: kill -9; every claim GET fails from now on; the agent restarts.
       expect(await env.agent.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
-      const restore = env.api.failRequests({ resource: 'persistentvolumeclaims', verb: 'get', status, message });
+      const restore = fault(env.api);
       const callsBefore = (await driverCalls(env, 'vol-1')).length;
       const restarted = await AgentProcess.start(env.agent.args);
       cleanups.push(async () => {
