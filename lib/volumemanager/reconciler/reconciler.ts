@@ -414,8 +414,9 @@ export class Reconciler {
       // (a claim GET failed, a PV file is missing…), so "not desired" means "not known", not
       // "not wanted". Its mounts stay (a reconstructed one stays uncertain) until the volumes
       // resolve (then the mount is confirmed) or the pod releases them (gone, or terminated).
-      // Unsettled, so every pass looks again.
-      if (this.unresolved.hasUnresolved(mv.podName)) continue;
+      // Unsettled, so every pass looks again. Plan-only mode predicts the kubelet beside it, which
+      // has no such rule: there the unmount is planned, and the plan shows the danger.
+      if (this.planner === null && this.unresolved.hasUnresolved(mv.podName)) continue;
       if (w.executor.isOperationPending(mv.volumeName, mv.podName, EmptyNodeName)) continue;
       this.log.debug(`Starting operationExecutor.UnmountVolume for volume ${mv.volumeName} pod ${mv.podName}`);
       this.tryStart(() => {
