@@ -113,6 +113,13 @@ function allMounted(s: Snapshot, uid: string, names: readonly string[]): boolean
   return names.every((n) => mounts.get(n) === 'mounted');
 }
 
+/** Resolves once the agent has logged `n` more lines matching `pattern`: elapsed agent time, without sleeping. */
+async function moreLogLines(agent: AgentProcess, pattern: RegExp, n: number): Promise<void> {
+  const count = (): number => agent.logs.filter((l) => pattern.test(l.msg)).length;
+  const target = count() + n;
+  await waitFor(`${String(n)} more log lines matching ${String(pattern)}`, () => count() >= target);
+}
+
 // TESTS
 
 describe(`node agent process (${mountMode})`, () => {
@@ -484,4 +491,83 @@ describe(`node agent process (${mountMode})`, () => {
     expect(await driver.methods(['NodeUnpublishVolume', 'NodeUnstageVolume', 'ControllerUnpublishVolume'])).toEqual(['NodeUnpublishVolume', 'NodeUnstageVolume', 'ControllerUnpublishVolume']);
     await waitFor('no mount is left below the root dir', async () => (await mountsBelow(dirs.rootDir)).length === 0);
   });
+  it.each([
+    { name: 'missing', breakPv: (file: string) => rm(file) },
+    { name: 'invalid', breakPv: (file: string) => writeFile(file, '{"apiVersion": "v1", "kind": "PersistentVolume", not json') },
+  ])(
+    'kill -9 and restart with the PV file $name: the local volume stays mounted (uncertain, with the reason) and is confirmed once the file is valid again (kubernetes#120150)',
+    async ({ breakPv }) => {
+      // Arrange: pod `db` mounts claim `data` bound to the local PV `pv-local` (a bind mount of a host dir).
+      const dirs = await testDirs();
+      const hostDir = join(dirs.base, 'local-data');
+      await mkdir(hostDir, { recursive: true });
+      await writeFile(join(hostDir, 'marker'), 'written before the restart');
+      const uid = 'local-0000-uid';
+      const pv = JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'PersistentVolume',
+        metadata: { name: 'pv-local' },
+        spec: { accessModes: ['ReadWriteOnce'], capacity: { storage: '1Gi' }, claimRef: { namespace: 'default', name: 'data', uid: 'claim-local-uid' }, local: { path: hostDir } },
+      });
+      const pvc = JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: 'data', namespace: 'default', uid: 'claim-local-uid' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, volumeName: 'pv-local' },
+        status: { phase: 'Bound', capacity: { storage: '1Gi' } },
+      });
+      const first = await startAgent(dirs);
+      await writeManifest(dirs, 'pv.json', pv);
+      await writeManifest(dirs, 'pvc.json', pvc);
+      await writeManifest(dirs, 'db.json', podManifest('db', uid, { data: { persistentVolumeClaim: { claimName: 'data' } } }));
+      await first.waitForSnapshot('the local volume is mounted', (s) => allMounted(s, uid, ['data']));
+      const mountDir = volumeDir(dirs, uid, 'kubernetes.io~local-volume', 'pv-local');
+      const mountPoints = async (): Promise<string[]> => (await mountsBelow(dirs.rootDir)).map((m) => m.mountPoint);
+      expect(await mountPoints()).toEqual([mountDir]);
+
+      // Act: kill -9; the PV file is broken while the agent is down; the agent restarts.
+      expect(await first.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+      await breakPv(join(dirs.manifestDir, 'pv.json'));
+      const second = await startAgent(dirs);
+
+      // Assert: kept, uncertain, with the reason; still the same bind mount.
+      const kept = await second.waitForSnapshot(
+        'the reconstructed volume is kept with the reason',
+        (s) => s.statesSynced && (s.reconstruction.volumes.find((v) => v.podUid === uid)?.keptBecause?.includes('pv-local') ?? false) && s,
+      );
+      expect(kept.reconstruction.volumes.find((v) => v.podUid === uid)).toMatchObject({ outcome: 'reconstructed', volumeName: 'pv-local' });
+      expect(kept.reconstruction.volumes.find((v) => v.podUid === uid)?.keptBecause).toBe(
+        'data: error processing PVC default/data: failed to fetch PV pv-local from API server: persistentvolumes "pv-local" not found',
+      );
+      expect(kept.podErrors[uid]).toEqual(['error processing PVC default/data: failed to fetch PV pv-local from API server: persistentvolumes "pv-local" not found']);
+      expect([...podMounts(kept, uid).values()]).toEqual(['uncertain']);
+      // Unmounts are allowed from the populator's first full loop on; two loops after it (each
+      // retries the pod and logs its error; ten reconciler passes run per loop), it is still kept.
+      await waitFor('the populator finished its initial loop', () => second.logs.some((l) => l.msg === 'Finished populating initial desired state of world'));
+      await moreLogLines(second, /^Error processing volume: /, 2);
+      const later = await second.snapshot();
+      expect(later.reconstruction.volumes.find((v) => v.podUid === uid)?.outcome).toBe('reconstructed');
+      expect([...podMounts(later, uid).values()]).toEqual(['uncertain']);
+      expect(await mountPoints()).toEqual([mountDir]);
+      expect(await readFile(join(mountDir, 'marker'), 'utf8')).toBe('written before the restart');
+      expect(second.logs.some((l) => /UnmountVolume|TearDown/.test(l.msg))).toBe(false);
+
+      // Act: the PV file is valid again.
+      await writeManifest(dirs, 'pv.json', pv);
+
+      // Assert: confirmed mounted in place.
+      const confirmed = await second.waitForSnapshot('the volume is confirmed mounted', (s) => s.reconstruction.volumes.find((v) => v.podUid === uid)?.outcome === 'confirmed-mounted' && s);
+      expect(allMounted(confirmed, uid, ['data'])).toBe(true);
+      expect(confirmed.reconstruction.volumes.find((v) => v.podUid === uid)?.keptBecause).toBeUndefined();
+      expect(confirmed.podErrors[uid]).toBeUndefined();
+      expect(await mountPoints()).toEqual([mountDir]);
+      expect(await readFile(join(mountDir, 'marker'), 'utf8')).toBe('written before the restart');
+
+      // Act: the pod goes; its volume is released.
+      await rm(join(dirs.manifestDir, 'db.json'));
+      await second.waitForSnapshot('the volume is unmounted', (s) => podMounts(s, uid).size === 0);
+      await waitFor('no mount is left below the root dir', async () => (await mountsBelow(dirs.rootDir)).length === 0);
+      expect(await readFile(join(hostDir, 'marker'), 'utf8')).toBe('written before the restart');
+    },
+  );
 });

@@ -225,6 +225,83 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
     expect(await driverCalls(env, 'vol-1')).toEqual(['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume']);
   });
 
+  it.each([
+    {
+      name: '500',
+      message: 'etcdserver: request timed out',
+      fault: (api: FakeApiServer) => api.failRequests({ resource: 'persistentvolumeclaims', verb: 'get', status: 500, message: 'etcdserver: request timed out' }),
+    },
+    {
+      name: '403',
+      message: 'persistentvolumeclaims "claim-vol-1" is forbidden',
+      fault: (api: FakeApiServer) =>
+        api.failRequests({ resource: 'persistentvolumeclaims', verb: 'get', status: 403, message: 'persistentvolumeclaims "claim-vol-1" is forbidden: User "system:node:node-a" cannot get resource "persistentvolumeclaims"' }),
+    },
+    {
+      name: 'a timeout (no answer within --kube-request-timeout)',
+      message: 'timed out after 1000 ms',
+      fault: (api: FakeApiServer) => api.holdRequests({ resource: 'persistentvolumeclaims', verb: 'get' }).release,
+    },
+  ])(
+    'kill -9 and restart while claim GETs fail with $name: the volume stays mounted (uncertain, with the reason) and is confirmed once the GET succeeds (kubernetes#120150)',
+    async ({ message, fault }) => {
+      // Arrange: web's CSI volume is staged and published.
+      const env = await startEnv(['--kube-request-timeout', '1s']);
+      addStorage(env, 'vol-1');
+      const web = addPod(env, 'web', ['vol-1']);
+      const name = csiUniqueVolumeName('vol-1');
+      await waitFor('vol-1 reported in use', () => env.adc.volumesInUse().includes(name), { deadlineMs: MOUNT_DEADLINE_MS });
+      await env.adc.attach('vol-1');
+      await waitMounted(env, 'vol-1', web);
+      const publishDir = join(env.rootDir, 'pods', web, 'volumes', 'kubernetes.io~csi', 'pv-vol-1', 'mount');
+      const mountPoints = async (): Promise<string[]> => (await mountsBelow(env.rootDir)).map((m) => m.mountPoint);
+      expect(await mountPoints()).toContain(publishDir);
+
+      // Act: kill -9; every claim GET fails from now on; the agent restarts.
+      expect(await env.agent.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+      const restore = fault(env.api);
+      const callsBefore = (await driverCalls(env, 'vol-1')).length;
+      const restarted = await AgentProcess.start(env.agent.args);
+      cleanups.push(async () => {
+        await restarted.stop('SIGKILL');
+      });
+
+      // Assert: the reconstructed mount is kept, uncertain, and every view says why.
+      const kept = await restarted.waitForSnapshot(
+        'the reconstructed volume is kept with the reason',
+        (s) => (s.reconstruction.volumes.find((v) => v.podUid === web)?.keptBecause?.includes(message) ?? false) && s.statesSynced && s,
+        MOUNT_DEADLINE_MS,
+      );
+      expect(kept.reconstruction.volumes.find((v) => v.podUid === web)).toMatchObject({ outcome: 'reconstructed', volumeName: 'pv-vol-1' });
+      expect(kept.reconstruction.volumes.find((v) => v.podUid === web)?.keptBecause).toMatch(/^data-0: error processing PVC default\/claim-vol-1: failed to fetch PVC from API server: /);
+      expect((kept.podErrors[web] ?? []).join('\n')).toContain(message);
+      expect(podMount(kept, name, web)).toBe('uncertain');
+      // Seconds of reconciler passes after the populator's first full loop (which allows unmounts):
+      // three node status reports later, nothing was unpublished.
+      await waitFor('the populator finished its initial loop', () => restarted.logs.some((l) => l.msg === 'Finished populating initial desired state of world'), { deadlineMs: MOUNT_DEADLINE_MS });
+      await waitForStatusReports(env, 3);
+      expect(podMount(await restarted.snapshot(), name, web)).toBe('uncertain');
+      expect((await driverCalls(env, 'vol-1')).slice(callsBefore)).not.toContain('NodeUnpublishVolume');
+      expect(await mountPoints()).toContain(publishDir);
+      expect(restarted.logs.some((l) => /UnmountVolume|TearDown/.test(l.msg))).toBe(false);
+
+      // Act: the API answers again.
+      restore();
+
+      // Assert: confirmed mounted by a normal mount, the same mount point, never unpublished.
+      const confirmed = await restarted.waitForSnapshot(
+        'the reconstructed volume is confirmed mounted',
+        (s) => s.reconstruction.volumes.find((v) => v.podUid === web)?.outcome === 'confirmed-mounted' && s,
+        MOUNT_DEADLINE_MS,
+      );
+      expect(podMount(confirmed, name, web)).toBe('mounted');
+      expect(confirmed.reconstruction.volumes.find((v) => v.podUid === web)?.keptBecause).toBeUndefined();
+      expect(confirmed.podErrors[web]).toBeUndefined();
+      expect((await driverCalls(env, 'vol-1')).slice(callsBefore)).not.toContain('NodeUnpublishVolume');
+      expect(await mountPoints()).toContain(publishDir);
+    },
+  );
+
   it('with --authentication-token-webhook and --authorization-mode=Webhook: 401 for a token the TokenReview rejects, 403 for an action SAR denies, 200 for allowed reads; the static token still works', async () => {
     const env = await startEnv(['--authentication-token-webhook', '--authorization-mode=Webhook']);
     env.api.setTokenUser('alice-token', { username: 'alice', groups: ['system:authenticated'] });

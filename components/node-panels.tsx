@@ -8,6 +8,7 @@ import { operationKey } from '../lib/api/index.ts';
 import { describeRetry, retryAvailability, retryRequestFor } from '../lib/dashboard/action-guards.ts';
 import type { NodeSummary } from '../lib/dashboard/node-summary.ts';
 import type { ConnectionPhase } from '../lib/dashboard/queries.ts';
+import { reconstructionNote } from '../lib/dashboard/reconstruction-view.ts';
 import { podHref, volumeHref } from '../lib/dashboard/routes.ts';
 import { ActionButton, type PendingAction } from './action-dialog.tsx';
 import { HealthBadge } from './status-badges.tsx';
@@ -330,6 +331,17 @@ export function OperationsGrid({ node, operations, podNames, phase, onAction, li
 // The tables below are memoized: their inputs keep their identity across deltas that do not
 // touch them, so a stream flush re-renders only the tables whose data changed.
 
+/** Why a reconstructed volume is kept mounted although no desired pod names it (kubernetes#120150). */
+function KeptNote({ volume }: { volume: Reconstruction['volumes'][number] }) {
+  const note = reconstructionNote(volume);
+  if (note === null) return null;
+  return (
+    <div className={`badge badge--${note.tone}`} title={note.detail}>
+      {note.label}: <span className="cell-error">{volume.keptBecause}</span>
+    </div>
+  );
+}
+
 /** Each volume directory reconstruction scanned, and its outcome. */
 export const ReconstructionTable = memo(function ReconstructionTable({ node, reconstruction, podNames }: { node: string; reconstruction: Reconstruction; podNames: ReadonlyMap<string, string> }) {
   if (reconstruction.volumes.length === 0) {
@@ -364,6 +376,7 @@ export const ReconstructionTable = memo(function ReconstructionTable({ node, rec
                   <span aria-hidden="true">{icon[v.outcome]} </span>
                   {v.outcome}
                 </span>
+                <KeptNote volume={v} />
               </td>
               <td className="cell-error">{v.error ?? '—'}</td>
               <td>

@@ -126,6 +126,11 @@ describe('parseAgentFlags', () => {
     expect(config(['--controller-attach-detach=true', '--controller-attach-detach=false']).controllerAttachDetach).toBe(false);
   });
 
+  it('reads --kube-request-timeout as a duration, absent by default (the source then uses its own)', () => {
+    expect(config(['--kubeconfig', 'k', '--kube-request-timeout', '1s']).kubeRequestTimeoutMs).toBe(1_000);
+    expect(config(['--kubeconfig', 'k']).kubeRequestTimeoutMs).toBeUndefined();
+  });
+
   it('answers --help without reading other flags', () => {
     expect(parseAgentFlags(['--listen', 'nonsense', '--help'], defaults)).toEqual({ help: true });
   });
@@ -154,6 +159,8 @@ describe('parseAgentFlags', () => {
     [['--kubeconfig', 'k', '--authorization-mode=RBAC'], '--authorization-mode'],
     [['--kubeconfig', 'k', '--authorization-mode=Webhook'], '--authorization-mode'],
     [['--node-status-update-frequency=0'], '--node-status-update-frequency'],
+    [['--kube-request-timeout=0s'], '--kube-request-timeout'],
+    [['--kube-request-timeout=soon'], '--kube-request-timeout'],
     [['--listen'], '--listen'],
     [['stray'], 'stray'],
   ])('refuses %j with a FlagError for %s', (args, flag) => {

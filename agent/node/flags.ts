@@ -64,6 +64,12 @@ export interface AgentConfig {
    * kubelet's csiTimeout). Optional so configs built without the flag keep their shape.
    */
   csiTimeoutMs?: number;
+  /**
+   * Deadline of every request to the API server (`--kube-request-timeout`): informer lists and
+   * the GETs of claims and other referenced objects; an expired GET fails like any API error.
+   * Absent = the source's default (1 min).
+   */
+  kubeRequestTimeoutMs?: number;
   allowMount: boolean;
   shutdownGracePeriodMs: number;
   logLevel: LogLevel;
@@ -141,6 +147,7 @@ export const flagSpecs: readonly FlagSpec[] = [
   { name: 'csi-driver', type: 'string', multiple: true, value: 'name=socket', default: 'none', help: 'a CSI driver at a unix socket path (repeatable); drivers may also register through <root-dir>/plugins_registry' },
   { name: 'attach-verify-period', type: 'string', value: 'duration', default: formatDuration(defaultAttachVerifyPeriodMs), help: 'period of the batched check that attached volumes are still attached; 0 disables it' },
   { name: 'csi-timeout', type: 'string', value: 'duration', default: '2m', help: 'deadline of every CSI call; an expired call leaves the volume uncertain' },
+  { name: 'kube-request-timeout', type: 'string', value: 'duration', default: '1m', help: 'kubernetes source: deadline of every list and GET sent to the API server; an expired GET fails like an API error (a pod whose claim cannot be read keeps its mounts)' },
   { name: 'allow-mount', type: 'boolean', default: 'true', help: 'probe for real mounts; false always uses the unprivileged mounter (=true|false)' },
   { name: 'mountinfo', type: 'string', value: 'path', default: defaultMountinfoPath, help: "observe mode: the host's mountinfo (e.g. /proc/1/mountinfo with hostPID)" },
   { name: 'observe-refresh-period', type: 'string', value: 'duration', default: formatDuration(defaultObserveRefreshPeriodMs), help: 'observe mode: how often the actual state is rebuilt from the kubelet root dir and mountinfo' },
@@ -232,6 +239,11 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
   const csiTimeoutFlag = str('csi-timeout');
   const csiTimeoutMs = csiTimeoutFlag === undefined ? undefined : duration('--csi-timeout', csiTimeoutFlag, 0);
   if (csiTimeoutMs !== undefined && csiTimeoutMs <= 0) throw new FlagError('--csi-timeout', `--csi-timeout: must be greater than 0, got ${JSON.stringify(csiTimeoutFlag)}`);
+  const kubeTimeoutFlag = str('kube-request-timeout');
+  const kubeRequestTimeoutMs = kubeTimeoutFlag === undefined ? undefined : duration('--kube-request-timeout', kubeTimeoutFlag, 0);
+  if (kubeRequestTimeoutMs !== undefined && kubeRequestTimeoutMs <= 0) {
+    throw new FlagError('--kube-request-timeout', `--kube-request-timeout: must be greater than 0, got ${JSON.stringify(kubeTimeoutFlag)}`);
+  }
 
   const mode = oneOf('--mode', modeFlag ?? 'managed', ['managed', 'observe'] as const);
   const kubeconfigFlag = nonEmpty('--kubeconfig', str('kubeconfig'));
@@ -301,6 +313,7 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       csiDrivers: uniqueCsiDrivers(list('csi-driver').map(csiDriver)),
       attachVerifyPeriodMs: duration('--attach-verify-period', str('attach-verify-period'), defaultAttachVerifyPeriodMs),
       ...(csiTimeoutMs === undefined ? {} : { csiTimeoutMs }),
+      ...(kubeRequestTimeoutMs === undefined ? {} : { kubeRequestTimeoutMs }),
       allowMount,
       shutdownGracePeriodMs: duration('--shutdown-grace-period', str('shutdown-grace-period'), defaultShutdownGracePeriodMs),
       logLevel: logLevel(str('log-level') ?? 'info'),

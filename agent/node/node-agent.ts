@@ -551,6 +551,7 @@ async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSo
     logger: log.child({ component: 'kube-source' }),
     // Observe mode: the kubelet sets up configMap/secret volumes; the agent needs only their names.
     claimsOnly: config.mode === 'observe',
+    ...(config.kubeRequestTimeoutMs === undefined ? {} : { requestTimeoutMs: config.kubeRequestTimeoutMs }),
   });
   await source.start();
   // Events go to the API server only in managed mode: in observe mode the kubelet reports its own.

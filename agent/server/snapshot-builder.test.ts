@@ -350,6 +350,7 @@ describe('SnapshotBuilder', () => {
           volumeSpecName: 'data',
           pluginName: pluginName('kubernetes.io/csi'),
           volumeMode: 'Filesystem',
+          keptBecause: null,
           volumePath: '/var/lib/kubelet/pods/pod1uid/volumes/kubernetes.io~csi/data/mount',
           volumeName: null,
           outcome,

@@ -166,6 +166,7 @@ const reconBase: ReconstructionEntry = {
   volumeSpecName: 'data',
   pluginName: 'kubernetes.io/csi' as PluginName,
   volumeMode: 'Filesystem',
+  keptBecause: null,
   volumePath: '/p',
   volumeName: null,
   outcome: 'reconstructed',
@@ -183,6 +184,7 @@ describe('reconstructedVolumeMatchesEntry', () => {
     { name: 'skipped (shown as confirmed)', entry: { ...reconBase, outcome: 'skipped', resolvedAt: 100 }, same: false },
     { name: 'failed', entry: { ...reconBase, outcome: 'failed', error: 'x' }, same: false },
     { name: 'another plugin', entry: { ...reconBase, pluginName: 'p' as PluginName }, same: false },
+    { name: 'kept because its pod has unresolved volumes', entry: { ...reconBase, keptBecause: 'data: error processing PVC ns/c: failed to fetch PVC from API server: boom' }, same: false },
   ])('$name: matches = $same', ({ entry, same }) => {
     const item = reconstructedVolumeFromEntry(reconBase);
 

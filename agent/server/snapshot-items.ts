@@ -220,6 +220,7 @@ export function reconstructedVolumeFromEntry(entry: ReconstructionEntry): Recons
     pluginName: entry.pluginName,
     outcome: reconstructionOutcome(entry.outcome),
     error: entry.error,
+    ...(entry.keptBecause === null ? {} : { keptBecause: entry.keptBecause }),
     at: entry.resolvedAt ?? entry.scannedAt,
   };
 }
@@ -231,6 +232,7 @@ export function reconstructedVolumeMatchesEntry(volume: ReconstructedVolume, ent
     volume.pluginName === entry.pluginName &&
     volume.outcome === reconstructionOutcome(entry.outcome) &&
     volume.error === entry.error &&
+    (volume.keptBecause ?? null) === entry.keptBecause &&
     volume.at === (entry.resolvedAt ?? entry.scannedAt)
   );
 }

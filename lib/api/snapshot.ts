@@ -243,6 +243,14 @@ export const ReconstructedVolumeSchema = z.object({
   outcome: z.enum(['reconstructed', 'failed', 'confirmed-mounted', 'cleaned-up']),
   /** Why reconstruction or cleanup failed; `null` unless `outcome` is `failed`. */
   error: z.string().nullable(),
+  /**
+   * Why the volume is kept mounted (uncertain) although no desired pod names it: its pod is still
+   * listed by its source but some of its volumes could not be resolved (a claim GET failed, a PV
+   * file is missing…), as `<pod volume>: <error>` joined by `"; "`. Nothing of that pod is
+   * unmounted until its volumes resolve (then the mount is confirmed) or it is gone or terminated.
+   * Absent otherwise (and from agents that predate the field).
+   */
+  keptBecause: z.string().optional(),
   /** When the outcome was reached. */
   at: EpochMsSchema,
 });

@@ -77,21 +77,26 @@ describe('ExponentialBackoff', () => {
     },
   );
 
-  it('formats the no-retries-permitted log line like Go', () => {
+  it('GenerateNoRetriesPermittedMsg prints the error unquoted (%v), as a v1.34 kubelet logs it', () => {
     const backoff = failedTimes(1);
-    backoff.lastError = new Error('mount failed: "x"');
+    backoff.lastError = new Error('MountVolume.SetUp failed for volume "data" : mount failed: "x"');
     expect(backoff.generateNoRetriesPermittedMsg('{volumeName:kubernetes.io/csi/d^h podName: nodeName:}')).toBe(
       'Operation for "{volumeName:kubernetes.io/csi/d^h podName: nodeName:}" failed. ' +
         'No retries permitted until 2024-01-01 12:00:00.5 +0000 UTC (durationBeforeRetry 500ms). ' +
-        'Error: "mount failed: \\"x\\""',
+        'Error: MountVolume.SetUp failed for volume "data" : mount failed: "x"',
     );
+  });
+
+  it('GenerateNoRetriesPermittedMsg prints a nil error as Go %v does', () => {
+    const backoff = new ExponentialBackoff();
+    expect(backoff.generateNoRetriesPermittedMsg('op')).toMatch(/\. Error: <nil>$/);
   });
 
   it('formats the 2m2s cap in the log line', () => {
     const backoff = failedTimes(12);
     expect(backoff.generateNoRetriesPermittedMsg('op')).toBe(
       'Operation for "op" failed. No retries permitted until 2024-01-01 12:02:02 +0000 UTC ' +
-        '(durationBeforeRetry 2m2s). Error: "failure 12"',
+        '(durationBeforeRetry 2m2s). Error: failure 12',
     );
   });
 });

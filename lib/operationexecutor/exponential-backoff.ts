@@ -1,6 +1,6 @@
 /**
  * Exponential backoff for failed volume operations (kubelet
- * `pkg/util/goroutinemap/exponentialbackoff`, v1.30 behaviour). One {@link ExponentialBackoff}
+ * `pkg/util/goroutinemap/exponentialbackoff`, v1.34 behaviour). One {@link ExponentialBackoff}
  * belongs to one entry of the nested pending operations table; it remembers the last failure and
  * how long a new attempt with the same operation name is refused.
  *
@@ -23,7 +23,8 @@ export const initialDurationBeforeRetryMs = 500;
 export const maxDurationBeforeRetryMs = 122_000;
 
 /**
- * Go's `%q` of an error value: the quoted `Error()` text, or `%!q(<nil>)` for a nil error.
+ * Go's `%q` of an error value: the quoted `Error()` text, or `%!q(<nil>)` for a nil error (the
+ * refusal message quotes its last error; the failure log line does not).
  */
 function quoteError(err: Error | null): string {
   return err === null ? '%!q(<nil>)' : goQuote(err.message);
@@ -85,14 +86,17 @@ export class ExponentialBackoff {
 
   /**
    * The log line written when an operation fails:
-   * `Operation for %q failed. No retries permitted until <time> (durationBeforeRetry <duration>). Error: %q`.
+   * `Operation for %q failed. No retries permitted until <time> (durationBeforeRetry <duration>). Error: %v`.
+   * The error is printed as is (`%v`), not quoted: a v1.34 kubelet logs
+   * `… (durationBeforeRetry 2m2s). Error: MountVolume.SetUp failed for volume "data" (UniqueName: …) …`,
+   * so searches and parsers written against kubelet logs match this line too.
    */
   generateNoRetriesPermittedMsg(operationName: string): string {
     return (
       `Operation for ${goQuote(operationName)} failed. ` +
       `No retries permitted until ${formatGoTime(this.lastErrorTime + this.durationBeforeRetry)} ` +
       `(durationBeforeRetry ${formatGoDuration(this.durationBeforeRetry)}). ` +
-      `Error: ${quoteError(this.lastError)}`
+      `Error: ${this.lastError === null ? '<nil>' : this.lastError.message}`
     );
   }
 }

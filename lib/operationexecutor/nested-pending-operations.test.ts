@@ -376,7 +376,7 @@ describe('NestedPendingOperations messages', () => {
     expect(logged).toEqual([
       'Operation for "{volumeName:kubernetes.io/csi/d^h podName: nodeName:}" failed. ' +
         'No retries permitted until 2024-01-01 12:00:00.5 +0000 UTC (durationBeforeRetry 500ms). ' +
-        'Error: "mount failed: \\"boom\\""',
+        'Error: mount failed: "boom"',
     ]);
     expect(isExponentialBackoff(err)).toBe(true);
     expect((err as Error).message).toBe(

@@ -613,3 +613,22 @@ describe('plan-only mode: the executor that runs operations', () => {
     expectNothingRan(h);
   });
 });
+
+describe('plan-only mode: a listed pod whose claim cannot be read (kubernetes#120150)', () => {
+  it('plans the volume_unmount the kubelet beside it would run, since the kubelet keeps no mount of such a pod', async () => {
+    // Arrange: the kubelet has pvname mounted for pod1; the claim GET fails.
+    const h = planHarness(['pod1uid/volumes/fake-plugin/pvname']);
+    h.kube.setVolumesAttached([{ name: 'fake-plugin/pvname', devicePath: '/dev/sdb' }]);
+    h.kube.claimGetError = new Error('etcdserver: request timed out');
+    h.pods.add(makePod([{ name: 'data', persistentVolumeClaim: { claimName: 'pvc' } }]));
+
+    // Act
+    h.start();
+    await h.until(() => h.vm.getPlannedOperations().some((p) => p.operationName === 'volume_unmount'));
+
+    // Assert
+    expect(plan(h)[0]).toEqual(op('volume_unmount', uniqueVolumeName('fake-plugin/pvname'), 1, 'pod-not-desired', 'VolumeMountUncertain', { podName: pod1, outer: 'pvname' }, true));
+    expect(h.vm.getPodsWithUnresolvedVolumes().get(pod1)).toContain('etcdserver: request timed out');
+    expectNothingRan(h);
+  });
+});

@@ -231,6 +231,9 @@ export class VolumeManager {
       logger: this.log,
     });
     this.reconciler = new Reconciler({
+      // One record of the pods whose volumes could not be resolved: the populator writes it, the
+      // reconciler keeps those pods' mounts (kubernetes#120150).
+      unresolvedPodVolumes: this.populator.getUnresolvedPodVolumes(),
       nodeName: opts.nodeName,
       dsw: this.dsw,
       asw: this.asw,
@@ -443,6 +446,20 @@ export class VolumeManager {
   }
 
   /** Current pod errors (not cleared). */
+  /**
+   * Listed pods whose volumes could not be resolved, with `<volume>: <error>` per volume: their
+   * mounts are kept (see lib/volumemanager/cache/unresolved-pod-volumes.ts).
+   */
+  getPodsWithUnresolvedVolumes(): Map<UniquePodName, string> {
+    const unresolved = this.populator.getUnresolvedPodVolumes();
+    const out = new Map<UniquePodName, string>();
+    for (const podName of unresolved.pods()) {
+      const why = unresolved.describe(podName);
+      if (why !== null) out.set(podName, why);
+    }
+    return out;
+  }
+
   getPodErrors(): Map<UniquePodName, string[]> {
     return new Map(this.dsw.getPodsWithErrors().map((p) => [p, this.dsw.getPodErrors(p)]));
   }

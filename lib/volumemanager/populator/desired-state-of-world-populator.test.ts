@@ -478,6 +478,60 @@ describe('processPodVolumes', () => {
   });
 });
 
+describe('unresolved pod volumes (kubernetes#120150)', () => {
+  it('processPodVolumes records each volume it cannot resolve, by pod volume name, and forgets it once added', async () => {
+    // Arrange: the claim volume fails, the inline one resolves.
+    const rig = prepareDswpWithVolume();
+    rig.kube.failClaims = true;
+    const pod = dswpPod({
+      volumes: [{ name: dswpVolumeName, persistentVolumeClaim: { claimName: dswpClaimName } }, { name: 'scratch', emptyDir: {} }],
+      containers: [dswpContainer([dswpVolumeName, 'scratch'])],
+    });
+    rig.podManager.add(pod);
+    const unresolved = rig.populator.getUnresolvedPodVolumes();
+
+    // Act
+    await rig.populator.findAndAddNewPods();
+
+    // Assert
+    const error = 'error processing PVC ns/file-bound: failed to fetch PVC from API server: persistentvolumeclaims "file-bound" not found';
+    expect(unresolved.get(podName)).toEqual([{ outerVolumeSpecName: dswpVolumeName, reason: error }]);
+    expect(unresolved.describe(podName)).toBe(`${dswpVolumeName}: ${error}`);
+
+    // Act: the claim resolves on the next loop.
+    rig.kube.failClaims = false;
+    await rig.populator.findAndAddNewPods();
+
+    // Assert
+    expect(unresolved.hasUnresolved(podName)).toBe(false);
+    expect(unresolved.pods()).toEqual([]);
+  });
+
+  it('findAndRemoveDeletedPods forgets the unresolved volumes of a pod only once its runtime may be removed', async () => {
+    // Arrange
+    const rig = prepareDswpWithVolume();
+    rig.kube.failClaims = true;
+    rig.podManager.add(dswpPod());
+    await rig.populator.findAndAddNewPods();
+    const unresolved = rig.populator.getUnresolvedPodVolumes();
+    expect(unresolved.hasUnresolved(podName)).toBe(true);
+
+    // Act: listed and running; then deleted from the source while its containers may still run.
+    rig.populator.findAndRemoveDeletedPods();
+    const whileListed = unresolved.hasUnresolved(podName);
+    rig.podManager.delete(dswpPodUID);
+    rig.populator.findAndRemoveDeletedPods();
+    const whileContainersMayRun = unresolved.hasUnresolved(podName);
+    rig.podState.removed.add(dswpPodUID);
+    rig.populator.findAndRemoveDeletedPods();
+
+    // Assert
+    expect(whileListed).toBe(true);
+    expect(whileContainersMayRun).toBe(true);
+    expect(unresolved.hasUnresolved(podName)).toBe(false);
+  });
+});
+
 describe('createVolumeSpec', () => {
   type ApiChange = (rig: PopulatorRig) => void;
   const mutatePvc = (f: (pvc: ReturnType<typeof dswpClaim>) => void): ApiChange => (rig) => {

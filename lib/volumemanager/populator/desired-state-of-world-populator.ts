@@ -15,6 +15,7 @@ import { errorMessage } from '../../volume/errors.ts';
 import { podUID, uniquePodName, type UniquePodName, type UniqueVolumeName } from '../../volume/types.ts';
 import type { ActualStateOfWorld, MountedVolumeView } from './asw-view.ts';
 import type { DesiredStateOfWorld } from '../cache/desired-state-of-world.ts';
+import { UnresolvedPodVolumes } from '../cache/unresolved-pod-volumes.ts';
 import type { PodManager, PodStateProvider, SourcesReady } from './pod-source.ts';
 
 /** The volume names a pod's containers use, and each volume's container SELinux options. */
@@ -59,12 +60,18 @@ export interface DesiredStateOfWorldPopulatorOptions {
   pluginMgr: VolumePluginMgr;
   clock: Clock;
   loopSleepDurationMs: number;
+  /**
+   * Where the volumes that `processPodVolumes` could not resolve are recorded (shared with the
+   * reconciler, which unmounts nothing of such a pod); a private one when absent.
+   */
+  unresolved?: UnresolvedPodVolumes;
   logger?: Logger;
 }
 
 export class DesiredStateOfWorldPopulator {
   private readonly o: DesiredStateOfWorldPopulatorOptions;
   private readonly log: Logger;
+  private readonly unresolved: UnresolvedPodVolumes;
   /** true = processed; false = seen once but must be reprocessed; absent = never processed. */
   private readonly processedPods = new Map<UniquePodName, boolean>();
   private hasAddedPodsFlag = false;
@@ -76,6 +83,12 @@ export class DesiredStateOfWorldPopulator {
   constructor(opts: DesiredStateOfWorldPopulatorOptions) {
     this.o = opts;
     this.log = opts.logger ?? discardLogger;
+    this.unresolved = opts.unresolved ?? new UnresolvedPodVolumes();
+  }
+
+  /** The volumes of listed pods that could not be resolved (see {@link UnresolvedPodVolumes}). */
+  getUnresolvedPodVolumes(): UnresolvedPodVolumes {
+    return this.unresolved;
   }
 
   /**
@@ -189,7 +202,11 @@ export class DesiredStateOfWorldPopulator {
     }
   }
 
-  /** `processPodVolumes`: adds every volume a container uses; errors go to the pod's errors. */
+  /**
+   * `processPodVolumes`: adds every volume a container uses; errors go to the pod's errors and,
+   * per volume, to the unresolved pod volumes (which keep the pod's mounts in place until the
+   * volume resolves or the pod releases its volumes).
+   */
   async processPodVolumes(pod: Pod, mountedVolumesForPod: Map<UniquePodName, Map<string, MountedVolumeView>>): Promise<void> {
     const podName = uniquePodName(pod.metadata.uid ?? '');
     if (this.processedPods.get(podName) === true) return;
@@ -206,6 +223,7 @@ export class DesiredStateOfWorldPopulator {
       } catch (err) {
         this.log.error(`Error processing volume: ${errorMessage(err)}`, { pod: pod.metadata.name, volumeName: podVolume.name });
         this.o.dsw.addErrorToPod(podName, errorMessage(err));
+        this.unresolved.markUnresolved(podName, podVolume.name, errorMessage(err));
         allVolumesAdded = false;
         continue;
       }
@@ -222,8 +240,10 @@ export class DesiredStateOfWorldPopulator {
       } catch (err) {
         this.log.error(`Failed to add volume to desiredStateOfWorld: ${errorMessage(err)}`, { pod: pod.metadata.name, volumeName: podVolume.name });
         this.o.dsw.addErrorToPod(podName, errorMessage(err));
+        this.unresolved.markUnresolved(podName, podVolume.name, errorMessage(err));
         allVolumesAdded = false;
       }
+      if (volumeName !== null) this.unresolved.markResolved(podName, podVolume.name);
       if (volumeName !== null) this.checkVolumeFSResize(podName, podVolume, created.pvc, created.spec, volumeName, mountedVolumesForPod);
     }
     if (allVolumesAdded) {
@@ -231,6 +251,7 @@ export class DesiredStateOfWorldPopulator {
       // A newly synced pod: remount every volume that needs it (downward API, configMap…).
       this.o.asw.markRemountRequired(podName);
       this.o.dsw.popPodErrors(podName);
+      this.unresolved.forgetPod(podName);
     } else if (this.processedPods.has(podName)) {
       // Seen before: do not retry every 100 ms; ReprocessPod (each pod sync) retries it.
       this.processedPods.set(podName, true);
@@ -385,6 +406,15 @@ export class DesiredStateOfWorldPopulator {
     }
     for (const podName of this.o.dsw.getPodsWithErrors()) {
       if (this.o.podManager.getPodByUID(podUID(podName)) === undefined) this.o.dsw.popPodErrors(podName);
+    }
+    // A pod releases its unresolved volumes (and so its mounts) under the same rule as its desired
+    // ones: once its runtime may be removed, i.e. it is gone from its source or terminated and no
+    // container of it can still run. Until then its mounts stay, whatever the API answers.
+    for (const podName of this.unresolved.pods()) {
+      if (this.o.podStateProvider.shouldPodRuntimeBeRemoved(podUID(podName))) {
+        this.log.info('Pod released its unresolved volumes', { podName });
+        this.unresolved.forgetPod(podName);
+      }
     }
   }
 }

@@ -36,6 +36,7 @@ import {
   isVolumeNotAttachedError,
 } from '../cache/actual-state-of-world.ts';
 import type { DesiredStateOfWorld } from '../cache/desired-state-of-world.ts';
+import { UnresolvedPodVolumes } from '../cache/unresolved-pod-volumes.ts';
 import {
   getVolumesFromPodDir,
   reconstructVolume,
@@ -122,6 +123,12 @@ export interface ReconstructionEntry {
   outcome: ReconstructionOutcome;
   /** Why reconstruction failed (kept after a later cleanup). */
   error: string | null;
+  /**
+   * Set while the entry is open and its pod is listed with volumes that could not be resolved:
+   * the mount is kept (uncertain) for that reason (see {@link UnresolvedPodVolumes.describe}).
+   * Filled in by {@link Reconciler.getReconstructionReport}.
+   */
+  keptBecause: string | null;
   scannedAt: number;
   /** When the entry reached its final outcome (confirmed mounted or cleaned up). */
   resolvedAt: number | null;
@@ -154,6 +161,12 @@ export interface ReconcilerOptions {
   hostFs: HostFs;
   /** True once the populator has processed every pod of a synced source. */
   populatorHasAddedPods: () => boolean;
+  /**
+   * The populator's record of listed pods whose volumes could not be resolved: none of such a
+   * pod's mounts is unmounted, and none of its volumes that failed reconstruction is cleaned up,
+   * until it resolves or releases them. Empty (upstream behaviour) when absent.
+   */
+  unresolvedPodVolumes?: UnresolvedPodVolumes;
   controllerAttachDetachEnabled: boolean;
   loopSleepDurationMs: number;
   waitForAttachTimeoutMs: number;
@@ -172,6 +185,7 @@ export interface ReconcilerMetrics {
 export class Reconciler {
   private readonly o: ReconcilerOptions;
   private readonly log: Logger;
+  private readonly unresolved: UnresolvedPodVolumes;
   private volumesNeedUpdateFromNodeStatus: UniqueVolumeName[] = [];
   private volumesFailedReconstruction: PodVolume[] = [];
   private timeOfLastSync = 0;
@@ -200,6 +214,7 @@ export class Reconciler {
   constructor(opts: ReconcilerOptions) {
     this.o = opts;
     this.log = opts.logger ?? discardLogger;
+    this.unresolved = opts.unresolvedPodVolumes ?? new UnresolvedPodVolumes();
     this.live = { asw: opts.asw, executor: opts.operationExecutor };
     this.planner = opts.planner ?? null;
   }
@@ -395,6 +410,13 @@ export class Reconciler {
         : [...scope].flatMap((v) => w.asw.collectMountedVolumesOf(v, notDesired));
     for (const mv of candidates) {
       unsettled.add(mv.volumeName);
+      // kubernetes#120150: the pod is still listed but some of its volumes could not be resolved
+      // (a claim GET failed, a PV file is missing…), so "not desired" means "not known", not
+      // "not wanted". Its mounts stay (a reconstructed one stays uncertain) until the volumes
+      // resolve (then the mount is confirmed) or the pod releases them (gone, or terminated).
+      // Unsettled, so every pass looks again. Plan-only mode predicts the kubelet beside it, which
+      // has no such rule: there the unmount is planned, and the plan shows the danger.
+      if (this.planner === null && this.unresolved.hasUnresolved(mv.podName)) continue;
       if (w.executor.isOperationPending(mv.volumeName, mv.podName, EmptyNodeName)) continue;
       this.log.debug(`Starting operationExecutor.UnmountVolume for volume ${mv.volumeName} pod ${mv.podName}`);
       this.tryStart(() => {
@@ -498,9 +520,15 @@ export class Reconciler {
 
   // RECONSTRUCTION
 
-  /** Current reconstruction report (a copy). */
+  /**
+   * Current reconstruction report (a copy), with `keptBecause` of every open entry whose pod has
+   * unresolved volumes.
+   */
   getReconstructionReport(): ReconstructionReport {
-    return { ...this.report, entries: this.report.entries.map((e) => ({ ...e })) };
+    return {
+      ...this.report,
+      entries: this.report.entries.map((e) => ({ ...e, keptBecause: e.resolvedAt === null ? this.unresolved.describe(e.podName) : null })),
+    };
   }
 
   /** Volumes still waiting for node status (reconstruction). */
@@ -685,6 +713,7 @@ export class Reconciler {
         volumeName: null,
         outcome: 'reconstructed',
         error: null,
+        keptBecause: null,
         scannedAt: this.o.clock.now(),
         resolvedAt: null,
       };
@@ -824,14 +853,21 @@ export class Reconciler {
   /**
    * One-shot cleanup of volumes that failed reconstruction and are not desired: TearDown through
    * the executor (so the per-volume lock holds). Desired ones are left to the normal mount.
+   * Unlike the kubelet, volumes of a pod with unresolved volumes are neither cleaned up nor
+   * dropped: whether that pod wants them is unknown, so they wait in the list for a later pass.
    */
   private cleanOrphanVolumes(): void {
     if (this.volumesFailedReconstruction.length === 0) return;
+    const held: PodVolume[] = [];
     for (const volume of this.volumesFailedReconstruction) {
       if (this.o.dsw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) continue;
+      if (this.unresolved.hasUnresolved(volume.podName)) {
+        held.push(volume);
+        continue;
+      }
       this.cleanupMounts(volume);
     }
-    this.volumesFailedReconstruction = [];
+    this.volumesFailedReconstruction = held;
   }
 
   private cleanupMounts(volume: PodVolume): void {

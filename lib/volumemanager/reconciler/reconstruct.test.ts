@@ -515,6 +515,7 @@ describe('reconstruction report', () => {
         volumeName: volumeName === null ? null : uniqueVolumeName(volumeName),
         outcome,
         error,
+        keptBecause: null,
       scannedAt: now,
       resolvedAt: null,
     });
@@ -594,5 +595,140 @@ describe('reconstruction report', () => {
     expect(report).toMatchObject({ state: 'done', entries: [] });
     expect(report.error).toBe(`failed to read pods dir "${podsDir}": ENOENT: no such file or directory, scandir '${podsDir}'`);
     expect(report.finishedAt).not.toBeNull();
+  });
+});
+
+// RESTART DURING API TROUBLE (kubernetes#120150)
+
+describe('restart while a listed pod’s volumes cannot be resolved (kubernetes#120150)', () => {
+  const volume = uniqueVolumeName('fake-plugin/pvname');
+  const claimVolume = { name: 'data', persistentVolumeClaim: { claimName: 'pvc' } };
+
+  /**
+   * After a restart: `pod1uid/volumes/fake-plugin/pvname` on disk (PV `pvname` bound to claim
+   * `default/pvc`), pod1 listed by its source, node status readable (so unmounts are allowed as
+   * soon as the populator's first loop ran).
+   */
+  function restarted(extraDirs: readonly string[] = []): Harness {
+    const root = kubeletDir(['pod1uid/volumes/fake-plugin/pvname', ...extraDirs]);
+    const h = (harness = new Harness({ rootDir: root, controllerAttachDetachEnabled: false }));
+    const { pv, pvc } = pvWithClaim('pvname');
+    h.kube.pvs.set(pv.metadata.name, pv);
+    h.kube.pvcs.set('default/pvc', pvc);
+    h.kube.setVolumesAttached([{ name: volume, devicePath: '/dev/sdb' }]);
+    h.pods.add(makePod([claimVolume]));
+    return h;
+  }
+
+  function entryOf(h: Harness, volumeSpecName = 'pvname'): ReconstructionEntry | undefined {
+    return h.vm.getReconstructionReport().entries.find((e) => e.podName === pod1 && e.volumeSpecName === volumeSpecName);
+  }
+
+  /** Lets the populator's first loop run and the reconciler pass for 3 s of fake time. */
+  async function passesAfterFirstLoop(h: Harness): Promise<void> {
+    await h.until(() => h.vm.populator.hasAddedPods() && h.vm.reconcilerStatesHasBeenSynced());
+    const passes = h.vm.reconciler.passCount();
+    await h.clock.advance(3_000);
+    expect(h.vm.reconciler.passCount()).toBeGreaterThan(passes + 10);
+  }
+
+  it.each([
+    { name: 'a 500 of the claim GET', fail: (h: Harness) => (h.kube.claimGetError = new Error('the server has received too many requests (500): etcdserver: request timed out')), reason: 'failed to fetch PVC from API server: the server has received too many requests (500): etcdserver: request timed out' },
+    { name: 'a claim GET that timed out', fail: (h: Harness) => (h.kube.claimGetError = new Error('context deadline exceeded')), reason: 'failed to fetch PVC from API server: context deadline exceeded' },
+    { name: 'a 403 of the claim GET', fail: (h: Harness) => (h.kube.claimGetError = new Error('persistentvolumeclaims "pvc" is forbidden: User "system:node:mynodename" cannot get resource')), reason: 'failed to fetch PVC from API server: persistentvolumeclaims "pvc" is forbidden' },
+    { name: 'a PV that is missing (a deleted or invalid PV file of the manifest source)', fail: (h: Harness) => h.kube.pvs.delete('pvname'), reason: 'failed to fetch PV pvname from API server: persistentvolumes "pvname" not found' },
+  ])('unmountVolumes keeps the reconstructed mount uncertain with the reason while $name fails, then confirms it mounted', async ({ fail, reason }) => {
+    // Arrange
+    const h = restarted();
+    const { pv } = pvWithClaim('pvname');
+    fail(h);
+
+    // Act
+    h.start();
+    await passesAfterFirstLoop(h);
+
+    // Assert: nothing torn down; the entry stays open and uncertain, and says why.
+    expect(h.plugin.counts).toMatchObject({ tearDown: 0, unmountDevice: 0, detach: 0 });
+    expect(h.vm.asw.getVolumeMountState(volume, pod1)).toBe('VolumeMountUncertain');
+    expect(h.vm.asw.isVolumeReconstructed(volume, pod1)).toBe(true);
+    expect(entryOf(h)).toMatchObject({ outcome: 'reconstructed', resolvedAt: null });
+    expect(entryOf(h)?.keptBecause).toContain(`data: error processing PVC default/pvc: ${reason}`);
+    expect(h.vm.getPodErrors().get(pod1)?.join('\n')).toContain(reason);
+    expect(h.vm.getPodsWithUnresolvedVolumes().get(pod1)).toContain(reason);
+
+    // Act: the claim resolves.
+    h.kube.claimGetError = null;
+    h.kube.pvs.set(pv.metadata.name, pv);
+    await h.until(() => entryOf(h)?.outcome === 'confirmed-mounted');
+
+    // Assert: confirmed by a mount, never unmounted.
+    expect(h.vm.asw.getVolumeMountState(volume, pod1)).toBe('VolumeMounted');
+    expect(entryOf(h)?.keptBecause).toBeNull();
+    expect(h.vm.getPodsWithUnresolvedVolumes().size).toBe(0);
+    expect(h.plugin.counts).toMatchObject({ tearDown: 0, unmountDevice: 0, detach: 0 });
+    expect(h.records.filter((r) => r.operationName === 'volume_unmount')).toEqual([]);
+  });
+
+  it.each([
+    { name: 'gone from its source', release: (h: Harness) => { h.pods.delete('pod1uid'); } },
+    { name: 'terminated (its runtime may be removed) while still listed', release: (h: Harness) => { h.pods.removed.add('pod1uid'); } },
+  ])('findAndRemoveDeletedPods releases the kept mount once the pod is $name', async ({ release }) => {
+    // Arrange
+    const h = restarted();
+    h.kube.claimGetError = new Error('context deadline exceeded');
+    h.start();
+    await passesAfterFirstLoop(h);
+    expect(h.plugin.counts.tearDown).toBe(0);
+
+    // Act
+    release(h);
+    await h.until(() => entryOf(h)?.outcome === 'cleaned-up');
+
+    // Assert
+    expect(h.plugin.counts.tearDown).toBe(1);
+    expect(h.vm.getPodsWithUnresolvedVolumes().size).toBe(0);
+    expect(entryOf(h)?.keptBecause).toBeNull();
+  });
+
+  it('a pod that is only terminating (containers may still run) keeps its mount', async () => {
+    // Arrange
+    const h = restarted();
+    h.kube.claimGetError = new Error('context deadline exceeded');
+    h.start();
+    await passesAfterFirstLoop(h);
+
+    // Act: the pod's containers must stop, but its runtime is not removed yet.
+    h.pods.terminating.add('pod1uid');
+    await h.clock.advance(3_000);
+
+    // Assert
+    expect(h.plugin.counts.tearDown).toBe(0);
+    expect(entryOf(h)?.keptBecause).toContain('context deadline exceeded');
+  });
+
+  it('cleanOrphanVolumes keeps a failed reconstruction of such a pod until the pod is gone, then cleans it up', async () => {
+    // Arrange: a second volume of pod1 that cannot be reconstructed (e.g. unreadable vol_data.json).
+    const h = restarted(['pod1uid/volumes/fake-plugin/broken']);
+    h.plugin.constructVolumeSpecHook = (name) =>
+      name === 'broken' ? Promise.reject(new Error('cannot read vol_data.json of broken')) : Promise.resolve({ spec: specFromVolume({ name, gcePersistentDisk: { pdName: name } }), seLinuxMountContext: '' });
+    h.kube.claimGetError = new Error('the server could not find the requested resource (403)');
+
+    // Act
+    h.start();
+    await passesAfterFirstLoop(h);
+
+    // Assert: neither the reconstructed nor the failed volume is touched; the failed one waits.
+    expect(h.plugin.counts.tearDown).toBe(0);
+    expect(h.vm.reconciler.getVolumesFailedReconstruction().map((v) => v.volumeSpecName)).toEqual(['broken']);
+    expect(entryOf(h, 'broken')).toMatchObject({ outcome: 'failed', error: 'cannot read vol_data.json of broken' });
+    expect(entryOf(h, 'broken')?.keptBecause).toContain('(403)');
+
+    // Act: the pod goes.
+    h.pods.delete('pod1uid');
+    await h.until(() => entryOf(h, 'broken')?.outcome === 'cleaned-up' && entryOf(h)?.outcome === 'cleaned-up');
+
+    // Assert
+    expect(h.plugin.counts.tearDown).toBe(2);
+    expect(h.vm.reconciler.getVolumesFailedReconstruction()).toEqual([]);
   });
 });

@@ -66,6 +66,8 @@ export class FakeKubeClient implements VolumeKubeClient {
   node: Node | null = null;
   failNodeGet = false;
   failClaims = false;
+  /** When set, claim GETs reject with it (an API error: 500, timeout, 403…). */
+  claimGetError: Error | null = null;
   nodeGets = 0;
   /** Whether getNode exists at all (false = standalone, no API server). */
   readonly getNode?: (name: NodeName) => Promise<Node>;
@@ -81,6 +83,7 @@ export class FakeKubeClient implements VolumeKubeClient {
   }
 
   getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim> {
+    if (this.claimGetError !== null) return Promise.reject(this.claimGetError);
     const pvc = this.failClaims ? undefined : this.pvcs.get(`${namespace}/${name}`);
     return pvc === undefined ? Promise.reject(new ObjectNotFoundError('persistentvolumeclaims', name)) : Promise.resolve(structuredClone(pvc));
   }
