@@ -33,6 +33,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeEventSink, KubeSource } from '../../lib/sources/kube/index.ts';
 import type { EventRecorder } from '../../lib/volume/events.ts';
 import { ManifestSource } from '../../lib/sources/manifest/index.ts';
+import { SourcePods } from '../../lib/sources/pod-lifecycle.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
 import { CsiDriverRegistry, CsiPlugin, PluginWatcher, pluginsRegistrationDir } from '../../lib/volume/csi/index.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
@@ -50,7 +51,6 @@ import { engineLogger, type AgentLogger } from './logger.ts';
 import type { AgentSource, AgentSourceChange } from './agent-source.ts';
 import type { KubeObjects } from './kube-objects.ts';
 import { ManifestObjects } from './manifest-objects.ts';
-import { ManifestPods } from './manifest-pods.ts';
 import { NodeStatusUpdater, type VolumesInUseReport } from './node-status-updater.ts';
 import { OrphanedPodDirs } from './orphaned-pod-dirs.ts';
 import { ObserveController } from './observe-controller.ts';
@@ -167,7 +167,7 @@ export class NodeAgent implements AgentRuntime {
     this.kubeConfig = parts.kube?.kubeConfig ?? null;
     const objects = parts.kube?.objects ?? new ManifestObjects(this.source);
     const observing = opts.config.mode === 'observe';
-    const pods = new ManifestPods(this.source);
+    const pods = new SourcePods(this.source);
     this.recorder = new RingEventRecorder(this.clock, engineLogger(opts.log, 'events'));
     const csiLog = engineLogger(opts.log, 'csi');
     // --csi-timeout: one deadline for the handshake calls (registry) and the volume calls (plugin).
