@@ -36,6 +36,7 @@ import type { EventRecorder } from '../../lib/volume/events.ts';
 import { ManifestSource } from '../../lib/sources/manifest/index.ts';
 import { SourcePods } from '../../lib/sources/pod-lifecycle.ts';
 import { OrphanedPodDirs } from '../../lib/kubelet-pods/orphaned-pod-dirs.ts';
+import { runResync } from '../../lib/kubelet-pods/resync.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
 import { CsiDriverRegistry, CsiPlugin, PluginWatcher, pluginsRegistrationDir } from '../../lib/volume/csi/index.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
@@ -56,7 +57,6 @@ import { ManifestObjects } from './manifest-objects.ts';
 import { NodeStatusUpdater, type VolumesInUseReport } from './node-status-updater.ts';
 import { ObserveController } from './observe-controller.ts';
 import { kubePodSourceProbe, manifestPodSourceProbe } from './pod-source-probe.ts';
-import { runResync } from './resync.ts';
 
 /** The API server side of an agent with the kubernetes source. */
 interface KubeParts {
