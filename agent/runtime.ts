@@ -7,22 +7,15 @@
  */
 import type { Observe } from '../lib/api/observe.ts';
 import type { Driver, RecentEvent, SourceError } from '../lib/api/snapshot.ts';
+import type { ResyncFindings } from '../lib/kubelet-pods/resync.ts';
 import type { OrphanCleanupResult } from '../lib/observe/orphan-cleanup.ts';
 import type { Clock } from '../lib/clock/clock.ts';
 import type { Logger } from '../lib/volume/logger.ts';
 import type { NodeName } from '../lib/volume/types.ts';
 import type { PodSourceProbe, VolumeManager } from '../lib/volumemanager/volume-manager.ts';
 
-/** What a resync (rescan of the root dir and mountinfo + batched attach verification) found. */
-export interface ResyncFindings {
-  startedAt: number;
-  finishedAt: number;
-  /** Volume directories found under `<root>/pods` and mount points under the root. */
-  rescanned: { volumes: number; mountPoints: number };
-  attachVerification: { checked: string[]; foundDetached: string[]; errors: string[] };
-  /** Human-readable differences found between disk/mountinfo and the actual state. */
-  changes: string[];
-}
+/** What a resync found (lib/kubelet-pods/resync.ts); the server answers `POST /api/v1/resync` with it. */
+export type { ResyncFindings };
 
 /** The mount-capability probe result shown in the snapshot and the log. */
 export interface MounterInfo {

@@ -5,18 +5,19 @@
  * skips node-status steps as the kubelet does without an API client; file-system resize results
  * are not written back either (manifests are the operator's files, not the agent's).
  */
-import type { ManifestSource } from '../../lib/sources/manifest/index.ts';
+import type { ObjectSource } from '../../lib/sources/source.ts';
 import type { ConfigMap, CSIDriver, PersistentVolume, PersistentVolumeClaim, Pod, Secret } from '../../lib/volume/k8s-types.ts';
 import { ObjectNotFoundError, type VolumeKubeClient } from '../../lib/volume/kube-client.ts';
 import type { VolumeObjectGetter } from '../../lib/volume/object-getter.ts';
 
-export type ObjectSource = Pick<
-  ManifestSource,
+/** The getters of the source the adapter reads (tests can hand in a stand-in). */
+export type ObjectGetters = Pick<
+  ObjectSource,
   'getPersistentVolume' | 'getPersistentVolumeClaim' | 'getConfigMap' | 'getSecret' | 'getCSIDriver' | 'getPodByUID'
 >;
 
 export class ManifestObjects implements VolumeKubeClient, VolumeObjectGetter {
-  constructor(private readonly source: ObjectSource) {}
+  constructor(private readonly source: ObjectGetters) {}
 
   /** Rejects with ObjectNotFoundError (`persistentvolumeclaims "ns/name" not found`) when absent. */
   getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim> {

@@ -13,7 +13,8 @@
  *    start before the volume manager; handshakes retry in the background, and until a driver is
  *    registered its operations fail with the kubelet's transient "not registered" error.
  * 5. The volume manager starts: reconstruction from `<root>/pods`, then the reconciler loop;
- *    then the kubelet's housekeeping of orphaned pod directories (orphaned-pod-dirs.ts).
+ *    then the kubelet's housekeeping of orphaned pod directories
+ *    (lib/kubelet-pods/orphaned-pod-dirs.ts).
  *
  * Pod sync: every manifest change reprocesses the changed pods (all pods when another object
  * changed, so configMap/secret/projected volumes are set up again and claims re-resolved) and
@@ -33,6 +34,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeEventSink, KubeSource } from '../../lib/sources/kube/index.ts';
 import type { EventRecorder } from '../../lib/volume/events.ts';
 import { ManifestSource } from '../../lib/sources/manifest/index.ts';
+import { SourcePods } from '../../lib/sources/pod-lifecycle.ts';
+import { OrphanedPodDirs } from '../../lib/kubelet-pods/orphaned-pod-dirs.ts';
+import { runResync } from '../../lib/kubelet-pods/resync.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
 import { CsiDriverRegistry, CsiPlugin, PluginWatcher, pluginsRegistrationDir } from '../../lib/volume/csi/index.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
@@ -50,12 +54,9 @@ import { engineLogger, type AgentLogger } from './logger.ts';
 import type { AgentSource, AgentSourceChange } from './agent-source.ts';
 import type { KubeObjects } from './kube-objects.ts';
 import { ManifestObjects } from './manifest-objects.ts';
-import { ManifestPods } from './manifest-pods.ts';
 import { NodeStatusUpdater, type VolumesInUseReport } from './node-status-updater.ts';
-import { OrphanedPodDirs } from './orphaned-pod-dirs.ts';
 import { ObserveController } from './observe-controller.ts';
 import { kubePodSourceProbe, manifestPodSourceProbe } from './pod-source-probe.ts';
-import { runResync } from './resync.ts';
 
 /** The API server side of an agent with the kubernetes source. */
 interface KubeParts {
@@ -167,7 +168,7 @@ export class NodeAgent implements AgentRuntime {
     this.kubeConfig = parts.kube?.kubeConfig ?? null;
     const objects = parts.kube?.objects ?? new ManifestObjects(this.source);
     const observing = opts.config.mode === 'observe';
-    const pods = new ManifestPods(this.source);
+    const pods = new SourcePods(this.source);
     this.recorder = new RingEventRecorder(this.clock, engineLogger(opts.log, 'events'));
     const csiLog = engineLogger(opts.log, 'csi');
     // --csi-timeout: one deadline for the handshake calls (registry) and the volume calls (plugin).

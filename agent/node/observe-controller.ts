@@ -29,6 +29,7 @@ import { latestBackoffPerVolume, type VolumeBackoff, type CoreEvent } from '../.
 import { checkMountTableShowsRootDir } from '../../lib/observe/mount-table-check.ts';
 import { cleanupOrphanPodDir, type OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
 import { nodeReadOnlyFs } from '../../lib/observe/pod-dir-walk.ts';
+import { podHasRunningProcesses } from '../../lib/observe/pod-processes.ts';
 import { inspectOrphanedPods, type OrphanInspection } from '../../lib/observe/orphan-inspector.ts';
 import { diffNodeTruth, type AgentVolume, type TruthDiff } from '../../lib/observe/truth-diff.ts';
 import type { VolumeAttachment } from '../../lib/observe/volume-attachment.ts';
@@ -37,7 +38,6 @@ import { errorMessage } from '../../lib/volume/errors.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
 import type { PlannedOperation, VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
 import { OrphanCleanupDisabledError } from '../runtime.ts';
-import { podHasRunningProcesses } from './pod-processes.ts';
 
 /** Pods whose events are listed per refresh (the API cost stays bounded on a node in trouble). */
 export const maxPodsWithEventLookups = 50;

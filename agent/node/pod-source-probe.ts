@@ -11,7 +11,7 @@
  *   is looked up. Every source error may concern the pod: an unreadable or invalid file may be
  *   the one that defines it, and an unreadable directory hides every pod.
  */
-import { isPodTerminated } from '../../lib/sources/manifest/index.ts';
+import { isPodTerminated, isTerminalPodPhase } from '../../lib/sources/pod-lifecycle.ts';
 import type { NodeName, PodUID } from '../../lib/volume/types.ts';
 import type { PodRef, PodSourceLookup, PodSourceProbe } from '../../lib/volumemanager/volume-manager.ts';
 import type { AgentSource } from './agent-source.ts';
@@ -54,7 +54,7 @@ export function kubePodSourceProbe(
       if (pod === undefined) return { presence: 'absent', detail: `the API server has no pod with uid ${podUid} on node ${nodeName} (read just now)`, pod: null };
       const ref = { namespace: pod.namespace, name: pod.name };
       const label = `pod ${pod.namespace}/${pod.name} (uid ${podUid})`;
-      if (pod.phase === 'Succeeded' || pod.phase === 'Failed') return { presence: 'terminated', detail: `${label} is in phase ${pod.phase} in the API server`, pod: ref };
+      if (isTerminalPodPhase(pod.phase)) return { presence: 'terminated', detail: `${label} is in phase ${pod.phase} in the API server`, pod: ref };
       return { presence: 'present', detail: `${label} exists in the API server (read just now)`, pod: ref };
     },
     errorsForPod(podUid: PodUID, pod: PodRef | null) {

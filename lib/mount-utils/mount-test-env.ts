@@ -3,9 +3,9 @@
  * `npm run test:unit` sets after entering a private mount namespace as root; everywhere else
  * tests get the unprivileged mounter, so the same tests run (never skipped) on a laptop.
  */
-import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { execFileNoShell } from './exec.ts';
 import { LinuxMounter } from './linux-mounter.ts';
 import { mountsAtOrBelow } from './mount-table.ts';
@@ -56,4 +56,27 @@ export async function cleanUpTempDir(dir: string, mounter?: Mounter): Promise<st
     }
   }
   throw new Error(`too many leaked mounts under ${dir}`);
+}
+
+/**
+ * Creates directories and files below `base` (paths relative to it; a trailing `/` makes a
+ * directory, anything else a file holding `x`), parents included.
+ */
+export async function writeLayout(base: string, paths: readonly string[]): Promise<void> {
+  for (const p of paths) {
+    const abs = join(base, p);
+    if (p.endsWith('/')) await mkdir(abs, { recursive: true });
+    else {
+      await mkdir(dirname(abs), { recursive: true });
+      await writeFile(abs, 'x');
+    }
+  }
+}
+
+/** Whether `path` exists (a dangling symlink does not). */
+export function pathExists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
 }

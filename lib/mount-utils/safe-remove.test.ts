@@ -1,7 +1,7 @@
-import { access, mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed, testMounter } from './mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, pathExists as exists, realMountsAllowed, testMounter, writeLayout as layout } from './mount-test-env.ts';
 import type { Mounter } from './mounter.ts';
 import { formatMountInfoLine, readMountInfo } from './mountinfo.ts';
 import type { MountInfo, MountInfoReader } from './mountinfo.ts';
@@ -25,25 +25,6 @@ afterEach(async () => {
   // Zero leaked mounts after every test, checked in the kernel's table and the mounter's.
   expect(await cleanUpTempDir(dir, mounter)).toEqual([]);
 });
-
-/** Creates directories and files (paths relative to `base`; a trailing `/` makes a directory). */
-async function layout(base: string, paths: string[]): Promise<void> {
-  for (const p of paths) {
-    const abs = join(base, p);
-    if (p.endsWith('/')) await mkdir(abs, { recursive: true });
-    else {
-      await mkdir(dirname(abs), { recursive: true });
-      await writeFile(abs, 'x');
-    }
-  }
-}
-
-async function exists(p: string): Promise<boolean> {
-  return access(p).then(
-    () => true,
-    () => false,
-  );
-}
 
 async function refusedError(p: Promise<unknown>): Promise<SafeRemoveRefusedError> {
   const err: unknown = await p.then(

@@ -7,7 +7,8 @@
  *   Secret and CSIDriver (unknown fields stripped).
  * - manifest-snapshot.ts: merging file states (duplicates, last valid versions) and diffs.
  * - names.ts: name, uid, key and path rules (path-escape checks first).
- * - pod-uid.ts: uids for pods that declare none; pod-status.ts: `isPodTerminated`.
+ * - pod-uid.ts: uids for pods that declare none. `isPodTerminated` is re-exported from
+ *   ../pod-lifecycle.ts, where the pod lifecycle rules of every source live.
  */
 export { ManifestSource, defaultManifestDebounceMs, defaultManifestResyncIntervalMs, defaultMaxManifestFileBytes } from './manifest-source.ts';
 export type { ManifestChange, ManifestChangeListener, ManifestSourceOptions } from './manifest-source.ts';
@@ -17,7 +18,7 @@ export type { DocumentLocation, ManifestKind, ManifestObject, SourceError } from
 export { supportedKinds } from './manifest-object.ts';
 export { isManifestFileName } from './manifest-file-name.ts';
 export { deriveManifestPodUID } from './pod-uid.ts';
-export { isPodTerminated } from './pod-status.ts';
+export { isPodTerminated } from '../pod-lifecycle.ts';
 export { ManifestDirError, ManifestSourceStateError, isManifestDirError, isManifestSourceStateError } from './errors.ts';
 export type { SourceLogger } from './source-logger.ts';
 export {

@@ -41,6 +41,7 @@ import type { ManifestDiff, ManifestFileState, ManifestSnapshot } from './manife
 import { parseManifestFile } from './parse-manifest-file.ts';
 import { silentLogger } from './source-logger.ts';
 import type { SourceLogger } from './source-logger.ts';
+import type { ObjectSource } from '../source.ts';
 
 /**
  * Default debounce window: a burst of events is applied 50 ms after its first event, so with a
@@ -113,7 +114,7 @@ type Phase = 'new' | 'starting' | 'running' | 'stopped';
  * - Listeners run synchronously after each published change, including the initial load when
  *   registered before `start()`; a throwing listener is logged and does not affect others.
  */
-export class ManifestSource {
+export class ManifestSource implements ObjectSource {
   readonly dir: string;
   private readonly nodeName: string;
   private readonly clock: Clock;

@@ -15,21 +15,36 @@
  * - a mount point below `pods/` that lies in no directory of the actual state.
  */
 import { join } from 'node:path';
-import type { ResyncFindings } from '../runtime.ts';
-import type { Clock } from '../../lib/clock/clock.ts';
-import { mountsAtOrBelow, pathWithinOrEqual } from '../../lib/mount-utils/mount-table.ts';
-import type { MountLister } from '../../lib/mount-utils/mounter.ts';
-import { errorMessage } from '../../lib/volume/errors.ts';
-import { nodeHostFs, type HostFs } from '../../lib/volume/util/host-fs.ts';
-import { escapePluginName } from '../../lib/volume/types.ts';
-import { getVolumesFromPodDir, type PodVolume } from '../../lib/volumemanager/reconciler/reconstruct.ts';
-import type { VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
+import type { Clock } from '../clock/clock.ts';
+import { mountsAtOrBelow, pathWithinOrEqual } from '../mount-utils/mount-table.ts';
+import type { MountLister } from '../mount-utils/mounter.ts';
+import { errorMessage } from '../volume/errors.ts';
+import { nodeHostFs, type HostFs } from '../volume/util/host-fs.ts';
+import { escapePluginName } from '../volume/types.ts';
+import { getVolumesFromPodDir, type PodVolume } from '../volumemanager/reconciler/reconstruct.ts';
+import type { VolumeManager } from '../volumemanager/volume-manager.ts';
+
+/** What a resync (rescan of the root dir and mountinfo + batched attach verification) found. */
+export interface ResyncFindings {
+  startedAt: number;
+  finishedAt: number;
+  /** Volume directories found under `<root>/pods` and mount points under the root. */
+  rescanned: { volumes: number; mountPoints: number };
+  attachVerification: { checked: string[]; foundDetached: string[]; errors: string[] };
+  /** Human-readable differences found between disk/mountinfo and the actual state. */
+  changes: string[];
+}
+
+/** What the pass reads of the volume manager, and the one call that may change it. */
+export type ResyncVolumeManager = Pick<VolumeManager, 'getPendingOperations' | 'getActualVolumes' | 'verifyAttachedVolumes'>;
 
 export interface ResyncDeps {
+  /** The kubelet root dir (resolved, as mountinfo reports it). */
   rootDir: string;
-  volumeManager: VolumeManager;
+  volumeManager: ResyncVolumeManager;
   mounter: MountLister;
   clock: Clock;
+  /** Default node:fs. */
   hostFs?: HostFs;
 }
 

@@ -1,0 +1,44 @@
+/**
+ * The contract every object source implements: the read API of the standalone
+ * `ManifestSource` (lib/sources/manifest/) and of the cluster `KubeSource` (lib/sources/kube/).
+ * What runs on a node (the pod adapters of lib/sources/pod-lifecycle.ts, the object adapters and
+ * the pod sync of the agent) is written against it, so none of it knows which source runs.
+ *
+ * Every getter answers from the source's current view (its cache, never a live read) and returns
+ * `undefined` for an object it does not have.
+ */
+import type { ConfigMap, CSIDriver, PersistentVolume, PersistentVolumeClaim, Pod, Secret } from '../volume/k8s-types.ts';
+
+/** A problem the source has right now; `file` names the manifest file or the API path at fault. */
+export interface ObjectSourceError {
+  file: string;
+  message: string;
+}
+
+/** The part of a published change that consumers act on; sources publish more (generation, errors…). */
+export interface ObjectSourceChange {
+  /** Uids of the pods whose object changed in any field. */
+  pods: { updated: string[] };
+  /** A ConfigMap, Secret, claim, PV or CSIDriver changed: every pod is processed again. */
+  objectsChanged: boolean;
+}
+
+export interface ObjectSource {
+  /** The pods bound to this node, terminated ones included (see lib/sources/pod-lifecycle.ts). */
+  listPods(): Pod[];
+  getPodByUID(uid: string): Pod | undefined;
+  /** True once everything was listed once ("sources ready"). */
+  isSynced(): boolean;
+  getPersistentVolume(name: string): PersistentVolume | undefined;
+  getPersistentVolumeClaim(namespace: string, name: string): PersistentVolumeClaim | undefined;
+  getConfigMap(namespace: string, name: string): ConfigMap | undefined;
+  getSecret(namespace: string, name: string): Secret | undefined;
+  getCSIDriver(name: string): CSIDriver | undefined;
+  /** Current problems; empty when there are none. */
+  sourceErrors(): ObjectSourceError[];
+  /** Registers a listener for published changes; returns its unsubscribe function. */
+  onChange(listener: (change: ObjectSourceChange) => void): () => void;
+  /** Re-reads everything (rescan of the directory, relist from the API server). */
+  resync(): Promise<void>;
+  stop(): Promise<void>;
+}
