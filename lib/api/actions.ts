@@ -77,6 +77,24 @@ export const UnmountResponseSchema = z.object({
 export type UnmountResponse = z.infer<typeof UnmountResponseSchema>;
 
 /**
+ * The 202 body of an unmount: every check passed and the TearDown started, but it had not
+ * finished within the request's wait. Its outcome shows up in the snapshot's `operations` and
+ * `actual` sections.
+ */
+export const UnmountStillRunningResponseSchema = z.object({
+  podUid: z.string(),
+  volume: z.string(),
+  status: z.literal('running'),
+  /** The operation's key (`operationKey`), as it appears in `operations[]` while it runs. */
+  operation: z.string(),
+  message: z.string(),
+  checks: z.array(CheckSchema),
+  startedAt: EpochMsSchema,
+});
+/** The 202 body of an unmount whose TearDown is still running. */
+export type UnmountStillRunningResponse = z.infer<typeof UnmountStillRunningResponseSchema>;
+
+/**
  * The body of `POST /api/v1/orphans/cleanup` (observe mode with `--allow-orphan-cleanup`):
  * the guarded cleanup of one orphaned pod directory. `dryRun` answers with the plan and does
  * nothing.
