@@ -203,8 +203,12 @@ function operationSpecs(): OperationSpec[] {
       route: R.resync,
       operationId: 'postResync',
       summary: 'Run a verification pass now',
-      description: 'Rescans volume directories and the mount table and verifies attached volumes. Any body is read (bounded) and ignored.',
-      responses: { '200': ok('What the pass found.', 'ResyncResponse'), '413': bodyResponses['413'] as OpenApiResponse },
+      description: 'Rescans volume directories and the mount table and verifies attached volumes. No body is expected: one is read (bounded) and ignored.',
+      responses: {
+        '200': ok('What the pass found.', 'ResyncResponse'),
+        '400': errorResponse('A body that is not UTF-8 (code `bad-request`, `field` = `body`).'),
+        '413': bodyResponses['413'] as OpenApiResponse,
+      },
     },
     {
       route: R.retryOperation,
