@@ -345,10 +345,31 @@ async function runMalformedManifests(options: CampaignOptions): Promise<Campaign
   log(`starting the agent; ${cases.length} malformed files to write`);
   const under = await startAgentUnderTest(workDir);
   const { agent } = under;
+  const health = watchHealth(agent.baseUrl);
   try {
+    await exercise();
+  } catch (err) {
+    // A request to the agent failed: most likely it died. Say so, with what it printed last.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    failures.push(
+      agent.hasExited
+        ? `the agent exited (${JSON.stringify(await agent.exited)}): ${agent.stderr.slice(-800)}`
+        : `the campaign failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  } finally {
+    const healthFigures = await health.stop();
+    figures['healthPolls'] = healthFigures.polls;
+    figures['healthFailures'] = healthFigures.failures;
+    figures['healthMaxLatencyMs'] = healthFigures.maxMs;
+    if (healthFigures.failures > 0) failures.push(`/healthz failed ${healthFigures.failures} time(s)`);
+    if (healthFigures.maxMs > MAX_HEALTH_LATENCY_MS) failures.push(`/healthz took ${healthFigures.maxMs} ms at worst (bound ${MAX_HEALTH_LATENCY_MS} ms)`);
+    figures['agentCrashed'] = agent.hasExited;
+    await under.stop();
+  }
+
+  async function exercise(): Promise<void> {
     const rssStart = await residentSetBytes(agent.pid);
     let rssMax = rssStart;
-    const health = watchHealth(agent.baseUrl);
     const keptUids = new Set(KEPT_PODS.map((p) => p.uid));
     let lastLoss = '';
     const watch = (s: Snapshot): void => {
@@ -363,7 +384,7 @@ async function runMalformedManifests(options: CampaignOptions): Promise<Campaign
     for (const c of cases) await writeCase(under.manifestDir, c);
     log('written; waiting for every error');
     const expected = cases.filter((c) => c.expect === 'error');
-    let last: Snapshot | null = null;
+    let last: Snapshot;
     const deadline = performance.now() + (size === 'full' ? 180_000 : 60_000);
     for (;;) {
       last = await agent.snapshot();
@@ -402,19 +423,9 @@ async function runMalformedManifests(options: CampaignOptions): Promise<Campaign
       });
     if (cleared !== null) watch(cleared);
     rssMax = Math.max(rssMax, await residentSetBytes(agent.pid));
-    const healthFigures = await health.stop();
-    figures['healthPolls'] = healthFigures.polls;
-    figures['healthFailures'] = healthFigures.failures;
-    figures['healthMaxLatencyMs'] = healthFigures.maxMs;
     figures['rssStartBytes'] = rssStart;
     figures['rssMaxBytes'] = rssMax;
-    if (healthFigures.failures > 0) failures.push(`/healthz failed ${healthFigures.failures} time(s)`);
-    if (healthFigures.maxMs > MAX_HEALTH_LATENCY_MS) failures.push(`/healthz took ${healthFigures.maxMs} ms at worst (bound ${MAX_HEALTH_LATENCY_MS} ms)`);
     if (rssMax - rssStart > MAX_RSS_GROWTH_BYTES) failures.push(`RSS grew by ${rssMax - rssStart} bytes (bound ${MAX_RSS_GROWTH_BYTES})`);
-    if (agent.hasExited) failures.push(`the agent exited: ${agent.stderr.slice(-500)}`);
-  } finally {
-    figures['agentCrashed'] = agent.hasExited;
-    await under.stop();
   }
   figures['categories'] = new Set(cases.map((c) => c.category)).size;
   figures['keptPods'] = KEPT_PODS.length;
