@@ -125,8 +125,10 @@ function decodeDocuments(fileName: string, text: string): DecodedDocument[] {
   parseAllDocuments(text, { uniqueKeys: false, lineCounter, logLevel: 'error' }).forEach((doc, index) => {
     const syntaxError = doc.errors[0];
     if (syntaxError !== undefined) {
-      // yaml's messages carry a multi-line code excerpt; the first line has the position.
-      decoded.push({ index, error: `document ${index}: invalid YAML: ${firstLine(syntaxError.message)}` });
+      // yaml's messages carry a multi-line code excerpt; the first line has the position. A
+      // stack overflow is yaml's way of saying the nesting is too deep.
+      const message = firstLine(syntaxError.message).replace(/^Maximum call stack size exceeded/, 'nested too deeply to parse');
+      decoded.push({ index, error: `document ${index}: invalid YAML: ${message}` });
       return;
     }
     const duplicate = duplicateKey(doc, lineCounter);
@@ -199,7 +201,7 @@ function decodeObject(
   const label = describeRaw(raw);
   const { kind, apiVersion } = raw;
   if (typeof kind !== 'string' || kind === '') {
-    fail(`${where}${label}: kind: is required`);
+    fail(`${where}${label}: kind: ${kind === undefined || kind === '' || kind === null ? 'is required' : `must be a string, got ${describeJSONType(kind)}`}`);
     return;
   }
   if (isListKind(kind)) {
@@ -212,7 +214,7 @@ function decodeObject(
   }
   const expectedVersion = supportedKinds[kind].apiVersion;
   if (apiVersion !== expectedVersion) {
-    const got = typeof apiVersion === 'string' ? JSON.stringify(apiVersion) : 'none';
+    const got = typeof apiVersion === 'string' ? JSON.stringify(apiVersion) : apiVersion === undefined || apiVersion === null ? 'none' : describeJSONType(apiVersion);
     fail(`${where}${label}: apiVersion: must be ${JSON.stringify(expectedVersion)} for ${kind}, got ${got}`);
     return;
   }
