@@ -12,7 +12,7 @@
  * not JSON or not UTF-8, bodies over the limit, declared lengths that lie). Request bodies come
  * from arbitraries derived from the document's JSON schemas ({@link arbitraryForSchema}); the
  * invalid ones are those derivations mutated and then confirmed invalid by the document's own
- * schema. Generation is seeded, so a failure is replayed with the same `seed`.
+ * schema. Generation is seeded (the `seed` figure); `VOLUMESCOPE_FUZZ_SEED=<seed>` replays a run.
  *
  * Checks, per request: an answer within 15 s; status < 500; a status the document lists for the
  * operation (405 with `Allow` for another method on a known path, 404 for an unknown path);
@@ -319,10 +319,8 @@ function requestArbitrary(doc: OpenApiDocument, token: string, strings: StringAr
 
 // SENDING
 
-const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
-
-/** Sends one request over 127.0.0.1; an event stream is read up to its first event. */
-function send(port: number, req: FuzzRequest): Promise<FuzzResponse> {
+/** Sends one request over 127.0.0.1 (on `keepAlive`'s one connection unless its length lies); an event stream is read up to its first event. */
+function send(keepAlive: Agent, port: number, req: FuzzRequest): Promise<FuzzResponse> {
   return new Promise((resolve, reject) => {
     const headers: OutgoingHttpHeaders = { ...req.headers };
     if (req.lyingLength) headers['content-length'] = String(MAX_REQUEST_BODY_BYTES * 4);
@@ -530,6 +528,7 @@ async function runApiFuzz(options: CampaignOptions): Promise<CampaignResult> {
   const backoffPod = podManifest(BACKOFF_POD.name, BACKOFF_POD.uid, { settings: { configMap: { name: 'fuzz-absent' } } });
   log(`starting the agent (seed ${seed}, ${total} requests)`);
   const under = await startAgentUnderTest(workDir, { [BACKOFF_POD.file]: backoffPod });
+  const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
   const { agent } = under;
   const port = Number(new URL(agent.baseUrl).port);
   const figures: Record<string, number | string | boolean> = { seed };
@@ -545,7 +544,7 @@ async function runApiFuzz(options: CampaignOptions): Promise<CampaignResult> {
     await agent.waitForSnapshot('the backoff pod has an operation', (s) => s.operations.some((o) => o.podUid === BACKOFF_POD.uid), 30_000);
 
     // The document the agent serves is the one lib/api builds (and so docs/openapi.json).
-    const served = await send(port, { label: 'document', method: 'GET', path: '/api/v1/openapi.json', auth: { label: 'token', header: `Bearer ${agent.token}`, valid: true }, headers: { authorization: `Bearer ${agent.token}` }, body: null, lyingLength: false });
+    const served = await send(keepAlive, port, { label: 'document', method: 'GET', path: '/api/v1/openapi.json', auth: { label: 'token', header: `Bearer ${agent.token}`, valid: true }, headers: { authorization: `Bearer ${agent.token}` }, body: null, lyingLength: false });
     const doc = buildOpenApiDocument();
     if (served.status !== 200 || served.body.toString('utf8') !== JSON.stringify(doc)) fail(`GET /api/v1/openapi.json did not serve the generated document (status ${served.status})`);
 
@@ -562,7 +561,7 @@ async function runApiFuzz(options: CampaignOptions): Promise<CampaignResult> {
         const before = mutating ? await snapshot() : null;
         let res: FuzzResponse;
         try {
-          res = await send(port, req);
+          res = await send(keepAlive, port, req);
         } catch (err) {
           fail(`${req.method} ${req.path.slice(0, 80)} (${req.label}): no answer: ${err instanceof Error ? err.message : String(err)}`);
           sent++;
