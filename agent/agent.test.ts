@@ -24,6 +24,7 @@ import {
   standInMounter,
   waitFor,
 } from './node/testing/agent-process.ts';
+import { podManifest } from './node/testing/pod-manifest.ts';
 
 // FIXTURES
 
@@ -57,23 +58,6 @@ async function startAgent(dirs: TestDirs, extraArgs: string[] = []): Promise<Age
     await agent.stop('SIGKILL');
   });
   return agent;
-}
-
-type VolumeSource = Record<string, unknown>;
-
-/** A pod manifest (JSON is YAML) whose one container mounts every volume. */
-function podManifest(name: string, uid: string, volumes: Record<string, VolumeSource>, phase?: string): string {
-  const names = Object.keys(volumes);
-  return JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: 'default', uid },
-    spec: {
-      containers: [{ name: 'app', image: 'busybox', volumeMounts: names.map((n) => ({ name: n, mountPath: `/mnt/${n}` })) }],
-      volumes: names.map((n) => ({ name: n, ...volumes[n] })),
-    },
-    ...(phase === undefined ? {} : { status: { phase } }),
-  });
 }
 
 function configMapManifest(name: string, data: Record<string, string>): string {

@@ -1,6 +1,7 @@
 /**
  * The node agent's HTTP server (docs/api.md) on plain `node:http`: health, the snapshot, the
- * event stream, the three operator actions and `/metrics`, on top of an {@link AgentRuntime}.
+ * event stream, the operator actions, `/metrics` and the OpenAPI document, on top of an
+ * {@link AgentRuntime}.
  *
  * Request handling order: `/healthz` and `/readyz` are public; for every other path the
  * authenticator runs first (401/403 before anything else about the request is looked at), then the
@@ -13,7 +14,8 @@ import { gzipSync } from 'node:zlib';
 import type { z } from 'zod';
 import { OrphanCleanupRequestSchema, RetryOperationRequestSchema, UnmountRequestSchema, type HealthResponse } from '../../lib/api/actions.ts';
 import { isInvalidRequestBodyError, MAX_REQUEST_BODY_BYTES, parseJsonRequestBody } from '../../lib/api/request-body.ts';
-import { API_ROUTES } from '../../lib/api/routes.ts';
+import { buildOpenApiDocument } from '../../lib/api/openapi.ts';
+import { API_ROUTES, type ApiRoute } from '../../lib/api/routes.ts';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import type { AgentRuntime } from '../runtime.ts';
 import type { ActionContext } from './action-context.ts';
@@ -73,6 +75,8 @@ export interface AgentServer {
   close(): Promise<void>;
   /** The current snapshot (pending changes published first), as `GET /api/v1/snapshot` serves it. */
   snapshot(): Snapshot;
+  /** Every route the server answers (method, path, whether it needs the token), in routing order. */
+  routes(): ApiRoute[];
 }
 
 /** A handler's answer, or null when it wrote the response itself (streams, `/metrics`). */
@@ -99,6 +103,8 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
   };
   // The audit ring is part of the snapshot: an appended entry is a change to publish.
   const audit = new AuditLog(clock, logger, markChanged, opts.auditSize ?? DEFAULT_AUDIT_SIZE);
+  /** The OpenAPI document as served, built on the first request for it. */
+  let openApiText: string | null = null;
   /** The last snapshot text and its gzip encoding. */
   let gzipCache: { text: string; gzipped: Buffer } | null = null;
   const liveFeed = new SnapshotFeed({
@@ -201,9 +207,16 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
       handle: async (req, _res, caller) => cleanupOrphan(context(caller), await body(req, OrphanCleanupRequestSchema)),
     },
     {
-      method: 'GET',
-      path: '/metrics',
-      auth: true,
+      ...API_ROUTES.openapi,
+      handle: (_req, res) => {
+        // Built on first use (it is a pure function of the contract) and kept as text.
+        openApiText ??= JSON.stringify(buildOpenApiDocument());
+        sendJsonText(res, 200, openApiText);
+        return Promise.resolve(null);
+      },
+    },
+    {
+      ...API_ROUTES.metrics,
       handle: async (_req, res) => {
         const text = await metrics.registry.metrics();
         res.writeHead(200, { 'Content-Type': metrics.registry.contentType, 'Cache-Control': 'no-store' });
@@ -333,6 +346,9 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     },
     snapshot() {
       return liveFeed.flush();
+    },
+    routes() {
+      return routes.map(({ method, path, auth }) => ({ method, path, auth }));
     },
   };
 }

@@ -9,6 +9,7 @@ export * from './api-error.ts';
 export * from './delta.ts';
 export * from './json-equal.ts';
 export * from './normalize-snapshot.ts';
+export * from './openapi.ts';
 export * from './request-body.ts';
 export * from './routes.ts';
 export * from './snapshot.ts';

@@ -7,7 +7,7 @@ export interface ApiRoute {
   readonly auth: boolean;
 }
 
-/** Every route of the agent. */
+/** Every route of the agent (`GET /api/v1/summary` is `SUMMARY_ROUTE` in summary.ts). */
 export const API_ROUTES = {
   healthz: { method: 'GET', path: '/healthz', auth: false },
   readyz: { method: 'GET', path: '/readyz', auth: false },
@@ -17,6 +17,10 @@ export const API_ROUTES = {
   retryOperation: { method: 'POST', path: '/api/v1/operations/retry', auth: true },
   unmount: { method: 'POST', path: '/api/v1/unmount', auth: true },
   orphanCleanup: { method: 'POST', path: '/api/v1/orphans/cleanup', auth: true },
+  /** The OpenAPI 3.1 document of this API (lib/api/openapi.ts; also docs/openapi.json). */
+  openapi: { method: 'GET', path: '/api/v1/openapi.json', auth: true },
+  /** Prometheus text exposition of the agent's metrics. */
+  metrics: { method: 'GET', path: '/metrics', auth: true },
 } as const satisfies Record<string, ApiRoute>;
 
 /** The name of a route in {@link API_ROUTES}. */

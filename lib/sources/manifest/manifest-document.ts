@@ -96,6 +96,7 @@ export function describeIssue(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case 'invalid_type': {
       if (issue.input === undefined) return 'is required';
+      if (typeof issue.input === 'number' && !Number.isFinite(issue.input)) return `must be a finite number, got ${String(issue.input)}`;
       const expected = expectedNames[issue.expected] ?? issue.expected;
       return `must be ${expected}, got ${describeType(issue.input)}`;
     }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdir, rename, symlink, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -273,6 +274,56 @@ describe('ManifestSource watching', () => {
 
     expect(imageOf(source, 'web')).toBe('v1');
     expect(source.sourceErrors()[0]?.message).toMatch(/^web\.yaml: is \d+ bytes, larger than the limit of 1000$/);
+  });
+});
+
+describe('ManifestSource entries that are not manifests to read', () => {
+  it('reports a FIFO named like a manifest as an error naming it, without blocking the scan, and loads the other files', async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, 'web.yaml'), podYAML('web'));
+    execFileSync('mkfifo', [join(dir, 'pipe.yaml')]);
+    const { source } = newSource(dir);
+
+    await source.start();
+
+    expect(source.listPods().map((p) => p.metadata.name)).toEqual(['web']);
+    expect(source.sourceErrors()).toEqual([
+      { file: 'pipe.yaml', message: 'pipe.yaml: is not a regular file (a FIFO); manifests are read from regular files only' },
+    ]);
+  });
+
+  it('reports a symlink to a character device as an error naming the link', async () => {
+    const dir = await tempDir();
+    await symlink('/dev/zero', join(dir, 'zero.yaml'));
+    const { source } = newSource(dir);
+
+    await source.start();
+
+    expect(source.sourceErrors().map((e) => e.message)).toEqual(['zero.yaml: is not a regular file (a character device); manifests are read from regular files only']);
+  });
+
+  it('reports a file that is not UTF-8 as an error naming it', async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, 'latin1.yaml'), Buffer.concat([Buffer.from(podYAML('web')), Buffer.from('# caf\xe9\n', 'latin1')]));
+    const { source } = newSource(dir);
+
+    await source.start();
+
+    expect(source.listPods()).toEqual([]);
+    expect(source.sourceErrors().map((e) => e.message)).toEqual(['latin1.yaml: is not UTF-8 text (manifests are YAML or JSON in UTF-8)']);
+  });
+
+  it('refuses YAML over its own limit (the event loop parses it) while the same size of JSON is read', async () => {
+    const dir = await tempDir();
+    const padding = 'x'.repeat(3000);
+    await writeFile(join(dir, 'big.yaml'), `${podYAML('yaml-pod')}# ${padding}\n`);
+    await writeFile(join(dir, 'big.json'), JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'json-pod', annotations: { padding } }, spec: { containers: [{ name: 'app' }] } }));
+    const { source } = newSource(dir, { maxFileBytes: 10_000, maxYamlFileBytes: 2000 });
+
+    await source.start();
+
+    expect(source.listPods().map((p) => p.metadata.name)).toEqual(['json-pod']);
+    expect(source.sourceErrors().map((e) => e.message)).toEqual([expect.stringMatching(/^big\.yaml: is \d+ bytes, larger than the limit of 2000 for YAML \(JSON files may have up to 10000\)$/)]);
   });
 });
 

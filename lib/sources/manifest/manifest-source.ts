@@ -14,7 +14,9 @@
  * safety net for events a filesystem never delivers.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { watch } from 'chokidar';
 import type { FSWatcher } from 'chokidar';
@@ -55,6 +57,14 @@ export const defaultManifestResyncIntervalMs = 20_000;
  * near it, and it bounds the memory a stray file (a log, an image) can take.
  */
 export const defaultMaxManifestFileBytes = 8 * 1024 * 1024;
+/**
+ * YAML files larger than this are reported as errors instead of parsed. YAML parsing runs on the
+ * agent's event loop at roughly a few hundred KB/s for dense collections, so this bounds the time
+ * one file can keep the API from answering to a few seconds; it is the Kubernetes limit of a
+ * ConfigMap's or Secret's data (1 MiB). JSON parses natively and may be larger (up to
+ * {@link defaultMaxManifestFileBytes}).
+ */
+export const defaultMaxYamlManifestFileBytes = 1024 * 1024;
 
 export interface ManifestSourceOptions {
   /** The manifest directory. Only its top level is read; subdirectories are ignored. */
@@ -71,6 +81,8 @@ export interface ManifestSourceOptions {
   resyncIntervalMs?: number;
   /** See {@link defaultMaxManifestFileBytes}. */
   maxFileBytes?: number;
+  /** See {@link defaultMaxYamlManifestFileBytes} (never more than `maxFileBytes`). */
+  maxYamlFileBytes?: number;
 }
 
 /**
@@ -122,6 +134,7 @@ export class ManifestSource implements ObjectSource {
   private readonly debounceMs: number;
   private readonly resyncIntervalMs: number;
   private readonly maxFileBytes: number;
+  private readonly maxYamlFileBytes: number;
 
   private phase: Phase = 'new';
   private synced = false;
@@ -144,6 +157,7 @@ export class ManifestSource implements ObjectSource {
     this.debounceMs = options.debounceMs ?? defaultManifestDebounceMs;
     this.resyncIntervalMs = options.resyncIntervalMs ?? defaultManifestResyncIntervalMs;
     this.maxFileBytes = options.maxFileBytes ?? defaultMaxManifestFileBytes;
+    this.maxYamlFileBytes = Math.min(options.maxYamlFileBytes ?? defaultMaxYamlManifestFileBytes, this.maxFileBytes);
   }
 
   /** Incremented by every published change; 0 until the initial load found anything. */
@@ -340,22 +354,61 @@ export class ManifestSource implements ObjectSource {
     this.publish();
   }
 
-  /** Reads one entry: a regular file (through symlinks) is content; a missing entry is absent. */
+  /**
+   * Reads one entry: a regular file (through symlinks) is content; a missing entry or a
+   * directory is absent; anything else (a FIFO, a device, a socket) is an error, never opened
+   * for reading by content. The file is opened non-blocking and checked again on the open
+   * handle, so an entry swapped for a FIFO after the first check cannot hang the scan, and at
+   * most the limit plus one byte is read, so a file that grows after the check is still refused.
+   * Content must be UTF-8.
+   */
   private async readManifest(name: string): Promise<ReadOutcome> {
     const path = join(this.dir, name);
+    const limit = name.endsWith('.json') ? this.maxFileBytes : this.maxYamlFileBytes;
+    const tooLarge = (size: number): ReadOutcome => ({
+      kind: 'error',
+      message: limit === this.maxFileBytes ? `is ${size} bytes, larger than the limit of ${limit}` : `is ${size} bytes, larger than the limit of ${limit} for YAML (JSON files may have up to ${this.maxFileBytes})`,
+    });
     try {
       const info = await stat(path);
-      // A directory named like a manifest is not one; treat it as absent (it provides nothing).
-      if (!info.isFile()) return { kind: 'absent' };
-      if (info.size > this.maxFileBytes) {
-        return { kind: 'error', message: `is ${info.size} bytes, larger than the limit of ${this.maxFileBytes}` };
+      const refusal = this.refuseEntry(info, limit, tooLarge);
+      if (refusal !== null) return refusal;
+      const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+      let bytes: Buffer;
+      try {
+        const opened = this.refuseEntry(await handle.stat(), limit, tooLarge);
+        if (opened !== null) return opened;
+        bytes = Buffer.alloc(limit + 1);
+        let length = 0;
+        for (;;) {
+          const { bytesRead } = await handle.read(bytes, length, bytes.length - length, null);
+          if (bytesRead === 0) break;
+          length += bytesRead;
+          if (length > limit) return tooLarge(length);
+        }
+        bytes = bytes.subarray(0, length);
+      } finally {
+        await handle.close();
       }
-      return { kind: 'content', text: await readFile(path, 'utf8') };
+      try {
+        return { kind: 'content', text: new TextDecoder('utf-8', { fatal: true }).decode(bytes) };
+      } catch {
+        return { kind: 'error', message: 'is not UTF-8 text (manifests are YAML or JSON in UTF-8)' };
+      }
     } catch (err) {
       // Deleted (or a dangling symlink) between listing and reading: the file is gone.
       if (isErrnoException(err) && err.code === 'ENOENT') return { kind: 'absent' };
       return { kind: 'error', message: `cannot be read: ${messageOf(err)}` };
     }
+  }
+
+  /** Why an entry is not read (absent for a directory), or null for a regular file within the limit. */
+  private refuseEntry(info: Stats, limit: number, tooLarge: (size: number) => ReadOutcome): ReadOutcome | null {
+    // A directory named like a manifest is not one; treat it as absent (it provides nothing).
+    if (info.isDirectory()) return { kind: 'absent' };
+    if (!info.isFile()) return { kind: 'error', message: `is not a regular file (${entryKind(info)}); manifests are read from regular files only` };
+    if (info.size > limit) return tooLarge(info.size);
+    return null;
   }
 
   private publish(): void {
@@ -407,6 +460,14 @@ export class ManifestSource implements ObjectSource {
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+function entryKind(info: Stats): string {
+  if (info.isFIFO()) return 'a FIFO';
+  if (info.isCharacterDevice()) return 'a character device';
+  if (info.isBlockDevice()) return 'a block device';
+  if (info.isSocket()) return 'a socket';
+  return 'not a file';
 }
 
 function isErrnoException(err: unknown): err is NodeJS.ErrnoException {

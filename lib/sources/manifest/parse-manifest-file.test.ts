@@ -1,6 +1,6 @@
 import { stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { parseManifestFile } from './parse-manifest-file.ts';
+import { maxErrorsPerFile, parseManifestFile } from './parse-manifest-file.ts';
 import { deriveManifestPodUID } from './pod-uid.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -465,6 +465,49 @@ describe('parseManifestFile with invalid documents', () => {
 
   it('reports duplicate keys as invalid YAML', () => {
     expect(messagesOf('pods.yaml', 'apiVersion: v1\nkind: Pod\nkind: Pod\n')[0]).toMatch(/^pods\.yaml: document 0: invalid YAML: Map keys must be unique at line 3/);
+  });
+
+  it.each([
+    { name: 'a number too large for a double', value: '1e400', shown: 'Infinity' },
+    { name: '.inf', value: '.inf', shown: 'Infinity' },
+    { name: '.nan', value: '.nan', shown: 'NaN' },
+  ])('names a non-finite number ($name) instead of "got a number"', ({ value, shown }) => {
+    const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  securityContext: {fsGroup: ${value}}\n  containers: [{name: app, image: busybox}]\n`;
+    expect(messagesOf('pods.yaml', text)).toEqual([`pods.yaml: document 0 (Pod default/web): spec.securityContext.fsGroup: must be a finite number, got ${shown}`]);
+  });
+
+  it('says a kind or apiVersion of the wrong type is one, not that it is missing', () => {
+    expect(messagesOf('pods.yaml', 'apiVersion: v1\nkind: 42\nmetadata: {name: web}\n')).toEqual(['pods.yaml: document 0: kind: must be a string, got a number']);
+    expect(messagesOf('pods.yaml', 'apiVersion: 1\nkind: Pod\nmetadata: {name: web}\n')).toEqual(['pods.yaml: document 0 (Pod default/web): apiVersion: must be "v1" for Pod, got a number']);
+  });
+
+  it('reports YAML nested 10,000 levels deep as too deeply nested, with the position', () => {
+    const [message] = messagesOf('deep.yaml', '['.repeat(10_000) + ']'.repeat(10_000));
+    expect(message).toMatch(/^deep\.yaml: document 0: invalid YAML: nested too deeply to parse at line 1, column \d+:$/);
+  });
+
+  it('reports a duplicate key in a nested mapping, naming the key and its position', () => {
+    const text = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: "1"\n  b: "2"\n  "a": "3"\n';
+    expect(messagesOf('cm.yaml', text)).toEqual(['cm.yaml: document 0: invalid YAML: Map keys must be unique at line 7, column 3: "a"']);
+  });
+
+  it('keys of different types are different keys (1 and "1"), as in YAML', () => {
+    const text = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  1: x\n  "1": y\n';
+    expect(messagesOf('cm.yaml', text).some((m) => m.includes('Map keys must be unique'))).toBe(false);
+  });
+
+  it('checks the keys of a 40,000-key mapping in one pass (the duplicate at its end is found within the test timeout)', () => {
+    const keys = Array.from({ length: 40_000 }, (_, i) => `  k${i}: v\n`).join('');
+    const text = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n${keys}  k0: again\n`;
+    expect(messagesOf('cm.yaml', text)).toEqual([`cm.yaml: document 0: invalid YAML: Map keys must be unique at line ${40_000 + 5}, column 3: "k0"`]);
+  });
+
+  it(`lists at most ${maxErrorsPerFile} problems of a file and counts the rest`, () => {
+    const text = '---\na: 1\n'.repeat(200);
+    const messages = messagesOf('many.yaml', text);
+    expect(messages).toHaveLength(maxErrorsPerFile + 1);
+    expect(messages[0]).toBe('many.yaml: document 0: kind: is required');
+    expect(messages.at(-1)).toBe(`many.yaml: ${200 - maxErrorsPerFile} more problem(s) not listed`);
   });
 
   it.each([

@@ -2,7 +2,7 @@
  * Pure parsing and validation of one manifest file. The watcher (manifest-source.ts) calls this
  * for every changed file; everything about file contents is decided here.
  */
-import { parseAllDocuments } from 'yaml';
+import { isMap, isScalar, LineCounter, parseAllDocuments, visit, type Document } from 'yaml';
 import type { z } from 'zod';
 import type { Pod } from '../../volume/k8s-types.ts';
 import {
@@ -33,6 +33,12 @@ export interface ManifestFileParseResult {
 const maxAliasCount = 100;
 
 /**
+ * Problems listed per file; the rest are counted in one last line. A file of a million bad
+ * documents must not become a million messages (memory, log lines, snapshot size).
+ */
+export const maxErrorsPerFile = 50;
+
+/**
  * Parses and validates the manifest file `fileName` (relative to the manifest directory; used in
  * messages and to choose the format) with contents `text`, for the node `nodeName`.
  *
@@ -50,8 +56,10 @@ const maxAliasCount = 100;
 export function parseManifestFile(fileName: string, text: string, nodeName: string): ManifestFileParseResult {
   const errors: SourceError[] = [];
   const objects: ManifestObject[] = [];
+  let unlisted = 0;
   const fail = (message: string): void => {
-    errors.push({ file: fileName, message: `${fileName}: ${message}` });
+    if (errors.length < maxErrorsPerFile) errors.push({ file: fileName, message: `${fileName}: ${message}` });
+    else unlisted++;
   };
 
   for (const document of decodeDocuments(fileName, text)) {
@@ -89,6 +97,7 @@ export function parseManifestFile(fileName: string, text: string, nodeName: stri
   if (errors.length === 0 && objects.length === 0) {
     fail('holds no objects (an empty file is treated as one still being written; delete the file to remove its objects)');
   }
+  if (unlisted > 0) errors.push({ file: fileName, message: `${fileName}: ${unlisted} more problem(s) not listed` });
   if (errors.length > 0) return { objects: [], errors };
   return { objects, errors };
 }
@@ -109,11 +118,22 @@ function decodeDocuments(fileName: string, text: string): DecodedDocument[] {
     }
   }
   const decoded: DecodedDocument[] = [];
-  parseAllDocuments(text).forEach((doc, index) => {
+  const lineCounter = new LineCounter();
+  // yaml's own unique-keys check compares every key with every earlier one (a 470 KB map took
+  // over a minute); duplicateKey does the same check in one pass. Warnings (e.g. collection
+  // keys stringified) are not errors and would only go to stderr.
+  parseAllDocuments(text, { uniqueKeys: false, lineCounter, logLevel: 'error' }).forEach((doc, index) => {
     const syntaxError = doc.errors[0];
     if (syntaxError !== undefined) {
-      // yaml's messages carry a multi-line code excerpt; the first line has the position.
-      decoded.push({ index, error: `document ${index}: invalid YAML: ${firstLine(syntaxError.message)}` });
+      // yaml's messages carry a multi-line code excerpt; the first line has the position. A
+      // stack overflow is yaml's way of saying the nesting is too deep.
+      const message = firstLine(syntaxError.message).replace(/^Maximum call stack size exceeded/, 'nested too deeply to parse');
+      decoded.push({ index, error: `document ${index}: invalid YAML: ${message}` });
+      return;
+    }
+    const duplicate = duplicateKey(doc, lineCounter);
+    if (duplicate !== null) {
+      decoded.push({ index, error: `document ${index}: invalid YAML: ${duplicate}` });
       return;
     }
     try {
@@ -125,6 +145,35 @@ function decodeDocuments(fileName: string, text: string): DecodedDocument[] {
     }
   });
   return decoded;
+}
+
+/**
+ * The first key that repeats in a mapping of the document, as yaml words it ("Map keys must be
+ * unique at line L, column C"), or null. Scalar keys are equal when their values are (`a` and
+ * `"a"` are, `1` and `"1"` are not), as in yaml's own check.
+ */
+function duplicateKey(doc: Document.Parsed, lineCounter: LineCounter): string | null {
+  let found: string | null = null;
+  visit(doc, {
+    Map(_key, map) {
+      if (!isMap(map)) return undefined;
+      const seen = new Set<string>();
+      for (const pair of map.items) {
+        if (!isScalar(pair.key)) continue;
+        const value: unknown = pair.key.value;
+        const id = `${typeof value}:${String(value)}`;
+        if (seen.has(id)) {
+          const at = lineCounter.linePos(pair.key.range?.[0] ?? 0);
+          const shown = String(value).length > 60 ? `${String(value).slice(0, 60)}…` : String(value);
+          found = `Map keys must be unique at line ${at.line}, column ${at.col}: ${JSON.stringify(shown)}`;
+          return visit.BREAK;
+        }
+        seen.add(id);
+      }
+      return undefined;
+    },
+  });
+  return found;
 }
 
 function messageOf(err: unknown): string {
@@ -152,7 +201,7 @@ function decodeObject(
   const label = describeRaw(raw);
   const { kind, apiVersion } = raw;
   if (typeof kind !== 'string' || kind === '') {
-    fail(`${where}${label}: kind: is required`);
+    fail(`${where}${label}: kind: ${kind === undefined || kind === '' || kind === null ? 'is required' : `must be a string, got ${describeJSONType(kind)}`}`);
     return;
   }
   if (isListKind(kind)) {
@@ -165,7 +214,7 @@ function decodeObject(
   }
   const expectedVersion = supportedKinds[kind].apiVersion;
   if (apiVersion !== expectedVersion) {
-    const got = typeof apiVersion === 'string' ? JSON.stringify(apiVersion) : 'none';
+    const got = typeof apiVersion === 'string' ? JSON.stringify(apiVersion) : apiVersion === undefined || apiVersion === null ? 'none' : describeJSONType(apiVersion);
     fail(`${where}${label}: apiVersion: must be ${JSON.stringify(expectedVersion)} for ${kind}, got ${got}`);
     return;
   }
