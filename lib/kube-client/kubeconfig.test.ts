@@ -2,9 +2,14 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isKubeConfigError } from './errors.ts';
-import { loadKubeConfig, loadKubeConfigWithOrigin } from './load-kube-config.ts';
-import { writeKubeconfigFile } from './testing/kubeconfig-file.ts';
+import * as clientNode from '@kubernetes/client-node';
+import { writeKubeconfigFile } from '../sources/kube/testing/kubeconfig-file.ts';
+import { isKubeConfigError, loadKubeConfig as load, loadKubeConfigWithOrigin as loadWithOrigin } from './kubeconfig.ts';
+import type { LoadKubeConfigOptions } from './kubeconfig.ts';
+
+type Options = Omit<LoadKubeConfigOptions, 'clientNode'>;
+const loadKubeConfig = (options: Options) => load({ clientNode, ...options });
+const loadKubeConfigWithOrigin = (options: Options) => loadWithOrigin({ clientNode, ...options });
 
 let dirs: string[] = [];
 afterEach(async () => {

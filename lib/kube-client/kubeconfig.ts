@@ -1,30 +1,55 @@
 /**
- * Where the API source finds its cluster: `--kubeconfig <path>`, else `$KUBECONFIG`, else the
- * in-cluster service account. Unlike client-node's `loadFromDefault`, there is no fallback to
- * `~/.kube/config` or `http://localhost:8080`: an agent that silently talks to whatever cluster
- * the operator's own kubeconfig selects, or to nothing, is worse than one that refuses to start.
+ * The one kubeconfig loader of the agent's API source and the dashboard's discovery.
+ *
+ * {@link loadKubeConfigWithOrigin} picks the source the agent's way: `--kubeconfig <path>`, else
+ * `$KUBECONFIG`, else the in-cluster service account. Unlike client-node's `loadFromDefault`,
+ * there is no fallback to `~/.kube/config` or `http://localhost:8080`: an agent that silently
+ * talks to whatever cluster the operator's own kubeconfig selects, or to nothing, is worse than
+ * one that refuses to start. (The dashboard chooses its source in its settings, with a
+ * `~/.kube/config` fallback for development, and loads it with {@link loadKubeConfigFiles} or
+ * {@link inClusterKubeConfig}.)
  *
  * The environment is a parameter (not read from `process.env`), so callers and tests decide
  * what counts; client-node's `loadFromCluster` reads `process.env` itself, so the in-cluster
- * configuration is built here with the same rules:
- * - server `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT` (http for ports 80,
- *   8080 and 8001, an IPv6 host in brackets), the service account's `ca.crt`;
+ * configuration is built here, with client-node's rules:
+ * - server `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`, an IPv6 host in
+ *   brackets. Ports 80, 8080 and 8001 get `http://` (as client-node does: an API server or a
+ *   `kubectl proxy` without TLS behind the service); that is also how an in-cluster setup can
+ *   be pointed at a plain-http test server;
+ * - TLS is always verified in-cluster (`skipTLSVerify: false`) against the service account's
+ *   `ca.crt`. Only a kubeconfig file can turn verification off (`insecure-skip-tls-verify`), as
+ *   the test servers' kubeconfigs do; client-node refuses `http://` servers unless it is set;
  * - the token is read from the token file by client-node's `tokenFile` auth provider, which
- *   re-reads it every 60 s, so projected (rotating) tokens keep working.
+ *   re-reads it every 60 s, so projected (rotating) tokens keep working; a missing token file
+ *   is a {@link KubeConfigError} at load time, not a 401 on every request.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { isIPv6 } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
-import { KubeConfigError } from './errors.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClientNode } from './client-node.ts';
 
 export const defaultServiceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';
 
+/** No usable client configuration: no kubeconfig, an unreadable one, or no in-cluster setup. */
+export class KubeConfigError extends Error {
+  override readonly name = 'KubeConfigError';
+}
+
+export function isKubeConfigError(err: unknown): err is KubeConfigError {
+  return err instanceof KubeConfigError;
+}
+
+/** The environment the loader reads (`KUBECONFIG`, `KUBERNETES_SERVICE_HOST` and `_PORT`). */
+export type KubeConfigEnv = Readonly<Record<string, string | undefined>>;
+
 export interface LoadKubeConfigOptions {
+  /** client-node, whose `KubeConfig` is built. */
+  clientNode: Pick<ClientNode, 'KubeConfig'>;
   /** The `--kubeconfig` flag; wins over everything else. */
   kubeconfig?: string | undefined;
   /** The environment to read `KUBECONFIG`, `KUBERNETES_SERVICE_HOST` and `_PORT` from. */
-  env: Readonly<Record<string, string | undefined>>;
+  env: KubeConfigEnv;
   /** The service account directory of an in-cluster pod; for tests. */
   serviceAccountDir?: string;
 }
@@ -41,23 +66,33 @@ export function loadKubeConfig(options: LoadKubeConfigOptions): KubeConfig {
 }
 
 export function loadKubeConfigWithOrigin(options: LoadKubeConfigOptions): { kubeConfig: KubeConfig; origin: KubeConfigOrigin } {
+  const { clientNode } = options;
   const explicit = options.kubeconfig?.trim();
-  if (explicit !== undefined && explicit !== '') return { kubeConfig: fromFiles([explicit]), origin: { kind: 'file', paths: [explicit] } };
-  const fromEnv = (options.env.KUBECONFIG ?? '').split(delimiter).filter((p) => p.trim() !== '');
-  if (fromEnv.length > 0) return { kubeConfig: fromFiles(fromEnv), origin: { kind: 'file', paths: fromEnv } };
-  const kubeConfig = inCluster(options.env, options.serviceAccountDir ?? defaultServiceAccountDir);
+  if (explicit !== undefined && explicit !== '') return { kubeConfig: loadKubeConfigFiles(clientNode, [explicit]), origin: { kind: 'file', paths: [explicit] } };
+  const fromEnv = kubeconfigPaths(options.env);
+  if (fromEnv.length > 0) return { kubeConfig: loadKubeConfigFiles(clientNode, fromEnv), origin: { kind: 'file', paths: fromEnv } };
+  const kubeConfig = inClusterKubeConfig(clientNode, options.env, options.serviceAccountDir ?? defaultServiceAccountDir);
   return { kubeConfig, origin: { kind: 'in-cluster', server: kubeConfig.getCurrentCluster()?.server ?? '' } };
 }
 
-/** The first file, with later files merged in as `KUBECONFIG` lists are (first one's context wins). */
-function fromFiles(paths: string[]): KubeConfig {
-  const kc = new KubeConfig();
+/** The paths of `KUBECONFIG` (a `:`-separated list; empty entries skipped). */
+export function kubeconfigPaths(env: KubeConfigEnv): string[] {
+  return (env.KUBECONFIG ?? '').split(delimiter).filter((p) => p.trim() !== '');
+}
+
+/**
+ * The first file, with later files merged in as `KUBECONFIG` lists are (the first one's context
+ * wins). Throws {@link KubeConfigError} for a file that cannot be loaded, or when the result
+ * selects no cluster.
+ */
+export function loadKubeConfigFiles(clientNode: Pick<ClientNode, 'KubeConfig'>, paths: readonly string[]): KubeConfig {
+  const kc = new clientNode.KubeConfig();
   paths.forEach((path, i) => {
     try {
       if (i === 0) {
         kc.loadFromFile(path);
       } else {
-        const extra = new KubeConfig();
+        const extra = new clientNode.KubeConfig();
         extra.loadFromFile(path);
         kc.mergeConfig(extra, true);
       }
@@ -71,7 +106,11 @@ function fromFiles(paths: string[]): KubeConfig {
   return kc;
 }
 
-function inCluster(env: LoadKubeConfigOptions['env'], serviceAccountDir: string): KubeConfig {
+/**
+ * The in-cluster configuration (see the module comment). Throws {@link KubeConfigError} unless
+ * `KUBERNETES_SERVICE_HOST`, `KUBERNETES_SERVICE_PORT` and the token file are all there.
+ */
+export function inClusterKubeConfig(clientNode: Pick<ClientNode, 'KubeConfig'>, env: KubeConfigEnv, serviceAccountDir: string = defaultServiceAccountDir): KubeConfig {
   const host = env.KUBERNETES_SERVICE_HOST ?? '';
   const port = env.KUBERNETES_SERVICE_PORT ?? '';
   const tokenFile = join(serviceAccountDir, 'token');
@@ -84,7 +123,7 @@ function inCluster(env: LoadKubeConfigOptions['env'], serviceAccountDir: string)
   const server = `${scheme}://${isIPv6(host) ? `[${host}]` : host}:${port}`;
   const namespaceFile = join(serviceAccountDir, 'namespace');
   const namespace = existsSync(namespaceFile) ? readFileSync(namespaceFile, 'utf8').trim() : undefined;
-  const kc = new KubeConfig();
+  const kc = new clientNode.KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: 'inCluster', server, caFile: join(serviceAccountDir, 'ca.crt'), skipTLSVerify: false }],
     users: [{ name: 'inClusterUser', authProvider: { name: 'tokenFile', config: { tokenFile } } }],

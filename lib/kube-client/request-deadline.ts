@@ -1,17 +1,18 @@
 /**
- * Deadlines for single API requests (LISTs and GETs). client-node's typed calls have no timeout
- * of their own: against an API server that accepts the connection and never answers, a LIST
- * would wait forever and its informer would neither fail nor retry. Each request therefore gets
- * an AbortSignal (through a request middleware: `RequestContext.setSignal`), aborted when the
- * deadline on the injected Clock passes or when the owner stops.
+ * Deadlines for single API requests (LISTs, GETs, POSTs, PATCHes). client-node's typed calls
+ * have no timeout of their own: against an API server that accepts the connection and never
+ * answers, a LIST would wait forever and its informer would neither fail nor retry. Each request
+ * therefore gets an AbortSignal (through a request middleware: `RequestContext.setSignal`),
+ * aborted when the deadline on the injected clock passes or when the owner stops.
  */
-import { Observable } from '@kubernetes/client-node';
 import type { ConfigurationOptions, RequestContext, ResponseContext } from '@kubernetes/client-node';
-import type { Clock } from '../../clock/clock.ts';
-import { KubeApiRequestError } from './errors.ts';
+import type { Clock, TimerHandle } from '../clock/clock.ts';
+import type { ClientNode } from './client-node.ts';
+import { KubeApiRequestError, KubeRequestTimeoutError } from './api-errors.ts';
 
 /** Per-call options that make client-node's fetch use `signal`. */
-export function abortableRequestOptions(signal: AbortSignal): ConfigurationOptions {
+export function abortableRequestOptions(clientNode: Pick<ClientNode, 'Observable'>, signal: AbortSignal): ConfigurationOptions {
+  const { Observable } = clientNode;
   return {
     middleware: [
       {
@@ -26,28 +27,40 @@ export function abortableRequestOptions(signal: AbortSignal): ConfigurationOptio
   };
 }
 
+export interface RequestDeadlinesOptions {
+  /** client-node (for its `Observable`, which request middleware must return). */
+  readonly clientNode: Pick<ClientNode, 'Observable'>;
+  readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
+  /** How long one request may take. */
+  readonly timeoutMs: number;
+}
+
 /**
- * Tracks requests in flight: each runs with a signal that aborts after `timeoutMs` (the request
- * then rejects with a {@link KubeApiRequestError} saying so) or on {@link abortAll}.
+ * Tracks requests in flight: each runs with options whose signal aborts after `timeoutMs` (the
+ * request then rejects with a {@link KubeRequestTimeoutError}, `<what> timed out after <n> ms`)
+ * or on {@link abortAll}.
  */
 export class RequestDeadlines {
-  private readonly clock: Clock;
+  private readonly clientNode: Pick<ClientNode, 'Observable'>;
+  private readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   private readonly timeoutMs: number;
   private readonly inFlight = new Set<AbortController>();
 
-  constructor(clock: Clock, timeoutMs: number) {
-    this.clock = clock;
-    this.timeoutMs = timeoutMs;
+  constructor(options: RequestDeadlinesOptions) {
+    this.clientNode = options.clientNode;
+    this.clock = options.clock;
+    this.timeoutMs = options.timeoutMs;
   }
 
-  async run<T>(what: string, request: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  /** Runs `request` with call options carrying the deadline's signal. */
+  async run<T>(what: string, request: (options: ConfigurationOptions, signal: AbortSignal) => Promise<T>): Promise<T> {
     const controller = new AbortController();
     this.inFlight.add(controller);
-    const timer = this.clock.setTimeout(() => {
-      controller.abort(new KubeApiRequestError(`${what} timed out after ${this.timeoutMs} ms`, undefined, undefined));
+    const timer: TimerHandle = this.clock.setTimeout(() => {
+      controller.abort(new KubeRequestTimeoutError(`${what} timed out after ${this.timeoutMs} ms`));
     }, this.timeoutMs);
     try {
-      return await request(controller.signal);
+      return await request(abortableRequestOptions(this.clientNode, controller.signal), controller.signal);
     } finally {
       this.clock.clearTimeout(timer);
       this.inFlight.delete(controller);

@@ -1,15 +1,15 @@
 /**
- * ResilientInformer: one `ListWatch` of `@kubernetes/client-node` (list, then watch from the
- * list's resourceVersion), kept running for the life of the source.
+ * RestartingInformer: one `ListWatch` of `@kubernetes/client-node` (list, then watch from the
+ * list's resourceVersion), kept running until {@link RestartingInformer.stop}.
  *
  * What client-node 2.0.1 does by itself, and what this adds:
  * - 410 Gone (a watch `ERROR` event with code 410, or an HTTP 410 answer) and clean closes by
  *   the server are handled by `ListWatch`: it relists (objects missing from the new list get
  *   delete callbacks; unchanged resourceVersions get no callback) or re-watches. Nothing to do.
  * - Any other failure (HTTP 500, 403, connection refused or reset) makes `ListWatch` emit
- *   `error` and stop for good. This class restarts it with backoff (`restartBackoff`, reset once a
- *   watch is established again), and reports the failure as the informer's {@link error} until
- *   then. Cached objects stay: a failing API server never looks like "everything was deleted".
+ *   `error` and stop for good. This class restarts it with backoff (`restartBackoff`, reset once
+ *   a watch is established again) and tells its owner (`failed`). Cached objects stay: a failing
+ *   API server never looks like "everything was deleted".
  * - `ListWatch.stop()` itself emits `error` (an AbortError), and a reconnect delay that ends
  *   after stop would open a new watch; the `stopping` flag and the watch hook below make stop
  *   final.
@@ -17,116 +17,110 @@
  *   about to start (the list before it has been applied: that is "listed") and when its
  *   response arrived (the watch is established), and asks for bookmarks.
  *
- * Objects are kept in this class's own map (`objects()`), fed by the `ListWatch` callbacks, so
- * that {@link relist} can swap in a fresh `ListWatch` and still report deletions.
+ * Objects are kept in this class's own map ({@link objects}), fed by the `ListWatch` callbacks,
+ * so that {@link relist} can swap in a fresh `ListWatch` and still report deletions.
+ *
+ * client-node arrives as a parameter (`clientNode`), see client-node.ts.
  */
-import { ListWatch, Watch } from '@kubernetes/client-node';
-import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
-import type { Clock, TimerHandle } from '../../clock/clock.ts';
-import type { SourceLogger } from '../manifest/index.ts';
-import { describeApiError } from './api-error.ts';
+import type { KubeConfig, KubernetesListObject, KubernetesObject, ListWatch } from '@kubernetes/client-node';
+import type { Clock, TimerHandle } from '../clock/clock.ts';
 import type { Backoff } from './backoff.ts';
 import { nextBackoffMs } from './backoff.ts';
+import type { ClientNode } from './client-node.ts';
 
-export interface InformerHandlers<T> {
-  /** An object appeared or got a new resourceVersion. Must not throw. */
+/** What the informer was doing when it failed. */
+export type InformerPhase = 'list' | 'watch';
+
+/** The owner's callbacks. None may throw; none is called after {@link RestartingInformer.stop}. */
+export interface RestartingInformerHandlers<T> {
+  /** An object appeared or got a new resourceVersion. */
   upsert(object: T): void;
-  /** An object is gone (deleted, or missing from a relist). Must not throw. */
+  /** An object is gone (deleted, or missing from a relist). */
   remove(object: T): void;
-  /** {@link ResilientInformer.hasListed} or {@link ResilientInformer.error} changed. Must not throw. */
-  stateChanged(): void;
+  /** The first list was applied (called once; {@link RestartingInformer.hasListed} is true now). */
+  listed(): void;
+  /** A watch got its 200 response: the API works (again). */
+  established(): void;
+  /** A list or watch failed; the informer restarts after `retryInMs`, keeping its objects. */
+  failed(err: unknown, phase: InformerPhase, retryInMs: number): void;
 }
 
-export interface ResilientInformerOptions<T extends KubernetesObject> {
+export interface RestartingInformerOptions<T extends KubernetesObject> {
+  clientNode: Pick<ClientNode, 'ListWatch' | 'Watch'>;
   kubeConfig: KubeConfig;
-  clock: Clock;
-  logger: SourceLogger;
-  /** The collection path, e.g. `/api/v1/pods`. */
+  clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
+  /** The collection path, e.g. `/api/v1/pods` or `/api/v1/namespaces/ns/pods`. */
   path: string;
-  fieldSelector?: string;
-  /** The LIST call; must apply the same field selector. */
+  fieldSelector?: string | undefined;
+  labelSelector?: string | undefined;
+  /** The LIST call; must apply the same selectors. */
   list: () => Promise<KubernetesListObject<T>>;
-  /** What is watched, for messages: `pods on node node-a`. */
-  description: string;
   restartBackoff: Backoff;
-  handlers: InformerHandlers<T>;
+  handlers: RestartingInformerHandlers<T>;
 }
 
-/** Hooks of {@link ObservedWatch} into its informer. */
+/** Hooks of the observed watch into its informer. */
 interface WatchHooks {
-  /** False once the informer is stopping: no new watch is opened then. */
+  /** False once the informer is stopping (or the ListWatch was replaced): no new watch then. */
   mayWatch(): boolean;
+  /** A watch is about to start: the list before it has been applied. */
+  watching(): void;
   /** The watch got its response headers with status 200. */
   established(): void;
 }
+
+type WatchClass = ClientNode['Watch'];
+type WatchArgs = Parameters<InstanceType<WatchClass>['watch']>;
 
 /**
  * A client-node `Watch` that reports when watches start and succeed. It does not change what
  * goes over the wire except adding `allowWatchBookmarks=true`, which real API servers honour
  * (bookmarks keep the resourceVersion fresh, so a reconnect needs a relist less often).
  */
-class ObservedWatch extends Watch {
-  private readonly hooks: WatchHooks & { watching(): void };
-
-  constructor(kubeConfig: KubeConfig, hooks: WatchHooks & { watching(): void }) {
-    super(kubeConfig);
-    this.hooks = hooks;
-  }
-
-  override async watch(...args: Parameters<Watch['watch']>): Promise<AbortController> {
-    const [path, queryParams, callback, done] = args;
-    if (!this.hooks.mayWatch()) return new AbortController();
-    this.hooks.watching();
-    let failed = false;
-    const observedDone = (err: unknown): void => {
-      if (err !== null && err !== undefined) failed = true;
-      done(err);
-    };
-    let controller: AbortController;
-    try {
-      controller = await super.watch(path, { ...queryParams, allowWatchBookmarks: true }, callback, observedDone);
-    } catch (err) {
-      // Thrown before the request (e.g. credentials could not be read): report it the way a
-      // failed request is reported, so ListWatch does not reject into nowhere.
-      observedDone(err);
-      return new AbortController();
+function observedWatch(Watch: WatchClass, kubeConfig: KubeConfig, hooks: WatchHooks): InstanceType<WatchClass> {
+  class ObservedWatch extends Watch {
+    override async watch(...args: WatchArgs): Promise<AbortController> {
+      const [path, queryParams, callback, done] = args;
+      if (!hooks.mayWatch()) return new AbortController();
+      hooks.watching();
+      let failed = false;
+      const observedDone = (err: unknown): void => {
+        if (err !== null && err !== undefined) failed = true;
+        done(err);
+      };
+      let controller: AbortController;
+      try {
+        controller = await super.watch(path, { ...queryParams, allowWatchBookmarks: true }, callback, observedDone);
+      } catch (err) {
+        // Thrown before the request (e.g. credentials could not be read): report it the way a
+        // failed request is reported, so ListWatch does not reject into nowhere.
+        observedDone(err);
+        return new AbortController();
+      }
+      if (!hooks.mayWatch()) controller.abort();
+      else if (!failed) hooks.established();
+      return controller;
     }
-    if (!this.hooks.mayWatch()) controller.abort();
-    else if (!failed) this.hooks.established();
-    return controller;
   }
+  return new ObservedWatch(kubeConfig);
 }
 
-/** The kind-independent part of an informer: lifecycle and health. */
-export interface InformerControl {
-  readonly target: string;
-  hasListed(): boolean;
-  error(): string | undefined;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  relist(): Promise<void>;
-}
-
-export class ResilientInformer<T extends KubernetesObject> implements InformerControl {
-  /** The watched collection with its selector, as the `file` of this informer's source errors. */
-  readonly target: string;
-  private readonly options: ResilientInformerOptions<T>;
+export class RestartingInformer<T extends KubernetesObject> {
+  private readonly options: RestartingInformerOptions<T>;
   private listWatch: ListWatch<T>;
   private readonly objectMap = new Map<string, T>();
   private stopping = false;
   private listed = false;
-  private lastError: string | undefined;
   private backoffMs = 0;
   private restartTimer: TimerHandle | undefined;
   /** Reconnect delays of ListWatch in progress; released at stop so nothing waits on a timer. */
   private readonly delays = new Set<{ handle: TimerHandle; resolve: () => void }>();
   /** The next list applied by the current ListWatch replaces the whole map (after relist()). */
   private replaceOnList = false;
-  private phase: 'list' | 'watch' = 'list';
+  private phase: InformerPhase = 'list';
 
-  constructor(options: ResilientInformerOptions<T>) {
+  constructor(options: RestartingInformerOptions<T>) {
     this.options = options;
-    this.target = options.fieldSelector === undefined ? options.path : `${options.path}?fieldSelector=${options.fieldSelector}`;
     this.listWatch = this.createListWatch();
   }
 
@@ -135,12 +129,7 @@ export class ResilientInformer<T extends KubernetesObject> implements InformerCo
     return this.listed;
   }
 
-  /** The current failure (`pods on node a: watch failed: HTTP 500 …`), or undefined while healthy. */
-  error(): string | undefined {
-    return this.lastError;
-  }
-
-  /** The cached objects. */
+  /** The cached objects (kept across failures). */
   objects(): T[] {
     return [...this.objectMap.values()];
   }
@@ -181,8 +170,9 @@ export class ResilientInformer<T extends KubernetesObject> implements InformerCo
   // -------------------------------------------------------------------------------------------
 
   private createListWatch(): ListWatch<T> {
+    const { clientNode, kubeConfig, path, labelSelector, fieldSelector } = this.options;
     const current = (): boolean => !this.stopping && this.listWatch === listWatch;
-    const watch = new ObservedWatch(this.options.kubeConfig, {
+    const watch = observedWatch(clientNode.Watch, kubeConfig, {
       mayWatch: current,
       watching: () => {
         if (current()) this.onWatching(listWatch);
@@ -195,7 +185,7 @@ export class ResilientInformer<T extends KubernetesObject> implements InformerCo
       this.phase = 'list';
       return this.options.list();
     };
-    const listWatch: ListWatch<T> = new ListWatch<T>(this.options.path, watch, list, false, undefined, this.options.fieldSelector, {
+    const listWatch: ListWatch<T> = new clientNode.ListWatch<T>(path, watch, list, false, labelSelector, fieldSelector, {
       delayFn: (ms) => this.delay(ms),
     });
     listWatch.on('add', (object) => {
@@ -262,32 +252,23 @@ export class ResilientInformer<T extends KubernetesObject> implements InformerCo
     }
     if (!this.listed) {
       this.listed = true;
-      this.options.handlers.stateChanged();
+      this.options.handlers.listed();
     }
   }
 
   private onEstablished(): void {
     this.backoffMs = 0;
-    if (this.lastError === undefined) return;
-    this.options.logger.info({ informer: this.target }, `${this.options.description}: watching again`);
-    this.lastError = undefined;
-    this.options.handlers.stateChanged();
+    this.options.handlers.established();
   }
 
   private onError(listWatch: ListWatch<T>, err: unknown): void {
-    const info = describeApiError(err);
     this.backoffMs = nextBackoffMs(this.options.restartBackoff, this.backoffMs);
-    const message = `${this.options.description}: ${this.phase} failed: ${info.message} (keeping the cached objects; retrying)`;
-    this.options.logger.warn({ informer: this.target, error: info.message, retryInMs: this.backoffMs }, `${this.options.description}: ${this.phase} failed`);
     if (this.restartTimer !== undefined) this.options.clock.clearTimeout(this.restartTimer);
     this.restartTimer = this.options.clock.setTimeout(() => {
       this.restartTimer = undefined;
       if (!this.stopping && this.listWatch === listWatch) void this.run(listWatch);
     }, this.backoffMs);
-    if (message !== this.lastError) {
-      this.lastError = message;
-      this.options.handlers.stateChanged();
-    }
+    this.options.handlers.failed(err, this.phase, this.backoffMs);
   }
 }
 
