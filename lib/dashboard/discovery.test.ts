@@ -6,16 +6,9 @@ import { realClock } from '../clock/clock.ts';
 import { FakeApiServer } from '../sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../sources/kube/testing/kubeconfig-file.ts';
 import { waitFor } from '../sources/kube/testing/wait-for.ts';
-import {
-  AgentDiscovery,
-  DEFAULT_DISCOVERY_SELECTOR,
-  agentsFromPods,
-  isDiscoveryConfigError,
-  parseDiscoverySettings,
-  type AgentPod,
-  type DiscoveryFiles,
-  type DiscoverySettings,
-} from './discovery.ts';
+import { AgentDiscovery, agentsFromPods, type AgentPod } from './discovery.ts';
+import { DEFAULT_DISCOVERY_SELECTOR, parseDiscoverySettings, type DiscoverySettings } from './discovery-settings.ts';
+import { fakeDiscoveryFiles as files } from './testing/discovery-files.ts';
 
 // The informer tests run the real @kubernetes/client-node against a FakeApiServer over real
 // HTTP on 127.0.0.1; waits poll with deadlines; backoffs are shortened so recovery happens
@@ -70,26 +63,6 @@ function agentPod(name: string, node: string, o: AgentPodOptions = {}): TestPod 
   };
 }
 
-function files(overrides: Partial<DiscoveryFiles> = {}): DiscoveryFiles {
-  return {
-    cwd: '/srv/dashboard',
-    readText: () => null,
-    exists: () => false,
-    homeDir: '/home/nobody',
-    serviceAccountDir: '/var/run/secrets/kubernetes.io/serviceaccount',
-    ...overrides,
-  };
-}
-
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  return undefined;
-}
-
 describe('agents from pods', () => {
   const settings = { tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', defaultPort: 7070 };
 
@@ -126,66 +99,6 @@ describe('agents from pods', () => {
     expect(agentsFromPods([fresh, old], settings).map((a) => a.url)).toEqual(['http://10.0.0.9:7070']);
     expect(agentsFromPods([leaving, old], settings).map((a) => a.url)).toEqual(['http://10.0.0.5:7070']);
     expect(agentsFromPods([leaving], settings).map((a) => a.url)).toEqual(['http://10.0.0.10:7070']);
-  });
-});
-
-describe('discovery settings', () => {
-  it('defaults: the service account namespace, the agent label, the service account token, port 7070', () => {
-    // Arrange
-    const env = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
-    const sa = files({ readText: (p) => (p === '/var/run/secrets/kubernetes.io/serviceaccount/namespace' ? 'monitoring\n' : null) });
-
-    // Act
-    const settings = parseDiscoverySettings(env, sa);
-
-    // Assert
-    expect(settings).toEqual({
-      namespace: 'monitoring',
-      selector: DEFAULT_DISCOVERY_SELECTOR,
-      tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
-      defaultPort: 7070,
-      api: { kind: 'in-cluster', variable: 'KUBERNETES_SERVICE_HOST' },
-    });
-  });
-
-  it('without a service account namespace the namespace is volumescope', () => {
-    expect(parseDiscoverySettings({ KUBECONFIG: 'kc.yaml' }, files()).namespace).toBe('volumescope');
-  });
-
-  it('takes every variable, relative paths against the working directory', () => {
-    const settings = parseDiscoverySettings(
-      {
-        VOLUMESCOPE_DISCOVERY_NAMESPACE: 'vs-system',
-        VOLUMESCOPE_DISCOVERY_SELECTOR: 'app=agent,tier in (node)',
-        VOLUMESCOPE_DISCOVERY_TOKEN_FILE: 'secrets/token',
-        VOLUMESCOPE_AGENT_PORT: '9090',
-        KUBECONFIG: 'a.yaml:/etc/b.yaml',
-      },
-      files(),
-    );
-    expect(settings).toEqual({
-      namespace: 'vs-system',
-      selector: 'app=agent,tier in (node)',
-      tokenFile: '/srv/dashboard/secrets/token',
-      defaultPort: 9090,
-      api: { kind: 'kubeconfig', files: ['/srv/dashboard/a.yaml', '/etc/b.yaml'], variable: 'KUBECONFIG' },
-    });
-  });
-
-  it('falls back to ~/.kube/config', () => {
-    const settings = parseDiscoverySettings({}, files({ exists: (p) => p === '/home/nobody/.kube/config' }));
-    expect(settings.api).toEqual({ kind: 'kubeconfig', files: ['/home/nobody/.kube/config'], variable: 'KUBECONFIG' });
-  });
-
-  it.each([
-    { name: 'a port that is not one', env: { KUBECONFIG: 'k', VOLUMESCOPE_AGENT_PORT: '70000' }, variable: 'VOLUMESCOPE_AGENT_PORT' },
-    { name: 'a namespace that cannot be one', env: { KUBECONFIG: 'k', VOLUMESCOPE_DISCOVERY_NAMESPACE: 'Volume_Scope' }, variable: 'VOLUMESCOPE_DISCOVERY_NAMESPACE' },
-    { name: 'no Kubernetes API at all', env: {}, variable: 'VOLUMESCOPE_DISCOVERY' },
-  ])('$name is an error naming $variable', ({ env, variable }) => {
-    const err = caught(() => parseDiscoverySettings(env, files()));
-    expect(isDiscoveryConfigError(err)).toBe(true);
-    expect(isDiscoveryConfigError(err) ? err.variable : null).toBe(variable);
-    expect((err as Error).message.startsWith(`${variable}: `)).toBe(true);
   });
 });
 

@@ -71,7 +71,15 @@ export function loadKubeConfigWithOrigin(options: LoadKubeConfigOptions): { kube
   if (explicit !== undefined && explicit !== '') return { kubeConfig: loadKubeConfigFiles(clientNode, [explicit]), origin: { kind: 'file', paths: [explicit] } };
   const fromEnv = kubeconfigPaths(options.env);
   if (fromEnv.length > 0) return { kubeConfig: loadKubeConfigFiles(clientNode, fromEnv), origin: { kind: 'file', paths: fromEnv } };
-  const kubeConfig = inClusterKubeConfig(clientNode, options.env, options.serviceAccountDir ?? defaultServiceAccountDir);
+  let kubeConfig: KubeConfig;
+  try {
+    kubeConfig = inClusterKubeConfig(clientNode, options.env, options.serviceAccountDir ?? defaultServiceAccountDir);
+  } catch (err) {
+    throw new KubeConfigError(
+      'no Kubernetes API configuration: pass --kubeconfig, set KUBECONFIG, or run in a pod (KUBERNETES_SERVICE_HOST/PORT and a service account token)',
+      { cause: err },
+    );
+  }
   return { kubeConfig, origin: { kind: 'in-cluster', server: kubeConfig.getCurrentCluster()?.server ?? '' } };
 }
 
@@ -114,11 +122,8 @@ export function inClusterKubeConfig(clientNode: Pick<ClientNode, 'KubeConfig'>, 
   const host = env.KUBERNETES_SERVICE_HOST ?? '';
   const port = env.KUBERNETES_SERVICE_PORT ?? '';
   const tokenFile = join(serviceAccountDir, 'token');
-  if (host === '' || port === '' || !existsSync(tokenFile)) {
-    throw new KubeConfigError(
-      'no Kubernetes API configuration: pass --kubeconfig, set KUBECONFIG, or run in a pod (KUBERNETES_SERVICE_HOST/PORT and a service account token)',
-    );
-  }
+  if (host === '' || port === '') throw new KubeConfigError('not in a pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not both set');
+  if (!existsSync(tokenFile)) throw new KubeConfigError(`no service account token at ${tokenFile}`);
   const scheme = port === '80' || port === '8080' || port === '8001' ? 'http' : 'https';
   const server = `${scheme}://${isIPv6(host) ? `[${host}]` : host}:${port}`;
   const namespaceFile = join(serviceAccountDir, 'namespace');
