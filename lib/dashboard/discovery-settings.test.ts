@@ -2,15 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_DISCOVERY_SELECTOR, isDiscoveryConfigError, parseDiscoverySettings } from './discovery-settings.ts';
 import { fakeDiscoveryFiles as files } from './testing/discovery-files.ts';
 
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  return undefined;
-}
-
 describe('discovery settings', () => {
   it('defaults: the service account namespace, the agent label, the service account token, port 7070', () => {
     // Arrange
@@ -64,9 +55,7 @@ describe('discovery settings', () => {
     { name: 'a namespace that cannot be one', env: { KUBECONFIG: 'k', VOLUMESCOPE_DISCOVERY_NAMESPACE: 'Volume_Scope' }, variable: 'VOLUMESCOPE_DISCOVERY_NAMESPACE' },
     { name: 'no Kubernetes API at all', env: {}, variable: 'VOLUMESCOPE_DISCOVERY' },
   ])('$name is an error naming $variable', ({ env, variable }) => {
-    const err = caught(() => parseDiscoverySettings(env, files()));
-    expect(isDiscoveryConfigError(err)).toBe(true);
-    expect(isDiscoveryConfigError(err) ? err.variable : null).toBe(variable);
-    expect((err as Error).message.startsWith(`${variable}: `)).toBe(true);
+    const namesTheVariable = (err: unknown): boolean => isDiscoveryConfigError(err) && err.variable === variable && err.message.startsWith(`${variable}: `);
+    expect(() => parseDiscoverySettings(env, files())).toThrow(expect.toSatisfy(namesTheVariable) as Error);
   });
 });

@@ -4,7 +4,7 @@ import { delimiter, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import * as clientNode from '@kubernetes/client-node';
 import { writeKubeconfigFile } from '../sources/kube/testing/kubeconfig-file.ts';
-import { isKubeConfigError, loadKubeConfig as load, loadKubeConfigWithOrigin as loadWithOrigin } from './kubeconfig.ts';
+import { inClusterKubeConfig, isKubeConfigError, loadKubeConfig as load, loadKubeConfigWithOrigin as loadWithOrigin } from './kubeconfig.ts';
 import type { LoadKubeConfigOptions } from './kubeconfig.ts';
 
 type Options = Omit<LoadKubeConfigOptions, 'clientNode'>;
@@ -95,5 +95,16 @@ describe('loadKubeConfig', () => {
     const empty = join(dir, 'empty');
     await writeFile(empty, 'apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n');
     expect(() => loadKubeConfig({ kubeconfig: empty, env: {} })).toThrow('selects no cluster');
+  });
+
+  it('inClusterKubeConfig says what is missing; the agent keeps its one message naming every way', async () => {
+    const sa = await serviceAccountDir();
+    const env = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
+
+    expect(() => inClusterKubeConfig(clientNode, {}, sa)).toThrow('not in a pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not both set');
+    expect(() => inClusterKubeConfig(clientNode, env, join(sa, 'missing'))).toThrow(`no service account token at ${join(sa, 'missing', 'token')}`);
+    expect(() => loadKubeConfig({ env, serviceAccountDir: join(sa, 'missing') })).toThrow(
+      'no Kubernetes API configuration: pass --kubeconfig, set KUBECONFIG, or run in a pod (KUBERNETES_SERVICE_HOST/PORT and a service account token)',
+    );
   });
 });

@@ -13,12 +13,14 @@
  * what counts; client-node's `loadFromCluster` reads `process.env` itself, so the in-cluster
  * configuration is built here, with client-node's rules:
  * - server `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`, an IPv6 host in
- *   brackets. Ports 80, 8080 and 8001 get `http://` (as client-node does: an API server or a
- *   `kubectl proxy` without TLS behind the service); that is also how an in-cluster setup can
- *   be pointed at a plain-http test server;
+ *   brackets; ports 80, 8080 and 8001 get `http://`, exactly as client-node's `loadFromCluster`;
  * - TLS is always verified in-cluster (`skipTLSVerify: false`) against the service account's
- *   `ca.crt`. Only a kubeconfig file can turn verification off (`insecure-skip-tls-verify`), as
- *   the test servers' kubeconfigs do; client-node refuses `http://` servers unless it is set;
+ *   `ca.crt`, and nothing here ever turns verification off implicitly. client-node 2.x refuses
+ *   an `http://` server unless `skipTLSVerify` is set ("HTTP protocol is not allowed when
+ *   skipTLSVerify is not set or false"), so an in-cluster configuration on one of those ports
+ *   fails at its first request, as it does with `loadFromCluster`: in-cluster is TLS only.
+ *   Plain-http test servers are reached through kubeconfig files that say
+ *   `insecure-skip-tls-verify: true` (lib/sources/kube/testing/kubeconfig-file.ts);
  * - the token is read from the token file by client-node's `tokenFile` auth provider, which
  *   re-reads it every 60 s, so projected (rotating) tokens keep working; a missing token file
  *   is a {@link KubeConfigError} at load time, not a 401 on every request.
