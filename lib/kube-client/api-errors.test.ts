@@ -2,18 +2,7 @@ import * as clientNode from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeApiServer } from '../sources/kube/testing/fake-apiserver.ts';
 import { fakeKubeConfig } from '../sources/kube/testing/kubeconfig-file.ts';
-import {
-  KubeApiRequestError,
-  KubeRequestTimeoutError,
-  apiErrorStatus,
-  describeApiError,
-  isApiGone,
-  isApiNotFound,
-  isConnectionRefused,
-  isKubeApiRequestError,
-  isKubeRequestTimeoutError,
-  isRequestTimeout,
-} from './index.ts';
+import { KubeApiRequestError, KubeRequestTimeoutError, apiErrorStatus, describeApiError, isApiGone, isApiNotFound, isConnectionRefused, isKubeApiRequestError, isKubeRequestTimeoutError, isRequestTimeout } from './index.ts';
 
 let cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -25,15 +25,20 @@ async function setup(): Promise<{ api: FakeApiServer; clock: FakeClock; deadline
   return { api, clock, deadlines, list };
 }
 
+/** The server holds every LIST of pods until the test ends. */
+function holdPodLists(api: FakeApiServer): void {
+  const held = api.holdRequests({ resource: 'pods', verb: 'list' });
+  cleanups.push(() => {
+    held.release();
+    return Promise.resolve();
+  });
+}
+
 describe('RequestDeadlines', () => {
   it('a request that gets no answer fails when its deadline passes on the clock, and not before', async () => {
-    // Arrange: the server holds every LIST of pods.
+    // Arrange: no answer to the LIST.
     const { api, clock, list } = await setup();
-    const held = api.holdRequests({ resource: 'pods', verb: 'list' });
-    cleanups.push(() => {
-      held.release();
-      return Promise.resolve();
-    });
+    holdPodLists(api);
     let outcome: unknown = 'pending';
     void list().then(
       () => {
@@ -63,11 +68,7 @@ describe('RequestDeadlines', () => {
 
   it('abortAll ends every request in flight with a request error', async () => {
     const { api, deadlines, list } = await setup();
-    const held = api.holdRequests({ resource: 'pods', verb: 'list' });
-    cleanups.push(() => {
-      held.release();
-      return Promise.resolve();
-    });
+    holdPodLists(api);
     const pending = list().then(() => null, (err: unknown) => err);
     await waitFor(() => api.requests({ resource: 'pods', verb: 'list' }).length === 1, { what: 'the LIST sent' });
 
