@@ -1,11 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../../lib/clock/clock.ts';
+import { FakeClock } from '../../lib/clock/fake-clock.ts';
+import { isKubeApiRequestError } from '../../lib/kube-client/api-errors.ts';
 import { KubeSource } from '../../lib/sources/kube/kube-source.ts';
 import { FakeApiServer } from '../../lib/sources/kube/testing/fake-apiserver.ts';
 import { fakeKubeConfig } from '../../lib/sources/kube/testing/kubeconfig-file.ts';
+import { waitFor } from '../../lib/sources/kube/testing/wait-for.ts';
 import type { PersistentVolumeClaim } from '../../lib/volume/k8s-types.ts';
+import { nodeName } from '../../lib/volume/types.ts';
 import { isObjectNotFoundError } from '../../lib/volume/kube-client.ts';
-import { formatQuantity, isKubeObjectGetError, KubeObjects } from './kube-objects.ts';
+import { formatQuantity, isKubeObjectGetError, kubeObjectGetTimeoutMs, KubeObjects } from './kube-objects.ts';
 
 // The real @kubernetes/client-node against the Kubernetes-protocol test server over HTTP.
 let cleanups: (() => Promise<void>)[] = [];
@@ -93,6 +97,41 @@ describe('KubeObjects', () => {
     api.failRequests({ resource: 'pods', verb: 'list', status: 500, message: 'etcdserver: request timed out' });
     const failed = await objects.listNodePodsLive('node-a').then(() => null, (err: unknown) => err);
     expect(isKubeObjectGetError(failed) && failed.message).toBe('LIST /api/v1/pods?fieldSelector=spec.nodeName=node-a: HTTP 500 Internal Server Error: etcdserver: request timed out');
+  });
+
+  it('a GET without an answer fails when its deadline passes on the injected clock, naming the path', async () => {
+    // Arrange: the API server never answers a GET of a node.
+    const api = await FakeApiServer.start({ token: 't' });
+    cleanups.push(() => api.close());
+    const held = api.holdRequests({ resource: 'nodes', verb: 'get' });
+    cleanups.push(() => {
+      held.release();
+      return Promise.resolve();
+    });
+    const kubeConfig = fakeKubeConfig({ server: api.url, token: 't' });
+    const clock = new FakeClock();
+    const objects = new KubeObjects(new KubeSource({ kubeConfig, nodeName: 'node-a', clock }), kubeConfig, clock);
+    let outcome: unknown = 'pending';
+    void objects.getNode(nodeName('node-a')).then(
+      () => {
+        outcome = 'answered';
+      },
+      (err: unknown) => {
+        outcome = err;
+      },
+    );
+    await waitFor(() => api.requests({ resource: 'nodes', verb: 'get' }).length === 1, { what: 'the GET sent' });
+
+    // Act + Assert
+    await clock.advance(kubeObjectGetTimeoutMs - 1);
+    expect(outcome).toBe('pending');
+    await clock.advance(1);
+    await waitFor(() => outcome !== 'pending', { what: 'the GET given up' });
+    expect(isKubeObjectGetError(outcome) && isKubeApiRequestError(outcome) && [outcome.path, outcome.status, outcome.message]).toEqual([
+      '/api/v1/nodes/node-a',
+      undefined,
+      `GET /api/v1/nodes/node-a: the request timed out after ${kubeObjectGetTimeoutMs} ms`,
+    ]);
   });
 
   it.each([

@@ -17,11 +17,12 @@
  * - the node's pods for observe mode's orphan cleanup: a live LIST (`listNodePodsLive`), never
  *   the informer, because "the pod is gone" must not rest on a cache that may have missed it.
  */
-import { CoreV1Api, PatchStrategy, setHeaderOptions, StorageV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, Observable, PatchStrategy, setHeaderOptions, StorageV1Api, type ConfigurationOptions, type KubeConfig } from '@kubernetes/client-node';
+import { realClock, type Clock } from '../../lib/clock/clock.ts';
+import { describeApiError, isApiNotFound, KubeApiRequestError } from '../../lib/kube-client/api-errors.ts';
+import { RequestDeadlines } from '../../lib/kube-client/request-deadline.ts';
 import type { KubeSource } from '../../lib/sources/kube/index.ts';
-import { describeApiError } from '../../lib/sources/kube/api-error.ts';
 import { convertNode, convertPersistentVolume } from '../../lib/sources/kube/api-objects.ts';
-import { abortableRequestOptions } from '../../lib/sources/kube/request-deadline.ts';
 import type { VolumeAttachmentReader, VolumeAttachmentStatus } from '../../lib/volume/csi/index.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim } from '../../lib/volume/k8s-types.ts';
 import { ObjectNotFoundError } from '../../lib/volume/kube-client.ts';
@@ -54,16 +55,19 @@ function isoTime(value: Date | string | undefined | null): string | null {
 /** Deadline of each GET made here; the operation that asked fails and is retried with backoff. */
 export const kubeObjectGetTimeoutMs = 30_000;
 
-/** A request the API server answered with an error (other than 404 for GETs), or a transport failure. */
-export class KubeObjectGetError extends Error {
-  override readonly name = 'KubeObjectGetError';
+/**
+ * A request the API server answered with an error (other than 404 for GETs), a transport failure
+ * or a missed deadline: a {@link KubeApiRequestError} that names the API path.
+ */
+export class KubeObjectGetError extends KubeApiRequestError {
+  override readonly name: string = 'KubeObjectGetError';
   constructor(
     readonly path: string,
-    readonly status: number | undefined,
+    status: number | undefined,
     message: string,
-    options?: ErrorOptions,
+    options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(message, status, options?.cause);
   }
 }
 
@@ -83,14 +87,17 @@ export interface LivePod extends LivePodIdentity {
 export class KubeObjects extends ManifestObjects implements VolumeAttachmentReader {
   private readonly core: CoreV1Api;
   private readonly storage: StorageV1Api;
+  private readonly deadlines: RequestDeadlines;
 
   constructor(
     private readonly kube: KubeSource,
     kubeConfig: KubeConfig,
+    clock: Clock = realClock,
   ) {
     super(kube);
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.storage = kubeConfig.makeApiClient(StorageV1Api);
+    this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock, timeoutMs: kubeObjectGetTimeoutMs });
   }
 
   /** Rejects with ObjectNotFoundError when absent, with the API error when the GET fails. */
@@ -245,9 +252,9 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
   }
 
   /** A request with a deadline; {@link KubeObjectGetError} (`<verb> <path>: <API error>`) on any failure. */
-  private async request<T>(verb: 'GET' | 'LIST' | 'PATCH', path: string, call: (options: ReturnType<typeof abortableRequestOptions>) => Promise<T>): Promise<T> {
+  private async request<T>(verb: 'GET' | 'LIST' | 'PATCH', path: string, call: (options: ConfigurationOptions) => Promise<T>): Promise<T> {
     try {
-      return await call(abortableRequestOptions(AbortSignal.timeout(kubeObjectGetTimeoutMs)));
+      return await this.deadlines.run('the request', call);
     } catch (err) {
       const info = describeApiError(err);
       throw new KubeObjectGetError(path, info.status, `${verb} ${path}: ${info.message}`, { cause: err });
@@ -255,11 +262,11 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
   }
 
   /** A GET with a deadline; undefined on 404, {@link KubeObjectGetError} on any other failure. */
-  private async get<T>(path: string, call: (options: ReturnType<typeof abortableRequestOptions>) => Promise<T>): Promise<T | undefined> {
+  private async get<T>(path: string, call: (options: ConfigurationOptions) => Promise<T>): Promise<T | undefined> {
     try {
       return await this.request('GET', path, call);
     } catch (err) {
-      if (isKubeObjectGetError(err) && err.status === 404) return undefined;
+      if (isKubeObjectGetError(err) && isApiNotFound(err)) return undefined;
       throw err;
     }
   }

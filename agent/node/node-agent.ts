@@ -537,10 +537,15 @@ async function startManifestSource(opts: NodeAgentOptions): Promise<ManifestSour
 async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSource; kube: KubeParts }> {
   const { config, clock, log } = opts;
   // Loaded only here: a standalone agent never pays for the Kubernetes client (start time, memory).
-  const [{ KubeEventSink, KubeSource, loadKubeConfigWithOrigin }, { KubeObjects }] = await Promise.all([import('../../lib/sources/kube/index.ts'), import('./kube-objects.ts')]);
+  const [{ KubeEventSink, KubeSource }, { KubeObjects }, { loadKubeConfigWithOrigin }, clientNode] = await Promise.all([
+    import('../../lib/sources/kube/index.ts'),
+    import('./kube-objects.ts'),
+    import('../../lib/kube-client/kubeconfig.ts'),
+    import('../../lib/kube-client/client-node.ts').then((m) => m.loadClientNode()),
+  ]);
   let loaded;
   try {
-    loaded = loadKubeConfigWithOrigin({ kubeconfig: config.kubeconfig, env: opts.env ?? process.env });
+    loaded = loadKubeConfigWithOrigin({ clientNode, kubeconfig: config.kubeconfig, env: opts.env ?? process.env });
   } catch (err) {
     throw new FlagError('--kubeconfig', `--kubeconfig: ${errorMessage(err)}`);
   }
@@ -557,7 +562,7 @@ async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSo
   await source.start();
   // Events go to the API server only in managed mode: in observe mode the kubelet reports its own.
   const events = config.mode === 'observe' ? null : new KubeEventSink({ kubeConfig: loaded.kubeConfig, nodeName: config.nodeName, clock, logger: log.child({ component: 'events' }) });
-  return { source, kube: { source, objects: new KubeObjects(source, loaded.kubeConfig), kubeConfig: loaded.kubeConfig, events } };
+  return { source, kube: { source, objects: new KubeObjects(source, loaded.kubeConfig, clock), kubeConfig: loaded.kubeConfig, events } };
 }
 
 /**

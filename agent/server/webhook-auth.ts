@@ -33,16 +33,18 @@ import type { IncomingMessage } from 'node:http';
 import {
   AuthenticationV1Api,
   AuthorizationV1Api,
+  Observable,
   V1ResourceAttributes,
   V1SubjectAccessReview,
   V1SubjectAccessReviewSpec,
   V1TokenReview,
   V1TokenReviewSpec,
+  type ConfigurationOptions,
   type KubeConfig,
 } from '@kubernetes/client-node';
 import type { Clock } from '../../lib/clock/clock.ts';
-import { describeApiError } from '../../lib/sources/kube/api-error.ts';
-import { abortableRequestOptions, RequestDeadlines } from '../../lib/sources/kube/request-deadline.ts';
+import { describeApiError } from '../../lib/kube-client/api-errors.ts';
+import { RequestDeadlines } from '../../lib/kube-client/request-deadline.ts';
 import { bearerToken, staticTokenAuthenticator, type AuthResult, type Authenticator } from './authenticator.ts';
 import { createKeyHasher, ReviewCache } from './webhook-auth-cache.ts';
 
@@ -206,7 +208,7 @@ export class WebhookAuthenticator implements AgentAuthenticator {
     if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new AuthConfigError(`maxCacheEntries must be a positive integer, got ${maxEntries}`);
     this.authn = options.kubeConfig.makeApiClient(AuthenticationV1Api);
     this.authz = options.kubeConfig.makeApiClient(AuthorizationV1Api);
-    this.deadlines = new RequestDeadlines(options.clock, timeoutMs);
+    this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock: options.clock, timeoutMs });
     this.tokens = new ReviewCache(options.clock, maxEntries);
     this.decisions = new ReviewCache(options.clock, maxEntries);
   }
@@ -284,9 +286,9 @@ export class WebhookAuthenticator implements AgentAuthenticator {
   }
 
   /** Runs one review call under the deadline; every failure becomes a {@link WebhookReviewError}. */
-  private async call<T>(what: string, request: (options: ReturnType<typeof abortableRequestOptions>) => Promise<T>): Promise<T> {
+  private async call<T>(what: string, request: (options: ConfigurationOptions) => Promise<T>): Promise<T> {
     try {
-      return await this.deadlines.run(what, (signal) => request(abortableRequestOptions(signal)));
+      return await this.deadlines.run(what, request);
     } catch (err) {
       throw new WebhookReviewError(`${what}: ${describeApiError(err).message}`, { cause: err });
     }

@@ -26,7 +26,8 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgentUnavailableError } from './dashboard-error.ts';
-import { DISCOVERY_ENV, discoveryEnabled, isDiscoveryConfigError, serverDiscovery, type AgentDiscovery } from './discovery.ts';
+import { serverDiscovery, type AgentDiscovery } from './discovery.ts';
+import { DISCOVERY_ENV, discoveryEnabled, isDiscoveryConfigError } from './discovery-settings.ts';
 import type { DiscoveryStatus } from './discovery-status.ts';
 
 /** The environment variables (and the file variable) this module reads. */

@@ -1,21 +1,16 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as clientNode from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../clock/clock.ts';
+import { FakeClock } from '../clock/fake-clock.ts';
 import { FakeApiServer } from '../sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../sources/kube/testing/kubeconfig-file.ts';
 import { waitFor } from '../sources/kube/testing/wait-for.ts';
-import {
-  AgentDiscovery,
-  DEFAULT_DISCOVERY_SELECTOR,
-  agentsFromPods,
-  isDiscoveryConfigError,
-  parseDiscoverySettings,
-  type AgentPod,
-  type DiscoveryFiles,
-  type DiscoverySettings,
-} from './discovery.ts';
+import { AgentDiscovery, agentsFromPods, loadDiscoveryKubeConfig, type AgentPod } from './discovery.ts';
+import { DEFAULT_DISCOVERY_SELECTOR, isDiscoveryConfigError, parseDiscoverySettings, type DiscoverySettings } from './discovery-settings.ts';
+import { fakeDiscoveryFiles as files } from './testing/discovery-files.ts';
 
 // The informer tests run the real @kubernetes/client-node against a FakeApiServer over real
 // HTTP on 127.0.0.1; waits poll with deadlines; backoffs are shortened so recovery happens
@@ -70,26 +65,6 @@ function agentPod(name: string, node: string, o: AgentPodOptions = {}): TestPod 
   };
 }
 
-function files(overrides: Partial<DiscoveryFiles> = {}): DiscoveryFiles {
-  return {
-    cwd: '/srv/dashboard',
-    readText: () => null,
-    exists: () => false,
-    homeDir: '/home/nobody',
-    serviceAccountDir: '/var/run/secrets/kubernetes.io/serviceaccount',
-    ...overrides,
-  };
-}
-
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  return undefined;
-}
-
 describe('agents from pods', () => {
   const settings = { tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', defaultPort: 7070 };
 
@@ -126,66 +101,6 @@ describe('agents from pods', () => {
     expect(agentsFromPods([fresh, old], settings).map((a) => a.url)).toEqual(['http://10.0.0.9:7070']);
     expect(agentsFromPods([leaving, old], settings).map((a) => a.url)).toEqual(['http://10.0.0.5:7070']);
     expect(agentsFromPods([leaving], settings).map((a) => a.url)).toEqual(['http://10.0.0.10:7070']);
-  });
-});
-
-describe('discovery settings', () => {
-  it('defaults: the service account namespace, the agent label, the service account token, port 7070', () => {
-    // Arrange
-    const env = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
-    const sa = files({ readText: (p) => (p === '/var/run/secrets/kubernetes.io/serviceaccount/namespace' ? 'monitoring\n' : null) });
-
-    // Act
-    const settings = parseDiscoverySettings(env, sa);
-
-    // Assert
-    expect(settings).toEqual({
-      namespace: 'monitoring',
-      selector: DEFAULT_DISCOVERY_SELECTOR,
-      tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
-      defaultPort: 7070,
-      api: { kind: 'in-cluster', variable: 'KUBERNETES_SERVICE_HOST' },
-    });
-  });
-
-  it('without a service account namespace the namespace is volumescope', () => {
-    expect(parseDiscoverySettings({ KUBECONFIG: 'kc.yaml' }, files()).namespace).toBe('volumescope');
-  });
-
-  it('takes every variable, relative paths against the working directory', () => {
-    const settings = parseDiscoverySettings(
-      {
-        VOLUMESCOPE_DISCOVERY_NAMESPACE: 'vs-system',
-        VOLUMESCOPE_DISCOVERY_SELECTOR: 'app=agent,tier in (node)',
-        VOLUMESCOPE_DISCOVERY_TOKEN_FILE: 'secrets/token',
-        VOLUMESCOPE_AGENT_PORT: '9090',
-        KUBECONFIG: 'a.yaml:/etc/b.yaml',
-      },
-      files(),
-    );
-    expect(settings).toEqual({
-      namespace: 'vs-system',
-      selector: 'app=agent,tier in (node)',
-      tokenFile: '/srv/dashboard/secrets/token',
-      defaultPort: 9090,
-      api: { kind: 'kubeconfig', files: ['/srv/dashboard/a.yaml', '/etc/b.yaml'], variable: 'KUBECONFIG' },
-    });
-  });
-
-  it('falls back to ~/.kube/config', () => {
-    const settings = parseDiscoverySettings({}, files({ exists: (p) => p === '/home/nobody/.kube/config' }));
-    expect(settings.api).toEqual({ kind: 'kubeconfig', files: ['/home/nobody/.kube/config'], variable: 'KUBECONFIG' });
-  });
-
-  it.each([
-    { name: 'a port that is not one', env: { KUBECONFIG: 'k', VOLUMESCOPE_AGENT_PORT: '70000' }, variable: 'VOLUMESCOPE_AGENT_PORT' },
-    { name: 'a namespace that cannot be one', env: { KUBECONFIG: 'k', VOLUMESCOPE_DISCOVERY_NAMESPACE: 'Volume_Scope' }, variable: 'VOLUMESCOPE_DISCOVERY_NAMESPACE' },
-    { name: 'no Kubernetes API at all', env: {}, variable: 'VOLUMESCOPE_DISCOVERY' },
-  ])('$name is an error naming $variable', ({ env, variable }) => {
-    const err = caught(() => parseDiscoverySettings(env, files()));
-    expect(isDiscoveryConfigError(err)).toBe(true);
-    expect(isDiscoveryConfigError(err) ? err.variable : null).toBe(variable);
-    expect((err as Error).message.startsWith(`${variable}: `)).toBe(true);
   });
 });
 
@@ -370,5 +285,71 @@ describe('AgentDiscovery against a Kubernetes API', () => {
     await waitFor(() => api.watchCount('pods') === 0, { what: 'the watch closed' });
     api.put('pods', agentPod('agent-a', 'node-a', { ip: '10.0.0.5' }));
     expect(discovery.agents()).toEqual([]);
+  });
+
+  it('a LIST that gets no answer is given up after the list timeout on the clock, reported, and retried', async () => {
+    // Arrange: the API server holds every LIST of pods; time is a FakeClock.
+    const { api, kubeconfig } = await cluster();
+    api.put('pods', agentPod('agent-a', 'node-a', { ip: '10.0.0.5' }));
+    const held = api.holdRequests({ resource: 'pods', verb: 'list' });
+    cleanups.push(() => {
+      held.release();
+    });
+    const clock = new FakeClock();
+    const settings = parseDiscoverySettings({ KUBECONFIG: kubeconfig, VOLUMESCOPE_DISCOVERY_NAMESPACE: NAMESPACE }, files({ cwd: '/' }));
+    const discovery = new AgentDiscovery({ settings, clock, backoff: { initialMs: 1_000, maxMs: 1_000 }, listTimeoutMs: 5_000 });
+    cleanups.push(() => discovery.stop());
+    const started = discovery.start();
+    await waitFor(() => api.requests({ resource: 'pods', verb: 'list' }).length === 1, { what: 'the LIST sent' });
+
+    // Act
+    await clock.advance(5_000);
+    await started;
+
+    // Assert: reported against the API configuration, then listed once the server answers.
+    expect(discovery.status().error).toMatchObject({
+      variable: 'KUBECONFIG',
+      message: `cannot list the agent pods at ${api.url}: LIST /api/v1/namespaces/${NAMESPACE}/pods?labelSelector=${DEFAULT_DISCOVERY_SELECTOR} timed out after 5000 ms`,
+    });
+    held.release();
+    await clock.advance(1_000);
+    await waitFor(() => discovery.status().error === null && names(discovery).join() === 'node-a', { what: 'listed after the retry' });
+  });
+});
+
+describe('the discovery kubeconfig', () => {
+  let dir = '';
+  afterEach(() => {
+    if (dir !== '') rmSync(dir, { recursive: true, force: true });
+    dir = '';
+  });
+
+  function serviceAccount(withToken: boolean): string {
+    dir = mkdtempSync(join(tmpdir(), 'vs-discovery-sa-'));
+    const sa = join(dir, 'serviceaccount');
+    mkdirSync(sa);
+    writeFileSync(join(sa, 'ca.crt'), 'not a real certificate');
+    if (withToken) writeFileSync(join(sa, 'token'), 'dashboard-token');
+    return sa;
+  }
+
+  it('in-cluster, it is the agent loader\'s configuration, built from the environment the settings came from', () => {
+    const sa = serviceAccount(true);
+
+    const kc = loadDiscoveryKubeConfig(clientNode, { kind: 'in-cluster', variable: 'KUBERNETES_SERVICE_HOST' }, { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '6443' }, sa);
+
+    expect(kc.getCurrentCluster()).toMatchObject({ server: 'https://[fd00::1]:6443', caFile: join(sa, 'ca.crt'), skipTLSVerify: false });
+    expect(kc.getCurrentUser()?.authProvider).toEqual({ name: 'tokenFile', config: { tokenFile: join(sa, 'token') } });
+  });
+
+  it.each([
+    { name: 'an in-cluster setup without a token', source: { kind: 'in-cluster', variable: 'KUBERNETES_SERVICE_HOST' } as const, detail: 'no service account token at' },
+    { name: 'a kubeconfig that cannot be read', source: { kind: 'kubeconfig', files: ['/nonexistent/kubeconfig'], variable: 'KUBECONFIG' } as const, detail: 'kubeconfig /nonexistent/kubeconfig cannot be loaded' },
+  ])('$name is a settings error naming $source.variable', ({ source, detail }) => {
+    const sa = serviceAccount(false);
+    const env = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
+
+    const namesIt = (err: unknown): boolean => isDiscoveryConfigError(err) && err.variable === source.variable && err.detail.startsWith(detail);
+    expect(() => loadDiscoveryKubeConfig(clientNode, source, env, sa)).toThrow(expect.toSatisfy(namesIt) as Error);
   });
 });

@@ -36,17 +36,17 @@
  *   and what is left is dropped.
  * - `counters()` for tests and metrics: posted, patched, dropped, failed, retries.
  */
-import { CoreV1Api, CoreV1Event, PatchStrategy, setHeaderOptions, V1EventSource, V1ObjectMeta, V1ObjectReference } from '@kubernetes/client-node';
+import { CoreV1Api, CoreV1Event, Observable, PatchStrategy, setHeaderOptions, V1EventSource, V1ObjectMeta, V1ObjectReference } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Clock, Millis, TimerHandle } from '../../clock/clock.ts';
 import { EVENT_NOTE_LENGTH_LIMIT, truncateMessage } from '../../truncate-message.ts';
 import type { EventRecorder, EventType, InvolvedObject } from '../../volume/events.ts';
 import type { SourceLogger } from '../manifest/index.ts';
-import { describeApiError } from './api-error.ts';
+import { describeApiError } from '../../kube-client/api-errors.ts';
+import { RequestDeadlines } from '../../kube-client/request-deadline.ts';
 import { EventCorrelator } from './event-sink-correlator.ts';
 import type { CorrelateResult, EventCorrelatorOptions, EventPatch, EventRecord, ObservedEventState } from './event-sink-correlator.ts';
 import { toRFC3339 } from './plain-json.ts';
-import { abortableRequestOptions, RequestDeadlines } from './request-deadline.ts';
 
 /** client-go's `maxTriesPerEvent`: attempts per event, the first included. */
 export const maxTriesPerEvent = 12;
@@ -188,7 +188,7 @@ export class KubeEventSink implements EventRecorder {
     this.maxQueued = positiveInteger('maxQueuedEvents', options.maxQueuedEvents ?? maxQueuedEvents);
     this.random = options.random ?? Math.random;
     this.core = options.kubeConfig.makeApiClient(CoreV1Api);
-    this.deadlines = new RequestDeadlines(this.clock, positiveInteger('requestTimeoutMs', options.requestTimeoutMs ?? defaultEventRequestTimeoutMs));
+    this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock: this.clock, timeoutMs: positiveInteger('requestTimeoutMs', options.requestTimeoutMs ?? defaultEventRequestTimeoutMs) });
     this.correlator = new EventCorrelator({
       ...options.correlation,
       eventName: (objectName, at) => this.eventName(objectName, at),
@@ -407,8 +407,8 @@ export class KubeEventSink implements EventRecorder {
       reportingComponent: event.reportingController,
       reportingInstance: event.reportingInstance,
     });
-    return this.deadlines.run(`POST /api/v1/namespaces/${event.namespace}/events`, (signal) =>
-      this.core.createNamespacedEvent({ namespace: event.namespace, body }, abortableRequestOptions(signal)),
+    return this.deadlines.run(`POST /api/v1/namespaces/${event.namespace}/events`, (options) =>
+      this.core.createNamespacedEvent({ namespace: event.namespace, body }, options),
     );
   }
 
@@ -418,10 +418,10 @@ export class KubeEventSink implements EventRecorder {
       lastTimestamp: toRFC3339(wholeSeconds(patch.lastTimestamp)),
       ...(patch.message === undefined ? {} : { message: patch.message }),
     };
-    return this.deadlines.run(`PATCH /api/v1/namespaces/${event.namespace}/events/${event.name}`, (signal) =>
+    return this.deadlines.run(`PATCH /api/v1/namespaces/${event.namespace}/events/${event.name}`, (options) =>
       this.core.patchNamespacedEvent(
         { namespace: event.namespace, name: event.name, body },
-        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch, abortableRequestOptions(signal)),
+        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch, options),
       ),
     );
   }

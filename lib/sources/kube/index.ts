@@ -5,14 +5,16 @@
  *   getPersistentVolume, getPersistentVolumeClaim, getConfigMap, getSecret, getCSIDriver,
  *   sourceErrors, onChange, isSynced, start/stop, resync) plus `getNode()`,
  *   `getAttachedVolumesFromNodeStatus()`, `waitUntilSynced()` and `fetchPersistentVolumeClaim()`.
- * - load-kube-config.ts: `loadKubeConfig`: `--kubeconfig`, else `KUBECONFIG`, else in-cluster.
- * - resilient-informer.ts: a client-node `ListWatch` that is restarted with backoff after
- *   failures (client-node 2.x informers stop on any error but 410 Gone) and stops for good.
+ * - resilient-informer.ts: lib/kube-client's restarting informer, with its failure kept as a
+ *   source error message and logged.
  * - referenced-objects.ts: the PVCs, ConfigMaps and Secrets the node's pods reference, fetched
  *   by name with a short cache (why not informers: see that file).
  * - object-references.ts: which objects a pod (and its CSI PVs) references.
  * - api-objects.ts: client-node objects → lib/volume/k8s-types.ts shapes (RFC 3339 timestamps,
- *   unmodelled fields dropped); plain-json.ts, api-error.ts: helpers for both.
+ *   unmodelled fields dropped); plain-json.ts: helpers for both.
+ *
+ * The Kubernetes client itself (kubeconfig loading, the restarting informer, request deadlines,
+ * API error classification, backoff) is lib/kube-client/, shared with the dashboard's discovery.
  *
  * Test support (lib/sources/kube/testing/): `FakeApiServer`, a Kubernetes-protocol server over
  * real HTTP for the real client; `writeKubeconfigFile`/`fakeKubeConfig` pointing at it;
@@ -26,20 +28,8 @@ export {
   defaultReferencedObjectTtlMs,
 } from './kube-source.ts';
 export type { KubeSourceChange, KubeSourceChangeListener, KubeSourceOptions } from './kube-source.ts';
-export { defaultServiceAccountDir, loadKubeConfig, loadKubeConfigWithOrigin } from './load-kube-config.ts';
-export type { KubeConfigOrigin, LoadKubeConfigOptions } from './load-kube-config.ts';
 export type { KubeSourceError } from './source-error.ts';
-export type { Backoff } from './backoff.ts';
 export type { ObjectRef, ReferencedKind } from './object-references.ts';
 export { persistentVolumeSecretReferences, podReferences } from './object-references.ts';
-export {
-  KubeApiRequestError,
-  KubeConfigError,
-  KubeSourceStateError,
-  isKubeApiRequestError,
-  isKubeConfigError,
-  isKubeSourceStateError,
-} from './errors.ts';
-export { describeApiError } from './api-error.ts';
-export type { ApiErrorInfo } from './api-error.ts';
+export { KubeSourceStateError, isKubeSourceStateError } from './errors.ts';
 export { KubeEventSink, KubeEventSinkOptionsError, isKubeEventSinkOptionsError, type KubeEventSinkBacklog, type KubeEventSinkCounters, type KubeEventSinkOptions, type KubeEventSinkStopOptions } from './event-sink.ts';

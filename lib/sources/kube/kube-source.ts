@@ -27,7 +27,7 @@
  *   listener is logged and does not affect others.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { CoreV1Api, StorageV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, Observable, StorageV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesObject, V1CSIDriver, V1Node, V1PersistentVolume, V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../../clock/clock.ts';
 import type {
@@ -41,7 +41,9 @@ import type {
 } from '../../volume/k8s-types.ts';
 import { isPodTerminated } from '../manifest/index.ts';
 import type { SourceLogger } from '../manifest/index.ts';
-import { apiErrorStatus } from './api-error.ts';
+import { apiErrorStatus } from '../../kube-client/api-errors.ts';
+import type { Backoff } from '../../kube-client/backoff.ts';
+import { RequestDeadlines } from '../../kube-client/request-deadline.ts';
 import {
   convertConfigMap,
   convertCSIDriver,
@@ -52,13 +54,11 @@ import {
   convertSecret,
 } from './api-objects.ts';
 import type { Conversion } from './api-objects.ts';
-import type { Backoff } from './backoff.ts';
 import { KubeSourceStateError } from './errors.ts';
 import { persistentVolumeSecretReferences, podReferences, refPath } from './object-references.ts';
 import type { ObjectRef } from './object-references.ts';
 import { ReferencedObjectCache } from './referenced-objects.ts';
 import type { ReferencedObject } from './referenced-objects.ts';
-import { abortableRequestOptions, RequestDeadlines } from './request-deadline.ts';
 import { ResilientInformer } from './resilient-informer.ts';
 import type { InformerControl, InformerHandlers } from './resilient-informer.ts';
 import type { KubeSourceError } from './source-error.ts';
@@ -168,7 +168,7 @@ export class KubeSource {
     const kc = options.kubeConfig;
     this.core = kc.makeApiClient(CoreV1Api);
     const storage = kc.makeApiClient(StorageV1Api);
-    this.deadlines = new RequestDeadlines(this.clock, options.requestTimeoutMs ?? defaultKubeRequestTimeoutMs);
+    this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock: this.clock, timeoutMs: options.requestTimeoutMs ?? defaultKubeRequestTimeoutMs });
     const deadlines = this.deadlines;
     const restartBackoff = options.restartBackoff ?? defaultKubeRestartBackoff;
     const common = { kubeConfig: kc, clock: this.clock, logger: this.logger, restartBackoff };
@@ -178,7 +178,7 @@ export class KubeSource {
       ...common,
       path: '/api/v1/pods',
       fieldSelector: podSelector,
-      list: () => deadlines.run(`LIST /api/v1/pods?fieldSelector=${podSelector}`, (signal) => this.core.listPodForAllNamespaces({ fieldSelector: podSelector }, abortableRequestOptions(signal))),
+      list: () => deadlines.run(`LIST /api/v1/pods?fieldSelector=${podSelector}`, (options) => this.core.listPodForAllNamespaces({ fieldSelector: podSelector }, options)),
       description: `pods on node ${this.nodeName}`,
       handlers: this.handlers<V1Pod>((p) => {
         this.upsertPod(p);
@@ -191,7 +191,7 @@ export class KubeSource {
       ...common,
       path: '/api/v1/nodes',
       fieldSelector: nodeSelector,
-      list: () => deadlines.run(`LIST /api/v1/nodes?fieldSelector=${nodeSelector}`, (signal) => this.core.listNode({ fieldSelector: nodeSelector }, abortableRequestOptions(signal))),
+      list: () => deadlines.run(`LIST /api/v1/nodes?fieldSelector=${nodeSelector}`, (options) => this.core.listNode({ fieldSelector: nodeSelector }, options)),
       description: `node ${this.nodeName}`,
       handlers: this.handlers<V1Node>((n) => {
         this.upsertNode(n);
@@ -202,7 +202,7 @@ export class KubeSource {
     this.pvInformer = new ResilientInformer<V1PersistentVolume>({
       ...common,
       path: '/api/v1/persistentvolumes',
-      list: () => deadlines.run('LIST /api/v1/persistentvolumes', (signal) => this.core.listPersistentVolume({}, abortableRequestOptions(signal))),
+      list: () => deadlines.run('LIST /api/v1/persistentvolumes', (options) => this.core.listPersistentVolume({}, options)),
       description: 'persistent volumes',
       handlers: this.handlers<V1PersistentVolume>((pv) => {
         this.upsertPV(pv);
@@ -213,7 +213,7 @@ export class KubeSource {
     this.csiDriverInformer = new ResilientInformer<V1CSIDriver>({
       ...common,
       path: '/apis/storage.k8s.io/v1/csidrivers',
-      list: () => deadlines.run('LIST /apis/storage.k8s.io/v1/csidrivers', (signal) => storage.listCSIDriver({}, abortableRequestOptions(signal))),
+      list: () => deadlines.run('LIST /apis/storage.k8s.io/v1/csidrivers', (options) => storage.listCSIDriver({}, options)),
       description: 'CSI drivers',
       handlers: this.handlers<V1CSIDriver>((d) => {
         this.upsertCSIDriver(d);
@@ -530,8 +530,7 @@ export class KubeSource {
     const params = { namespace: ref.namespace, name: ref.name };
     let conversion: Conversion<ReferencedObject>;
     try {
-      conversion = await this.deadlines.run(`GET ${refPath(ref)}`, async (signal) => {
-        const options = abortableRequestOptions(signal);
+      conversion = await this.deadlines.run(`GET ${refPath(ref)}`, async (options) => {
         switch (ref.kind) {
           case 'PersistentVolumeClaim':
             return convertPersistentVolumeClaim(await this.core.readNamespacedPersistentVolumeClaim(params, options));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock, flushMicrotasks } from '../../clock/fake-clock.ts';
 import type { ConfigMap, PersistentVolumeClaim } from '../../volume/k8s-types.ts';
-import { isKubeApiRequestError } from './errors.ts';
+import { isKubeApiRequestError } from '../../kube-client/api-errors.ts';
 import type { ObjectRef } from './object-references.ts';
 import { refKey } from './object-references.ts';
 import { ReferencedObjectCache } from './referenced-objects.ts';

@@ -26,10 +26,9 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Clock, TimerHandle } from '../../clock/clock.ts';
 import type { ConfigMap, PersistentVolumeClaim, Secret } from '../../volume/k8s-types.ts';
-import { describeApiError } from './api-error.ts';
-import type { Backoff } from './backoff.ts';
-import { nextBackoffMs } from './backoff.ts';
-import { KubeApiRequestError } from './errors.ts';
+import { describeApiError, KubeApiRequestError } from '../../kube-client/api-errors.ts';
+import type { Backoff } from '../../kube-client/backoff.ts';
+import { nextBackoffMs } from '../../kube-client/backoff.ts';
 import type { ObjectRef } from './object-references.ts';
 import { refKey, refPath } from './object-references.ts';
 import type { KubeSourceError } from './source-error.ts';

@@ -21,8 +21,9 @@ import {
 } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import { describeApiError } from '../api-error.ts';
-import { loadKubeConfig } from '../load-kube-config.ts';
+import * as clientNode from '@kubernetes/client-node';
+import { describeApiError } from '../../../kube-client/api-errors.ts';
+import { loadKubeConfig } from '../../../kube-client/kubeconfig.ts';
 import { isJsonObject } from '../plain-json.ts';
 import { FakeApiServer } from './fake-apiserver.ts';
 import type { AccessRequest, FakeApiServerOptions, GoneStyle } from './fake-apiserver.ts';
@@ -322,7 +323,7 @@ describe('FakeApiServer controls', () => {
     const dir = await mkdtemp(join(tmpdir(), 'kubeconfig-'));
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
     const path = await writeKubeconfigFile(join(dir, 'config'), { server: server.url, token });
-    const core = loadKubeConfig({ kubeconfig: path, env: {} }).makeApiClient(CoreV1Api);
+    const core = loadKubeConfig({ clientNode, kubeconfig: path, env: {} }).makeApiClient(CoreV1Api);
     server.put('nodes', node('node-a'));
 
     expect((await core.listNode()).items.map((n) => n.metadata?.name)).toEqual(['node-a']);

@@ -2,9 +2,14 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isKubeConfigError } from './errors.ts';
-import { loadKubeConfig, loadKubeConfigWithOrigin } from './load-kube-config.ts';
-import { writeKubeconfigFile } from './testing/kubeconfig-file.ts';
+import * as clientNode from '@kubernetes/client-node';
+import { writeKubeconfigFile } from '../sources/kube/testing/kubeconfig-file.ts';
+import { inClusterKubeConfig, isKubeConfigError, loadKubeConfig as load, loadKubeConfigWithOrigin as loadWithOrigin } from './kubeconfig.ts';
+import type { LoadKubeConfigOptions } from './kubeconfig.ts';
+
+type Options = Omit<LoadKubeConfigOptions, 'clientNode'>;
+const loadKubeConfig = (options: Options) => load({ clientNode, ...options });
+const loadKubeConfigWithOrigin = (options: Options) => loadWithOrigin({ clientNode, ...options });
 
 let dirs: string[] = [];
 afterEach(async () => {
@@ -90,5 +95,16 @@ describe('loadKubeConfig', () => {
     const empty = join(dir, 'empty');
     await writeFile(empty, 'apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n');
     expect(() => loadKubeConfig({ kubeconfig: empty, env: {} })).toThrow('selects no cluster');
+  });
+
+  it('inClusterKubeConfig says what is missing; the agent keeps its one message naming every way', async () => {
+    const sa = await serviceAccountDir();
+    const env = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
+
+    expect(() => inClusterKubeConfig(clientNode, {}, sa)).toThrow('not in a pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not both set');
+    expect(() => inClusterKubeConfig(clientNode, env, join(sa, 'missing'))).toThrow(`no service account token at ${join(sa, 'missing', 'token')}`);
+    expect(() => loadKubeConfig({ env, serviceAccountDir: join(sa, 'missing') })).toThrow(
+      'no Kubernetes API configuration: pass --kubeconfig, set KUBECONFIG, or run in a pod (KUBERNETES_SERVICE_HOST/PORT and a service account token)',
+    );
   });
 });
