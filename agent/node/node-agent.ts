@@ -39,7 +39,7 @@ import { errorMessage } from '../../lib/volume/errors.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
 import { probeVolumePlugins } from '../../lib/volume/plugins/index.ts';
 import { nodeName as toNodeName, uniquePodName, type NodeName } from '../../lib/volume/types.ts';
-import type { ReconcilerMetrics } from '../../lib/volumemanager/reconciler/reconciler.ts';
+import type { ReconcilerMetrics } from '../../lib/volumemanager/reconciler/reconstruct.ts';
 import { VolumeManager, type PodSourceProbe } from '../../lib/volumemanager/volume-manager.ts';
 import type { Observe } from '../../lib/api/observe.ts';
 import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';

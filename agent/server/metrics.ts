@@ -17,7 +17,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { OperationRecord } from '../../lib/operationexecutor/operation-executor.ts';
 import { fullyQualifiedPluginName } from '../../lib/operationexecutor/operation-generator.ts';
-import type { ReconcilerMetrics } from '../../lib/volumemanager/reconciler/reconciler.ts';
+import type { ReconcilerMetrics } from '../../lib/volumemanager/reconciler/reconstruct.ts';
 import type { VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
 
 /** The kubelet's buckets for storage operation latencies, in seconds. */

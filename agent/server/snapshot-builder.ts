@@ -38,7 +38,7 @@ import {
 } from '../../lib/api/snapshot.ts';
 import type { PendingOperationView } from '../../lib/operationexecutor/nested-pending-operations.ts';
 import type { DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
-import type { ReconstructionEntry } from '../../lib/volumemanager/reconciler/reconciler.ts';
+import type { ReconstructionEntry } from '../../lib/volumemanager/reconciler/reconstruct-report.ts';
 import type { AgentRuntime } from '../runtime.ts';
 import {
   actualVolumeFromView,

@@ -6,7 +6,7 @@ import type { Pod } from '../../lib/volume/k8s-types.ts';
 import type { NodeName, PluginName, PodUID, UniquePodName, UniqueVolumeName } from '../../lib/volume/types.ts';
 import type { ActualVolumeView } from '../../lib/volumemanager/cache/actual-state-of-world.ts';
 import type { DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
-import type { ReconstructionEntry } from '../../lib/volumemanager/reconciler/reconciler.ts';
+import type { ReconstructionEntry } from '../../lib/volumemanager/reconciler/reconstruct-report.ts';
 import {
   actualVolumeFromView,
   actualVolumeMatchesView,

@@ -19,7 +19,7 @@ import type { DeviceMountState } from '../../lib/operationexecutor/types.ts';
 import type { ActualVolumeView } from '../../lib/volumemanager/cache/actual-state-of-world.ts';
 import type { DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
-import type { ReconstructionEntry, ReconstructionOutcome } from '../../lib/volumemanager/reconciler/reconciler.ts';
+import type { ReconstructionEntry, ReconstructionOutcome } from '../../lib/volumemanager/reconciler/reconstruct-report.ts';
 
 /** The namespace of a pod by UID, when known. */
 export type NamespaceOf = (podUid: string) => string | undefined;

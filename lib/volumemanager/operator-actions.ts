@@ -45,7 +45,7 @@ import { isBlockSpec } from '../volume/spec.ts';
 import { EmptyNodeName, EmptyUniquePodName, uniquePodName, type PodUID, type UniquePodName, type UniqueVolumeName } from '../volume/types.ts';
 import type { ActualStateOfWorld } from './cache/actual-state-of-world.ts';
 import type { DesiredStateOfWorld } from './cache/desired-state-of-world.ts';
-import type { ReconstructionReport } from './reconciler/reconciler.ts';
+import type { ReconstructionReport } from './reconciler/reconstruct-report.ts';
 
 // PORTS
 

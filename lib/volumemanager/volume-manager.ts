@@ -51,15 +51,13 @@ import {
 } from './operator-actions.ts';
 import { DesiredStateOfWorldPopulator, getPodVolumeNames } from './populator/desired-state-of-world-populator.ts';
 import type { PodManager, PodStateProvider, SourcesReady } from './populator/pod-source.ts';
-import {
-  PlanOnlyModeError,
-  Reconciler,
-  type ActualStateRefresh,
-  type ReconcilerMetrics,
-  type ReconstructionReport,
-} from './reconciler/reconciler.ts';
+import { PlanOnlyModeError } from './reconciler/plan-only.ts';
+import { Reconciler } from './reconciler/reconciler.ts';
+import type { ActualStateRefresh, ReconcilerMetrics } from './reconciler/reconstruct.ts';
+import type { ReconstructionReport } from './reconciler/reconstruct-report.ts';
 
-export { isPlanOnlyModeError, PlanOnlyModeError, type ActualStateRefresh } from './reconciler/reconciler.ts';
+export { isPlanOnlyModeError, PlanOnlyModeError } from './reconciler/plan-only.ts';
+export type { ActualStateRefresh } from './reconciler/reconstruct.ts';
 export type { PlannedOperation, PlannedOperationReason, PlannedOperationState } from '../operationexecutor/planning-executor.ts';
 export type {
   ForceUnmountRequest,

@@ -1,10 +1,8 @@
 /**
- * Reconstruction (kubelet `reconciler/reconstruct.go`, the "new" flow of v1.30): after a
- * restart, rebuild the actual state of world from the volume directories under
- * `<root>/pods/<uid>/{volumes,volumeDevices}/<escaped plugin>/<name>`. Every reconstructed pod
- * volume enters the actual state as Uncertain (device Uncertain too), and is either confirmed by
- * a normal mount (the pod is still desired) or torn down (the pod is gone). Volumes that cannot
- * be reconstructed are remembered and cleaned up once, when the desired state is complete.
+ * Reconstruction helpers (kubelet `reconciler/reconstruct_common.go`): finding the volume
+ * directories under `<root>/pods/<uid>/{volumes,volumeDevices}/<escaped plugin>/<name>` and
+ * rebuilding one pod volume from its directory with its plugin. The flow that uses them (the
+ * scan at start, node status, the cleanup of volumes that failed) is in reconstruct.ts.
  */
 import { join } from 'node:path';
 import {

@@ -24,8 +24,8 @@ import {
   syncHostFs,
   testNodeName,
 } from '../testing/harness.ts';
-import type { ReconstructionEntry } from './reconciler.ts';
-import { getVolumesFromPodDir, isPodsDirUnreadableError, PodsDirUnreadableError, reconstructVolume, type PodVolume } from './reconstruct.ts';
+import type { ReconstructionEntry } from './reconstruct-report.ts';
+import { getVolumesFromPodDir, isPodsDirUnreadableError, PodsDirUnreadableError, reconstructVolume, type PodVolume } from './reconstruct-common.ts';
 
 // HELPERS
 
