@@ -28,6 +28,31 @@ export default tseslint.config(
     },
   },
   {
+    // The agent uses the engine through its public surface, lib/volumemanager/index.ts (and, in
+    // its tests, the engine's test harness under lib/volumemanager/testing/). The worlds, the
+    // populator, the reconciler and the operation executor are the engine's internals.
+    files: ['agent/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '**/lib/volumemanager/cache/**',
+                '**/lib/volumemanager/reconciler/**',
+                '**/lib/volumemanager/populator/**',
+                '**/lib/volumemanager/internals.ts',
+                '**/lib/operationexecutor/**',
+              ],
+              message: 'The agent uses the engine through lib/volumemanager/index.ts; these modules are its internals.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.js', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { globals: globals.node, parserOptions: { projectService: false, project: null } },

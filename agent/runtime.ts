@@ -11,7 +11,7 @@ import type { OrphanCleanupResult } from '../lib/observe/orphan-cleanup.ts';
 import type { Clock } from '../lib/clock/clock.ts';
 import type { Logger } from '../lib/volume/logger.ts';
 import type { NodeName } from '../lib/volume/types.ts';
-import type { PodSourceProbe, VolumeManager } from '../lib/volumemanager/volume-manager.ts';
+import type { PodSourceProbe, VolumeManager } from '../lib/volumemanager/index.ts';
 
 /** What a resync (rescan of the root dir and mountinfo + batched attach verification) found. */
 export interface ResyncFindings {

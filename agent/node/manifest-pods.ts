@@ -16,7 +16,7 @@ import type { ManifestSource } from '../../lib/sources/manifest/index.ts';
 import { isPodTerminated } from '../../lib/sources/manifest/index.ts';
 import type { Pod } from '../../lib/volume/k8s-types.ts';
 import type { PodUID } from '../../lib/volume/types.ts';
-import type { PodManager, PodStateProvider, SourcesReady } from '../../lib/volumemanager/populator/pod-source.ts';
+import type { PodManager, PodStateProvider, SourcesReady } from '../../lib/volumemanager/index.ts';
 
 /** The subset of ManifestSource the adapters read (tests can hand in a stand-in). */
 export type PodSource = Pick<ManifestSource, 'listPods' | 'getPodByUID' | 'isSynced'>;

@@ -21,7 +21,7 @@ import { safeRemoveTree } from '../../lib/mount-utils/safe-remove.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
 import { uniquePodName } from '../../lib/volume/types.ts';
-import type { VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
+import type { VolumeManager } from '../../lib/volumemanager/index.ts';
 
 /** The kubelet's housekeeping period. */
 export const housekeepingPeriodMs = 2000;
@@ -73,7 +73,7 @@ export class OrphanedPodDirs {
     }
     const candidates = uids.filter((uid) => !this.o.podKnown(uid));
     if (candidates.length === 0) return [];
-    const desired = vm.dsw.getPods();
+    const desired = vm.desiredState().getPods();
     const removed: string[] = [];
     for (const uid of candidates) {
       const podName = uniquePodName(uid);

@@ -22,8 +22,7 @@ import type { MountLister } from '../../lib/mount-utils/mounter.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 import { nodeHostFs, type HostFs } from '../../lib/volume/util/host-fs.ts';
 import { escapePluginName } from '../../lib/volume/types.ts';
-import { getVolumesFromPodDir, type PodVolume } from '../../lib/volumemanager/reconciler/reconstruct-common.ts';
-import type { VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
+import { getVolumesFromPodDir, type PodVolume, type VolumeManager } from '../../lib/volumemanager/index.ts';
 
 export interface ResyncDeps {
   rootDir: string;
