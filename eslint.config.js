@@ -3,6 +3,24 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
+/** Modules of the engine that only the engine (and its own tests) may import. */
+const engineInternals = {
+  group: [
+    '**/lib/volumemanager/cache/**',
+    '**/lib/volumemanager/reconciler/**',
+    '**/lib/volumemanager/populator/**',
+    '**/lib/volumemanager/internals.ts',
+    '**/lib/operationexecutor/**',
+  ],
+  message: 'The agent uses the engine through lib/volumemanager/index.ts; these modules are its internals.',
+};
+
+/** The engine's test harness and fixtures. */
+const engineTesting = {
+  group: ['**/lib/volumemanager/testing/**'],
+  message: 'The engine test harness is for tests; the agent uses the engine through lib/volumemanager/index.ts.',
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/', '.next/', '.volumescope/', 'e2e/artifacts/', 'next-env.d.ts'] },
   js.configs.recommended,
@@ -26,6 +44,18 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    // The agent uses the engine through its public surface, lib/volumemanager/index.ts. The
+    // worlds, the populator, the reconciler and the operation executor are the engine's internals.
+    files: ['agent/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [engineInternals] }] },
+  },
+  {
+    // Only the agent's tests and their fixtures may use the engine's test harness.
+    files: ['agent/**'],
+    ignores: ['agent/**/*.test.ts', 'agent/**/testing/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [engineInternals, engineTesting] }] },
   },
   {
     files: ['**/*.js', '**/*.mjs'],

@@ -12,7 +12,7 @@ import type { OrphanCleanupResult } from '../lib/observe/orphan-cleanup.ts';
 import type { Clock } from '../lib/clock/clock.ts';
 import type { Logger } from '../lib/volume/logger.ts';
 import type { NodeName } from '../lib/volume/types.ts';
-import type { PodSourceProbe, VolumeManager } from '../lib/volumemanager/volume-manager.ts';
+import type { PodSourceProbe, VolumeManager } from '../lib/volumemanager/index.ts';
 
 /** What a resync found (lib/kubelet-pods/resync.ts); the server answers `POST /api/v1/resync` with it. */
 export type { ResyncFindings };

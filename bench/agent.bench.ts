@@ -410,7 +410,7 @@ async function measureRestartAndBuild(rootDir: string, manifestDir: string) {
     return {
       restart: { volumesOnDisk: total, startToAllConfirmedMountedMs: Math.round(reconstructMs) },
       snapshotBuild: {
-        volumes: vm.asw.countMountedVolumes(),
+        volumes: vm.actualState().countMountedVolumes(),
         coldBuildMs: summary(colds),
         incrementalBuildMs: summary(incremental),
         jsonStringifyMs: summary(stringify),

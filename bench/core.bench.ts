@@ -17,7 +17,9 @@ import { realClock } from '../lib/clock/clock.ts';
 import type { Pod } from '../lib/volume/k8s-types.ts';
 import { specFromVolume } from '../lib/volume/spec.ts';
 import { nodeName, podUID, uniquePodName, type PodUID } from '../lib/volume/types.ts';
-import { VolumeManager } from '../lib/volumemanager/volume-manager.ts';
+// The benchmark drives the engine's parts by hand (passes, worlds), as its tests do.
+import { volumeManagerInternals } from '../lib/volumemanager/internals.ts';
+import { VolumeManager } from '../lib/volumemanager/index.ts';
 import { NoopPlugin } from './noop-plugin.ts';
 
 const VOLUMES_PER_POD = 5;
@@ -52,15 +54,16 @@ function newManager(rootDir: string, plugin: NoopPlugin, pods: Map<string, Pod>)
 
 /** Fills both worlds directly with `entries` mounted (pod, volume) pairs. */
 function populate(vm: VolumeManager, entries: number, pods: Map<string, Pod>): void {
+  const engine = volumeManagerInternals(vm);
   for (let i = 0; i < entries / VOLUMES_PER_POD; i++) {
     const pod = makePod(i);
     pods.set(pod.metadata.uid ?? '', pod);
     const podName = uniquePodName(pod.metadata.uid ?? '');
     for (const volume of pod.spec.volumes ?? []) {
       const spec = specFromVolume(volume);
-      const volumeName = vm.dsw.addPodToVolume(podName, pod, spec, volume.name, '', []);
-      vm.asw.markVolumeAsAttached(volumeName, spec, vm.nodeName, '');
-      vm.asw.markVolumeAsMounted({
+      const volumeName = engine.dsw.addPodToVolume(podName, pod, spec, volume.name, '', []);
+      engine.asw.markVolumeAsAttached(volumeName, spec, vm.nodeName, '');
+      engine.asw.markVolumeAsMounted({
         podName,
         podUID: podUID(podName),
         volumeName,
@@ -99,24 +102,25 @@ interface PassFigures {
 async function benchPass(entries: number, rootDir: string): Promise<PassFigures> {
   const pods = new Map<string, Pod>();
   const vm = newManager(rootDir, new NoopPlugin(), pods);
-  vm.populator.setHasAddedPods(true);
+  const engine = volumeManagerInternals(vm);
+  engine.populator.setHasAddedPods(true);
   populate(vm, entries, pods);
   const samples = entries >= 50_000 ? 60 : entries >= 10_000 ? 200 : 1000;
-  for (let i = 0; i < 20; i++) await vm.reconciler.reconcile(); // warm-up (JIT)
+  for (let i = 0; i < 20; i++) await engine.reconciler.reconcile(); // warm-up (JIT)
   const times: number[] = [];
   for (let i = 0; i < samples; i++) {
     const t0 = performance.now();
-    await vm.reconciler.reconcile();
+    await engine.reconciler.reconcile();
     times.push(performance.now() - t0);
   }
   const fullTimes: number[] = [];
   for (let i = 0; i < Math.min(samples, 100); i++) {
-    vm.reconciler.markDirty(null);
+    engine.reconciler.markDirty(null);
     const t0 = performance.now();
-    await vm.reconciler.reconcile();
+    await engine.reconciler.reconcile();
     fullTimes.push(performance.now() - t0);
   }
-  if (vm.pendingOperations.size() !== 0) throw new Error('steady state expected: no operation may start');
+  if (engine.pendingOperations.size() !== 0) throw new Error('steady state expected: no operation may start');
   times.sort((a, b) => a - b);
   fullTimes.sort((a, b) => a - b);
   return {
@@ -133,9 +137,10 @@ async function benchChangeToStart(rootDir: string): Promise<{ background: number
   const pods = new Map<string, Pod>();
   const plugin = new NoopPlugin();
   const vm = newManager(rootDir, plugin, pods);
+  const engine = volumeManagerInternals(vm);
   const background = 1_000;
   populate(vm, background, pods);
-  vm.populator.setHasAddedPods(true);
+  engine.populator.setHasAddedPods(true);
   vm.start();
   await vm.waitForOperations();
   const samples = 200;
@@ -151,7 +156,7 @@ async function benchChangeToStart(rootDir: string): Promise<{ background: number
       };
     });
     const t0 = performance.now();
-    vm.dsw.addPodToVolume(uniquePodName(pod.metadata.uid ?? ''), pod, specFromVolume(volume), volume.name, '', []);
+    engine.dsw.addPodToVolume(uniquePodName(pod.metadata.uid ?? ''), pod, specFromVolume(volume), volume.name, '', []);
     times.push((await started) - t0);
     plugin.onSetUp = null;
     await vm.waitForOperations();
@@ -173,10 +178,11 @@ function benchHeap(rootDir: string): { entries: number; heapBytesPerMountedEntry
   const before = heapUsed();
   const pods = new Map<string, Pod>();
   const vm = newManager(rootDir, new NoopPlugin(), pods);
+  const engine = volumeManagerInternals(vm);
   populate(vm, entries, pods);
   const after = heapUsed();
   // Keep the manager alive until after the measurement.
-  if (vm.asw.countMountedVolumes() !== entries) throw new Error('population failed');
+  if (engine.asw.countMountedVolumes() !== entries) throw new Error('population failed');
   return {
     entries,
     heapBytesPerMountedEntry: Math.round((after - before) / entries),

@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import type { Driver, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
 import type { Clock } from '../../lib/clock/clock.ts';
 import { detectMounter, LinuxMounter, UnprivilegedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
-import type { OperationRecord } from '../../lib/operationexecutor/operation-executor.ts';
+import { VolumeManager, type OperationRecord, type ReconcilerMetrics, type PodSourceProbe } from '../../lib/volumemanager/index.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeEventSink, KubeSource } from '../../lib/sources/kube/index.ts';
 import type { EventRecorder } from '../../lib/volume/events.ts';
@@ -43,8 +43,6 @@ import { errorMessage } from '../../lib/volume/errors.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
 import { probeVolumePlugins } from '../../lib/volume/plugins/index.ts';
 import { nodeName as toNodeName, uniquePodName, type NodeName } from '../../lib/volume/types.ts';
-import type { ReconcilerMetrics } from '../../lib/volumemanager/reconciler/reconciler.ts';
-import { VolumeManager, type PodSourceProbe } from '../../lib/volumemanager/volume-manager.ts';
 import type { Observe } from '../../lib/api/observe.ts';
 import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
 import type { AgentRuntime, MounterInfo, ResyncFindings } from '../runtime.ts';
@@ -372,11 +370,11 @@ export class NodeAgent implements AgentRuntime {
    * the populator runs at once instead of at its next period.
    */
   private onSourceChange(change: AgentSourceChange): void {
-    const populator = this.volumeManager.populator;
+    const vm = this.volumeManager;
     if (change.objectsChanged) {
-      for (const pod of this.source.listPods()) populator.reprocessPod(uniquePodName(pod.metadata.uid ?? ''));
+      for (const pod of this.source.listPods()) vm.reprocessPod(uniquePodName(pod.metadata.uid ?? ''));
     } else {
-      for (const uid of change.pods.updated) populator.reprocessPod(uniquePodName(uid));
+      for (const uid of change.pods.updated) vm.reprocessPod(uniquePodName(uid));
     }
     this.volumeManager.podsChanged();
     this.notify();

@@ -36,7 +36,7 @@ import type { VolumeAttachment } from '../../lib/observe/volume-attachment.ts';
 import type { KubeSource } from '../../lib/sources/kube/index.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
-import type { PlannedOperation, VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
+import type { PlannedOperation, VolumeManager } from '../../lib/volumemanager/index.ts';
 import { OrphanCleanupDisabledError } from '../runtime.ts';
 
 /** Pods whose events are listed per refresh (the API cost stays bounded on a node in trouble). */

@@ -13,7 +13,7 @@
  */
 import { isPodTerminated, isTerminalPodPhase } from '../../lib/sources/pod-lifecycle.ts';
 import type { NodeName, PodUID } from '../../lib/volume/types.ts';
-import type { PodRef, PodSourceLookup, PodSourceProbe } from '../../lib/volumemanager/volume-manager.ts';
+import type { PodRef, PodSourceLookup, PodSourceProbe } from '../../lib/volumemanager/index.ts';
 import type { AgentSource } from './agent-source.ts';
 import type { LivePod } from './kube-objects.ts';
 

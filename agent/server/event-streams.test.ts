@@ -91,7 +91,7 @@ describe('GET /api/v1/events', () => {
     // Act: a pod is added, attached and mounted (fake time drives the engine and the publisher)
     f.harness.pods.add(makePod([gcePdVolume()]));
     f.harness.start();
-    await f.harness.until(() => f.harness.vm.asw.getMountedVolumes().length === 1 && f.harness.vm.reconcilerStatesHasBeenSynced());
+    await f.harness.until(() => f.harness.asw.getMountedVolumes().length === 1 && f.harness.vm.reconcilerStatesHasBeenSynced());
     await f.harness.clock.advance(50);
     const fresh = await getSnapshot(f);
     await waitFor(() => reader.events.at(-1)?.id === streamEventId(fresh.agent.startedAt, fresh.seq), `the delta to seq ${fresh.seq}`);

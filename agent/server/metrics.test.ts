@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OperationRecord } from '../../lib/operationexecutor/operation-executor.ts';
+import type { OperationRecord } from '../../lib/volumemanager/index.ts';
 import { createAgentMetrics } from './metrics.ts';
 import { mountPod1, startServer, type ServerFixture } from './testing/server-fixture.ts';
 
@@ -69,7 +69,7 @@ describe('GET /metrics', () => {
     const { harness } = fx;
 
     harness.pods.delete('pod1uid');
-    await harness.until(() => harness.vm.asw.getMountedVolumes().length === 0 && harness.vm.dsw.countVolumesToMount() === 0);
+    await harness.until(() => harness.asw.getMountedVolumes().length === 0 && harness.dsw.countVolumesToMount() === 0);
     const text = (await fx.client.get('/metrics')).text;
 
     expect(text).not.toMatch(/^volume_manager_total_volumes\{/m);

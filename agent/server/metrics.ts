@@ -2,7 +2,8 @@
  * The agent's Prometheus metrics (`GET /metrics`), named and labelled as the kubelet's volume
  * manager exports them so existing dashboards and alerts work:
  *
- * - `volume_manager_total_volumes{plugin_name,state}`: counted at scrape time from both worlds;
+ * - `volume_manager_total_volumes{plugin_name,state}`: counted at scrape time from both worlds
+ *   (`VolumeManager.getVolumeCount`);
  * - `storage_operation_duration_seconds{volume_plugin,operation_name,status,migrated}`: one
  *   observation per finished operation ({@link AgentMetrics.onOperationRecord});
  * - `volume_operation_total_seconds{plugin_name,operation_name}`: `overall_volume_mount`, from
@@ -15,22 +16,22 @@
  * Each {@link AgentMetrics} has its own Registry, so several agents (tests) never share series.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { OperationRecord } from '../../lib/operationexecutor/operation-executor.ts';
-import { fullyQualifiedPluginName } from '../../lib/operationexecutor/operation-generator.ts';
-import type { ReconcilerMetrics } from '../../lib/volumemanager/reconciler/reconciler.ts';
-import type { VolumeManager } from '../../lib/volumemanager/volume-manager.ts';
+import {
+  pluginNameNotAvailable,
+  totalVolumesStates,
+  type OperationRecord,
+  type ReconcilerMetrics,
+  type VolumeManager,
+} from '../../lib/volumemanager/index.ts';
 
 /** The kubelet's buckets for storage operation latencies, in seconds. */
 export const STORAGE_OPERATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600];
 
 /** `plugin_name` when the plugin of a volume cannot be determined (kubelet `pluginNameNotAvailable`). */
-export const PLUGIN_NAME_NOT_AVAILABLE = 'N/A';
+export const PLUGIN_NAME_NOT_AVAILABLE = pluginNameNotAvailable;
 
 /** The `state` label values of `volume_manager_total_volumes`. */
-export const TOTAL_VOLUMES_STATES = {
-  actual: 'actual_state_of_world',
-  desired: 'desired_state_of_world',
-} as const;
+export const TOTAL_VOLUMES_STATES = totalVolumesStates;
 
 /**
  * The agent's metrics. Every method is a bound function, so members can be handed over on their
@@ -54,33 +55,6 @@ export interface AgentMetrics extends ReconcilerMetrics {
   readonly bindVolumeManager: (volumeManager: VolumeManager) => void;
 }
 
-/** Mounted (volume, pod) pairs of the actual state and (volume, pod) pairs of the desired state, by plugin. */
-function countVolumes(vm: VolumeManager): Map<string, Map<string, number>> {
-  const counts = new Map<string, Map<string, number>>();
-  const add = (state: string, plugin: string): void => {
-    let byPlugin = counts.get(state);
-    if (byPlugin === undefined) {
-      byPlugin = new Map();
-      counts.set(state, byPlugin);
-    }
-    byPlugin.set(plugin, (byPlugin.get(plugin) ?? 0) + 1);
-  };
-  for (const mounted of vm.asw.getMountedVolumes()) {
-    const name = fullyQualifiedPluginName(mounted.pluginName, mounted.volumeSpec);
-    add(TOTAL_VOLUMES_STATES.actual, name === '' ? PLUGIN_NAME_NOT_AVAILABLE : name);
-  }
-  for (const toMount of vm.dsw.getVolumesToMount()) {
-    let name = PLUGIN_NAME_NOT_AVAILABLE;
-    try {
-      name = fullyQualifiedPluginName(vm.pluginMgr.findPluginBySpec(toMount.volumeSpec).name, toMount.volumeSpec);
-    } catch {
-      // As the kubelet: a volume whose plugin cannot be found counts under "N/A".
-    }
-    add(TOTAL_VOLUMES_STATES.desired, name);
-  }
-  return counts;
-}
-
 /** A new set of agent metrics in a new Registry (with the process metrics). */
 export function createAgentMetrics(): AgentMetrics {
   const registry = new Registry();
@@ -97,7 +71,7 @@ export function createAgentMetrics(): AgentMetrics {
     collect() {
       this.reset();
       if (volumeManager === null) return;
-      for (const [state, byPlugin] of countVolumes(volumeManager)) {
+      for (const [state, byPlugin] of volumeManager.getVolumeCount()) {
         for (const [plugin, count] of byPlugin) this.set({ plugin_name: plugin, state }, count);
       }
     },

@@ -8,7 +8,7 @@
  * serialisation is never bypassed). This handler maps the result to the API and audits it.
  */
 import type { RetryOperationRequest, RetryOperationResponse } from '../../lib/api/actions.ts';
-import type { OperatorRateLimiter } from '../../lib/volumemanager/volume-manager.ts';
+import type { OperatorRateLimiter } from '../../lib/volumemanager/index.ts';
 import type { ActionContext } from './action-context.ts';
 import { errorAnswer, jsonAnswer, type HttpAnswer } from './http-response.ts';
 import { operationViewKey } from './snapshot-items.ts';

@@ -18,9 +18,9 @@ function populate(harness: Harness, pods: number, namespace = 'default'): Unique
     const pod: Pod = makePod([volume], { uid: `uid-${i}`, name: `pod-${i}`, namespace });
     const podName = uniquePodName(`uid-${i}`);
     const spec = specFromVolume(volume);
-    const volumeName = harness.vm.dsw.addPodToVolume(podName, pod, spec, volume.name, '', []);
-    harness.vm.asw.markVolumeAsAttached(volumeName, spec, testNodeName, `/dev/sd${i}`);
-    harness.vm.asw.markVolumeAsMounted({
+    const volumeName = harness.dsw.addPodToVolume(podName, pod, spec, volume.name, '', []);
+    harness.asw.markVolumeAsAttached(volumeName, spec, testNodeName, `/dev/sd${i}`);
+    harness.asw.markVolumeAsMounted({
       podName,
       podUID: podUID(`uid-${i}`),
       volumeName,
@@ -58,7 +58,7 @@ describe('SnapshotBuilder', () => {
     const { h, runtime, builder } = setup();
     h.pods.add(makePod([gcePdVolume()], { namespace: 'web' }));
     h.start();
-    await h.until(() => h.vm.asw.getMountedVolumes().length === 1 && h.vm.reconcilerStatesHasBeenSynced());
+    await h.until(() => h.asw.getMountedVolumes().length === 1 && h.vm.reconcilerStatesHasBeenSynced());
 
     // Act
     const { snapshot } = builder.initial();
@@ -124,7 +124,7 @@ describe('SnapshotBuilder', () => {
       name: 'attach uncertain after reconstruction',
       arrange: (h: Harness) => {
         const reconstructed = 'fake-plugin/pd-r' as UniqueVolumeName;
-        h.vm.asw.addAttachUncertainReconstructedVolume(reconstructed, specFromVolume(gcePdVolume('vol-r', 'pd-r')), testNodeName, '');
+        h.asw.addAttachUncertainReconstructedVolume(reconstructed, specFromVolume(gcePdVolume('vol-r', 'pd-r')), testNodeName, '');
         return reconstructed;
       },
       want: { attachState: 'uncertain', deviceMountState: 'not-mounted', mountState: null, remountRequired: null },
@@ -132,7 +132,7 @@ describe('SnapshotBuilder', () => {
     {
       name: 'device mount uncertain',
       arrange: (h: Harness, v: UniqueVolumeName) => {
-        h.vm.asw.markDeviceAsUncertain(v, '/dev/sd0', '/global/pd-0', '');
+        h.asw.markDeviceAsUncertain(v, '/dev/sd0', '/global/pd-0', '');
         return v;
       },
       want: { attachState: 'attached', deviceMountState: 'uncertain', mountState: 'mounted', remountRequired: false },
@@ -141,7 +141,7 @@ describe('SnapshotBuilder', () => {
       name: 'pod mount uncertain and remount required',
       arrange: (h: Harness, v: UniqueVolumeName) => {
         const spec = specFromVolume(gcePdVolume('vol-0', 'pd-0'));
-        h.vm.asw.markVolumeMountAsUncertain({
+        h.asw.markVolumeMountAsUncertain({
           podName: uniquePodName('uid-0'),
           podUID: podUID('uid-0'),
           volumeName: v,
@@ -153,7 +153,7 @@ describe('SnapshotBuilder', () => {
           volumeMountState: 'VolumeMountUncertain',
           seLinuxMountContext: '',
         });
-        h.vm.asw.markRemountRequired(uniquePodName('uid-0'));
+        h.asw.markRemountRequired(uniquePodName('uid-0'));
         return v;
       },
       want: { attachState: 'attached', deviceMountState: 'not-mounted', mountState: 'uncertain', remountRequired: null },
@@ -162,7 +162,7 @@ describe('SnapshotBuilder', () => {
     const { h, builder } = setup();
     const [volume] = populate(h, 1);
     if (volume === undefined) throw new Error('no volume');
-    if (want.deviceMountState === 'mounted') h.vm.asw.markDeviceAsMounted(volume, '/dev/sd0', '/global/pd-0', '');
+    if (want.deviceMountState === 'mounted') h.asw.markDeviceAsMounted(volume, '/dev/sd0', '/global/pd-0', '');
     const inspected = arrange(h, volume);
 
     const actual = builder.initial().snapshot.actual.volumes.find((v) => v.uniqueVolumeName === inspected);
@@ -181,7 +181,7 @@ describe('SnapshotBuilder', () => {
 
     // Act
     const same = builder.build(first, 1);
-    h.vm.asw.markDeviceAsMounted(volumes[1] as UniqueVolumeName, '/dev/sd1', '/global/pd-1', '');
+    h.asw.markDeviceAsMounted(volumes[1] as UniqueVolumeName, '/dev/sd1', '/global/pd-1', '');
     const changed = builder.build(same, 2);
 
     // Assert: nothing changed: whole sections are the previous objects
@@ -205,7 +205,7 @@ describe('SnapshotBuilder', () => {
     const add = (i: number, volumes: number): UniqueVolumeName[] => {
       const specs = Array.from({ length: volumes }, (_, v) => gcePdVolume(`v${v}`, `pd-${i}-${v}`));
       const pod = makePod(specs, { uid: `uid-${i}`, name: `pod-${i}`, namespace: `ns-${i % 3}` });
-      return specs.map((volume) => h.vm.dsw.addPodToVolume(uniquePodName(`uid-${i}`), pod, specFromVolume(volume), volume.name, '', []));
+      return specs.map((volume) => h.dsw.addPodToVolume(uniquePodName(`uid-${i}`), pod, specFromVolume(volume), volume.name, '', []));
     };
     const steps: { name: string; act: () => void }[] = [
       {
@@ -218,19 +218,19 @@ describe('SnapshotBuilder', () => {
       {
         name: 'one volume reported in use',
         act: () => {
-          h.vm.dsw.markVolumesReportedInUse(['fake-plugin/pd-2-1']);
+          h.dsw.markVolumesReportedInUse(['fake-plugin/pd-2-1']);
         },
       },
       {
         name: 'one volume of a two-volume pod removed',
         act: () => {
-          h.vm.dsw.deletePodFromVolume(uniquePodName('uid-2'), 'fake-plugin/pd-2-0' as UniqueVolumeName);
+          h.dsw.deletePodFromVolume(uniquePodName('uid-2'), 'fake-plugin/pd-2-0' as UniqueVolumeName);
         },
       },
       {
         name: 'a pod removed',
         act: () => {
-          h.vm.dsw.deletePodFromVolume(uniquePodName('uid-1'), 'fake-plugin/pd-1-0' as UniqueVolumeName);
+          h.dsw.deletePodFromVolume(uniquePodName('uid-1'), 'fake-plugin/pd-1-0' as UniqueVolumeName);
         },
       },
       {
@@ -239,8 +239,8 @@ describe('SnapshotBuilder', () => {
           const volume = gcePdVolume('v0', 'pd-3-0');
           const spec = specFromVolume(volume);
           const name = 'fake-plugin/pd-3-0' as UniqueVolumeName;
-          h.vm.asw.markVolumeAsAttached(name, spec, testNodeName, '/dev/x');
-          h.vm.asw.markVolumeAsMounted({
+          h.asw.markVolumeAsAttached(name, spec, testNodeName, '/dev/x');
+          h.asw.markVolumeAsMounted({
             podName: uniquePodName('uid-3'),
             podUID: podUID('uid-3'),
             volumeName: name,
@@ -259,10 +259,10 @@ describe('SnapshotBuilder', () => {
         // a build from scratch cannot know; that is tested on its own below.)
         name: 'every pod removed and unmounted',
         act: () => {
-          h.vm.dsw.getVolumesToMount().forEach((v) => {
-            h.vm.dsw.deletePodFromVolume(v.podName, v.volumeName);
+          h.dsw.getVolumesToMount().forEach((v) => {
+            h.dsw.deletePodFromVolume(v.podName, v.volumeName);
           });
-          h.vm.asw.markVolumeAsUnmounted(uniquePodName('uid-3'), 'fake-plugin/pd-3-0' as UniqueVolumeName);
+          h.asw.markVolumeAsUnmounted(uniquePodName('uid-3'), 'fake-plugin/pd-3-0' as UniqueVolumeName);
         },
       },
     ];
@@ -290,7 +290,7 @@ describe('SnapshotBuilder', () => {
     const { h, builder } = setup();
     for (const i of [5, 1, 9, 3]) {
       const volume = gcePdVolume(`v-${i}`, `pd-${i}`);
-      h.vm.dsw.addPodToVolume(uniquePodName(`uid-${i}`), makePod([volume], { uid: `uid-${i}` }), specFromVolume(volume), volume.name, '', []);
+      h.dsw.addPodToVolume(uniquePodName(`uid-${i}`), makePod([volume], { uid: `uid-${i}` }), specFromVolume(volume), volume.name, '', []);
     }
 
     const { snapshot } = builder.initial();
@@ -307,9 +307,9 @@ describe('SnapshotBuilder', () => {
     const first = builder.initial();
 
     // Act
-    h.vm.dsw.deletePodFromVolume(uniquePodName('uid-0'), volume);
+    h.dsw.deletePodFromVolume(uniquePodName('uid-0'), volume);
     const orphan = builder.build(first, 1);
-    h.vm.asw.markVolumeAsUnmounted(uniquePodName('uid-0'), volume);
+    h.asw.markVolumeAsUnmounted(uniquePodName('uid-0'), volume);
     const gone = builder.build(orphan, 2);
 
     // Assert
@@ -323,7 +323,7 @@ describe('SnapshotBuilder', () => {
     const { h, builder } = setup();
     const first = builder.initial();
 
-    h.vm.dsw.addErrorToPod(uniquePodName('uid-x'), 'error processing PVC ns/c: PVC is not bound');
+    h.dsw.addErrorToPod(uniquePodName('uid-x'), 'error processing PVC ns/c: PVC is not bound');
 
     expect(builder.lightPartsChanged(first)).toBe(true);
     const next = builder.build(first, 1);
@@ -397,7 +397,7 @@ describe('SnapshotBuilder', () => {
     const first = builder.initial();
 
     // Act
-    h.vm.asw.markDeviceAsMounted(volumes[4_321] as UniqueVolumeName, '/dev/sd4321', '/global/pd-4321', '');
+    h.asw.markDeviceAsMounted(volumes[4_321] as UniqueVolumeName, '/dev/sd4321', '/global/pd-4321', '');
     const next = builder.build(first, 1);
     const delta = computeDelta(first.snapshot, next.snapshot);
 

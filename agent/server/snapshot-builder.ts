@@ -36,9 +36,7 @@ import {
   type Snapshot,
   type SourceError,
 } from '../../lib/api/snapshot.ts';
-import type { PendingOperationView } from '../../lib/operationexecutor/nested-pending-operations.ts';
-import type { DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
-import type { ReconstructionEntry } from '../../lib/volumemanager/reconciler/reconciler.ts';
+import type { PendingOperationView, DesiredVolumeView, ReconstructionEntry } from '../../lib/volumemanager/index.ts';
 import type { AgentRuntime } from '../runtime.ts';
 import {
   actualVolumeFromView,

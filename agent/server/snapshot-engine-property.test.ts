@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { applyDelta, computeDelta } from '../../lib/api/delta.ts';
 import { normalizeSnapshot } from '../../lib/api/normalize-snapshot.ts';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
-import type { DeviceMountState } from '../../lib/operationexecutor/types.ts';
+import type { DeviceMountState } from '../../lib/volumemanager/index.ts';
 import type { Pod } from '../../lib/volume/k8s-types.ts';
 import { specFromVolume, type Spec } from '../../lib/volume/spec.ts';
 import { podUID, uniquePodName, uniqueVolumeName, type UniqueVolumeName } from '../../lib/volume/types.ts';
@@ -67,7 +67,7 @@ const name = (v: number): UniqueVolumeName => uniqueVolumeName(`fake-plugin/devi
 
 /** Applies one change to the engine's worlds; changes the engine refuses are simply no-ops. */
 function apply(h: Harness, c: Change): void {
-  const { dsw, asw } = h.vm;
+  const { dsw, asw } = h;
   try {
     switch (c.kind) {
       case 'addPod':

@@ -1,12 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { jsonEqual } from '../../lib/api/json-equal.ts';
 import { isTruncatedMessage, MESSAGE_LENGTH_LIMIT } from '../../lib/truncate-message.ts';
-import type { PendingOperationView } from '../../lib/operationexecutor/nested-pending-operations.ts';
+import type { PendingOperationView, ActualVolumeView, DesiredVolumeView, ReconstructionEntry } from '../../lib/volumemanager/index.ts';
 import type { Pod } from '../../lib/volume/k8s-types.ts';
 import type { NodeName, PluginName, PodUID, UniquePodName, UniqueVolumeName } from '../../lib/volume/types.ts';
-import type { ActualVolumeView } from '../../lib/volumemanager/cache/actual-state-of-world.ts';
-import type { DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
-import type { ReconstructionEntry } from '../../lib/volumemanager/reconciler/reconciler.ts';
 import {
   actualVolumeFromView,
   actualVolumeMatchesView,

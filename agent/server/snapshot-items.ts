@@ -14,12 +14,8 @@ import {
   type PodMount,
   type ReconstructedVolume,
 } from '../../lib/api/snapshot.ts';
-import type { PendingOperationView } from '../../lib/operationexecutor/nested-pending-operations.ts';
-import type { DeviceMountState } from '../../lib/operationexecutor/types.ts';
-import type { ActualVolumeView } from '../../lib/volumemanager/cache/actual-state-of-world.ts';
-import type { DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
+import type { PendingOperationView, DeviceMountState, ActualVolumeView, DesiredVolumeView, ReconstructionEntry, ReconstructionOutcome } from '../../lib/volumemanager/index.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
-import type { ReconstructionEntry, ReconstructionOutcome } from '../../lib/volumemanager/reconciler/reconciler.ts';
 
 /** The namespace of a pod by UID, when known. */
 export type NamespaceOf = (podUid: string) => string | undefined;

@@ -54,7 +54,7 @@ describe('GET /api/v1/summary', () => {
     harness.pods.add(makePod([gcePdVolume(FailOnSetupVolumeName, 'pd-fail')], { name: 'pod2', uid: 'pod2uid' }));
     runtime.setSourceErrors([{ file: '/etc/kubernetes/manifests/bad.yaml', message: 'not YAML' }]);
     harness.start();
-    await harness.until(() => harness.vm.asw.getMountedVolumes().length === 1 && harness.vm.getPendingOperations().some((op) => !op.pending && op.failures > 0));
+    await harness.until(() => harness.asw.getMountedVolumes().length === 1 && harness.vm.getPendingOperations().some((op) => !op.pending && op.failures > 0));
 
     // Act
     const summaryRes = await fx.client.get('/api/v1/summary');
@@ -79,11 +79,11 @@ describe('GET /api/v1/summary', () => {
     const { harness } = fx;
     harness.pods.add(makePod([gcePdVolume()]));
     harness.start();
-    await harness.until(() => harness.vm.asw.getMountedVolumes().length === 1 && harness.vm.reconcilerStatesHasBeenSynced());
+    await harness.until(() => harness.asw.getMountedVolumes().length === 1 && harness.vm.reconcilerStatesHasBeenSynced());
     const before = AgentSummarySchema.parse((await fx.client.get('/api/v1/summary')).json);
 
     harness.pods.delete('pod1uid');
-    await harness.until(() => harness.vm.asw.getMountedVolumes().length === 0);
+    await harness.until(() => harness.asw.getMountedVolumes().length === 0);
     const after = AgentSummarySchema.parse((await fx.client.get('/api/v1/summary')).json);
 
     expect(before.counts).toMatchObject({ pods: 1, mounted: 1 });

@@ -47,7 +47,7 @@ describe('POST /api/v1/unmount', () => {
     await mountPod1(f);
     await f.harness.vm.stop();
     f.harness.pods.delete(POD1);
-    f.harness.vm.dsw.deletePodFromVolume(POD1, DEVICE1);
+    f.harness.dsw.deletePodFromVolume(POD1, DEVICE1);
     return f;
   }
 
@@ -117,7 +117,7 @@ describe('POST /api/v1/unmount', () => {
     {
       name: 'an operation is running on the volume for the pod',
       arrange: (f: ServerFixture) => {
-        f.harness.vm.pendingOperations.run(DEVICE1, POD1, EmptyNodeName, {
+        f.harness.pendingOperations.run(DEVICE1, POD1, EmptyNodeName, {
           operationName: 'volume_mount',
           operationFunc: () =>
             new Promise((resolve) => {
@@ -183,7 +183,7 @@ describe('POST /api/v1/unmount', () => {
 
     // Act: start, wait until the TearDown runs, then let 30 s of agent time pass
     const first = f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
-    await waitFor(() => f.harness.vm.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to start');
+    await waitFor(() => f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to start');
     await f.harness.clock.advance(30_000);
     const accepted = await first;
     const second = await f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
@@ -201,7 +201,7 @@ describe('POST /api/v1/unmount', () => {
 
     // Act + Assert: once released, the TearDown finishes and the mount is gone
     plugin.release();
-    await waitFor(() => !f.harness.vm.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to finish');
+    await waitFor(() => !f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to finish');
     expect(podMounts(await snapshot(f))).toEqual([]);
   });
 
@@ -236,7 +236,7 @@ describe('POST /api/v1/unmount', () => {
     const f = await withOrphan();
     plugin.hold();
     const pending = f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
-    await waitFor(() => f.harness.vm.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to start');
+    await waitFor(() => f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to start');
 
     // Act
     const closed = f.server.close();
@@ -257,12 +257,12 @@ describe('POST /api/v1/unmount', () => {
 
     // Act: the answer goes out after 30 s of agent time, then the TearDown ends
     const pending = f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
-    await waitFor(() => f.harness.vm.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to start');
+    await waitFor(() => f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to start');
     await f.harness.clock.advance(30_000);
     const accepted = await pending;
     const whileRunning = (await snapshot(f)).audit;
     plugin.release();
-    await waitFor(() => !f.harness.vm.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to finish');
+    await waitFor(() => !f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to finish');
     const after = (await snapshot(f)).audit;
 
     // Assert

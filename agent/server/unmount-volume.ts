@@ -16,7 +16,7 @@
 import type { UnmountRequest, UnmountResponse, UnmountRunningResponse } from '../../lib/api/actions.ts';
 import { operationKey, type Check } from '../../lib/api/snapshot.ts';
 import type { Clock } from '../../lib/clock/clock.ts';
-import type { OperatorRateLimiter, TearDownOutcome } from '../../lib/volumemanager/volume-manager.ts';
+import type { OperatorRateLimiter, TearDownOutcome } from '../../lib/volumemanager/index.ts';
 import type { ActionContext } from './action-context.ts';
 import type { AuditRecord } from './audit-log.ts';
 import { errorAnswer, jsonAnswer, type HttpAnswer } from './http-response.ts';

@@ -39,10 +39,11 @@ class StubVolumeManager implements OrphanedPodDirsVolumeManager {
   readonly desired = new Set<string>();
   /** Pod uids with volumes mounted or uncertain in the actual state. */
   readonly mounted = new Set<string>();
-  readonly dsw = {
-    getPods: (): Map<UniquePodName, Pod> =>
-      new Map([...this.desired].map((uid) => [uniquePodName(uid), { metadata: { name: uid, uid }, spec: { containers: [] } }])),
-  };
+  desiredState(): { getPods(): Map<UniquePodName, Pod> } {
+    return {
+      getPods: () => new Map([...this.desired].map((uid) => [uniquePodName(uid), { metadata: { name: uid, uid }, spec: { containers: [] } }])),
+    };
+  }
 
   reconcilerStatesHasBeenSynced(): boolean {
     return this.synced;
@@ -258,11 +259,11 @@ describe('OrphanedPodDirs housekeeping loop', () => {
     const failing: OrphanedPodDirsVolumeManager = {
       reconcilerStatesHasBeenSynced: () => true,
       hasPossiblyMountedVolumesForPod: (p) => vm.hasPossiblyMountedVolumesForPod(p),
-      dsw: {
+      desiredState: () => ({
         getPods: () => {
           throw new Error('desired state unavailable');
         },
-      },
+      }),
     };
     const logger = new RecordingLogger();
     const housekeeping = new OrphanedPodDirs({ rootDir: root, volumeManager: failing, podKnown: () => false, mounter, clock, logger, fs, periodMs: 500 });

@@ -24,7 +24,7 @@ import { nodeSafeRemoveFs, safeRemoveTree, type SafeRemoveFs } from '../mount-ut
 import { errorMessage } from '../volume/errors.ts';
 import type { Logger } from '../volume/logger.ts';
 import { uniquePodName, type UniquePodName } from '../volume/types.ts';
-import type { DesiredStateOfWorld } from '../volumemanager/cache/desired-state-of-world.ts';
+import type { DesiredStateView } from '../volumemanager/index.ts';
 
 /** The kubelet's housekeeping period. */
 export const housekeepingPeriodMs = 2000;
@@ -35,7 +35,7 @@ export interface OrphanedPodDirsVolumeManager {
   reconcilerStatesHasBeenSynced(): boolean;
   /** The pod has a volume mounted or uncertain in the actual state. */
   hasPossiblyMountedVolumesForPod(podName: UniquePodName): boolean;
-  readonly dsw: Pick<DesiredStateOfWorld, 'getPods'>;
+  desiredState(): Pick<DesiredStateView, 'getPods'>;
 }
 
 export interface OrphanedPodDirsOptions {
@@ -98,7 +98,7 @@ export class OrphanedPodDirs {
     }
     const candidates = names.filter((uid) => !this.o.podKnown(uid));
     if (candidates.length === 0) return [];
-    const desired = vm.dsw.getPods();
+    const desired = vm.desiredState().getPods();
     const removed: string[] = [];
     for (const uid of candidates) {
       const podDir = join(this.podsDir, uid);

@@ -213,7 +213,7 @@ describe('runResync', () => {
     const h = new Harness({ rootDir: root, hostFs: syncHostFs });
     h.pods.add(makePod([gcePdVolume()]));
     h.start();
-    await h.until(() => h.vm.asw.getMountedVolumes().length === 1);
+    await h.until(() => h.asw.getMountedVolumes().length === 1);
     const volumeDir = join(podsDir, 'pod1uid', 'volumes', 'fake-plugin', 'volume-name');
     await mkdir(volumeDir, { recursive: true });
     const deps = { rootDir: root, volumeManager: h.vm, mounter: mountTable([]), clock: h.clock, hostFs: syncHostFs };

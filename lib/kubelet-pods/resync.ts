@@ -21,8 +21,7 @@ import type { MountLister } from '../mount-utils/mounter.ts';
 import { errorMessage } from '../volume/errors.ts';
 import { nodeHostFs, type HostFs } from '../volume/util/host-fs.ts';
 import { escapePluginName } from '../volume/types.ts';
-import { getVolumesFromPodDir, type PodVolume } from '../volumemanager/reconciler/reconstruct.ts';
-import type { VolumeManager } from '../volumemanager/volume-manager.ts';
+import { getVolumesFromPodDir, type PodVolume, type VolumeManager } from '../volumemanager/index.ts';
 
 /** What a resync (rescan of the root dir and mountinfo + batched attach verification) found. */
 export interface ResyncFindings {

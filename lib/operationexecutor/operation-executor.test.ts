@@ -35,16 +35,16 @@ const device1 = uniqueVolumeName('fake-plugin/fake-device1');
 /** Adds (pod, spec) to the desired state and returns the VolumeToMount the reconciler would hand over. */
 function desire(h: Harness, pod: Pod, spec: Spec, outerName: string): VolumeToMount {
   const podName = uniquePodName(pod.metadata.uid ?? '');
-  h.vm.dsw.addPodToVolume(podName, pod, spec, outerName, '', []);
-  const vtm = h.vm.dsw.getVolumesToMount().find((v) => v.podName === podName && v.outerVolumeSpecName === outerName);
+  h.dsw.addPodToVolume(podName, pod, spec, outerName, '', []);
+  const vtm = h.dsw.getVolumesToMount().find((v) => v.podName === podName && v.outerVolumeSpecName === outerName);
   if (vtm === undefined) throw new Error(`no VolumeToMount for ${outerName}`);
   return vtm;
 }
 
 /** Records the pod's volume as mounted in the actual state and returns its MountedVolume. */
 function mountedInAsw(h: Harness, vtm: VolumeToMount): MountedVolume {
-  h.vm.asw.markVolumeAsAttached(vtm.volumeName, vtm.volumeSpec, testNodeName, '/dev/sdb');
-  h.vm.asw.markVolumeAsMounted({
+  h.asw.markVolumeAsAttached(vtm.volumeName, vtm.volumeSpec, testNodeName, '/dev/sdb');
+  h.asw.markVolumeAsMounted({
     podName: vtm.podName,
     podUID: podUID(vtm.podName),
     volumeName: vtm.volumeName,
@@ -56,22 +56,22 @@ function mountedInAsw(h: Harness, vtm: VolumeToMount): MountedVolume {
     volumeMountState: 'VolumeMounted',
     seLinuxMountContext: '',
   });
-  const mv = h.vm.asw.getAllMountedVolumes().find((m) => m.podName === vtm.podName && m.volumeName === vtm.volumeName);
+  const mv = h.asw.getAllMountedVolumes().find((m) => m.podName === vtm.podName && m.volumeName === vtm.volumeName);
   if (mv === undefined) throw new Error('not mounted');
   return mv;
 }
 
 /** Records the volume attached with its device globally mounted and returns its AttachedVolume. */
 function globallyMounted(h: Harness, volumeName: UniqueVolumeName, spec: Spec): AttachedVolume {
-  h.vm.asw.markVolumeAsAttached(volumeName, spec, testNodeName, '/dev/sdb');
-  h.vm.asw.markDeviceAsMounted(volumeName, '/dev/sdb', '/var/lib/kubelet/plugins/fake-plugin/mounts/x', '');
-  const av = h.vm.asw.getAttachedVolume(volumeName);
+  h.asw.markVolumeAsAttached(volumeName, spec, testNodeName, '/dev/sdb');
+  h.asw.markDeviceAsMounted(volumeName, '/dev/sdb', '/var/lib/kubelet/plugins/fake-plugin/mounts/x', '');
+  const av = h.asw.getAttachedVolume(volumeName);
   if (av === null) throw new Error('not attached');
   return av;
 }
 
 function noOperationRunning(h: Harness): boolean {
-  return h.vm.pendingOperations.list().every((o) => !o.pending);
+  return h.pendingOperations.list().every((o) => !o.pending);
 }
 
 function thrownBy(fn: () => void): unknown {
@@ -116,7 +116,7 @@ describe('operation keys (§3.2)', () => {
     {
       name: 'AttachVolume of a RWO PV is keyed by volume only',
       start: (h) => {
-        h.vm.operationExecutor.attachVolume({ volumeName: uniqueVolumeName('fake-plugin/disk-rwo'), volumeSpec: specFromPersistentVolume(rwo), nodeName: testNodeName, scheduledPods: [gcePdPod()] }, h.vm.asw);
+        h.operationExecutor.attachVolume({ volumeName: uniqueVolumeName('fake-plugin/disk-rwo'), volumeSpec: specFromPersistentVolume(rwo), nodeName: testNodeName, scheduledPods: [gcePdPod()] }, h.asw);
       },
       key: { volumeName: 'fake-plugin/disk-rwo', podName: '', nodeName: '' },
       operationName: 'volume_attach',
@@ -124,7 +124,7 @@ describe('operation keys (§3.2)', () => {
     {
       name: 'AttachVolume of a RWX PV is keyed by volume and node',
       start: (h) => {
-        h.vm.operationExecutor.attachVolume({ volumeName: uniqueVolumeName('fake-plugin/disk-rwx'), volumeSpec: specFromPersistentVolume(rwx), nodeName: testNodeName, scheduledPods: [gcePdPod()] }, h.vm.asw);
+        h.operationExecutor.attachVolume({ volumeName: uniqueVolumeName('fake-plugin/disk-rwx'), volumeSpec: specFromPersistentVolume(rwx), nodeName: testNodeName, scheduledPods: [gcePdPod()] }, h.asw);
       },
       key: { volumeName: 'fake-plugin/disk-rwx', podName: '', nodeName: 'mynodename' },
       operationName: 'volume_attach',
@@ -132,7 +132,7 @@ describe('operation keys (§3.2)', () => {
     {
       name: 'AttachVolume of an inline GCE PD is keyed by volume and node (multi-attach allowed)',
       start: (h) => {
-        h.vm.operationExecutor.attachVolume({ volumeName: device1, volumeSpec: specFromVolume(gcePdVolume()), nodeName: testNodeName, scheduledPods: [gcePdPod()] }, h.vm.asw);
+        h.operationExecutor.attachVolume({ volumeName: device1, volumeSpec: specFromVolume(gcePdVolume()), nodeName: testNodeName, scheduledPods: [gcePdPod()] }, h.asw);
       },
       key: { volumeName: 'fake-plugin/fake-device1', podName: '', nodeName: 'mynodename' },
       operationName: 'volume_attach',
@@ -141,8 +141,8 @@ describe('operation keys (§3.2)', () => {
       name: 'DetachVolume of a RWO PV is keyed by volume only',
       start: (h) => {
         const vol = uniqueVolumeName('fake-plugin/disk-rwo');
-        h.vm.asw.markVolumeAsAttached(vol, specFromPersistentVolume(rwo), testNodeName, '/dev/sdb');
-        h.vm.operationExecutor.detachVolume(h.vm.asw.getAttachedVolume(vol) as AttachedVolume, h.vm.asw);
+        h.asw.markVolumeAsAttached(vol, specFromPersistentVolume(rwo), testNodeName, '/dev/sdb');
+        h.operationExecutor.detachVolume(h.asw.getAttachedVolume(vol) as AttachedVolume, h.asw);
       },
       key: { volumeName: 'fake-plugin/disk-rwo', podName: '', nodeName: '' },
       operationName: 'volume_detach',
@@ -151,8 +151,8 @@ describe('operation keys (§3.2)', () => {
       name: 'DetachVolume of a RWX PV is keyed by volume and node',
       start: (h) => {
         const vol = uniqueVolumeName('fake-plugin/disk-rwx');
-        h.vm.asw.markVolumeAsAttached(vol, specFromPersistentVolume(rwx), testNodeName, '/dev/sdb');
-        h.vm.operationExecutor.detachVolume(h.vm.asw.getAttachedVolume(vol) as AttachedVolume, h.vm.asw);
+        h.asw.markVolumeAsAttached(vol, specFromPersistentVolume(rwx), testNodeName, '/dev/sdb');
+        h.operationExecutor.detachVolume(h.asw.getAttachedVolume(vol) as AttachedVolume, h.asw);
       },
       key: { volumeName: 'fake-plugin/disk-rwx', podName: '', nodeName: 'mynodename' },
       operationName: 'volume_detach',
@@ -160,7 +160,7 @@ describe('operation keys (§3.2)', () => {
     {
       name: 'VerifyControllerAttachedVolume is keyed by volume only',
       start: (h) => {
-        h.vm.operationExecutor.verifyControllerAttachedVolume(desire(h, gcePdPod(), specFromVolume(gcePdVolume()), 'volume-name'), testNodeName, h.vm.asw);
+        h.operationExecutor.verifyControllerAttachedVolume(desire(h, gcePdPod(), specFromVolume(gcePdVolume()), 'volume-name'), testNodeName, h.asw);
       },
       key: { volumeName: 'fake-plugin/fake-device1', podName: '', nodeName: '' },
       operationName: 'verify_controller_attached_volume',
@@ -168,7 +168,7 @@ describe('operation keys (§3.2)', () => {
     {
       name: 'MountVolume of an attachable volume is keyed by volume only',
       start: (h) => {
-        h.vm.operationExecutor.mountVolume(1_000, desire(h, gcePdPod(), specFromVolume(gcePdVolume()), 'volume-name'), h.vm.asw, false);
+        h.operationExecutor.mountVolume(1_000, desire(h, gcePdPod(), specFromVolume(gcePdVolume()), 'volume-name'), h.asw, false);
       },
       key: { volumeName: 'fake-plugin/fake-device1', podName: '', nodeName: '' },
       operationName: 'volume_mount',
@@ -176,7 +176,7 @@ describe('operation keys (§3.2)', () => {
     {
       name: 'MountVolume of a block volume (map) is keyed by volume only',
       start: (h) => {
-        h.vm.operationExecutor.mountVolume(1_000, desire(h, gcePdPod(), specFromPersistentVolume(blockPv), 'data'), h.vm.asw, false);
+        h.operationExecutor.mountVolume(1_000, desire(h, gcePdPod(), specFromPersistentVolume(blockPv), 'data'), h.asw, false);
       },
       key: { volumeName: 'fake-plugin/disk-blk', podName: '', nodeName: '' },
       operationName: 'map_volume',
@@ -185,7 +185,7 @@ describe('operation keys (§3.2)', () => {
       name: 'MountVolume of a volume neither attachable nor device-mountable is keyed by volume and pod',
       plugins: 'file',
       start: (h) => {
-        h.vm.operationExecutor.mountVolume(1_000, desire(h, gcePdPod(), specFromVolume({ name: 'cache' }), 'cache'), h.vm.asw, false);
+        h.operationExecutor.mountVolume(1_000, desire(h, gcePdPod(), specFromVolume({ name: 'cache' }), 'cache'), h.asw, false);
       },
       key: { volumeName: 'fake-file-plugin/pod1uid-cache', podName: 'pod1uid', nodeName: '' },
       operationName: 'volume_mount',
@@ -193,7 +193,7 @@ describe('operation keys (§3.2)', () => {
     {
       name: 'UnmountVolume is keyed by volume and pod',
       start: (h) => {
-        h.vm.operationExecutor.unmountVolume(mountedInAsw(h, desire(h, gcePdPod(), specFromVolume(gcePdVolume()), 'volume-name')), h.vm.asw, '/var/lib/kubelet/pods');
+        h.operationExecutor.unmountVolume(mountedInAsw(h, desire(h, gcePdPod(), specFromVolume(gcePdVolume()), 'volume-name')), h.asw, '/var/lib/kubelet/pods');
       },
       key: { volumeName: 'fake-plugin/fake-device1', podName: 'pod1uid', nodeName: '' },
       operationName: 'volume_unmount',
@@ -201,7 +201,7 @@ describe('operation keys (§3.2)', () => {
     {
       name: 'UnmountVolume of a block volume (unmap) is keyed by volume and pod',
       start: (h) => {
-        h.vm.operationExecutor.unmountVolume(mountedInAsw(h, desire(h, gcePdPod(), specFromPersistentVolume(blockPv), 'data')), h.vm.asw, '/var/lib/kubelet/pods');
+        h.operationExecutor.unmountVolume(mountedInAsw(h, desire(h, gcePdPod(), specFromPersistentVolume(blockPv), 'data')), h.asw, '/var/lib/kubelet/pods');
       },
       key: { volumeName: 'fake-plugin/disk-blk', podName: 'pod1uid', nodeName: '' },
       operationName: 'unmap_volume',
@@ -209,7 +209,7 @@ describe('operation keys (§3.2)', () => {
     {
       name: 'UnmountDevice is keyed by volume only',
       start: (h) => {
-        h.vm.operationExecutor.unmountDevice(globallyMounted(h, device1, specFromVolume(gcePdVolume())), h.vm.asw);
+        h.operationExecutor.unmountDevice(globallyMounted(h, device1, specFromVolume(gcePdVolume())), h.asw);
       },
       key: { volumeName: 'fake-plugin/fake-device1', podName: '', nodeName: '' },
       operationName: 'unmount_device',
@@ -217,7 +217,7 @@ describe('operation keys (§3.2)', () => {
     {
       name: 'UnmountDevice of a block volume (unmap device) is keyed by volume only',
       start: (h) => {
-        h.vm.operationExecutor.unmountDevice(globallyMounted(h, uniqueVolumeName('fake-plugin/disk-blk'), specFromPersistentVolume(blockPv)), h.vm.asw);
+        h.operationExecutor.unmountDevice(globallyMounted(h, uniqueVolumeName('fake-plugin/disk-blk'), specFromPersistentVolume(blockPv)), h.asw);
       },
       key: { volumeName: 'fake-plugin/disk-blk', podName: '', nodeName: '' },
       operationName: 'unmap_device',
@@ -225,7 +225,7 @@ describe('operation keys (§3.2)', () => {
     {
       name: 'ExpandInUseVolume is keyed by volume only',
       start: (h) => {
-        h.vm.operationExecutor.expandInUseVolume(desire(h, gcePdPod(), specFromPersistentVolume(rwo), 'data'), h.vm.asw, 1_000);
+        h.operationExecutor.expandInUseVolume(desire(h, gcePdPod(), specFromPersistentVolume(rwo), 'data'), h.asw, 1_000);
       },
       key: { volumeName: 'fake-plugin/disk-rwo', podName: '', nodeName: '' },
       operationName: 'volume_fs_resize',
@@ -238,7 +238,7 @@ describe('operation keys (§3.2)', () => {
     start(h);
 
     // Assert: the entry exists (and is pending) as soon as the call returns.
-    expect(h.vm.pendingOperations.list().map((o) => ({ key: o.key, operationName: o.operationName, pending: o.pending }))).toEqual([
+    expect(h.pendingOperations.list().map((o) => ({ key: o.key, operationName: o.operationName, pending: o.pending }))).toEqual([
       { key, operationName, pending: true },
     ]);
   });
@@ -250,7 +250,7 @@ describe('operation keys (§3.2)', () => {
 
     // Act
     const err = thrownBy(() => {
-      h.vm.operationExecutor.unmountVolume({ ...mv, pluginName: 'missing-plugin' as MountedVolume['pluginName'] }, h.vm.asw, '/var/lib/kubelet/pods');
+      h.operationExecutor.unmountVolume({ ...mv, pluginName: 'missing-plugin' as MountedVolume['pluginName'] }, h.asw, '/var/lib/kubelet/pods');
     });
     await h.clock.advance(1_000);
 
@@ -258,7 +258,7 @@ describe('operation keys (§3.2)', () => {
     expect((err as Error).message).toBe(
       'UnmountVolume.FindPluginByName failed for volume "volume-name" (UniqueName: "fake-plugin/fake-device1") pod "pod1uid" (UID: "pod1uid") : no volume plugin matched name: missing-plugin',
     );
-    expect(h.vm.pendingOperations.size()).toBe(0);
+    expect(h.pendingOperations.size()).toBe(0);
     expect(h.records).toEqual([]);
   });
 });
@@ -271,14 +271,14 @@ describe('executor behaviour (§8.5)', () => {
     const h = newHarness();
     const vtm1 = desire(h, gcePdPod('pod1', 'pod1uid'), specFromVolume(gcePdVolume()), 'volume-name');
     const vtm2 = desire(h, gcePdPod('pod2', 'pod2uid'), specFromVolume(gcePdVolume()), 'volume-name');
-    h.vm.asw.markVolumeAsAttached(device1, vtm1.volumeSpec, testNodeName, '/dev/sdb');
+    h.asw.markVolumeAsAttached(device1, vtm1.volumeSpec, testNodeName, '/dev/sdb');
     const gate = deferred<string>();
     h.plugin.waitForAttachHook = () => gate.promise;
 
     // Act
-    h.vm.operationExecutor.mountVolume(1_000, vtm1, h.vm.asw, false);
+    h.operationExecutor.mountVolume(1_000, vtm1, h.asw, false);
     const second = thrownBy(() => {
-      h.vm.operationExecutor.mountVolume(1_000, vtm2, h.vm.asw, false);
+      h.operationExecutor.mountVolume(1_000, vtm2, h.asw, false);
     });
 
     // Assert
@@ -286,43 +286,43 @@ describe('executor behaviour (§8.5)', () => {
     expect((second as Error).message).toBe(
       'Failed to create operation with name {volumeName:fake-plugin/fake-device1 podName: nodeName:}. An operation with that name is already executing.',
     );
-    expect(h.vm.operationExecutor.isOperationPending(device1, pod2, EmptyNodeName)).toBe(true);
+    expect(h.operationExecutor.isOperationPending(device1, pod2, EmptyNodeName)).toBe(true);
 
     // Arrange: finish the first mount, then mount the second pod.
     gate.resolve('/dev/sdb');
-    await h.until(() => h.vm.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
+    await h.until(() => h.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
     h.plugin.waitForAttachHook = null;
-    h.vm.operationExecutor.mountVolume(1_000, vtm2, h.vm.asw, false);
-    await h.until(() => h.vm.asw.getVolumeMountState(device1, pod2) === 'VolumeMounted');
-    const [mv1, mv2] = ['pod1uid', 'pod2uid'].map((p) => h.vm.asw.getAllMountedVolumes().find((m) => m.podName === p) as MountedVolume);
+    h.operationExecutor.mountVolume(1_000, vtm2, h.asw, false);
+    await h.until(() => h.asw.getVolumeMountState(device1, pod2) === 'VolumeMounted');
+    const [mv1, mv2] = ['pod1uid', 'pod2uid'].map((p) => h.asw.getAllMountedVolumes().find((m) => m.podName === p) as MountedVolume);
 
     // Act
-    h.vm.operationExecutor.unmountVolume(mv1 as MountedVolume, h.vm.asw, '/var/lib/kubelet/pods');
-    h.vm.operationExecutor.unmountVolume(mv2 as MountedVolume, h.vm.asw, '/var/lib/kubelet/pods');
+    h.operationExecutor.unmountVolume(mv1 as MountedVolume, h.asw, '/var/lib/kubelet/pods');
+    h.operationExecutor.unmountVolume(mv2 as MountedVolume, h.asw, '/var/lib/kubelet/pods');
     const mountDuringUnmounts = thrownBy(() => {
-      h.vm.operationExecutor.mountVolume(1_000, vtm1, h.vm.asw, false);
+      h.operationExecutor.mountVolume(1_000, vtm1, h.asw, false);
     });
 
     // Assert: both unmounts started; a volume-wide operation waits for them.
-    expect(h.vm.pendingOperations.list().map((o) => [o.key.podName, o.operationName, o.pending]).sort()).toEqual([
+    expect(h.pendingOperations.list().map((o) => [o.key.podName, o.operationName, o.pending]).sort()).toEqual([
       ['pod1uid', 'volume_unmount', true],
       ['pod2uid', 'volume_unmount', true],
     ]);
     expect(isAlreadyExists(mountDuringUnmounts)).toBe(true);
     await h.until(() => noOperationRunning(h));
     expect(h.plugin.counts.tearDown).toBe(2);
-    expect(h.vm.asw.getAllMountedVolumes()).toEqual([]);
+    expect(h.asw.getAllMountedVolumes()).toEqual([]);
   });
 
   it('scenario 39: consecutive failures back off 0.5 s, 1 s, 2 s and 4 s; success clears the entry; another operation name resets the backoff', async () => {
     // Arrange
     const h = newHarness();
     const vtm = desire(h, gcePdPod(), specFromVolume(gcePdVolume()), 'volume-name');
-    h.vm.asw.markVolumeAsAttached(device1, vtm.volumeSpec, testNodeName, '/dev/sdb');
+    h.asw.markVolumeAsAttached(device1, vtm.volumeSpec, testNodeName, '/dev/sdb');
     let failing = true;
     h.plugin.waitForAttachHook = () => (failing ? Promise.reject(new Error('disk not ready')) : Promise.resolve('/dev/sdb'));
     const mount = (): void => {
-      h.vm.operationExecutor.mountVolume(1_000, vtm, h.vm.asw, false);
+      h.operationExecutor.mountVolume(1_000, vtm, h.asw, false);
     };
     const detailed = 'MountVolume.WaitForAttach failed for volume "volume-name" (UniqueName: "fake-plugin/fake-device1") pod "pod1" (UID: "pod1uid") : disk not ready';
     const key = '{volumeName:fake-plugin/fake-device1 podName: nodeName:}';
@@ -354,7 +354,7 @@ describe('executor behaviour (§8.5)', () => {
 
     // Assert: the entry is gone
     expect(h.records.at(-1)).toMatchObject({ operationName: 'volume_mount', outcome: 'success' });
-    expect(h.vm.pendingOperations.size()).toBe(0);
+    expect(h.pendingOperations.size()).toBe(0);
 
     // Act: the next failure starts again at 0.5 s
     failing = true;
@@ -362,11 +362,11 @@ describe('executor behaviour (§8.5)', () => {
     await h.until(() => noOperationRunning(h));
 
     // Assert
-    expect(h.vm.pendingOperations.list()).toMatchObject([{ operationName: 'volume_mount', failures: 1, durationBeforeRetry: 500 }]);
+    expect(h.pendingOperations.list()).toMatchObject([{ operationName: 'volume_mount', failures: 1, durationBeforeRetry: 500 }]);
 
     // Act: another operation on the same key while the mount is in backoff (it fails: not reported in use)
     const verify = thrownBy(() => {
-      h.vm.operationExecutor.verifyControllerAttachedVolume(vtm, testNodeName, h.vm.asw);
+      h.operationExecutor.verifyControllerAttachedVolume(vtm, testNodeName, h.asw);
     });
     await h.until(() => noOperationRunning(h));
 
@@ -377,7 +377,7 @@ describe('executor behaviour (§8.5)', () => {
       outcome: 'failure',
       error: `Volume has not been added to the list of VolumesInUse in the node's volume status for volume "volume-name" (UniqueName: "fake-plugin/fake-device1") pod "pod1" (UID: "pod1uid") `,
     });
-    expect(h.vm.pendingOperations.list()).toMatchObject([
+    expect(h.pendingOperations.list()).toMatchObject([
       { key: { volumeName: device1, podName: EmptyUniquePodName, nodeName: EmptyNodeName }, operationName: 'verify_controller_attached_volume', failures: 1, durationBeforeRetry: 500 },
     ]);
   });
@@ -386,8 +386,8 @@ describe('executor behaviour (§8.5)', () => {
     // Arrange: kubelet-managed attach, so a detach would be a real plugin call.
     const h = newHarness({ controllerAttachDetachEnabled: false });
     const spec = specFromVolume(gcePdVolume());
-    h.vm.asw.markVolumeAsAttached(device1, spec, testNodeName, '/dev/sdb');
-    h.vm.asw.markDeviceAsUncertain(device1, '/dev/sdb', '/var/lib/kubelet/plugins/fake-plugin/mounts/fake-device1', '');
+    h.asw.markVolumeAsAttached(device1, spec, testNodeName, '/dev/sdb');
+    h.asw.markDeviceAsUncertain(device1, '/dev/sdb', '/var/lib/kubelet/plugins/fake-plugin/mounts/fake-device1', '');
     const attempts: number[] = [];
     h.plugin.unmountDeviceHook = () => {
       attempts.push(h.clock.now());
@@ -399,12 +399,12 @@ describe('executor behaviour (§8.5)', () => {
     await h.until(() => attempts.length === 1 && noOperationRunning(h));
 
     // Assert: the failed UnmountDevice leaves the device uncertain and the volume attached
-    expect(h.vm.asw.getDeviceMountState(device1)).toBe('DeviceMountUncertain');
-    expect(h.vm.asw.volumeExists(device1)).toBe(true);
+    expect(h.asw.getDeviceMountState(device1)).toBe('DeviceMountUncertain');
+    expect(h.asw.volumeExists(device1)).toBe(true);
     expect(h.plugin.counts.detach).toBe(0);
 
     // Act
-    await h.until(() => !h.vm.asw.volumeExists(device1));
+    await h.until(() => !h.asw.volumeExists(device1));
 
     // Assert: retried after 0.5 s, 1 s, 2 s (at the first pass after each window), then detached
     expect(attempts).toHaveLength(4);
@@ -431,7 +431,7 @@ describe('OperationRecord', () => {
     // Arrange
     const h = newHarness();
     const vtm = desire(h, gcePdPod(), specFromVolume(gcePdVolume()), 'volume-name');
-    h.vm.asw.markVolumeAsAttached(device1, vtm.volumeSpec, testNodeName, '/dev/sdb');
+    h.asw.markVolumeAsAttached(device1, vtm.volumeSpec, testNodeName, '/dev/sdb');
     h.plugin.waitForAttachHook = () =>
       new Promise((resolve) => {
         h.clock.setTimeout(() => {
@@ -441,7 +441,7 @@ describe('OperationRecord', () => {
     const t0 = h.clock.now();
 
     // Act
-    h.vm.operationExecutor.mountVolume(1_000, vtm, h.vm.asw, false);
+    h.operationExecutor.mountVolume(1_000, vtm, h.asw, false);
     await h.until(() => h.records.length === 1);
 
     // Assert
@@ -466,12 +466,12 @@ describe('OperationRecord', () => {
     const h = newHarness();
     const vol = uniqueVolumeName(`fake-plugin/${FailOnSetupVolumeName}`);
     const vtm = desire(h, makePod([gcePdVolume(FailOnSetupVolumeName, FailOnSetupVolumeName)]), specFromVolume(gcePdVolume(FailOnSetupVolumeName, FailOnSetupVolumeName)), FailOnSetupVolumeName);
-    h.vm.asw.markVolumeAsAttached(vol, vtm.volumeSpec, testNodeName, '/dev/sdb');
+    h.asw.markVolumeAsAttached(vol, vtm.volumeSpec, testNodeName, '/dev/sdb');
 
     // Act
-    h.vm.operationExecutor.mountVolume(1_000, vtm, h.vm.asw, false);
+    h.operationExecutor.mountVolume(1_000, vtm, h.asw, false);
     await h.until(() => h.records.length === 1);
-    h.vm.operationExecutor.unmountVolume(mountedInAsw(h, vtm), h.vm.asw, '/var/lib/kubelet/pods');
+    h.operationExecutor.unmountVolume(mountedInAsw(h, vtm), h.asw, '/var/lib/kubelet/pods');
     await h.until(() => h.records.length === 2);
 
     // Assert
@@ -493,10 +493,10 @@ describe('OperationRecord', () => {
     const h = newHarness({ plugins: [csi], fakePlugin: csi });
     const volume: Volume = { name: 'data', csi: { driver: 'hostpath.csi.k8s.io' } };
     const vtm = desire(h, makePod([volume]), specFromVolume(volume), 'data');
-    h.vm.asw.markVolumeAsAttached(vtm.volumeName, vtm.volumeSpec, testNodeName, '');
+    h.asw.markVolumeAsAttached(vtm.volumeName, vtm.volumeSpec, testNodeName, '');
 
     // Act
-    h.vm.operationExecutor.mountVolume(1_000, vtm, h.vm.asw, false);
+    h.operationExecutor.mountVolume(1_000, vtm, h.asw, false);
     await h.until(() => h.records.length === 1);
 
     // Assert
@@ -514,10 +514,10 @@ describe('events', () => {
     const h = newHarness();
     const volume = gcePdVolume(FailOnSetupVolumeName, FailOnSetupVolumeName);
     const vtm = desire(h, makePod([volume]), specFromVolume(volume), FailOnSetupVolumeName);
-    h.vm.asw.markVolumeAsAttached(vtm.volumeName, vtm.volumeSpec, testNodeName, '/dev/sdb');
+    h.asw.markVolumeAsAttached(vtm.volumeName, vtm.volumeSpec, testNodeName, '/dev/sdb');
 
     // Act
-    h.vm.operationExecutor.mountVolume(1_000, vtm, h.vm.asw, false);
+    h.operationExecutor.mountVolume(1_000, vtm, h.asw, false);
     await h.until(() => h.records.length === 1);
 
     // Assert
@@ -547,9 +547,9 @@ describe('events', () => {
     h.plugin.attachHook = () => (fail ? Promise.reject(new Error('googleapi: Error 400: disk not found')) : Promise.resolve('/dev/vdb-test'));
 
     // Act
-    h.vm.operationExecutor.attachVolume(
+    h.operationExecutor.attachVolume(
       { volumeName: device1, volumeSpec: specFromVolume(gcePdVolume()), nodeName: testNodeName, scheduledPods: [gcePdPod('pod1', 'pod1uid'), gcePdPod('pod2', 'pod2uid')] },
-      h.vm.asw,
+      h.asw,
     );
     await h.until(() => h.records.length === 1);
 
@@ -558,7 +558,7 @@ describe('events', () => {
       { object: podObject('pod1', 'pod1uid'), type, reason, message },
       { object: podObject('pod2', 'pod2uid'), type, reason, message },
     ]);
-    expect(h.vm.asw.volumeExists(device1)).toBe(!fail);
+    expect(h.asw.volumeExists(device1)).toBe(!fail);
   });
 
   it('a failed in-use expansion emits VolumeResizeFailed on the pod', async () => {
@@ -569,7 +569,7 @@ describe('events', () => {
     const vtm = desire(h, makePod([{ name: 'data', persistentVolumeClaim: { claimName: 'pvc' } }]), specFromPersistentVolume(failPv), 'data');
 
     // Act
-    h.vm.operationExecutor.expandInUseVolume(vtm, h.vm.asw, 10_000_000_000);
+    h.operationExecutor.expandInUseVolume(vtm, h.asw, 10_000_000_000);
     await h.until(() => h.records.length === 1);
 
     // Assert
@@ -589,11 +589,11 @@ describe('events', () => {
     const h = newHarness({ controllerAttachDetachEnabled: false });
     h.pods.add(gcePdPod());
     h.start();
-    await h.until(() => h.vm.asw.getMountedVolumes().length === 1);
+    await h.until(() => h.asw.getMountedVolumes().length === 1);
 
     // Act
     h.pods.delete('pod1uid');
-    await h.until(() => !h.vm.asw.volumeExists(device1));
+    await h.until(() => !h.asw.volumeExists(device1));
 
     // Assert
     expect(h.plugin.counts).toMatchObject({ attach: 1, setUp: 1, tearDown: 1, unmountDevice: 1, detach: 1 });
@@ -620,7 +620,7 @@ describe('verifyVolumesAreAttached', () => {
     for (const v of volumes) {
       const spec = specFromVolume(v);
       const plugin = pdIs('fake-')(spec) ? fake : other;
-      h.vm.asw.markVolumeAsAttached('', spec, testNodeName, '/dev/sdb');
+      h.asw.markVolumeAsAttached('', spec, testNodeName, '/dev/sdb');
       plugin.attached.add(v.gcePersistentDisk?.pdName ?? '');
     }
     fake.forceDetach('fake-device2');
@@ -628,7 +628,7 @@ describe('verifyVolumesAreAttached', () => {
     const results: { checked: UniqueVolumeName[]; foundDetached: UniqueVolumeName[]; errors: string[] }[] = [];
 
     // Act
-    h.vm.operationExecutor.verifyVolumesAreAttached(h.vm.asw.getAttachedVolumes(), testNodeName, { markVolumeAsFoundDetached: (v) => forgotten.push(v) }, (r) => {
+    h.operationExecutor.verifyVolumesAreAttached(h.asw.getAttachedVolumes(), testNodeName, { markVolumeAsFoundDetached: (v) => forgotten.push(v) }, (r) => {
       results.push(r);
     });
     await h.until(() => results.length === 1 && noOperationRunning(h));
@@ -652,13 +652,13 @@ describe('verifyVolumesAreAttached', () => {
     const asw = { markVolumeAsFoundDetached: (): void => undefined };
 
     // Act
-    h.vm.operationExecutor.verifyVolumesAreAttached([], testNodeName, asw);
+    h.operationExecutor.verifyVolumesAreAttached([], testNodeName, asw);
     const second = thrownBy(() => {
-      h.vm.operationExecutor.verifyVolumesAreAttached([], testNodeName, asw);
+      h.operationExecutor.verifyVolumesAreAttached([], testNodeName, asw);
     });
 
     // Assert
-    expect(h.vm.pendingOperations.list().map((o) => ({ key: o.key, operationName: o.operationName }))).toEqual([
+    expect(h.pendingOperations.list().map((o) => ({ key: o.key, operationName: o.operationName }))).toEqual([
       { key: { volumeName: 'verify_volumes_are_attached/mynodename', podName: '', nodeName: '' }, operationName: 'verify_volumes_are_attached_per_node' },
     ]);
     expect(isAlreadyExists(second)).toBe(true);
@@ -669,7 +669,7 @@ describe('verifyVolumesAreAttached', () => {
     const { h, fake, other } = twoPluginHarness({ controllerAttachDetachEnabled: false });
     h.pods.add(makePod(volumes));
     h.start();
-    await h.until(() => h.vm.asw.getMountedVolumes().length === 3);
+    await h.until(() => h.asw.getMountedVolumes().length === 3);
     expect(fake.counts).toMatchObject({ attach: 2, mountDevice: 2, setUp: 2 });
     fake.forceDetach('fake-device2');
 
@@ -687,13 +687,13 @@ describe('verifyVolumesAreAttached', () => {
     expect(other.counts.volumesAreAttached).toBe(1);
 
     // Act
-    await h.until(() => fake.counts.setUp === 3 && h.vm.asw.getMountedVolumes().length === 3);
+    await h.until(() => fake.counts.setUp === 3 && h.asw.getMountedVolumes().length === 3);
 
     // Assert: attached, device-mounted and set up again; nothing was torn down
     expect(fake.counts).toMatchObject({ attach: 3, mountDevice: 3, setUp: 3, tearDown: 0, unmountDevice: 0, detach: 0 });
     expect(other.counts).toMatchObject({ attach: 1, mountDevice: 1, setUp: 1 });
     expect(fake.attached.has('fake-device2')).toBe(true);
-    expect(h.vm.asw.getVolumeMountState(uniqueVolumeName('fake-plugin/fake-device2'), pod1)).toBe('VolumeMounted');
+    expect(h.asw.getVolumeMountState(uniqueVolumeName('fake-plugin/fake-device2'), pod1)).toBe('VolumeMounted');
   });
 
   it('verifyVolumesAreAttached → MarkVolumeAsDetached: a pod whose TearDown is failing keeps its entry; TearDown is retried, then UnmountDevice and Detach', async () => {
@@ -702,7 +702,7 @@ describe('verifyVolumesAreAttached', () => {
     const fake = h.plugin;
     h.pods.add(makePod([gcePdVolume()]));
     h.start();
-    await h.until(() => h.vm.asw.getMountedVolumes().length === 1);
+    await h.until(() => h.asw.getMountedVolumes().length === 1);
     fake.tearDownHook = () => Promise.reject(new Error('target is busy'));
     h.pods.delete('pod1uid');
     await h.until(() => h.records.some((r) => r.operationName === 'volume_unmount' && r.outcome === 'failure'));
@@ -713,17 +713,17 @@ describe('verifyVolumesAreAttached', () => {
 
     // Assert: found detached, but the pod entry (a mount still on the node) is kept, Uncertain
     expect(result).toMatchObject({ status: 'fulfilled', value: { foundDetached: [device1], errors: [] } });
-    expect(h.vm.asw.volumeExists(device1)).toBe(true);
-    expect(h.vm.asw.getAllMountedVolumes().map((m) => ({ pod: m.podName, state: m.volumeMountState }))).toEqual([
+    expect(h.asw.volumeExists(device1)).toBe(true);
+    expect(h.asw.getAllMountedVolumes().map((m) => ({ pod: m.podName, state: m.volumeMountState }))).toEqual([
       { pod: pod1, state: 'VolumeMountUncertain' },
     ]);
-    expect(h.vm.asw.getDeviceMountState(device1)).toBe('DeviceMountUncertain');
+    expect(h.asw.getDeviceMountState(device1)).toBe('DeviceMountUncertain');
     expect(fake.counts).toMatchObject({ unmountDevice: 0, detach: 0 });
 
     // Act: the TearDown succeeds on its next retry
     const tearDownsBefore = fake.counts.tearDown;
     fake.tearDownHook = null;
-    await h.until(() => h.vm.asw.getAttachedVolumes().length === 0 && noOperationRunning(h));
+    await h.until(() => h.asw.getAttachedVolumes().length === 0 && noOperationRunning(h));
 
     // Assert: torn down, device unmounted, detached; never set up again
     expect(fake.counts.tearDown).toBeGreaterThan(tearDownsBefore);
@@ -738,7 +738,7 @@ describe('verifyVolumesAreAttached', () => {
     h.pods.add(makePod([gcePdVolume()]));
     h.pods.add(makePod([gcePdVolume()], { name: 'pod2', uid: 'pod2uid' }));
     h.start();
-    await h.until(() => h.vm.asw.getMountedVolumes().length === 2);
+    await h.until(() => h.asw.getMountedVolumes().length === 2);
     fake.tearDownHook = (_name, uid) => (uid === 'pod2uid' ? Promise.reject(new Error('target is busy')) : Promise.resolve());
     h.pods.delete('pod2uid');
     await h.until(() => h.records.some((r) => r.operationName === 'volume_unmount' && r.pod === pod2 && r.outcome === 'failure'));
@@ -747,20 +747,20 @@ describe('verifyVolumesAreAttached', () => {
     // Act
     const { result } = await h.settle(h.vm.verifyAttachedVolumes());
     expect(result).toMatchObject({ status: 'fulfilled', value: { foundDetached: [device1] } });
-    await h.until(() => fake.attached.has('fake-device1') && h.vm.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
+    await h.until(() => fake.attached.has('fake-device1') && h.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
 
     // Assert: re-attached and set up again for pod1; pod2 keeps its entry while its TearDown fails
     expect(fake.counts).toMatchObject({ attach: 2, detach: 0, unmountDevice: 0 });
-    expect(h.vm.asw.getVolumeMountState(device1, pod2)).toBe('VolumeMountUncertain');
+    expect(h.asw.getVolumeMountState(device1, pod2)).toBe('VolumeMountUncertain');
 
     // Act: pod2's TearDown succeeds on its next retry
     fake.tearDownHook = null;
-    await h.until(() => h.vm.asw.getVolumeMountState(device1, pod2) === 'VolumeNotMounted' && noOperationRunning(h));
+    await h.until(() => h.asw.getVolumeMountState(device1, pod2) === 'VolumeNotMounted' && noOperationRunning(h));
 
     // Assert: pod2 torn down; pod1 still mounted on the attached volume
     expect(h.records.filter((r) => r.operationName === 'volume_unmount' && r.pod === pod2).at(-1)).toMatchObject({ outcome: 'success' });
-    expect(h.vm.asw.getVolumeMountState(device1, pod1)).toBe('VolumeMounted');
-    expect(h.vm.asw.isVolumeAttached(device1)).toBe(true);
+    expect(h.asw.getVolumeMountState(device1, pod1)).toBe('VolumeMounted');
+    expect(h.asw.isVolumeAttached(device1)).toBe(true);
     expect(fake.counts).toMatchObject({ detach: 0, unmountDevice: 0 });
   });
 
@@ -772,9 +772,9 @@ describe('verifyVolumesAreAttached', () => {
     fake.attached.add('fake-device1');
     h.pods.add(makePod([gcePdVolume()]));
     h.start();
-    await h.until(() => h.vm.dsw.getVolumesToMount().length === 1);
+    await h.until(() => h.dsw.getVolumesToMount().length === 1);
     h.vm.markVolumesAsReportedInUse([device1]);
-    await h.until(() => h.vm.asw.getMountedVolumes().length === 1);
+    await h.until(() => h.asw.getMountedVolumes().length === 1);
     fake.tearDownHook = () => Promise.reject(new Error('target is busy'));
     h.pods.delete('pod1uid');
     await h.until(() => h.records.some((r) => r.operationName === 'volume_unmount' && r.outcome === 'failure'));
@@ -785,13 +785,13 @@ describe('verifyVolumesAreAttached', () => {
 
     // Assert: the entry stays
     expect(result).toMatchObject({ status: 'fulfilled', value: { foundDetached: [device1] } });
-    expect(h.vm.asw.getVolumeMountState(device1, pod1)).toBe('VolumeMountUncertain');
+    expect(h.asw.getVolumeMountState(device1, pod1)).toBe('VolumeMountUncertain');
     expect(h.vm.volumeIsAttached(device1)).toBe(false);
     expect(h.vm.getVolumesInUse()).toEqual([device1]);
 
     // Act: the TearDown succeeds on its next retry
     fake.tearDownHook = null;
-    await h.until(() => h.vm.asw.getAttachedVolumes().length === 0 && noOperationRunning(h));
+    await h.until(() => h.asw.getAttachedVolumes().length === 0 && noOperationRunning(h));
 
     // Assert
     expect(fake.counts).toMatchObject({ attach: 0, setUp: 1, unmountDevice: 1, detach: 0 });

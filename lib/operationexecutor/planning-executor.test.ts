@@ -37,8 +37,8 @@ const volB = uniqueVolumeName('fake-plugin/disk-b');
 
 function desire(h: Harness, pod: Pod, spec: Spec, outerName: string): VolumeToMount {
   const podName = uniquePodName(pod.metadata.uid ?? '');
-  h.vm.dsw.addPodToVolume(podName, pod, spec, outerName, '', []);
-  const vtm = h.vm.dsw.getVolumesToMount().find((v) => v.podName === podName && v.outerVolumeSpecName === outerName);
+  h.dsw.addPodToVolume(podName, pod, spec, outerName, '', []);
+  const vtm = h.dsw.getVolumesToMount().find((v) => v.podName === podName && v.outerVolumeSpecName === outerName);
   if (vtm === undefined) throw new Error(`no VolumeToMount for ${outerName}`);
   return vtm;
 }
@@ -84,14 +84,14 @@ describe('PlanningExecutor records', () => {
     const a = gcePod('pod1uid', 'data', 'disk-a');
     const vtmA = desire(h, a.pod, a.spec, 'data');
     const b = gcePod('pod2uid', 'logs', 'disk-b');
-    h.vm.asw.markVolumeAsAttached(volB, b.spec, testNodeName, '/dev/sdb');
-    h.vm.asw.markDeviceAsMounted(volB, '/dev/sdb', '/plugins/fake-plugin/mounts/disk-b', '');
-    h.vm.asw.markVolumeAsMounted({
+    h.asw.markVolumeAsAttached(volB, b.spec, testNodeName, '/dev/sdb');
+    h.asw.markDeviceAsMounted(volB, '/dev/sdb', '/plugins/fake-plugin/mounts/disk-b', '');
+    h.asw.markVolumeAsMounted({
       podName: pod2, podUID: podUID(pod2), volumeName: volB, mounter: null, blockVolumeMapper: null,
       outerVolumeSpecName: 'logs', volumeGidValue: '', volumeSpec: b.spec, volumeMountState: 'VolumeMounted', seLinuxMountContext: '',
     });
     const planner = new PlanningExecutor({ clock: h.clock });
-    const projection = h.vm.asw.cloneVolumes(null);
+    const projection = h.asw.cloneVolumes(null);
 
     // Act: step 1 as the reconciler would start it, step 2 after its outcomes
     planner.beginRound(projection, null);
@@ -115,9 +115,9 @@ describe('PlanningExecutor records', () => {
     // The projection moved on; the actual world did not.
     expect(projection.getVolumeMountState(volA, pod1)).toBe('VolumeMounted');
     expect(projection.getDeviceMountState(volB)).toBe('DeviceNotMounted');
-    expect(h.vm.asw.volumeExists(volA)).toBe(false);
-    expect(h.vm.asw.getVolumeMountState(volB, pod2)).toBe('VolumeMounted');
-    expect(h.vm.asw.getDeviceMountState(volB)).toBe('DeviceGloballyMounted');
+    expect(h.asw.volumeExists(volA)).toBe(false);
+    expect(h.asw.getVolumeMountState(volB, pod2)).toBe('VolumeMounted');
+    expect(h.asw.getDeviceMountState(volB)).toBe('DeviceGloballyMounted');
     expect(planner.isOperationPending(volB, pod2, testNodeName)).toBe(false);
     expect(h.plugin.counts).toEqual({
       attach: 0, waitForAttach: 0, mountDevice: 0, setUp: 0, tearDown: 0, unmountDevice: 0, detach: 0,
@@ -132,7 +132,7 @@ describe('PlanningExecutor records', () => {
     const blk = uniqueVolumeName('fake-plugin/blk');
     const vtm = desire(h, makePod([{ name: 'raw', persistentVolumeClaim: { claimName: 'c' } }], { devices: true }), pv, 'raw');
     const planner = new PlanningExecutor({ clock: h.clock });
-    const projection = h.vm.asw.cloneVolumes(null);
+    const projection = h.asw.cloneVolumes(null);
     projection.markVolumeAsAttached(blk, pv, testNodeName, '/dev/sdb');
     projection.markVolumeAsMounted({
       podName: pod2, podUID: podUID(pod2), volumeName: blk, mounter: null, blockVolumeMapper: null,
@@ -166,7 +166,7 @@ describe('PlanningExecutor records', () => {
     const a = gcePod('pod1uid', 'data', 'disk-a');
     const vtm = desire(h, a.pod, a.spec, 'data');
     const planner = new PlanningExecutor({ clock: h.clock });
-    const projection = h.vm.asw.cloneVolumes(null);
+    const projection = h.asw.cloneVolumes(null);
 
     planner.beginRound(projection, null);
     planner.volumeNotReportedInUse(vtm, testNodeName, projection);
@@ -183,19 +183,19 @@ describe('PlanningExecutor records', () => {
     const a = gcePod('pod1uid', 'data', 'disk-a');
     const vtm = desire(h, a.pod, a.spec, 'data');
     const planner = new PlanningExecutor({ clock: h.clock });
-    const empty = h.vm.asw.cloneVolumes(null);
+    const empty = h.asw.cloneVolumes(null);
     planner.beginRound(empty, null);
     planner.mountVolume(1_000, vtm, empty, false);
     planner.endStep();
     planner.endRound();
     expect(planner.list()).toHaveLength(1);
-    h.vm.asw.addAttachUncertainReconstructedVolume(volA, a.spec, testNodeName, '');
-    h.vm.asw.checkAndMarkVolumeAsUncertainViaReconstruction({
+    h.asw.addAttachUncertainReconstructedVolume(volA, a.spec, testNodeName, '');
+    h.asw.checkAndMarkVolumeAsUncertainViaReconstruction({
       podName: pod1, podUID: podUID(pod1), volumeName: volA, mounter: null, blockVolumeMapper: null,
       outerVolumeSpecName: 'data', volumeGidValue: '', volumeSpec: a.spec, volumeMountState: 'VolumeMountUncertain', seLinuxMountContext: '',
     });
-    h.vm.asw.markDeviceAsUncertain(volA, '', '/plugins/fake-plugin/mounts/disk-a', '');
-    const projection = h.vm.asw.cloneVolumes(null);
+    h.asw.markDeviceAsUncertain(volA, '', '/plugins/fake-plugin/mounts/disk-a', '');
+    const projection = h.asw.cloneVolumes(null);
 
     // Act
     planner.beginRound(projection, null);
@@ -210,20 +210,20 @@ describe('PlanningExecutor records', () => {
     expect(planner.list()).toEqual([]);
     expect(projection.getVolumeMountState(volA, pod1)).toBe('VolumeMounted');
     expect(projection.getDeviceMountState(volA)).toBe('DeviceGloballyMounted');
-    expect(h.vm.asw.getVolumeMountState(volA, pod1)).toBe('VolumeMountUncertain');
+    expect(h.asw.getVolumeMountState(volA, pod1)).toBe('VolumeMountUncertain');
   });
 
   it('plans a remount of a reconstructed entry (only a new mount confirms)', () => {
     const h = newHarness();
     const a = gcePod('pod1uid', 'data', 'disk-a');
     const vtm = desire(h, a.pod, a.spec, 'data');
-    h.vm.asw.addAttachUncertainReconstructedVolume(volA, a.spec, testNodeName, '');
-    h.vm.asw.checkAndMarkVolumeAsUncertainViaReconstruction({
+    h.asw.addAttachUncertainReconstructedVolume(volA, a.spec, testNodeName, '');
+    h.asw.checkAndMarkVolumeAsUncertainViaReconstruction({
       podName: pod1, podUID: podUID(pod1), volumeName: volA, mounter: null, blockVolumeMapper: null,
       outerVolumeSpecName: 'data', volumeGidValue: '', volumeSpec: a.spec, volumeMountState: 'VolumeMountUncertain', seLinuxMountContext: '',
     });
     const planner = new PlanningExecutor({ clock: h.clock });
-    const projection = h.vm.asw.cloneVolumes(null);
+    const projection = h.asw.cloneVolumes(null);
 
     planner.beginRound(projection, null);
     planner.mountVolume(1_000, vtm, projection, true);
@@ -240,7 +240,7 @@ describe('PlanningExecutor records', () => {
     const a = gcePod('pod1uid', 'data', 'disk-a');
     const vtm = desire(h, a.pod, a.spec, 'data');
     const planner = new PlanningExecutor({ clock: h.clock });
-    const projection = h.vm.asw.cloneVolumes(null);
+    const projection = h.asw.cloneVolumes(null);
 
     planner.beginRound(projection, null);
     planner.verifyControllerAttachedVolume(vtm, testNodeName, projection);
@@ -278,19 +278,19 @@ describe('PlanningExecutor rounds', () => {
     };
 
     // Act + Assert
-    let p = h.vm.asw.cloneVolumes(null);
+    let p = h.asw.cloneVolumes(null);
     round(planner, p, null, verify(p));
     await h.clock.advance(1_000);
-    p = h.vm.asw.cloneVolumes(null);
+    p = h.asw.cloneVolumes(null);
     round(planner, p, null, verify(p));
     expect(planner.list().map((x) => [x.firstPlannedAt, x.lastPlannedAt])).toEqual([[t0, t0 + 1_000]]);
 
     await h.clock.advance(1_000);
-    round(planner, h.vm.asw.cloneVolumes(null), null, () => undefined);
+    round(planner, h.asw.cloneVolumes(null), null, () => undefined);
     expect(planner.list()).toEqual([]);
 
     await h.clock.advance(1_000);
-    p = h.vm.asw.cloneVolumes(null);
+    p = h.asw.cloneVolumes(null);
     round(planner, p, null, verify(p));
     expect(planner.list().map((x) => [x.firstPlannedAt, x.lastPlannedAt])).toEqual([[t0 + 3_000, t0 + 3_000]]);
   });
@@ -304,7 +304,7 @@ describe('PlanningExecutor rounds', () => {
     const vtmB = desire(h, b.pod, b.spec, 'logs');
     const planner = new PlanningExecutor({ clock: h.clock });
     const t0 = h.clock.now();
-    let p = h.vm.asw.cloneVolumes(null);
+    let p = h.asw.cloneVolumes(null);
     round(planner, p, null, () => {
       planner.verifyControllerAttachedVolume(vtmA, testNodeName, p);
       planner.verifyControllerAttachedVolume(vtmB, testNodeName, p);
@@ -312,7 +312,7 @@ describe('PlanningExecutor rounds', () => {
     await h.clock.advance(1_000);
 
     // Act: a round over volume A only, which no longer plans anything for it
-    p = h.vm.asw.cloneVolumes(new Set([volA]));
+    p = h.asw.cloneVolumes(new Set([volA]));
     round(planner, p, new Set([volA]), () => undefined);
 
     // Assert
@@ -328,7 +328,7 @@ describe('PlanningExecutor rounds', () => {
     const vtmA1 = desire(h, a1.pod, a1.spec, 'data');
     const vtmB = desire(h, b.pod, b.spec, 'logs');
     const planner = new PlanningExecutor({ clock: h.clock });
-    const p = h.vm.asw.cloneVolumes(null);
+    const p = h.asw.cloneVolumes(null);
 
     planner.beginRound(p, null);
     planner.verifyControllerAttachedVolume(vtmB, testNodeName, p);
@@ -364,19 +364,19 @@ describe('PlanningExecutor rounds', () => {
       planner.verifyControllerAttachedVolume(vtm, testNodeName, p);
     };
 
-    let p = h.vm.asw.cloneVolumes(null);
+    let p = h.asw.cloneVolumes(null);
     round(planner, p, null, verify(p));
     expect(changes).toBe(1);
-    p = h.vm.asw.cloneVolumes(null);
+    p = h.asw.cloneVolumes(null);
     round(planner, p, null, verify(p)); // same instant: nothing changed
     expect(changes).toBe(1);
     await h.clock.advance(10);
-    p = h.vm.asw.cloneVolumes(null);
+    p = h.asw.cloneVolumes(null);
     round(planner, p, null, verify(p)); // lastPlannedAt moved on
     expect(changes).toBe(2);
-    round(planner, h.vm.asw.cloneVolumes(null), null, () => undefined); // dropped
+    round(planner, h.asw.cloneVolumes(null), null, () => undefined); // dropped
     expect(changes).toBe(3);
-    round(planner, h.vm.asw.cloneVolumes(null), null, () => undefined);
+    round(planner, h.asw.cloneVolumes(null), null, () => undefined);
     expect(changes).toBe(3);
   });
 });
@@ -391,7 +391,7 @@ describe('PlanningExecutor safety', () => {
     const planner = new PlanningExecutor({ clock: h.clock });
 
     const err = thrownBy(() => {
-      planner.mountVolume(1_000, vtm, h.vm.asw, false);
+      planner.mountVolume(1_000, vtm, h.asw, false);
     });
 
     expect(err).toBeInstanceOf(PlanningRoundError);
@@ -409,17 +409,17 @@ describe('PlanningExecutor safety', () => {
     const errors: string[] = [];
     const logger: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m) => errors.push(m) };
     const planner = new PlanningExecutor({ clock: h.clock, logger });
-    const projection = h.vm.asw.cloneVolumes(null);
+    const projection = h.asw.cloneVolumes(null);
 
     // Act: handed the live actual world instead of the projection
     planner.beginRound(projection, null);
-    planner.verifyControllerAttachedVolume(vtm, testNodeName, h.vm.asw);
+    planner.verifyControllerAttachedVolume(vtm, testNodeName, h.asw);
     planner.endStep();
     planner.endRound();
 
     // Assert
     expect(planner.list().map((p) => p.operationName)).toEqual(['verify_controller_attached_volume']);
-    expect(h.vm.asw.volumeExists(volA)).toBe(false);
+    expect(h.asw.volumeExists(volA)).toBe(false);
     expect(projection.volumeExists(volA)).toBe(false);
     expect(errors).toEqual([
       "planning: verify_controller_attached_volume fake-plugin/disk-a was handed a world other than the round's projection; its outcome is not projected",
@@ -431,7 +431,7 @@ describe('PlanningExecutor safety', () => {
     const h = newHarness();
     const a = gcePod('pod1uid', 'data', 'disk-a');
     const planner = new PlanningExecutor({ clock: h.clock });
-    const projection = h.vm.asw.cloneVolumes(null);
+    const projection = h.asw.cloneVolumes(null);
     const mv: MountedVolume = {
       podName: pod1, volumeName: volA, innerVolumeSpecName: 'data', outerVolumeSpecName: 'data', pluginName: h.plugin.name,
       podUID: podUID(pod1), mounter: null, blockVolumeMapper: null, volumeGidValue: '', volumeSpec: a.spec,

@@ -73,7 +73,7 @@ async function rig(source: PvSource, accessModes: PersistentVolumeAccessMode[] =
 }
 
 function mountedPods(h: Harness): UniquePodName[] {
-  return h.vm.asw
+  return h.asw
     .getAllMountedVolumes()
     .map((m) => m.podName)
     .sort();
@@ -86,7 +86,7 @@ function failedMounts(h: Harness, podName: string): string[] {
 /** Removes every pod and waits (fake time) until nothing is mounted any more. */
 async function removeAll(h: Harness): Promise<void> {
   for (const uid of [...h.pods.pods.keys()]) h.pods.delete(uid);
-  await h.until(() => h.vm.asw.getAllMountedVolumes().length === 0 && h.vm.pendingOperations.list().every((o) => !o.pending));
+  await h.until(() => h.asw.getAllMountedVolumes().length === 0 && h.pendingOperations.list().every((o) => !o.pending));
 }
 
 describe('GenerateMountVolumeFunc: ReadWriteOncePod is enforced for every PV-backed plugin', () => {
@@ -97,7 +97,7 @@ describe('GenerateMountVolumeFunc: ReadWriteOncePod is enforced for every PV-bac
       const { h, env } = await rig(source);
       h.pods.add(claimPod('pod-a'));
       h.start();
-      await h.until(() => h.vm.asw.getMountedVolumes().length === 1);
+      await h.until(() => h.asw.getMountedVolumes().length === 1);
       const podA = uniquePodName('pod-auid');
       expect(mountedPods(h)).toEqual([podA]);
 
@@ -116,7 +116,7 @@ describe('GenerateMountVolumeFunc: ReadWriteOncePod is enforced for every PV-bac
       h.pods.delete('pod-auid');
 
       // Assert: pod-b gets the volume once pod-a's TearDown is done
-      await h.until(() => mountedPods(h).join() === 'pod-buid' && h.vm.asw.getMountedVolumes().length === 1, 120_000);
+      await h.until(() => mountedPods(h).join() === 'pod-buid' && h.asw.getMountedVolumes().length === 1, 120_000);
       await removeAll(h);
     },
   );
@@ -129,11 +129,11 @@ describe('GenerateMountVolumeFunc: ReadWriteOncePod is enforced for every PV-bac
 
     // Act: both mounts start in the same reconciler pass (per-pod volume names: different operation keys)
     h.start();
-    await h.until(() => h.vm.asw.getMountedVolumes().length === 1 && failedMounts(h, 'pod-a').length + failedMounts(h, 'pod-b').length >= 1);
+    await h.until(() => h.asw.getMountedVolumes().length === 1 && failedMounts(h, 'pod-a').length + failedMounts(h, 'pod-b').length >= 1);
     await h.clock.advance(5_000);
 
     // Assert
-    expect(h.vm.asw.getAllMountedVolumes()).toHaveLength(1);
+    expect(h.asw.getAllMountedVolumes()).toHaveLength(1);
     const [winner] = mountedPods(h);
     const loser = winner === uniquePodName('pod-auid') ? 'pod-b' : 'pod-a';
     expect(failedMounts(h, loser).every((m) => m === `MountVolume.SetUp failed for volume "shared-pv" : ${rwopText}`)).toBe(true);
@@ -149,7 +149,7 @@ describe('GenerateMountVolumeFunc: ReadWriteOncePod is enforced for every PV-bac
 
     // Act
     h.start();
-    await h.until(() => h.vm.asw.getMountedVolumes().length === 2);
+    await h.until(() => h.asw.getMountedVolumes().length === 2);
 
     // Assert
     expect(mountedPods(h)).toEqual([uniquePodName('pod-auid'), uniquePodName('pod-buid')]);

@@ -12,7 +12,7 @@ import {
   type PodSourceProbe,
 } from './operator-actions.ts';
 import { gcePdVolume, Harness, makePod } from './testing/harness.ts';
-import { isPlanOnlyModeError } from './volume-manager.ts';
+import { isPlanOnlyModeError } from './index.ts';
 import { SCRIPTED_TEARDOWN_ERROR, ScriptedTearDownPlugin } from './testing/scripted-teardown-plugin.ts';
 
 const POD1 = uniquePodName('pod1uid');
@@ -78,7 +78,7 @@ async function mounted(): Promise<Harness> {
   harness = h;
   h.pods.add(makePod([gcePdVolume()]));
   h.start();
-  await h.until(() => h.vm.asw.getMountedVolumes().length === 1 && h.vm.reconcilerStatesHasBeenSynced());
+  await h.until(() => h.asw.getMountedVolumes().length === 1 && h.vm.reconcilerStatesHasBeenSynced());
   return h;
 }
 
@@ -90,13 +90,13 @@ async function orphan(): Promise<Harness> {
   const h = await mounted();
   await h.vm.stop();
   h.pods.delete(POD1);
-  h.vm.dsw.deletePodFromVolume(POD1, DEVICE1);
+  h.dsw.deletePodFromVolume(POD1, DEVICE1);
   return h;
 }
 
 /** Puts pod1 back into the desired state with its volume (as the populator would). */
 function wantVolumeAgain(h: Harness): void {
-  h.vm.dsw.addPodToVolume(POD1, makePod([gcePdVolume()]), specFromVolume(gcePdVolume()), 'volume-name', '', []);
+  h.dsw.addPodToVolume(POD1, makePod([gcePdVolume()]), specFromVolume(gcePdVolume()), 'volume-name', '', []);
 }
 
 const failedChecks = (r: ForceUnmountResult): string[] => r.checks.filter((c) => !c.ok).map((c) => c.name);
@@ -121,7 +121,7 @@ describe('OperatorActions.forceUnmount', () => {
 
     // Act
     const result = await h.vm.forceUnmount({ podUid: POD1, volume: DEVICE1 }, { source, limiter });
-    const heldDuringTearDown = h.vm.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName);
+    const heldDuringTearDown = h.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName);
     const outcome = await outcomeOf(h, result);
 
     // Assert
@@ -142,7 +142,7 @@ describe('OperatorActions.forceUnmount', () => {
     expect(source.lookups).toBe(1);
     expect(limiter.taken).toBe(0);
     expect(plugin.counts.tearDown).toBe(1);
-    expect(h.vm.asw.getPossiblyMountedVolumesForPod(POD1)).toEqual([]);
+    expect(h.asw.getPossiblyMountedVolumesForPod(POD1)).toEqual([]);
   });
 
   it('finds the mount by the pod\'s volume name too', async () => {
@@ -163,7 +163,7 @@ describe('OperatorActions.forceUnmount', () => {
     const result = await h.vm.forceUnmount({ podUid: POD1, volume: DEVICE1 }, { source: new ScriptedSource(), limiter: new SlotLimiter(1) });
     let refused: unknown = null;
     try {
-      h.vm.operationExecutor.unmountVolume(h.vm.asw.getPossiblyMountedVolumesForPod(POD1)[0] ?? expect.fail('no mount'), h.vm.asw, `${h.rootDir}/pods`);
+      h.operationExecutor.unmountVolume(h.asw.getPossiblyMountedVolumesForPod(POD1)[0] ?? expect.fail('no mount'), h.asw, `${h.rootDir}/pods`);
     } catch (err) {
       refused = err;
     }
@@ -208,7 +208,7 @@ describe('OperatorActions.forceUnmount', () => {
     {
       name: 'an operation runs on the volume for another pod (no-operation-running)',
       arrange: (h: Harness) => {
-        h.vm.pendingOperations.run(DEVICE1, uniquePodName('other-pod'), EmptyNodeName, heldOperation('volume_mount'));
+        h.pendingOperations.run(DEVICE1, uniquePodName('other-pod'), EmptyNodeName, heldOperation('volume_mount'));
       },
       failed: ['no-operation-running'],
       message: `an operation (volume_mount) is running on volume ${DEVICE1}`,
@@ -316,10 +316,10 @@ describe('OperatorActions.forceUnmount', () => {
     const h = await orphan();
     const vm = h.vm;
     const options: OperatorActionsOptions = {
-      dsw: vm.dsw,
-      asw: vm.asw,
-      pendingOperations: vm.pendingOperations,
-      executor: vm.operationExecutor,
+      dsw: h.dsw,
+      asw: h.asw,
+      pendingOperations: h.pendingOperations,
+      executor: h.operationExecutor,
       clock: h.clock,
       podsDir: `${h.rootDir}/pods`,
       sourcesReady: () => true,
@@ -349,7 +349,7 @@ describe('OperatorActions.forceUnmount', () => {
 
   it('refuses with the reason of the failed safety check, not "no such mount", when the mount is missing too', async () => {
     const h = await orphan();
-    h.vm.pendingOperations.run(uniqueVolumeName('fake-plugin/other'), EmptyUniquePodName, EmptyNodeName, heldOperation('volume_attach'));
+    h.pendingOperations.run(uniqueVolumeName('fake-plugin/other'), EmptyUniquePodName, EmptyNodeName, heldOperation('volume_attach'));
 
     const result = await h.vm.forceUnmount({ podUid: POD1, volume: 'fake-plugin/other' }, { source: new ScriptedSource(), limiter: new SlotLimiter(1) });
 
@@ -449,12 +449,12 @@ describe('OperatorActions.retryOperation', () => {
 
   it('refuses a running entry and leaves it alone', async () => {
     const h = await inBackoff();
-    h.vm.pendingOperations.run(DEVICE1, EmptyUniquePodName, EmptyNodeName, heldOperation('volume_attach'));
+    h.pendingOperations.run(DEVICE1, EmptyUniquePodName, EmptyNodeName, heldOperation('volume_attach'));
 
     const result = h.vm.retryOperation({ volume: DEVICE1, podUid: null }, new SlotLimiter(1));
 
     expect(result).toMatchObject({ kind: 'running', operation: { operationName: 'volume_attach', pending: true } });
-    expect(h.vm.operationExecutor.isOperationPending(DEVICE1, EmptyUniquePodName, EmptyNodeName)).toBe(true);
+    expect(h.operationExecutor.isOperationPending(DEVICE1, EmptyUniquePodName, EmptyNodeName)).toBe(true);
   });
 
   it('takes a limiter slot before anything else and refuses without one', async () => {

@@ -45,7 +45,7 @@ import { isBlockSpec } from '../volume/spec.ts';
 import { EmptyNodeName, EmptyUniquePodName, uniquePodName, type PodUID, type UniquePodName, type UniqueVolumeName } from '../volume/types.ts';
 import type { ActualStateOfWorld } from './cache/actual-state-of-world.ts';
 import type { DesiredStateOfWorld } from './cache/desired-state-of-world.ts';
-import type { ReconstructionReport } from './reconciler/reconciler.ts';
+import type { ReconstructionReport } from './reconciler/reconstruct-report.ts';
 
 // PORTS
 
@@ -201,7 +201,7 @@ class CheckList {
 }
 
 export class OperatorActions {
-  constructor(private readonly o: OperatorActionsOptions) {}
+  constructor(private readonly options: OperatorActionsOptions) {}
 
   /**
    * The forced TearDown of one pod's volume, after every safety check (see the file comment).
@@ -217,15 +217,15 @@ export class OperatorActions {
       lookup = { error: err instanceof Error ? err.message : String(err) };
     }
 
-    const { dsw, asw, pendingOperations } = this.o;
+    const { dsw, asw, pendingOperations } = this.options;
     const podName = uniquePodName(request.podUid);
     const mounts = asw.getPossiblyMountedVolumesForPod(podName);
     const mount = mounts.find((m) => m.volumeName === request.volume) ?? mounts.find((m) => m.outerVolumeSpecName === request.volume) ?? null;
     const volumeName = (mount?.volumeName ?? request.volume) as UniqueVolumeName;
     const list = new CheckList();
 
-    const sourcesReady = this.o.sourcesReady();
-    const reconcilerSynced = this.o.reconcilerStatesHasBeenSynced();
+    const sourcesReady = this.options.sourcesReady();
+    const reconcilerSynced = this.options.reconcilerStatesHasBeenSynced();
     list.add(
       'states-synced',
       sourcesReady && reconcilerSynced,
@@ -237,7 +237,7 @@ export class OperatorActions {
       'desired and actual states are not synced yet',
     );
 
-    const reconstruction = this.o.reconstructionReport().state;
+    const reconstruction = this.options.reconstructionReport().state;
     list.add(
       'reconstruction-done',
       reconstruction === 'done',
@@ -315,7 +315,7 @@ export class OperatorActions {
         return { kind: 'rate-limited', checks: list.checks, message, retryAfterMs: decision.retryAfterMs };
       }
       list.pass('rate-limit', `clearing the backoff of ${inBackoff.operationName}: within ${ports.limiter.limit} retries per ${ports.limiter.windowMs / 1000} s on this node`);
-      this.o.clearBackoff(volumeName, keyPod);
+      this.options.clearBackoff(volumeName, keyPod);
     }
 
     return this.startTearDown(mount, operationName, keyPod, list);
@@ -338,7 +338,7 @@ export class OperatorActions {
 
     const volumeName = request.volume as UniqueVolumeName;
     const podName = request.podUid === null ? EmptyUniquePodName : uniquePodName(request.podUid);
-    const op = this.o.pendingOperations.getOperation(volumeName, podName, EmptyNodeName);
+    const op = this.options.pendingOperations.getOperation(volumeName, podName, EmptyNodeName);
     if (op === undefined) {
       const message = `no operation for ${what} in the pending-operations table`;
       list.add('operation-exists', false, message, message);
@@ -351,13 +351,13 @@ export class OperatorActions {
     }
     list.pass('operation-not-running', `in backoff after ${op.failures} failure(s)${op.retryAt === null ? '' : `, next retry allowed after ${new Date(op.retryAt).toISOString()}`}`);
     // Same synchronous turn as the lookup: the entry cannot have changed in between.
-    this.o.clearBackoff(volumeName, request.podUid === null ? null : podName);
+    this.options.clearBackoff(volumeName, request.podUid === null ? null : podName);
     return { kind: 'cleared', checks: list.checks, operation: op };
   }
 
   /** Starts the TearDown under the operation executor (the per-volume lock) and follows it to its end. */
   private startTearDown(mount: MountedVolume, operationName: string, keyPod: UniquePodName, list: CheckList): ForceUnmountResult {
-    const { asw, executor, clock } = this.o;
+    const { asw, executor, clock } = this.options;
     const startedAt = clock.now();
     let settle: (outcome: TearDownOutcome) => void = () => undefined;
     const outcome = new Promise<TearDownOutcome>((resolve) => {
@@ -365,7 +365,7 @@ export class OperatorActions {
     });
     // While the TearDown holds the key no other operation with it can run, so the first record
     // of this operation on this key after the start is the TearDown's own.
-    const unsubscribe = this.o.onOperationRecord((record) => {
+    const unsubscribe = this.options.onOperationRecord((record) => {
       if (record.operationName !== operationName || record.volume !== mount.volumeName || record.pod !== keyPod) return;
       unsubscribe();
       const state = asw.getVolumeMountState(mount.volumeName, mount.podName);
@@ -376,7 +376,7 @@ export class OperatorActions {
       );
     });
     try {
-      executor.unmountVolume(mount, asw, this.o.podsDir);
+      executor.unmountVolume(mount, asw, this.options.podsDir);
     } catch (err) {
       unsubscribe();
       if (isAlreadyExists(err) || isExponentialBackoff(err)) {

@@ -17,7 +17,7 @@ import { FakeVolumePlugin } from '../volume/testing/fake-volume-plugin.ts';
 import { uniquePodName, uniqueVolumeName, type UniqueVolumeName } from '../volume/types.ts';
 import type { HostFs } from '../volume/util/host-fs.ts';
 import { gcePdVolume, Harness, makeKubeletDir, makePod, syncHostFs, type HarnessOptions } from './testing/harness.ts';
-import { isPlanOnlyModeError, type ActualStateRefresh } from './volume-manager.ts';
+import { isPlanOnlyModeError, type ActualStateRefresh } from './index.ts';
 
 // HELPERS
 
@@ -142,7 +142,7 @@ describe('plan-only mode: a desired pod with nothing on disk', () => {
     h.start();
     await h.until(() => h.vm.getPlannedOperations().length === 4);
     const planned = firstPlannedAt(h);
-    const passes = h.vm.reconciler.passCount();
+    const passes = h.reconciler.passCount();
     await h.clock.advance(10_000);
 
     // Assert
@@ -152,7 +152,7 @@ describe('plan-only mode: a desired pod with nothing on disk', () => {
       first(volB),
       op('volume_mount', volB, 2, 'mount-required', 'VolumeNotMounted', { podName: pod1, outer: 'vol-b' }),
     ]);
-    expect(h.vm.reconciler.passCount()).toBeGreaterThan(passes + 50);
+    expect(h.reconciler.passCount()).toBeGreaterThan(passes + 50);
     expect(firstPlannedAt(h)).toEqual(planned);
     expectNothingRan(h);
   });
@@ -244,7 +244,7 @@ describe('plan-only mode: volumes on disk', () => {
     h.kube.setVolumesAttached([{ name: volA, devicePath: '/dev/sda' }]);
     h.pods.add(makePod([diskA]));
     h.start();
-    await h.until(() => h.vm.reconcilerStatesHasBeenSynced() && h.vm.populator.hasAddedPods());
+    await h.until(() => h.vm.reconcilerStatesHasBeenSynced() && h.populator.hasAddedPods());
     await h.clock.advance(1_000);
     expect(plan(h)).toEqual([]);
 
@@ -278,7 +278,7 @@ describe('plan-only mode: volumes on disk', () => {
 
     // Assert
     expect(gone).toMatchObject({ added: [], removed: [volA], changed: [], scanned: 1 });
-    expect(h.vm.asw.volumeExists(volA)).toBe(false);
+    expect(h.asw.volumeExists(volA)).toBe(false);
     expect(plan(h).map((p) => [p.operationName, p.volumeName])).toEqual([
       ['volume_unmount', volB],
       ['unmount_device', volB],
@@ -398,7 +398,7 @@ describe('plan-only mode: uncertain reconstructed mounts', () => {
     await h.clock.advance(5_000);
 
     // Assert
-    expect(h.vm.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([volA]);
+    expect(h.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([volA]);
     expect(h.vm.getPlannedOperations()).toEqual([]);
     const waiting = await refresh(h);
     expect(waiting.waitingForNodeStatus).toEqual([volA]);
@@ -455,7 +455,7 @@ describe('plan-only mode never changes anything on disk', () => {
       outcome: 'failed',
       error: 'no volume plugin matched name: missing-plugin',
     });
-    expect(h.vm.reconciler.getVolumesFailedReconstruction().map((v) => v.volumeSpecName)).toEqual(['lost']);
+    expect(h.reconciler.getVolumesFailedReconstruction().map((v) => v.volumeSpecName)).toEqual(['lost']);
     expect(cleanups).toEqual([]);
     expect(tree(h.rootDir)).toEqual(before);
     expect(hostFs.reads.length).toBeGreaterThan(0);
@@ -513,7 +513,7 @@ describe('plan-only mode never changes anything on disk', () => {
     await h.until(() => h.vm.getPlannedOperations().length === 1);
 
     // Assert: the medium came from the mount table; the teardown is planned, not done
-    expect(h.vm.asw.getAllMountedVolumes()[0]?.volumeSpec.volume?.emptyDir).toEqual({ medium: 'Memory' });
+    expect(h.asw.getAllMountedVolumes()[0]?.volumeSpec.volume?.emptyDir).toEqual({ medium: 'Memory' });
     expect(plan(h)).toEqual([op('volume_unmount', cache, 1, 'pod-not-desired', 'VolumeMountUncertain', { podName: pod1, outer: 'cache' }, true)]);
     expect(calls.length).toBeGreaterThan(0);
     expect(calls.every((c) => c === 'list')).toBe(true);
@@ -564,7 +564,7 @@ describe('plan-only mode API', () => {
     // Assert
     expect(result.error).toMatch(/^failed to read pods dir ".*\/pods": ENOENT/);
     expect(result).toMatchObject({ added: [], removed: [], changed: [] });
-    expect(h.vm.asw.volumeExists(volA)).toBe(true);
+    expect(h.asw.volumeExists(volA)).toBe(true);
     expect(h.vm.getReconstructionReport()).toMatchObject({ state: 'done', error: result.error, entries: [expect.objectContaining({ volumeName: volA })] });
     expect(firstPlannedAt(h)).toEqual(planned);
     renameSync(join(h.rootDir, 'pods-away'), join(h.rootDir, 'pods'));
@@ -598,12 +598,12 @@ describe('plan-only mode: the executor that runs operations', () => {
     h.kube.setVolumesAttached([{ name: volA, devicePath: '/dev/sda' }]);
     h.start();
     await h.until(() => h.vm.getActualVolumes().length === 1);
-    const mounted = h.vm.asw.getPossiblyMountedVolumesForPod(pod1)[0];
+    const mounted = h.asw.getPossiblyMountedVolumesForPod(pod1)[0];
     if (mounted === undefined) throw new Error('the reconstructed mount is missing');
 
     let thrown: unknown;
     try {
-      h.vm.operationExecutor.unmountVolume(mounted, h.vm.asw, join(h.rootDir, 'pods'));
+      h.operationExecutor.unmountVolume(mounted, h.asw, join(h.rootDir, 'pods'));
     } catch (err) {
       thrown = err;
     }

@@ -19,12 +19,12 @@ describe('VolumeManager', () => {
     h.pods.add(makePod([gcePdVolume()]));
     h.start();
     const vol = uniqueVolumeName('fake-plugin/fake-device1');
-    await h.until(() => h?.vm.asw.getMountedVolumes().length === 1);
+    await h.until(() => h?.asw.getMountedVolumes().length === 1);
     expect(h.plugin.counts).toMatchObject({ attach: 1, waitForAttach: 1, mountDevice: 1, setUp: 1 });
-    expect(h.vm.asw.getVolumeMountState(vol, uniquePodName('pod1uid'))).toBe('VolumeMounted');
+    expect(h.asw.getVolumeMountState(vol, uniquePodName('pod1uid'))).toBe('VolumeMounted');
 
     h.pods.delete('pod1uid');
-    await h.until(() => !h?.vm.asw.volumeExists(vol));
+    await h.until(() => !h?.asw.volumeExists(vol));
     expect(h.plugin.counts).toMatchObject({ tearDown: 1, unmountDevice: 1, detach: 1 });
   });
 });
@@ -70,12 +70,12 @@ describe('VolumeManager facade', () => {
 
     // Assert: still waiting for node status; GET retried every pass; nothing unmounted
     expect(harness.vm.reconcilerStatesHasBeenSynced()).toBe(false);
-    expect(harness.vm.populator.hasAddedPods()).toBe(true);
+    expect(harness.populator.hasAddedPods()).toBe(true);
     // One GET per pass, a pass every 100 ms.
     expect(harness.kube.nodeGets).toBeGreaterThanOrEqual(100);
     expect(harness.kube.nodeGets).toBeLessThanOrEqual(101);
-    expect(harness.vm.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([vol]);
-    expect(harness.vm.asw.getAllMountedVolumes().map((m) => [m.podName, m.volumeMountState])).toEqual([['pod1uid', 'VolumeMountUncertain']]);
+    expect(harness.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([vol]);
+    expect(harness.asw.getAllMountedVolumes().map((m) => [m.podName, m.volumeMountState])).toEqual([['pod1uid', 'VolumeMountUncertain']]);
     expect(harness.plugin.counts).toMatchObject({ tearDown: 0, unmountDevice: 0, detach: 0 });
     expect(harness.records).toEqual([]);
 
@@ -83,7 +83,7 @@ describe('VolumeManager facade', () => {
     harness.kube.failNodeGet = false;
     harness.kube.setVolumesAttached([]);
     await harness.until(() => harness.vm.reconcilerStatesHasBeenSynced());
-    await harness.until(() => !harness.vm.asw.volumeExists(vol));
+    await harness.until(() => !harness.asw.volumeExists(vol));
 
     // Assert: only now is the reconstructed volume torn down
     expect(harness.plugin.counts).toMatchObject({ tearDown: 1, unmountDevice: 1, detach: 0 });
@@ -120,7 +120,7 @@ describe('VolumeManager facade', () => {
 
       // Assert
       expect(result).toEqual({ status: 'fulfilled', value: undefined });
-      expect(harness.vm.asw.getVolumeMountState(device1, pod1)).toBe('VolumeMounted');
+      expect(harness.asw.getVolumeMountState(device1, pod1)).toBe('VolumeMounted');
       // Mounted at 100 ms (the populator's first loop); seen by the poll at 300 ms.
       expect(elapsedMs).toBe(300);
     });
@@ -148,7 +148,7 @@ describe('VolumeManager facade', () => {
       harness.kube.setVolumesAttached([{ name: `fake-plugin/${TimeoutOnSetupVolumeName}`, devicePath: '/dev/sdb' }]);
       harness.pods.add(pod);
       harness.start();
-      await harness.until(() => harness.vm.dsw.getVolumesToMount().length === 2, 1_000);
+      await harness.until(() => harness.dsw.getVolumesToMount().length === 2, 1_000);
       harness.vm.markVolumesAsReportedInUse([`fake-plugin/${TimeoutOnSetupVolumeName}`]);
 
       // Act
@@ -160,7 +160,7 @@ describe('VolumeManager facade', () => {
         `unmounted volumes=[disk-b ghost ${TimeoutOnSetupVolumeName}], unattached volumes=[disk-b], failed to process volumes=[ghost]: context deadline exceeded`,
       );
       expect(elapsedMs).toBe(deadlineMs);
-      expect(harness.vm.asw.getVolumeMountState(uniqueVolumeName(`fake-plugin/${TimeoutOnSetupVolumeName}`), pod1)).toBe('VolumeMountUncertain');
+      expect(harness.asw.getVolumeMountState(uniqueVolumeName(`fake-plugin/${TimeoutOnSetupVolumeName}`), pod1)).toBe('VolumeMountUncertain');
     });
   });
 
@@ -171,7 +171,7 @@ describe('VolumeManager facade', () => {
       const pod = makePod([gcePdVolume()]);
       harness.pods.add(pod);
       harness.start();
-      await harness.until(() => harness.vm.asw.getMountedVolumes().length === 1);
+      await harness.until(() => harness.asw.getMountedVolumes().length === 1);
       harness.pods.delete('pod1uid');
 
       // Act
@@ -179,7 +179,7 @@ describe('VolumeManager facade', () => {
 
       // Assert
       expect(result.status).toBe('fulfilled');
-      expect(harness.vm.asw.getMountedVolumesForPod(pod1)).toEqual([]);
+      expect(harness.asw.getMountedVolumesForPod(pod1)).toEqual([]);
       expect(harness.plugin.counts.tearDown).toBe(1);
     });
 
@@ -189,7 +189,7 @@ describe('VolumeManager facade', () => {
       const pod = makePod([gcePdVolume()]);
       harness.pods.add(pod);
       harness.start();
-      await harness.until(() => harness.vm.asw.getMountedVolumes().length === 1);
+      await harness.until(() => harness.asw.getMountedVolumes().length === 1);
 
       // Act
       const { message, elapsedMs, isWaitError } = await failure(harness, harness.vm.waitForUnmount(pod), deadlineMs + 10_000, 1_000);
@@ -221,15 +221,15 @@ describe('VolumeManager facade', () => {
     const harness = newHarness({ plugins: [fake, local], fakePlugin: fake });
     const add = (uid: string, volumeName: string, pd: string): void => {
       const v = gcePdVolume(volumeName, pd);
-      harness.vm.dsw.addPodToVolume(uniquePodName(uid), makePod([v], { uid }), specFromVolume(v), volumeName, '', []);
+      harness.dsw.addPodToVolume(uniquePodName(uid), makePod([v], { uid }), specFromVolume(v), volumeName, '', []);
     };
     add('pod1uid', 'b', 'fake-device2');
     add('pod1uid', 'l', 'local-disk1');
     add('pod2uid', 'b', 'fake-device2');
     add('pod2uid', 'a', 'fake-device1');
-    harness.vm.asw.markVolumeAsAttached('', specFromVolume(gcePdVolume('c', 'fake-device3')), testNodeName, '/dev/sdc');
-    harness.vm.asw.addAttachUncertainReconstructedVolume(uniqueVolumeName('fake-plugin/fake-device4'), specFromVolume(gcePdVolume('d', 'fake-device4')), testNodeName, '');
-    harness.vm.asw.markVolumeAsAttached('', specFromVolume(gcePdVolume('m', 'local-disk2')), testNodeName, '');
+    harness.asw.markVolumeAsAttached('', specFromVolume(gcePdVolume('c', 'fake-device3')), testNodeName, '/dev/sdc');
+    harness.asw.addAttachUncertainReconstructedVolume(uniqueVolumeName('fake-plugin/fake-device4'), specFromVolume(gcePdVolume('d', 'fake-device4')), testNodeName, '');
+    harness.asw.markVolumeAsAttached('', specFromVolume(gcePdVolume('m', 'local-disk2')), testNodeName, '');
 
     // Act
     const inUse = harness.vm.getVolumesInUse();
@@ -255,7 +255,7 @@ describe('VolumeManager facade', () => {
 
       // Act
       const result = harness.vm.retryNow(device1, null);
-      await harness.until(() => harness.vm.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
+      await harness.until(() => harness.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
 
       // Assert: retried within one pass, long before the backoff would have allowed it
       expect(result).toBe('cleared');
@@ -275,7 +275,7 @@ describe('VolumeManager facade', () => {
         });
       harness.pods.add(makePod([gcePdVolume()]));
       harness.start();
-      await harness.until(() => harness.vm.operationExecutor.isOperationPending(device1, pod1, testNodeName) && harness.plugin.counts.waitForAttach === 1);
+      await harness.until(() => harness.operationExecutor.isOperationPending(device1, pod1, testNodeName) && harness.plugin.counts.waitForAttach === 1);
 
       // Act
       const result = harness.vm.retryNow(device1, pod1);
@@ -284,7 +284,7 @@ describe('VolumeManager facade', () => {
       expect(result).toBe('running');
       expect(harness.vm.getPendingOperations()).toMatchObject([{ operationName: 'volume_mount', pending: true }]);
       release('/dev/sdb');
-      await harness.until(() => harness.vm.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
+      await harness.until(() => harness.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
     });
 
     it("answers 'not-found' for a key without an entry", () => {
@@ -297,5 +297,61 @@ describe('VolumeManager facade', () => {
       // Assert
       expect(result).toBe('not-found');
     });
+  });
+});
+
+// PUBLIC SURFACE: the parts are private, the views read-only
+
+describe('VolumeManager public surface', () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  it('keeps its worlds, operations table, executor, populator and reconciler private', () => {
+    h = new Harness();
+    const vm = h.vm;
+    // Compile-time assertions: each line fails type-checking if the part becomes public again.
+    // @ts-expect-error the desired state is read through desiredState()
+    expect(vm.dsw).toBe(h.dsw);
+    // @ts-expect-error the actual state is read through actualState()
+    expect(vm.asw).toBe(h.asw);
+    // @ts-expect-error the operations table is read through getPendingOperations()
+    expect(vm.pendingOperations).toBe(h.pendingOperations);
+    // @ts-expect-error operations start only through the reconciler and the operator actions
+    expect(vm.operationExecutor).toBe(h.operationExecutor);
+    // @ts-expect-error the populator is driven through podsChanged() and reprocessPod()
+    expect(vm.populator).toBe(h.populator);
+    // @ts-expect-error the reconciler is driven by the manager itself
+    expect(vm.reconciler).toBe(h.reconciler);
+    // @ts-expect-error plugins are looked up inside the engine
+    expect(vm.pluginMgr).toBe(h.pluginMgr);
+  });
+
+  it('hands out views of both worlds without their mutators, and counts volumes by plugin for volume_manager_total_volumes', async () => {
+    // Arrange: one pod with one attachable volume, mounted
+    h = new Harness({ controllerAttachDetachEnabled: false });
+    h.pods.add(makePod([gcePdVolume()]));
+    h.start();
+    await h.until(() => h?.asw.getMountedVolumes().length === 1);
+
+    // Act
+    const desired = h.vm.desiredState();
+    const actual = h.vm.actualState();
+
+    // Assert: the views answer from the live worlds
+    expect([...desired.getPods().keys()]).toEqual([uniquePodName('pod1uid')]);
+    expect(actual.getMountedVolumesForPod(uniquePodName('pod1uid')).map((m) => m.outerVolumeSpecName)).toEqual(['volume-name']);
+    // @ts-expect-error a view of the desired state has no mutators
+    expect(typeof desired.addPodToVolume).toBe('function');
+    // @ts-expect-error a view of the actual state has no mutators
+    expect(typeof actual.markVolumeAsUnmounted).toBe('function');
+    expect(h.vm.getVolumeCount()).toEqual(
+      new Map([
+        ['actual_state_of_world', new Map([['fake-plugin', 1]])],
+        ['desired_state_of_world', new Map([['fake-plugin', 1]])],
+      ]),
+    );
   });
 });

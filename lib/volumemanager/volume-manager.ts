@@ -3,6 +3,11 @@
  * states of world, the populator, the reconciler, the operation executor and reconstruction, and
  * exposes read-only views for snapshots plus the few control hooks operators need (retry now,
  * force an attach verification, and the checked operator actions of operator-actions.ts).
+ *
+ * The worlds, the operations table, the executor, the populator and the reconciler are private:
+ * callers read the worlds through {@link DesiredStateView} / {@link ActualStateView} and act
+ * through the methods below. The engine's own tests and benchmarks reach the parts through
+ * `volumeManagerInternals` (internals.ts), which the public surface (index.ts) does not export.
  */
 import type { Clock, TimerHandle } from '../clock/clock.ts';
 import {
@@ -40,6 +45,8 @@ import { nodeHostFs, type HostFs } from '../volume/util/host-fs.ts';
 import { newSELinuxLabelTranslator, type SELinuxLabelTranslator } from '../volume/util/selinux.ts';
 import { ActualStateOfWorld, type ActualVolumeView } from './cache/actual-state-of-world.ts';
 import { DesiredStateOfWorld, type DesiredVolumeView } from './cache/desired-state-of-world.ts';
+import { registerVolumeManagerInternals } from './internals.ts';
+import { getVolumeCount, type VolumeCount } from './metrics.ts';
 import {
   OperatorActions,
   type ForceUnmountRequest,
@@ -51,29 +58,11 @@ import {
 } from './operator-actions.ts';
 import { DesiredStateOfWorldPopulator, getPodVolumeNames } from './populator/desired-state-of-world-populator.ts';
 import type { PodManager, PodStateProvider, SourcesReady } from './populator/pod-source.ts';
-import {
-  PlanOnlyModeError,
-  Reconciler,
-  type ActualStateRefresh,
-  type ReconcilerMetrics,
-  type ReconstructionReport,
-} from './reconciler/reconciler.ts';
-
-export { isPlanOnlyModeError, PlanOnlyModeError, type ActualStateRefresh } from './reconciler/reconciler.ts';
-export type { PlannedOperation, PlannedOperationReason, PlannedOperationState } from '../operationexecutor/planning-executor.ts';
-export type {
-  ForceUnmountRequest,
-  ForceUnmountResult,
-  OperatorCheck,
-  OperatorRateLimiter,
-  OperatorRateLimitDecision,
-  PodRef,
-  PodSourceLookup,
-  PodSourceProbe,
-  RetryOperationRequest,
-  RetryOperationResult,
-  TearDownOutcome,
-} from './operator-actions.ts';
+import { PlanOnlyModeError } from './reconciler/plan-only.ts';
+import { Reconciler } from './reconciler/reconciler.ts';
+import type { ActualStateRefresh, ReconcilerMetrics } from './reconciler/reconstruct.ts';
+import type { ReconstructionReport } from './reconciler/reconstruct-report.ts';
+import type { ActualStateView, DesiredStateView } from './state-views.ts';
 
 /** Result of one batched attach verification. */
 export interface AttachVerificationResult {
@@ -136,18 +125,18 @@ export interface VolumeManagerOptions {
 
 export class VolumeManager {
   readonly nodeName: NodeName;
-  readonly pluginMgr: VolumePluginMgr;
-  readonly dsw: DesiredStateOfWorld;
-  readonly asw: ActualStateOfWorld;
-  readonly pendingOperations: NestedPendingOperations;
-  readonly operationExecutor: OperationExecutor;
-  readonly populator: DesiredStateOfWorldPopulator;
-  readonly reconciler: Reconciler;
   /** True in plan-only mode (see {@link VolumeManagerOptions.planOnly}). */
   readonly planOnly: boolean;
+  private readonly pluginMgr: VolumePluginMgr;
+  private readonly dsw: DesiredStateOfWorld;
+  private readonly asw: ActualStateOfWorld;
+  private readonly pendingOperations: NestedPendingOperations;
+  private readonly operationExecutor: OperationExecutor;
+  private readonly populator: DesiredStateOfWorldPopulator;
+  private readonly reconciler: Reconciler;
   /** Plan-only mode: receives the reconciler's operations; null otherwise. */
   private readonly planner: PlanningExecutor | null;
-  private readonly o: VolumeManagerOptions;
+  private readonly options: VolumeManagerOptions;
   private readonly log: Logger;
   private readonly podsDir: string;
   private readonly records: OperationRecord[] = [];
@@ -159,7 +148,7 @@ export class VolumeManager {
   private started = false;
 
   constructor(opts: VolumeManagerOptions) {
-    this.o = opts;
+    this.options = opts;
     this.nodeName = opts.nodeName;
     this.log = opts.logger ?? discardLogger;
     this.podsDir = `${opts.rootDir}/pods`;
@@ -276,6 +265,15 @@ export class VolumeManager {
       clearBackoff: (volumeName, podName) => this.retryNow(volumeName, podName),
       onOperationRecord: (listener) => this.onOperationRecord(listener),
     });
+    registerVolumeManagerInternals(this, {
+      pluginMgr: this.pluginMgr,
+      dsw: this.dsw,
+      asw: this.asw,
+      pendingOperations: this.pendingOperations,
+      operationExecutor: this.operationExecutor,
+      populator: this.populator,
+      reconciler: this.reconciler,
+    });
   }
 
   // LIFECYCLE
@@ -284,17 +282,17 @@ export class VolumeManager {
   start(): void {
     if (this.started) return;
     this.started = true;
-    this.populator.start(this.o.sourcesReady);
+    this.populator.start(this.options.sourcesReady);
     this.reconciler.start();
     // Plan-only mode never verifies attachments itself (see verifyAttachedVolumes).
-    const period = this.planOnly ? 0 : (this.o.attachVerifyPeriodMs ?? 0);
+    const period = this.planOnly ? 0 : (this.options.attachVerifyPeriodMs ?? 0);
     if (period > 0) this.scheduleVerification(period);
     this.log.info('Starting Kubelet Volume Manager');
   }
 
   /** Stops loops; running operations are not cancelled (see {@link waitForOperations}). */
   async stop(): Promise<void> {
-    if (this.verifyTimer !== null) this.o.clock.clearTimeout(this.verifyTimer);
+    if (this.verifyTimer !== null) this.options.clock.clearTimeout(this.verifyTimer);
     this.verifyTimer = null;
     await Promise.all([this.populator.stop(), this.reconciler.stop()]);
   }
@@ -307,6 +305,14 @@ export class VolumeManager {
   /** Pods changed in a source: run a populator loop now rather than at the next period. */
   podsChanged(): void {
     this.populator.kick();
+  }
+
+  /**
+   * `ReprocessPod`: the pod's volumes are processed again at the next populator loop (remountable
+   * volumes marked for SetUp, claims re-resolved), as after a pod sync of the kubelet.
+   */
+  reprocessPod(podName: UniquePodName): void {
+    this.populator.reprocessPod(podName);
   }
 
   /** Registers a listener called after any change of either world or of the operations table. */
@@ -420,6 +426,21 @@ export class VolumeManager {
 
   // VIEWS
 
+  /** The desired state of world, read-only. */
+  desiredState(): DesiredStateView {
+    return this.dsw;
+  }
+
+  /** The actual state of world, read-only. */
+  actualState(): ActualStateView {
+    return this.asw;
+  }
+
+  /** `volume_manager_total_volumes`: volumes of each world by plugin, counted now (see metrics.ts). */
+  getVolumeCount(): VolumeCount {
+    return getVolumeCount(this.dsw, this.asw, this.pluginMgr);
+  }
+
   getDesiredVolumes(): DesiredVolumeView[] {
     return this.dsw.getVolumes();
   }
@@ -445,7 +466,6 @@ export class VolumeManager {
     return this.planner?.list() ?? [];
   }
 
-  /** Current pod errors (not cleared). */
   /**
    * Listed pods whose volumes could not be resolved, with `<volume>: <error>` per volume: their
    * mounts are kept (see lib/volumemanager/cache/unresolved-pod-volumes.ts).
@@ -460,6 +480,7 @@ export class VolumeManager {
     return out;
   }
 
+  /** Current pod errors (not cleared). */
   getPodErrors(): Map<UniquePodName, string[]> {
     return new Map(this.dsw.getPodsWithErrors().map((p) => [p, this.dsw.getPodErrors(p)]));
   }
@@ -530,12 +551,12 @@ export class VolumeManager {
       // It calls VolumesAreAttached and changes the actual state: not an observer's job.
       return Promise.reject(new PlanOnlyModeError('verifyAttachedVolumes is not available in plan-only mode'));
     }
-    const startedAt = this.o.clock.now();
+    const startedAt = this.options.clock.now();
     const attached = this.asw.getAttachedVolumes().filter((v) => v.pluginIsAttachable);
     return new Promise((resolve, reject) => {
       try {
         this.operationExecutor.verifyVolumesAreAttached(attached, this.nodeName, this.asw, (r) => {
-          const result = { startedAt, finishedAt: this.o.clock.now(), ...r };
+          const result = { startedAt, finishedAt: this.options.clock.now(), ...r };
           this.lastAttachVerification = result;
           this.notify();
           resolve(result);
@@ -549,7 +570,7 @@ export class VolumeManager {
   // INTERNALS
 
   private scheduleVerification(periodMs: number): void {
-    this.verifyTimer = this.o.clock.setTimeout(() => {
+    this.verifyTimer = this.options.clock.setTimeout(() => {
       this.verifyAttachedVolumes()
         .catch((err: unknown) => {
           this.log.debug(`attach verification not started: ${String(err)}`);
@@ -562,9 +583,9 @@ export class VolumeManager {
 
   private onRecord(record: OperationRecord): void {
     this.records.push(record);
-    const max = this.o.maxOperationRecords ?? 256;
+    const max = this.options.maxOperationRecords ?? 256;
     if (this.records.length > max) this.records.splice(0, this.records.length - max);
-    this.o.onOperationRecord?.(record);
+    this.options.onOperationRecord?.(record);
     for (const listener of [...this.recordListeners]) listener(record);
     this.reconciler.refreshReconstructionReport(record);
     this.reconciler.kick();
@@ -580,7 +601,7 @@ export class VolumeManager {
    * (→ that cause) or the timeout passes (→ "context deadline exceeded").
    */
   private poll(timeoutMs: number, condition: () => boolean | string): Promise<string | null> {
-    const deadline = this.o.clock.now() + timeoutMs;
+    const deadline = this.options.clock.now() + timeoutMs;
     return new Promise((resolve) => {
       const check = (): void => {
         const r = condition();
@@ -592,11 +613,11 @@ export class VolumeManager {
           resolve(r);
           return;
         }
-        if (this.o.clock.now() >= deadline) {
+        if (this.options.clock.now() >= deadline) {
           resolve('context deadline exceeded');
           return;
         }
-        this.o.clock.setTimeout(check, Math.min(podAttachAndMountRetryIntervalMs, Math.max(0, deadline - this.o.clock.now())));
+        this.options.clock.setTimeout(check, Math.min(podAttachAndMountRetryIntervalMs, Math.max(0, deadline - this.options.clock.now())));
       };
       check();
     });

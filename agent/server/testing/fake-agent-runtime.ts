@@ -8,7 +8,7 @@ import type { FakeClock } from '../../../lib/clock/fake-clock.ts';
 import type { Logger } from '../../../lib/volume/logger.ts';
 import type { NodeName, PodUID } from '../../../lib/volume/types.ts';
 import type { Harness } from '../../../lib/volumemanager/testing/harness.ts';
-import type { PodSourceLookup, PodSourceProbe, VolumeManager } from '../../../lib/volumemanager/volume-manager.ts';
+import type { PodSourceLookup, PodSourceProbe, VolumeManager } from '../../../lib/volumemanager/index.ts';
 import type { AgentRuntime, MounterInfo, ResyncFindings } from '../../runtime.ts';
 
 /** One logged line. */

@@ -66,5 +66,5 @@ export async function mountPod1(fixture: ServerFixture): Promise<void> {
   const { harness } = fixture;
   harness.pods.add(makePod([gcePdVolume()]));
   harness.start();
-  await harness.until(() => harness.vm.asw.getMountedVolumes().length === 1 && harness.vm.reconcilerStatesHasBeenSynced());
+  await harness.until(() => harness.asw.getMountedVolumes().length === 1 && harness.vm.reconcilerStatesHasBeenSynced());
 }

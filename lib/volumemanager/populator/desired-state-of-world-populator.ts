@@ -69,7 +69,7 @@ export interface DesiredStateOfWorldPopulatorOptions {
 }
 
 export class DesiredStateOfWorldPopulator {
-  private readonly o: DesiredStateOfWorldPopulatorOptions;
+  private readonly options: DesiredStateOfWorldPopulatorOptions;
   private readonly log: Logger;
   private readonly unresolved: UnresolvedPodVolumes;
   /** true = processed; false = seen once but must be reprocessed; absent = never processed. */
@@ -81,7 +81,7 @@ export class DesiredStateOfWorldPopulator {
   private loopRequested = false;
 
   constructor(opts: DesiredStateOfWorldPopulatorOptions) {
-    this.o = opts;
+    this.options = opts;
     this.log = opts.logger ?? discardLogger;
     this.unresolved = opts.unresolved ?? new UnresolvedPodVolumes();
   }
@@ -107,15 +107,15 @@ export class DesiredStateOfWorldPopulator {
           this.log.info('Finished populating initial desired state of world');
           this.hasAddedPodsFlag = true;
         }
-        if (!this.stopped) this.timer = this.o.clock.setTimeout(tick, this.o.loopSleepDurationMs);
+        if (!this.stopped) this.timer = this.options.clock.setTimeout(tick, this.options.loopSleepDurationMs);
       });
     };
-    this.timer = this.o.clock.setTimeout(tick, this.o.loopSleepDurationMs);
+    this.timer = this.options.clock.setTimeout(tick, this.options.loopSleepDurationMs);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== null) this.o.clock.clearTimeout(this.timer);
+    if (this.timer !== null) this.options.clock.clearTimeout(this.timer);
     this.timer = null;
     await this.running;
   }
@@ -183,7 +183,7 @@ export class DesiredStateOfWorldPopulator {
 
   async findAndAddNewPods(): Promise<void> {
     const mountedVolumesForPod = new Map<UniquePodName, Map<string, MountedVolumeView>>();
-    for (const mv of this.o.asw.getMountedVolumes()) {
+    for (const mv of this.options.asw.getMountedVolumes()) {
       let byOuter = mountedVolumesForPod.get(mv.podName);
       if (byOuter === undefined) {
         byOuter = new Map();
@@ -191,13 +191,13 @@ export class DesiredStateOfWorldPopulator {
       }
       byOuter.set(mv.outerVolumeSpecName, mv);
     }
-    for (const pod of this.o.podManager.getPods()) {
+    for (const pod of this.options.podManager.getPods()) {
       const uid = podUID(pod.metadata.uid ?? '');
       // Keep consistency of adding pod during reconstruction.
-      if (this.hasAddedPodsFlag && this.o.podStateProvider.shouldPodContainersBeTerminating(uid)) continue;
+      if (this.hasAddedPodsFlag && this.options.podStateProvider.shouldPodContainersBeTerminating(uid)) continue;
       // Before the first full pass, pods whose containers may still run are added so that
       // reconstruction does not tear their volumes down.
-      if (!this.hasAddedPodsFlag && this.o.podStateProvider.shouldPodRuntimeBeRemoved(uid)) continue;
+      if (!this.hasAddedPodsFlag && this.options.podStateProvider.shouldPodRuntimeBeRemoved(uid)) continue;
       await this.processPodVolumes(pod, mountedVolumesForPod);
     }
   }
@@ -222,14 +222,14 @@ export class DesiredStateOfWorldPopulator {
         created = await this.createVolumeSpec(podVolume, pod, mounts, devices);
       } catch (err) {
         this.log.error(`Error processing volume: ${errorMessage(err)}`, { pod: pod.metadata.name, volumeName: podVolume.name });
-        this.o.dsw.addErrorToPod(podName, errorMessage(err));
+        this.options.dsw.addErrorToPod(podName, errorMessage(err));
         this.unresolved.markUnresolved(podName, podVolume.name, errorMessage(err));
         allVolumesAdded = false;
         continue;
       }
       let volumeName: UniqueVolumeName | null = null;
       try {
-        volumeName = this.o.dsw.addPodToVolume(
+        volumeName = this.options.dsw.addPodToVolume(
           podName,
           pod,
           created.spec,
@@ -239,7 +239,7 @@ export class DesiredStateOfWorldPopulator {
         );
       } catch (err) {
         this.log.error(`Failed to add volume to desiredStateOfWorld: ${errorMessage(err)}`, { pod: pod.metadata.name, volumeName: podVolume.name });
-        this.o.dsw.addErrorToPod(podName, errorMessage(err));
+        this.options.dsw.addErrorToPod(podName, errorMessage(err));
         this.unresolved.markUnresolved(podName, podVolume.name, errorMessage(err));
         allVolumesAdded = false;
       }
@@ -249,8 +249,8 @@ export class DesiredStateOfWorldPopulator {
     if (allVolumesAdded) {
       this.processedPods.set(podName, true);
       // A newly synced pod: remount every volume that needs it (downward API, configMap…).
-      this.o.asw.markRemountRequired(podName);
-      this.o.dsw.popPodErrors(podName);
+      this.options.asw.markRemountRequired(podName);
+      this.options.dsw.popPodErrors(podName);
       this.unresolved.forgetPod(podName);
     } else if (this.processedPods.has(podName)) {
       // Seen before: do not retry every 100 ms; ReprocessPod (each pod sync) retries it.
@@ -276,8 +276,8 @@ export class DesiredStateOfWorldPopulator {
     if (spec.readOnly) return;
     const pvCap = spec.persistentVolume.spec.capacity?.['storage'];
     const pvcStatusCap = pvc.status?.capacity?.['storage'];
-    if (pvCap !== undefined) this.o.dsw.updatePersistentVolumeSize(volumeName, parseQuantity(pvCap));
-    this.o.asw.initializeClaimSize(volumeName, pvcStatusCap === undefined ? null : parseQuantity(pvcStatusCap));
+    if (pvCap !== undefined) this.options.dsw.updatePersistentVolumeSize(volumeName, parseQuantity(pvCap));
+    this.options.asw.initializeClaimSize(volumeName, pvcStatusCap === undefined ? null : parseQuantity(pvcStatusCap));
   }
 
   /** `createVolumeSpec`: resolves PVCs (and generic ephemeral volumes) to their PVs. */
@@ -331,7 +331,7 @@ export class DesiredStateOfWorldPopulator {
   private async getPVCExtractPV(namespace: string, claimName: string): Promise<PersistentVolumeClaim> {
     let pvc: PersistentVolumeClaim;
     try {
-      pvc = await this.o.kubeClient.getPersistentVolumeClaim(namespace, claimName);
+      pvc = await this.options.kubeClient.getPersistentVolumeClaim(namespace, claimName);
     } catch (err) {
       throw new Error(`failed to fetch PVC from API server: ${errorMessage(err)}`, { cause: err });
     }
@@ -344,7 +344,7 @@ export class DesiredStateOfWorldPopulator {
   private async getPVSpec(name: string, readOnly: boolean, expectedClaimUID: string): Promise<{ spec: Spec; volumeGidValue: string }> {
     let pv;
     try {
-      pv = await this.o.kubeClient.getPersistentVolume(name);
+      pv = await this.options.kubeClient.getPersistentVolume(name);
     } catch (err) {
       throw new Error(`failed to fetch PV ${name} from API server: ${errorMessage(err)}`, { cause: err });
     }
@@ -364,54 +364,54 @@ export class DesiredStateOfWorldPopulator {
    */
   findAndRemoveDeletedPods(): void {
     const podsFromCache = new Set<UniquePodName>();
-    for (const vtm of this.o.dsw.getVolumesToMount()) {
+    for (const vtm of this.options.dsw.getVolumesToMount()) {
       const uid = podUID(vtm.pod.metadata.uid ?? vtm.podName);
       podsFromCache.add(vtm.podName);
-      const pod = this.o.podManager.getPodByUID(uid);
+      const pod = this.options.podManager.getPodByUID(uid);
       const podExists = pod !== undefined;
       if (podExists) {
         if (vtm.pluginIsAttachable) {
           let attachable: unknown = undefined;
           let lookupFailed = false;
           try {
-            attachable = this.o.pluginMgr.findAttachablePluginBySpec(vtm.volumeSpec);
+            attachable = this.options.pluginMgr.findAttachablePluginBySpec(vtm.volumeSpec);
           } catch {
             lookupFailed = true;
           }
           if (!lookupFailed && attachable === null) {
             // Only a successful lookup returning no attachable plugin proves the change.
-            this.o.dsw.markVolumeAttachability(vtm.volumeName, false);
+            this.options.dsw.markVolumeAttachability(vtm.volumeName, false);
             this.log.info('Volume changes from attachable to non-attachable', { volumeName: vtm.volumeName });
             continue;
           }
         }
-        if (!this.o.podStateProvider.shouldPodRuntimeBeRemoved(uid)) continue;
+        if (!this.options.podStateProvider.shouldPodRuntimeBeRemoved(uid)) continue;
       }
-      if (!this.o.podStateProvider.shouldPodRuntimeBeRemoved(uid)) {
+      if (!this.options.podStateProvider.shouldPodRuntimeBeRemoved(uid)) {
         this.log.debug('Pod still has one or more containers in the non-exited state and will not be removed from desired state', { pod: vtm.pod.metadata.name });
         continue;
       }
-      const removed = this.o.asw.podRemovedFromVolume(vtm.podName, vtm.volumeName);
+      const removed = this.options.asw.podRemovedFromVolume(vtm.podName, vtm.volumeName);
       if (removed && podExists) continue;
       this.log.debug('Removing volume from desired state', { pod: vtm.pod.metadata.name, volumeName: specName(vtm.volumeSpec) });
-      this.o.dsw.deletePodFromVolume(vtm.podName, vtm.volumeName);
+      this.options.dsw.deletePodFromVolume(vtm.podName, vtm.volumeName);
       this.processedPods.delete(vtm.podName);
     }
     for (const podName of [...this.processedPods.keys()]) {
       if (podsFromCache.has(podName)) continue;
       const uid = podUID(podName);
-      if (this.o.podManager.getPodByUID(uid) === undefined && this.o.podStateProvider.shouldPodRuntimeBeRemoved(uid)) {
+      if (this.options.podManager.getPodByUID(uid) === undefined && this.options.podStateProvider.shouldPodRuntimeBeRemoved(uid)) {
         this.processedPods.delete(podName);
       }
     }
-    for (const podName of this.o.dsw.getPodsWithErrors()) {
-      if (this.o.podManager.getPodByUID(podUID(podName)) === undefined) this.o.dsw.popPodErrors(podName);
+    for (const podName of this.options.dsw.getPodsWithErrors()) {
+      if (this.options.podManager.getPodByUID(podUID(podName)) === undefined) this.options.dsw.popPodErrors(podName);
     }
     // A pod releases its unresolved volumes (and so its mounts) under the same rule as its desired
     // ones: once its runtime may be removed, i.e. it is gone from its source or terminated and no
     // container of it can still run. Until then its mounts stay, whatever the API answers.
     for (const podName of this.unresolved.pods()) {
-      if (this.o.podStateProvider.shouldPodRuntimeBeRemoved(podUID(podName))) {
+      if (this.options.podStateProvider.shouldPodRuntimeBeRemoved(podUID(podName))) {
         this.log.info('Pod released its unresolved volumes', { podName });
         this.unresolved.forgetPod(podName);
       }

@@ -32,9 +32,9 @@ function populate(h: Harness, count: number): UniqueVolumeName[] {
     h.pods.add(pod);
     const podName = uniquePodName(`uid-${i}`);
     const spec = specFromVolume(volume);
-    const volumeName = h.vm.dsw.addPodToVolume(podName, pod, spec, 'data', '', []);
-    h.vm.asw.markVolumeAsAttached(volumeName, spec, h.vm.nodeName, '');
-    h.vm.asw.markVolumeAsMounted({
+    const volumeName = h.dsw.addPodToVolume(podName, pod, spec, 'data', '', []);
+    h.asw.markVolumeAsAttached(volumeName, spec, h.vm.nodeName, '');
+    h.asw.markVolumeAsMounted({
       podName,
       podUID: podUID(podName),
       volumeName,
@@ -62,18 +62,18 @@ describe('reconciler pass scope', () => {
     const plugin = new CountingFilePlugin();
     h = new Harness({ plugins: [plugin] });
     const names = populate(h, count);
-    h.vm.populator.setHasAddedPods(true);
+    h.populator.setHasAddedPods(true);
     return { h, plugin, names };
   }
 
   it('a pass after nothing changed examines only a sweep slice, not every settled volume', async () => {
     // Arrange
     const { h } = setUp(1000);
-    await h.vm.reconciler.reconcile(); // the first pass scans everything
-    const checks = vi.spyOn(h.vm.asw, 'isMountedAndCurrent');
+    await h.reconciler.reconcile(); // the first pass scans everything
+    const checks = vi.spyOn(h.asw, 'isMountedAndCurrent');
 
     // Act
-    await h.vm.reconciler.reconcile();
+    await h.reconciler.reconcile();
 
     // Assert
     expect(checks.mock.calls.length).toBeGreaterThan(0);
@@ -83,48 +83,48 @@ describe('reconciler pass scope', () => {
   it('the first pass and every pass after readyToUnmount flips scan every volume', async () => {
     // Arrange
     const { h } = setUp(1000);
-    const checks = vi.spyOn(h.vm.asw, 'isMountedAndCurrent');
+    const checks = vi.spyOn(h.asw, 'isMountedAndCurrent');
 
     // Act + Assert
-    await h.vm.reconciler.reconcile();
+    await h.reconciler.reconcile();
     expect(checks.mock.calls.length).toBe(1000);
     checks.mockClear();
-    h.vm.populator.setHasAddedPods(false);
-    await h.vm.reconciler.reconcile();
+    h.populator.setHasAddedPods(false);
+    await h.reconciler.reconcile();
     expect(checks.mock.calls.length).toBe(1000);
   });
 
   it('a changed volume is acted on in the next pass even though it was settled', async () => {
     // Arrange
     const { h, plugin, names } = setUp(1000);
-    await h.vm.reconciler.reconcile();
-    await h.vm.reconciler.reconcile();
+    await h.reconciler.reconcile();
+    await h.reconciler.reconcile();
     const target = names[777];
     if (target === undefined) throw new Error('fixture');
 
     // Act: the volume's mount is lost (reported through the actual state's change listener)
-    h.vm.asw.markVolumeAsUnmounted(uniquePodName('uid-777'), target);
-    await h.vm.reconciler.reconcile();
+    h.asw.markVolumeAsUnmounted(uniquePodName('uid-777'), target);
+    await h.reconciler.reconcile();
     await h.clock.flush();
 
     // Assert
     expect(plugin.setUps).toBe(1);
-    expect(h.vm.asw.getVolumeMountState(target, uniquePodName('uid-777'))).toBe('VolumeMounted');
+    expect(h.asw.getVolumeMountState(target, uniquePodName('uid-777'))).toBe('VolumeMounted');
   });
 
   it('a change that was never reported is still found by the rotating sweep', async () => {
     // Arrange
     const { h, plugin, names } = setUp(1000);
-    await h.vm.reconciler.reconcile();
+    await h.reconciler.reconcile();
     const target = names[500];
     if (target === undefined) throw new Error('fixture');
-    const markDirty = vi.spyOn(h.vm.reconciler, 'markDirty').mockImplementation(() => undefined);
+    const markDirty = vi.spyOn(h.reconciler, 'markDirty').mockImplementation(() => undefined);
 
     // Act: lose a mount without telling the reconciler, then run passes
-    h.vm.asw.markVolumeAsUnmounted(uniquePodName('uid-500'), target);
+    h.asw.markVolumeAsUnmounted(uniquePodName('uid-500'), target);
     let passes = 0;
     while (plugin.setUps === 0 && passes < 20) {
-      await h.vm.reconciler.reconcile();
+      await h.reconciler.reconcile();
       await h.clock.flush();
       passes++;
     }
@@ -146,22 +146,22 @@ describe('reconciler pass scope', () => {
         return fail ? Promise.reject(new Error('boom')) : Promise.resolve();
       },
     }));
-    await h.vm.reconciler.reconcile();
-    const lost = h.vm.dsw.getVolumesToMount().find((v) => v.podName === uniquePodName('uid-3'));
+    await h.reconciler.reconcile();
+    const lost = h.dsw.getVolumesToMount().find((v) => v.podName === uniquePodName('uid-3'));
     if (lost === undefined) throw new Error('fixture');
-    h.vm.asw.markVolumeAsUnmounted(lost.podName, lost.volumeName);
+    h.asw.markVolumeAsUnmounted(lost.podName, lost.volumeName);
 
     // Act: passes across the 500 ms backoff, without any world change in between
-    await h.vm.reconciler.reconcile();
+    await h.reconciler.reconcile();
     await h.clock.flush();
     expect(plugin.setUps).toBe(1);
     fail = false;
     await h.clock.advance(501);
-    await h.vm.reconciler.reconcile();
+    await h.reconciler.reconcile();
     await h.clock.flush();
 
     // Assert
     expect(plugin.setUps).toBe(2);
-    expect(h.vm.asw.getMountedVolumes()).toHaveLength(10);
+    expect(h.asw.getMountedVolumes()).toHaveLength(10);
   });
 });

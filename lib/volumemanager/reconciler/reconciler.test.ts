@@ -82,17 +82,17 @@ function harness(opts: HarnessOptions = {}): Harness {
 
 /** Runs only the reconciler loop, with the desired state treated as fully populated. */
 function runReconciler(h: Harness): void {
-  h.vm.populator.setHasAddedPods(true);
-  h.vm.reconciler.start();
+  h.populator.setHasAddedPods(true);
+  h.reconciler.start();
 }
 
 /** `dsw.AddPodToVolume(podName, pod, spec, spec.Name(), "", nil)`, as the upstream tests call it. */
 function addPodToDsw(h: Harness, pod: Pod, spec: Spec, outerName: string = specName(spec)): UniqueVolumeName {
-  return h.vm.dsw.addPodToVolume(uniquePodName(pod.metadata.uid ?? ''), pod, spec, outerName, '', []);
+  return h.dsw.addPodToVolume(uniquePodName(pod.metadata.uid ?? ''), pod, spec, outerName, '', []);
 }
 
 function isMounted(h: Harness, volumeName: UniqueVolumeName, podName: UniquePodName = pod1): boolean {
-  return h.vm.asw.getMountedVolumes().some((m) => m.volumeName === volumeName && m.podName === podName);
+  return h.asw.getMountedVolumes().some((m) => m.volumeName === volumeName && m.podName === podName);
 }
 
 /** `waitForMount`: the pod's entry is Mounted (not Uncertain). */
@@ -102,11 +102,11 @@ function waitForMount(h: Harness, volumeName: UniqueVolumeName): Promise<void> {
 
 /** `waitForDetach`: the volume left the actual state. */
 function waitForDetach(h: Harness, volumeName: UniqueVolumeName): Promise<void> {
-  return h.until(() => !h.vm.asw.volumeExists(volumeName));
+  return h.until(() => !h.asw.volumeExists(volumeName));
 }
 
 function noOperationRunning(h: Harness): boolean {
-  return h.vm.pendingOperations.list().every((o) => !o.pending);
+  return h.pendingOperations.list().every((o) => !o.pending);
 }
 
 function isMountOperation(r: OperationRecord): boolean {
@@ -222,9 +222,9 @@ async function startUncertainFixture(
   nodeListsVolume(h, `fake-plugin/${volumeName}`);
   const pod = makePod([{ name: 'volume-name', persistentVolumeClaim: { claimName: 'pvc' } }], { devices: mode === 'Block' });
   const vol = addPodToDsw(h, pod, specFromPersistentVolume(pv));
-  h.vm.dsw.markVolumesReportedInUse([vol]);
+  h.dsw.markVolumesReportedInUse([vol]);
   runReconciler(h);
-  await h.until(() => h.vm.asw.volumeExists(vol));
+  await h.until(() => h.asw.volumeExists(vol));
   return { h, vol };
 }
 
@@ -237,10 +237,10 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     runReconciler(h);
     await h.clock.advance(1_000);
 
-    expect(h.vm.reconciler.passCount()).toBeGreaterThanOrEqual(10);
+    expect(h.reconciler.passCount()).toBeGreaterThanOrEqual(10);
     expect(h.plugin.counts).toMatchObject({ attach: 0, waitForAttach: 0, mountDevice: 0, setUp: 0, tearDown: 0, detach: 0 });
-    expect(h.vm.asw.getAttachedVolumes()).toEqual([]);
-    expect(h.vm.pendingOperations.size()).toBe(0);
+    expect(h.asw.getAttachedVolumes()).toEqual([]);
+    expect(h.pendingOperations.size()).toBe(0);
   });
 
   it('scenario 02: VolumeAttachAndMount — kubelet attach attaches, then mounts a volume not reported in use', async () => {
@@ -256,7 +256,7 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     // Assert
     expect(h.plugin.counts).toMatchObject({ attach: 1, waitForAttach: 1, mountDevice: 1, setUp: 1, tearDown: 0, detach: 0 });
     expect(devicePaths).toEqual(['/dev/vdb-test']);
-    expect(h.vm.asw.getAttachedVolume(volumeName)).toMatchObject({ pluginIsAttachable: true, deviceMountState: 'DeviceGloballyMounted' });
+    expect(h.asw.getAttachedVolume(volumeName)).toMatchObject({ pluginIsAttachable: true, deviceMountState: 'DeviceGloballyMounted' });
   });
 
   it('scenario 03: AttachAndMount with a CSI-migrated spec — controller attach, mounted under the translated name', async () => {
@@ -272,7 +272,7 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     const pod = makePod([gcePdVolume()]);
     const volumeName = addPodToDsw(h, pod, migratedGcePdSpec());
     expect(volumeName).toBe(uniqueVolumeName('fake-plugin/pd.csi.storage.gke.io-fake-device1'));
-    h.vm.dsw.markVolumesReportedInUse([volumeName]);
+    h.dsw.markVolumesReportedInUse([volumeName]);
     const devicePaths = captureWaitForAttach(h.plugin);
 
     runReconciler(h);
@@ -289,7 +289,7 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     const h = harness({ controllerAttachDetachEnabled: true });
     nodeListsVolume(h);
     const { volumeName } = addDefaultPod(h);
-    h.vm.dsw.markVolumesReportedInUse([volumeName]);
+    h.dsw.markVolumesReportedInUse([volumeName]);
     const devicePaths = captureWaitForAttach(h.plugin);
 
     runReconciler(h);
@@ -307,13 +307,13 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     runReconciler(h);
     await h.clock.advance(10_000);
 
-    expect(h.vm.reconciler.passCount()).toBeGreaterThanOrEqual(100);
+    expect(h.reconciler.passCount()).toBeGreaterThanOrEqual(100);
     // No backoff entry either: the operation was never started, not started and failed.
-    expect(h.vm.operationExecutor.isOperationSafeToRetry(volumeName, pod1, testNodeName, 'verify_controller_attached_volume')).toBe(true);
-    expect(h.vm.pendingOperations.size()).toBe(0);
+    expect(h.operationExecutor.isOperationSafeToRetry(volumeName, pod1, testNodeName, 'verify_controller_attached_volume')).toBe(true);
+    expect(h.pendingOperations.size()).toBe(0);
     expect(h.records).toEqual([]);
     expect(h.plugin.counts).toMatchObject({ attach: 0, waitForAttach: 0, mountDevice: 0 });
-    expect(h.vm.asw.volumeExists(volumeName)).toBe(false);
+    expect(h.asw.volumeExists(volumeName)).toBe(false);
   });
 
   it('scenario 06: AttachMountUnmountDetach — kubelet attach tears down, unmounts the device and detaches', async () => {
@@ -323,7 +323,7 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     await waitForMount(h, volumeName);
     expect(h.plugin.counts).toMatchObject({ attach: 1, waitForAttach: 1, mountDevice: 1, setUp: 1, tearDown: 0, detach: 0 });
 
-    h.vm.dsw.deletePodFromVolume(pod1, volumeName);
+    h.dsw.deletePodFromVolume(pod1, volumeName);
     await waitForDetach(h, volumeName);
 
     expect(h.plugin.counts).toMatchObject({ tearDown: 1, unmountDevice: 1, detach: 1 });
@@ -335,13 +335,13 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     const { volumeName } = addDefaultPod(h);
     runReconciler(h);
     await h.clock.advance(1_000);
-    expect(h.vm.asw.volumeExists(volumeName)).toBe(false);
+    expect(h.asw.volumeExists(volumeName)).toBe(false);
 
-    h.vm.dsw.markVolumesReportedInUse([volumeName]);
+    h.dsw.markVolumesReportedInUse([volumeName]);
     await waitForMount(h, volumeName);
     expect(h.plugin.counts).toMatchObject({ attach: 0, waitForAttach: 1, mountDevice: 1, setUp: 1 });
 
-    h.vm.dsw.deletePodFromVolume(pod1, volumeName);
+    h.dsw.deletePodFromVolume(pod1, volumeName);
     await waitForDetach(h, volumeName);
 
     expect(h.plugin.counts).toMatchObject({ tearDown: 1, unmountDevice: 1, detach: 0 });
@@ -362,7 +362,7 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     const h = harness({ controllerAttachDetachEnabled: true });
     nodeListsVolume(h);
     const volumeName = addBlockPod(h);
-    h.vm.dsw.markVolumesReportedInUse([volumeName]);
+    h.dsw.markVolumesReportedInUse([volumeName]);
 
     runReconciler(h);
     await waitForMount(h, volumeName);
@@ -377,7 +377,7 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     await waitForMount(h, volumeName);
     expect(h.plugin.counts).toMatchObject({ attach: 1, waitForAttach: 1, mapPodDevice: 1, tearDownDevice: 0, detach: 0 });
 
-    h.vm.dsw.deletePodFromVolume(pod1, volumeName);
+    h.dsw.deletePodFromVolume(pod1, volumeName);
     await waitForDetach(h, volumeName);
 
     expect(h.plugin.counts).toMatchObject({ unmapPodDevice: 1, tearDownDevice: 1, detach: 1 });
@@ -389,11 +389,11 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     const volumeName = addBlockPod(h);
     runReconciler(h);
     await h.clock.advance(1_000);
-    h.vm.dsw.markVolumesReportedInUse([volumeName]);
+    h.dsw.markVolumesReportedInUse([volumeName]);
     await waitForMount(h, volumeName);
     expect(h.plugin.counts).toMatchObject({ attach: 0, waitForAttach: 1, mapPodDevice: 1, tearDownDevice: 0, detach: 0 });
 
-    h.vm.dsw.deletePodFromVolume(pod1, volumeName);
+    h.dsw.deletePodFromVolume(pod1, volumeName);
     await waitForDetach(h, volumeName);
 
     expect(h.plugin.counts).toMatchObject({ unmapPodDevice: 1, tearDownDevice: 1, detach: 0 });
@@ -425,10 +425,10 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     };
 
     expect(() => {
-      h.vm.operationExecutor.mountVolume(1_000, vtm, h.vm.asw, false);
+      h.operationExecutor.mountVolume(1_000, vtm, h.asw, false);
     }).toThrow(message);
     // A generation error creates no pending entry and no backoff.
-    expect(h.vm.pendingOperations.size()).toBe(0);
+    expect(h.pendingOperations.size()).toBe(0);
   });
 
   it.each([
@@ -453,9 +453,9 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     };
 
     expect(() => {
-      h.vm.operationExecutor.unmountVolume(mv, h.vm.asw, '');
+      h.operationExecutor.unmountVolume(mv, h.asw, '');
     }).toThrow(message);
-    expect(h.vm.pendingOperations.size()).toBe(0);
+    expect(h.pendingOperations.size()).toBe(0);
   });
 
   it.each([
@@ -476,9 +476,9 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     };
 
     expect(() => {
-      h.vm.operationExecutor.unmountDevice(av, h.vm.asw);
+      h.operationExecutor.unmountDevice(av, h.asw);
     }).toThrow(message);
-    expect(h.vm.pendingOperations.size()).toBe(0);
+    expect(h.pendingOperations.size()).toBe(0);
   });
 
   it.each([
@@ -496,36 +496,36 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     nodeListsVolume(h, `fake-plugin/${tc.pvName}`);
     const pod = makePod([{ name: 'volume-name', persistentVolumeClaim: { claimName: 'pvc' } }], { devices: tc.mode === 'Block' });
     const volumeName = addPodToDsw(h, pod, specFromPersistentVolume(pv));
-    h.vm.dsw.markVolumesReportedInUse([volumeName]);
+    h.dsw.markVolumesReportedInUse([volumeName]);
     runReconciler(h);
     await waitForMount(h, volumeName);
     await h.until(() => noOperationRunning(h));
 
     // Act: "stop the reconciler". On the fake clock no pass runs until the test advances time,
     // so everything up to the next advance happens with the loop stopped (checked below).
-    const passesWhileStopped = h.vm.reconciler.passCount();
+    const passesWhileStopped = h.reconciler.passCount();
     const resized = structuredClone(pv);
     resized.spec.capacity = { storage: '15G' };
     addPodToDsw(h, pod, specFromPersistentVolume(resized)); // what the populator does for a resized PV
-    h.vm.dsw.updatePersistentVolumeSize(volumeName, 15 * G);
-    const result = h.vm.asw.podExistsInVolume(pod1, volumeName, 15 * G, '');
-    expect(h.vm.reconciler.passCount()).toBe(passesWhileStopped);
+    h.dsw.updatePersistentVolumeSize(volumeName, 15 * G);
+    const result = h.asw.podExistsInVolume(pod1, volumeName, 15 * G, '');
+    expect(h.reconciler.passCount()).toBe(passesWhileStopped);
 
     // Assert
     if (tc.expansionFailed) {
       // The first mount's offline expansion got FailedPrecondition: no more resize requests.
       expect(isFsResizeRequiredError(result.err)).toBe(false);
       expect(result).toMatchObject({ mounted: true, err: null });
-      expect(h.vm.asw.getVolumes().find((v) => v.volumeName === volumeName)?.volumeInUseErrorForExpansion).toBe(true);
+      expect(h.asw.getVolumes().find((v) => v.volumeName === volumeName)?.volumeInUseErrorForExpansion).toBe(true);
       return;
     }
     expect(isFsResizeRequiredError(result.err)).toBe(true);
     // Restart the reconciler (advance time): ExpandInUseVolume brings the ASW to 15G.
     await h.until(() => {
-      const r = h.vm.asw.podExistsInVolume(pod1, volumeName, 15 * G, '');
+      const r = h.asw.podExistsInVolume(pod1, volumeName, 15 * G, '');
       return r.mounted && r.err === null;
     });
-    expect(h.vm.asw.getClaimSize(volumeName)).toBe(15 * G);
+    expect(h.asw.getClaimSize(volumeName)).toBe(15 * G);
   });
 
   interface DeviceCase {
@@ -564,18 +564,18 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     if (tc.supportsRemount) {
       // Mount, then force a remount: it must not run MountDevice again on a mounted device.
       await waitForMount(h, vol);
-      h.vm.asw.markRemountRequired(pod1);
+      h.asw.markRemountRequired(pod1);
       await h.clock.advance(10_000);
       expect(failedMounts(h, vol)).toBe(0);
       expect(tc.mode === 'Block' ? h.plugin.counts.setUpDevice : h.plugin.counts.mountDevice).toBe(1);
     }
     if (tc.deviceState === 'DeviceMountUncertain') {
-      await h.until(() => h.vm.asw.getUnmountedVolumes().some((v) => v.volumeName === vol && v.deviceMountState === 'DeviceMountUncertain'));
+      await h.until(() => h.asw.getUnmountedVolumes().some((v) => v.volumeName === vol && v.deviceMountState === 'DeviceMountUncertain'));
     }
     if (tc.deviceState === 'DeviceGloballyMounted') await waitForMount(h, vol);
-    expect(h.vm.asw.getDeviceMountState(vol)).toBe(tc.deviceState);
+    expect(h.asw.getDeviceMountState(vol)).toBe(tc.deviceState);
 
-    h.vm.dsw.deletePodFromVolume(pod1, vol);
+    h.dsw.deletePodFromVolume(pod1, vol);
     await waitForDetach(h, vol);
 
     const unmountDeviceCount = tc.mode === 'Block' ? h.plugin.counts.tearDownDevice : h.plugin.counts.unmountDevice;
@@ -629,7 +629,7 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
       ...(tc.pvcStatusSize !== undefined ? { pvcStatusSize: tc.pvcStatusSize } : {}),
     });
     // Every case relies on the device being globally mounted, so that UnmountDevice runs.
-    await h.until(() => h.vm.asw.getGloballyMountedVolumes().some((v) => v.volumeName === vol));
+    await h.until(() => h.asw.getGloballyMountedVolumes().some((v) => v.volumeName === vol));
 
     if (tc.volumeName === FailOnSetupVolumeName) {
       await h.until(() => failedMounts(h, vol) >= 1);
@@ -640,21 +640,21 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     }
     if (tc.volumeName === SuccessAndTimeoutSetupVolumeName || tc.volumeName === SuccessAndFailOnSetupVolumeName) {
       await waitForMount(h, vol);
-      h.vm.asw.markRemountRequired(pod1);
+      h.asw.markRemountRequired(pod1);
       await h.clock.advance(10_000);
       expect(failedMounts(h, vol)).toBeGreaterThanOrEqual(1); // the remount did fail
     }
     if (tc.volumeState === 'VolumeMountUncertain') {
       await h.until(
         () =>
-          !h.vm.asw.podExistsInVolume(pod1, vol, 0, '').mounted &&
-          h.vm.asw.getAllMountedVolumes().some((m) => m.volumeName === vol && m.podName === pod1),
+          !h.asw.podExistsInVolume(pod1, vol, 0, '').mounted &&
+          h.asw.getAllMountedVolumes().some((m) => m.volumeName === vol && m.podName === pod1),
       );
     }
     if (tc.volumeState === 'VolumeMounted') await waitForMount(h, vol);
-    expect(h.vm.asw.getVolumeMountState(vol, pod1)).toBe(tc.volumeState);
+    expect(h.asw.getVolumeMountState(vol, pod1)).toBe(tc.volumeState);
 
-    h.vm.dsw.deletePodFromVolume(pod1, vol);
+    h.dsw.deletePodFromVolume(pod1, vol);
     await waitForDetach(h, vol);
 
     const c = h.plugin.counts;
@@ -673,21 +673,21 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     const h = harness({ controllerAttachDetachEnabled: true });
     nodeListsVolume(h);
     const { pod, volumeName } = addDefaultPod(h);
-    h.vm.dsw.markVolumesReportedInUse([volumeName]);
+    h.dsw.markVolumesReportedInUse([volumeName]);
     runReconciler(h);
     await waitForMount(h, volumeName);
     await h.until(() => noOperationRunning(h));
 
     let volumeLeftAsw = false;
-    h.vm.asw.onChange(() => {
-      if (!h.vm.asw.volumeExists(volumeName)) volumeLeftAsw = true;
+    h.asw.onChange(() => {
+      if (!h.asw.volumeExists(volumeName)) volumeLeftAsw = true;
     });
     const steps: string[] = [];
     // 3. While the device is being unmounted, the pod comes back to the desired state.
     h.plugin.unmountDeviceHook = () => {
       steps.push('UnmountDevice');
       addPodToDsw(h, pod, specFromVolume(gcePdVolume()));
-      h.vm.dsw.markVolumesReportedInUse([volumeName]);
+      h.dsw.markVolumesReportedInUse([volumeName]);
       return Promise.resolve();
     };
     // 4. The new mount must get the devicePath that MarkDeviceAsUnmounted kept.
@@ -697,9 +697,9 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     };
 
     // 2. Restart the reconciler and delete the pod from the desired state.
-    const devicePath = h.vm.asw.getAttachedVolume(volumeName)?.devicePath ?? '';
+    const devicePath = h.asw.getAttachedVolume(volumeName)?.devicePath ?? '';
     expect(devicePath).not.toBe('');
-    h.vm.dsw.deletePodFromVolume(pod1, volumeName);
+    h.dsw.deletePodFromVolume(pod1, volumeName);
     await h.until(() => steps.length >= 2);
     await waitForMount(h, volumeName);
 
@@ -714,23 +714,23 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     nodeListsVolume(h);
     const vol1 = fakeDevice1;
     const vol2 = uniqueVolumeName('fake-plugin/fake-device2');
-    const asw = h.vm.asw;
+    const asw = h.asw;
     asw.addAttachUncertainReconstructedVolume(vol1, specFromVolume(gcePdVolume('volume-name', 'fake-device1')), testNodeName, '');
     asw.markDeviceAsUncertain(vol1, '/dev/badly/reconstructed', '/var/lib/kubelet/plugins/global1', '');
     asw.addAttachUncertainReconstructedVolume(vol2, specFromVolume(gcePdVolume('volume-name2', 'fake-device2')), testNodeName, '');
     asw.markDeviceAsUncertain(vol2, '/dev/reconstructed', '/var/lib/kubelet/plugins/global2', '');
-    h.vm.populator.setHasAddedPods(true);
-    h.vm.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([vol1, vol2]);
-    expect(h.vm.reconciler.statesHasBeenSynced()).toBe(false);
-    const unmountDevice = vi.spyOn(h.vm.operationExecutor, 'unmountDevice');
+    h.populator.setHasAddedPods(true);
+    h.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([vol1, vol2]);
+    expect(h.reconciler.statesHasBeenSynced()).toBe(false);
+    const unmountDevice = vi.spyOn(h.operationExecutor, 'unmountDevice');
 
     // Act: exactly one pass, by hand (the loop is never started).
-    await h.vm.reconciler.reconcile();
+    await h.reconciler.reconcile();
 
     // Assert
-    expect(h.vm.reconciler.passCount()).toBe(1);
-    expect(h.vm.reconciler.statesHasBeenSynced()).toBe(true);
-    expect(h.vm.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([]);
+    expect(h.reconciler.passCount()).toBe(1);
+    expect(h.reconciler.statesHasBeenSynced()).toBe(true);
+    expect(h.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([]);
     expect(asw.getAttachedVolumes()).toHaveLength(2);
     expect(asw.getAttachedVolume(vol1)).toMatchObject({ pluginIsAttachable: true, devicePath: 'fake/path' });
     expect(asw.getAttachedVolume(vol2)).toMatchObject({ pluginIsAttachable: false, devicePath: '/dev/reconstructed' });
@@ -738,7 +738,7 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
     expect(attachability).toEqual(new Map([[vol1, 'True'], [vol2, 'False']]));
     // The list was non-empty when the pass started, so it unmounted nothing.
     expect(unmountDevice).not.toHaveBeenCalled();
-    expect(h.vm.pendingOperations.size()).toBe(0);
+    expect(h.pendingOperations.size()).toBe(0);
   });
 });
 
@@ -768,7 +768,7 @@ const executorEntries: ExecutorEntry[] = [
  * without any operation running. `calls()` lists the entries called, in call order.
  */
 function stubExecutor(h: Harness) {
-  const oe = h.vm.operationExecutor;
+  const oe = h.operationExecutor;
   const spies = {
     attachVolume: vi.spyOn(oe, 'attachVolume').mockImplementation(() => undefined),
     detachVolume: vi.spyOn(oe, 'detachVolume').mockImplementation(() => undefined),
@@ -788,7 +788,7 @@ function stubExecutor(h: Harness) {
 
 /** Records the volume as attached to this node (attachability from the plugin). */
 function markAttached(h: Harness, volumeName: UniqueVolumeName, spec: Spec, devicePath = '/dev/sdb'): void {
-  h.vm.asw.markVolumeAsAttached(volumeName, spec, testNodeName, devicePath);
+  h.asw.markVolumeAsAttached(volumeName, spec, testNodeName, devicePath);
 }
 
 /** Records the device as globally mounted and the pod's mount in `state`. */
@@ -799,8 +799,8 @@ function markMounted(
   uid: string,
   state: Exclude<VolumeMountState, 'VolumeNotMounted'> = 'VolumeMounted',
 ): void {
-  h.vm.asw.markDeviceAsMounted(volumeName, '/dev/sdb', `/global/${volumeName}`, '');
-  h.vm.asw.markVolumeAsMounted({
+  h.asw.markDeviceAsMounted(volumeName, '/dev/sdb', `/global/${volumeName}`, '');
+  h.asw.markVolumeAsMounted({
     podName: uniquePodName(uid),
     podUID: podUID(uid),
     volumeName,
@@ -833,7 +833,7 @@ function fixtureHostFs(root: () => string, tree: Record<string, string[]>): Host
 /** A fresh pass harness: loop not started, desired state complete, executor stubbed. */
 function passHarness(opts: HarnessOptions = {}) {
   const h = harness(opts);
-  h.vm.populator.setHasAddedPods(true);
+  h.populator.setHasAddedPods(true);
   return { h, oe: stubExecutor(h) };
 }
 
@@ -852,20 +852,20 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
         }),
       });
       root = h.rootDir;
-      await h.vm.reconciler.reconstructVolumes();
-      expect(h.vm.reconciler.getVolumesFailedReconstruction().map((v) => v.volumeSpecName)).toEqual(['orphan-volume']);
+      await h.reconciler.reconstructVolumes();
+      expect(h.reconciler.getVolumesFailedReconstruction().map((v) => v.volumeSpecName)).toEqual(['orphan-volume']);
       const toUnmount = gcePd('vol-a', 'dev-a');
       markAttached(h, toUnmount.volumeName, toUnmount.spec);
       markMounted(h, toUnmount.volumeName, toUnmount.spec, 'gone-uid');
       const toMount = gcePd('vol-b', 'dev-b');
       addPodToDsw(h, makePod([gcePdVolume('vol-b', 'dev-b')]), toMount.spec);
-      h.vm.dsw.markVolumesReportedInUse([toMount.volumeName]);
+      h.dsw.markVolumesReportedInUse([toMount.volumeName]);
       const deviceOnly = gcePd('vol-c', 'dev-c');
       markAttached(h, deviceOnly.volumeName, deviceOnly.spec);
-      h.vm.asw.markDeviceAsMounted(deviceOnly.volumeName, '/dev/sdc', '/global/c', '');
+      h.asw.markDeviceAsMounted(deviceOnly.volumeName, '/dev/sdc', '/global/c', '');
 
       // Act
-      await h.vm.reconciler.reconcile();
+      await h.reconciler.reconcile();
 
       // Assert
       expect(oe.calls()).toEqual(['unmountVolume', 'verifyControllerAttachedVolume', 'unmountDevice', 'unmountVolume']);
@@ -876,7 +876,7 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
       expect(oe.verifyControllerAttachedVolume.mock.calls[0]?.[0].volumeName).toBe(toMount.volumeName);
       expect(oe.unmountDevice.mock.calls[0]?.[0].volumeName).toBe(deviceOnly.volumeName);
       // cleanOrphanVolumes is one-shot.
-      expect(h.vm.reconciler.getVolumesFailedReconstruction()).toEqual([]);
+      expect(h.reconciler.getVolumesFailedReconstruction()).toEqual([]);
     });
 
     it.each([
@@ -885,22 +885,22 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
       { name: 'the desired state is complete and node status was read', hasAddedPods: true, waitingForNodeStatus: false, unmounts: true },
     ])('readyToUnmount: when $name, unmounts run = $unmounts; mounts always run', async (tc) => {
       const { h, oe } = passHarness({ controllerAttachDetachEnabled: true });
-      h.vm.populator.setHasAddedPods(tc.hasAddedPods);
+      h.populator.setHasAddedPods(tc.hasAddedPods);
       const toUnmount = gcePd('vol-a', 'dev-a');
       markAttached(h, toUnmount.volumeName, toUnmount.spec);
       markMounted(h, toUnmount.volumeName, toUnmount.spec, 'gone-uid');
       const deviceOnly = gcePd('vol-c', 'dev-c');
       markAttached(h, deviceOnly.volumeName, deviceOnly.spec);
-      h.vm.asw.markDeviceAsMounted(deviceOnly.volumeName, '/dev/sdc', '/global/c', '');
+      h.asw.markDeviceAsMounted(deviceOnly.volumeName, '/dev/sdc', '/global/c', '');
       const toMount = gcePd('vol-b', 'dev-b');
       addPodToDsw(h, makePod([gcePdVolume('vol-b', 'dev-b')]), toMount.spec);
-      h.vm.dsw.markVolumesReportedInUse([toMount.volumeName]);
+      h.dsw.markVolumesReportedInUse([toMount.volumeName]);
       if (tc.waitingForNodeStatus) {
         h.kube.failNodeGet = true; // the GET fails, so the list stays for the next pass
-        h.vm.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([deviceOnly.volumeName]);
+        h.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([deviceOnly.volumeName]);
       }
 
-      await h.vm.reconciler.reconcile();
+      await h.reconciler.reconcile();
 
       expect(oe.verifyControllerAttachedVolume).toHaveBeenCalledTimes(1);
       expect(oe.unmountVolume).toHaveBeenCalledTimes(tc.unmounts ? 1 : 0);
@@ -909,42 +909,42 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
 
     it('statesHasBeenSynced: true after the first pass with no volume waiting for node status', async () => {
       const { h } = passHarness();
-      expect(h.vm.reconciler.statesHasBeenSynced()).toBe(false);
+      expect(h.reconciler.statesHasBeenSynced()).toBe(false);
 
-      await h.vm.reconciler.reconcile();
+      await h.reconciler.reconcile();
 
-      expect(h.vm.reconciler.statesHasBeenSynced()).toBe(true);
+      expect(h.reconciler.statesHasBeenSynced()).toBe(true);
     });
 
     it('statesHasBeenSynced: stays false while the node GET fails, and turns true in the pass where it succeeds', async () => {
       const { h } = passHarness({ controllerAttachDetachEnabled: true });
       const reconstructed = gcePd('volume-name', 'fake-device1');
-      h.vm.asw.addAttachUncertainReconstructedVolume(reconstructed.volumeName, reconstructed.spec, testNodeName, '');
-      h.vm.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([reconstructed.volumeName]);
+      h.asw.addAttachUncertainReconstructedVolume(reconstructed.volumeName, reconstructed.spec, testNodeName, '');
+      h.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([reconstructed.volumeName]);
       h.kube.failNodeGet = true;
 
-      for (let pass = 0; pass < 3; pass++) await h.vm.reconciler.reconcile();
-      expect(h.vm.reconciler.statesHasBeenSynced()).toBe(false);
-      expect(h.vm.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([reconstructed.volumeName]);
+      for (let pass = 0; pass < 3; pass++) await h.reconciler.reconcile();
+      expect(h.reconciler.statesHasBeenSynced()).toBe(false);
+      expect(h.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([reconstructed.volumeName]);
       expect(h.kube.nodeGets).toBe(3);
 
       h.kube.failNodeGet = false;
       nodeListsVolume(h);
-      await h.vm.reconciler.reconcile();
-      expect(h.vm.reconciler.statesHasBeenSynced()).toBe(true);
-      expect(h.vm.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([]);
+      await h.reconciler.reconcile();
+      expect(h.reconciler.statesHasBeenSynced()).toBe(true);
+      expect(h.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([]);
     });
 
     it('statesHasBeenSynced: a standalone agent (no API server) clears the list in the first pass', async () => {
       const { h } = passHarness({ withApiServer: false });
       const reconstructed = gcePd('volume-name', 'fake-device1');
-      h.vm.asw.addAttachUncertainReconstructedVolume(reconstructed.volumeName, reconstructed.spec, testNodeName, '');
-      h.vm.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([reconstructed.volumeName]);
+      h.asw.addAttachUncertainReconstructedVolume(reconstructed.volumeName, reconstructed.spec, testNodeName, '');
+      h.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([reconstructed.volumeName]);
 
-      await h.vm.reconciler.reconcile();
+      await h.reconciler.reconcile();
 
-      expect(h.vm.reconciler.statesHasBeenSynced()).toBe(true);
-      expect(h.vm.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([]);
+      expect(h.reconciler.statesHasBeenSynced()).toBe(true);
+      expect(h.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([]);
     });
   });
 
@@ -958,7 +958,7 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
       markMounted(h, volumeName, spec, 'pod1uid');
       addPodToDsw(h, makePod([gcePdVolume()]), spec);
 
-      await h.vm.reconciler.reconcile();
+      await h.reconciler.reconcile();
 
       expect(oe.unmountVolume.mock.calls.map(([mv]) => mv.podName).sort()).toEqual(['mounted-uid', 'uncertain-uid']);
       expect(oe.mountVolume).not.toHaveBeenCalled();
@@ -984,11 +984,11 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
         controllerAttachDetachEnabled: true,
         arrange: (h, spec) => {
           markAttached(h, fakeDevice1, spec);
-          h.vm.asw.markDeviceAsMounted(fakeDevice1, '/dev/sdb', '/global', seLinuxLabel);
+          h.asw.markDeviceAsMounted(fakeDevice1, '/dev/sdb', '/global', seLinuxLabel);
         },
         expected: null,
         check: (h, oe) => {
-          expect(h.vm.dsw.getPodErrors(pod1)).toEqual([
+          expect(h.dsw.getPodErrors(pod1)).toEqual([
             'waiting for unmount of volume "fake-plugin/fake-device1", because it is already mounted to a different pod with a different SELinux label',
           ]);
           // The old mount counts as not desired, so the unmount steps tear it down.
@@ -1000,7 +1000,7 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
         controllerAttachDetachEnabled: true,
         expected: null,
         check: (h) => {
-          expect(h.vm.pendingOperations.size()).toBe(0);
+          expect(h.pendingOperations.size()).toBe(0);
         },
       },
       {
@@ -1061,7 +1061,7 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
         arrange: (h, spec) => {
           markAttached(h, fakeDevice1, spec);
           markMounted(h, fakeDevice1, spec, 'pod1uid');
-          h.vm.asw.markRemountRequired(pod1);
+          h.asw.markRemountRequired(pod1);
         },
         expected: 'mountVolume',
         check: (_h, oe) => {
@@ -1075,7 +1075,7 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
         arrange: (h, spec) => {
           markAttached(h, fakeDevice1, spec);
           markMounted(h, fakeDevice1, spec, 'pod1uid');
-          h.vm.asw.initializeClaimSize(fakeDevice1, 10 * G);
+          h.asw.initializeClaimSize(fakeDevice1, 10 * G);
         },
         expected: 'expandInUseVolume',
         check: (_h, oe) => {
@@ -1110,11 +1110,11 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
               spec: { capacity: { storage: row.pvCapacity }, gcePersistentDisk: { pdName: 'fake-device1' } },
             });
       expect(addPodToDsw(h, pod, spec)).toBe(fakeDevice1);
-      if (row.reportedInUse === true) h.vm.dsw.markVolumesReportedInUse([fakeDevice1]);
+      if (row.reportedInUse === true) h.dsw.markVolumesReportedInUse([fakeDevice1]);
       row.arrange?.(h, spec);
 
       // Act
-      await h.vm.reconciler.reconcile();
+      await h.reconciler.reconcile();
 
       // Assert (the mount side of the pass only; unmountDetachDevices has its own table)
       const mountSide = oe.calls().filter((c) => c !== 'unmountVolume' && c !== 'unmountDevice' && c !== 'detachVolume');
@@ -1151,10 +1151,10 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
       // A reconciler with a capturing logger over the same worlds and executor.
       const reconciler = new Reconciler({
         nodeName: testNodeName,
-        dsw: h.vm.dsw,
-        asw: h.vm.asw,
-        operationExecutor: h.vm.operationExecutor,
-        pluginMgr: h.vm.pluginMgr,
+        dsw: h.dsw,
+        asw: h.asw,
+        operationExecutor: h.operationExecutor,
+        pluginMgr: h.pluginMgr,
         clock: h.clock,
         podsDir: `${h.rootDir}/pods`,
         hostFs: emptyHostFs,
@@ -1229,13 +1229,13 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
         fakePlugin: new FakeVolumePlugin(row.plugin ?? {}),
       });
       const { spec, volumeName } = gcePd('volume-name', 'fake-device1');
-      if (row.reconstructed === true) h.vm.asw.addAttachUncertainReconstructedVolume(volumeName, spec, testNodeName, '/dev/sdb');
+      if (row.reconstructed === true) h.asw.addAttachUncertainReconstructedVolume(volumeName, spec, testNodeName, '/dev/sdb');
       else markAttached(h, volumeName, spec);
-      if (row.device !== 'DeviceNotMounted') h.vm.asw.setDeviceMountState(volumeName, row.device, '/dev/sdb', '/global', '');
+      if (row.device !== 'DeviceNotMounted') h.asw.setDeviceMountState(volumeName, row.device, '/dev/sdb', '/global', '');
       if (row.desired === true) addPodToDsw(h, makePod([gcePdVolume()]), spec); // desired, not mounted yet
       let release = (): void => undefined;
       if (row.operationPending === true) {
-        h.vm.pendingOperations.run(volumeName, EmptyUniquePodName, EmptyNodeName, {
+        h.pendingOperations.run(volumeName, EmptyUniquePodName, EmptyNodeName, {
           operationName: 'volume_mount',
           operationFunc: () =>
             new Promise((resolve) => {
@@ -1248,16 +1248,16 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
       }
 
       // Act
-      await h.vm.reconciler.reconcile();
+      await h.reconciler.reconcile();
 
       // Assert
       const detachSteps = oe.calls().filter((c) => c === 'unmountDevice' || c === 'detachVolume');
       if (row.expected === 'MarkVolumeAsDetached') {
         expect(detachSteps).toEqual([]);
-        expect(h.vm.asw.volumeExists(volumeName)).toBe(false); // gone at the end of the pass itself
+        expect(h.asw.volumeExists(volumeName)).toBe(false); // gone at the end of the pass itself
       } else {
         expect(detachSteps).toEqual(row.expected === null ? [] : [row.expected]);
-        expect(h.vm.asw.volumeExists(volumeName)).toBe(true);
+        expect(h.asw.volumeExists(volumeName)).toBe(true);
       }
       release();
     });
@@ -1271,14 +1271,14 @@ describe('reconciler scheduling', () => {
     const h = harness({ reconcilerLoopPeriodMs: 100 });
     runReconciler(h);
     await h.clock.flush();
-    expect(h.vm.reconciler.passCount()).toBe(1); // the first pass right after reconstruction
+    expect(h.reconciler.passCount()).toBe(1); // the first pass right after reconstruction
 
     await h.clock.advance(99);
-    expect(h.vm.reconciler.passCount()).toBe(1);
+    expect(h.reconciler.passCount()).toBe(1);
     await h.clock.advance(1);
-    expect(h.vm.reconciler.passCount()).toBe(2);
+    expect(h.reconciler.passCount()).toBe(2);
     await h.clock.advance(1_000);
-    expect(h.vm.reconciler.passCount()).toBe(12);
+    expect(h.reconciler.passCount()).toBe(12);
   });
 
   it('starts the mount within 1 ms of a desired-state change, not a period later', async () => {
@@ -1286,11 +1286,11 @@ describe('reconciler scheduling', () => {
     const h = harness({ controllerAttachDetachEnabled: false, reconcilerLoopPeriodMs: 100 });
     const { spec, volumeName } = gcePd('volume-name', 'fake-device1');
     markAttached(h, volumeName, spec, '/dev/vdb-test');
-    const mountVolume = vi.spyOn(h.vm.operationExecutor, 'mountVolume');
+    const mountVolume = vi.spyOn(h.operationExecutor, 'mountVolume');
     // Only the loop runs, and the populator has not added pods: the undesired volume stays attached.
-    h.vm.reconciler.start();
+    h.reconciler.start();
     await h.clock.advance(50); // mid-period: the next periodic pass is 50 ms away
-    const passes = h.vm.reconciler.passCount();
+    const passes = h.reconciler.passCount();
 
     // Act
     addPodToDsw(h, makePod([gcePdVolume()]), spec);
@@ -1299,7 +1299,7 @@ describe('reconciler scheduling', () => {
 
     // Assert
     expect(mountVolume).toHaveBeenCalledTimes(1);
-    expect(h.vm.reconciler.passCount()).toBeGreaterThan(passes);
+    expect(h.reconciler.passCount()).toBeGreaterThan(passes);
     expect(h.plugin.counts).toMatchObject({ attach: 0, waitForAttach: 1, mountDevice: 1, setUp: 1 });
     expect(isMounted(h, volumeName)).toBe(true);
   });
@@ -1322,18 +1322,18 @@ describe('reconciler scheduling', () => {
     // verification fails without changing the actual state.
     const h = harness({ controllerAttachDetachEnabled: true, reconcilerLoopPeriodMs: 100 });
     h.kube.setVolumesAttached([]);
-    const verify = vi.spyOn(h.vm.operationExecutor, 'verifyControllerAttachedVolume');
+    const verify = vi.spyOn(h.operationExecutor, 'verifyControllerAttachedVolume');
     runReconciler(h);
     await h.clock.advance(50);
     const { volumeName } = addDefaultPod(h);
-    const passes = h.vm.reconciler.passCount();
+    const passes = h.reconciler.passCount();
 
-    h.vm.dsw.markVolumesReportedInUse([volumeName]);
+    h.dsw.markVolumesReportedInUse([volumeName]);
     await h.clock.advance(1);
 
     expect(h.records.map((r) => [r.operationName, r.outcome])).toEqual([['verify_controller_attached_volume', 'failure']]);
     // One pass for the change (it started the verification), one for the failure (it hit the backoff).
-    expect(h.vm.reconciler.passCount()).toBe(passes + 2);
+    expect(h.reconciler.passCount()).toBe(passes + 2);
     expect(verify).toHaveBeenCalledTimes(2);
   });
 
@@ -1342,15 +1342,15 @@ describe('reconciler scheduling', () => {
     stubExecutor(h);
     runReconciler(h);
     await h.clock.advance(50);
-    const passes = h.vm.reconciler.passCount();
+    const passes = h.reconciler.passCount();
 
     for (let i = 0; i < 5; i++) addPodToDsw(h, makePod([gcePdVolume(`vol-${i}`, `dev-${i}`)], { uid: `uid-${i}` }), gcePd(`vol-${i}`, `dev-${i}`).spec);
-    h.vm.reconciler.kick();
+    h.reconciler.kick();
     await h.clock.advance(1);
 
-    expect(h.vm.reconciler.passCount()).toBe(passes + 1);
+    expect(h.reconciler.passCount()).toBe(passes + 1);
     await h.clock.advance(98);
-    expect(h.vm.reconciler.passCount()).toBe(passes + 1);
+    expect(h.reconciler.passCount()).toBe(passes + 1);
   });
 
   it('a change during a pass schedules exactly one more pass right after it', async () => {
@@ -1364,25 +1364,25 @@ describe('reconciler scheduling', () => {
           answerNodeGet = resolve;
         }),
     });
-    h.vm.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([fakeDevice1]);
+    h.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([fakeDevice1]);
     runReconciler(h);
     await h.clock.flush();
-    expect(h.vm.reconciler.passCount()).toBe(1);
+    expect(h.reconciler.passCount()).toBe(1);
 
     // Act: changes arrive while the pass is still running.
     addDefaultPod(h);
-    h.vm.dsw.markVolumesReportedInUse([fakeDevice1]);
+    h.dsw.markVolumesReportedInUse([fakeDevice1]);
     await h.clock.advance(500);
-    expect(h.vm.reconciler.passCount()).toBe(1);
+    expect(h.reconciler.passCount()).toBe(1);
     answerNodeGet({ metadata: { name: testNodeName }, status: { volumesAttached: [] } });
     await h.clock.flush();
 
     // Assert: one more pass at once, then the normal period again.
-    expect(h.vm.reconciler.passCount()).toBe(2);
+    expect(h.reconciler.passCount()).toBe(2);
     await h.clock.advance(99);
-    expect(h.vm.reconciler.passCount()).toBe(2);
+    expect(h.reconciler.passCount()).toBe(2);
     await h.clock.advance(1);
-    expect(h.vm.reconciler.passCount()).toBe(3);
+    expect(h.reconciler.passCount()).toBe(3);
   });
 
   it('runs no pass after stop(), whatever changes', async () => {
@@ -1390,12 +1390,12 @@ describe('reconciler scheduling', () => {
     stubExecutor(h);
     runReconciler(h);
     await h.clock.advance(250);
-    const passes = h.vm.reconciler.passCount();
+    const passes = h.reconciler.passCount();
 
-    await h.vm.reconciler.stop();
+    await h.reconciler.stop();
     addDefaultPod(h);
     await h.clock.advance(1_000);
 
-    expect(h.vm.reconciler.passCount()).toBe(passes);
+    expect(h.reconciler.passCount()).toBe(passes);
   });
 });

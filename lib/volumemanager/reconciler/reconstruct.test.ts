@@ -24,8 +24,8 @@ import {
   syncHostFs,
   testNodeName,
 } from '../testing/harness.ts';
-import type { ReconstructionEntry } from './reconciler.ts';
-import { getVolumesFromPodDir, isPodsDirUnreadableError, PodsDirUnreadableError, reconstructVolume, type PodVolume } from './reconstruct.ts';
+import type { ReconstructionEntry } from './reconstruct-report.ts';
+import { getVolumesFromPodDir, isPodsDirUnreadableError, PodsDirUnreadableError, reconstructVolume, type PodVolume } from './reconstruct-common.ts';
 
 // HELPERS
 
@@ -75,7 +75,7 @@ function byPath(a: PodVolume, b: PodVolume): number {
 }
 
 function noOperationRunning(h: Harness): boolean {
-  return h.vm.pendingOperations.list().every((o) => !o.pending);
+  return h.pendingOperations.list().every((o) => !o.pending);
 }
 
 const pod1 = uniquePodName('pod1uid');
@@ -295,18 +295,18 @@ describe('reconstruction scenarios (§8.2)', () => {
     const vol = uniqueVolumeName('fake-plugin/pvc-abcdef');
 
     // Act
-    await h.vm.reconciler.reconstructVolumes();
+    await h.reconciler.reconstructVolumes();
 
     // Assert
-    expect(h.vm.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([vol, vol]);
-    expect(h.vm.reconciler.getVolumesFailedReconstruction()).toEqual([]);
-    expect(h.vm.asw.getMountedVolumes()).toHaveLength(0);
-    expect(h.vm.asw.getAllMountedVolumes()).toHaveLength(2);
-    expect(h.vm.asw.getPossiblyMountedVolumesForPod(uniquePodName('pod1'))).toHaveLength(1);
-    expect(h.vm.asw.isVolumeReconstructed(vol, uniquePodName('pod1'))).toBe(true);
-    expect(h.vm.asw.isVolumeReconstructed(vol, uniquePodName('pod2'))).toBe(true);
-    expect(h.vm.asw.getDeviceMountState(vol)).toBe('DeviceMountUncertain');
-    expect(h.vm.asw.getVolumes()[0]?.attachability).toBe('Uncertain');
+    expect(h.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([vol, vol]);
+    expect(h.reconciler.getVolumesFailedReconstruction()).toEqual([]);
+    expect(h.asw.getMountedVolumes()).toHaveLength(0);
+    expect(h.asw.getAllMountedVolumes()).toHaveLength(2);
+    expect(h.asw.getPossiblyMountedVolumesForPod(uniquePodName('pod1'))).toHaveLength(1);
+    expect(h.asw.isVolumeReconstructed(vol, uniquePodName('pod1'))).toBe(true);
+    expect(h.asw.isVolumeReconstructed(vol, uniquePodName('pod2'))).toBe(true);
+    expect(h.asw.getDeviceMountState(vol)).toBe('DeviceMountUncertain');
+    expect(h.asw.getVolumes()[0]?.attachability).toBe('Uncertain');
     expect(metrics).toMatchObject({ reconstructTotal: 2, reconstructErrors: 0 });
   });
 
@@ -317,12 +317,12 @@ describe('reconstruction scenarios (§8.2)', () => {
     const h = (harness = new Harness({ rootDir: root, controllerAttachDetachEnabled: true, metrics }));
 
     // Act
-    await h.vm.reconciler.reconstructVolumes();
+    await h.reconciler.reconstructVolumes();
 
     // Assert
-    expect(h.vm.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([]);
-    expect(h.vm.reconciler.getVolumesFailedReconstruction().map((v) => v.volumeSpecName)).toEqual(['pvc-abcdef']);
-    expect(h.vm.asw.getAttachedVolumes()).toEqual([]);
+    expect(h.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([]);
+    expect(h.reconciler.getVolumesFailedReconstruction().map((v) => v.volumeSpecName)).toEqual(['pvc-abcdef']);
+    expect(h.asw.getAttachedVolumes()).toEqual([]);
     expect(metrics).toMatchObject({ reconstructTotal: 1, reconstructErrors: 1 });
   });
 
@@ -336,8 +336,8 @@ describe('reconstruction scenarios (§8.2)', () => {
     const metrics = metricsSpy();
     const h = (harness = new Harness({ rootDir: root, controllerAttachDetachEnabled: true, metrics }));
     h.plugin.constructVolumeSpecHook = () => Promise.reject(new Error('cannot construct volume-name'));
-    await h.vm.reconciler.reconstructVolumes();
-    expect(h.vm.reconciler.getVolumesFailedReconstruction()).toEqual([
+    await h.reconciler.reconstructVolumes();
+    expect(h.reconciler.getVolumesFailedReconstruction()).toEqual([
       {
         podName: 'pod1uid',
         volumeSpecName: 'volume-name',
@@ -349,22 +349,22 @@ describe('reconstruction scenarios (§8.2)', () => {
     if (desired) {
       const pod = makePod([gcePdVolume()]);
       const spec = specFromVolume(gcePdVolume());
-      const vol = h.vm.dsw.addPodToVolume(pod1, pod, spec, 'volume-name', '', []);
-      h.vm.asw.markVolumeAsAttached(vol, spec, testNodeName, '');
+      const vol = h.dsw.addPodToVolume(pod1, pod, spec, 'volume-name', '', []);
+      h.asw.markVolumeAsAttached(vol, spec, testNodeName, '');
     }
-    h.vm.populator.setHasAddedPods(true);
+    h.populator.setHasAddedPods(true);
 
     // Act: one pass; with the DSW populated and no volume waiting for node status, it runs cleanOrphanVolumes.
-    await h.vm.reconciler.reconcile();
+    await h.reconciler.reconcile();
     await h.until(() => noOperationRunning(h));
 
     // Assert
-    expect(h.vm.reconciler.getVolumesFailedReconstruction()).toEqual([]);
+    expect(h.reconciler.getVolumesFailedReconstruction()).toEqual([]);
     expect(h.plugin.counts.tearDown).toBe(tearDown);
     expect(metrics).toMatchObject({ forceCleanedTotal: forceCleaned, forceCleanedErrors: 0 });
 
     // Act again: cleanup is one-shot.
-    await h.vm.reconciler.reconcile();
+    await h.reconciler.reconcile();
     await h.until(() => noOperationRunning(h));
 
     // Assert
@@ -426,38 +426,38 @@ describe('reconstruction scenarios (§8.2)', () => {
     const spec: Spec = specFromPersistentVolume(pv);
 
     // Act 1: reconstruction
-    await h.vm.reconciler.reconstructVolumes();
+    await h.reconciler.reconstructVolumes();
 
     // Assert 1: the volume is uncertain
-    expect(h.vm.asw.getMountedVolumes()).toHaveLength(0);
-    expect(h.vm.asw.getAllMountedVolumes()).toHaveLength(1);
+    expect(h.asw.getMountedVolumes()).toHaveLength(0);
+    expect(h.asw.getAllMountedVolumes()).toHaveLength(1);
 
     // Arrange 2: populate the DSW, mark the volume attached, allow unmounts
-    const vol = h.vm.dsw.addPodToVolume(pod1, pod, spec, outerName, '', []);
+    const vol = h.dsw.addPodToVolume(pod1, pod, spec, outerName, '', []);
     expect(vol).toBe(`fake-plugin/${outerName}`);
-    h.vm.asw.markVolumeAsAttached(vol, spec, testNodeName, '');
-    h.vm.populator.setHasAddedPods(!podNotAdded);
-    h.vm.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([]);
+    h.asw.markVolumeAsAttached(vol, spec, testNodeName, '');
+    h.populator.setHasAddedPods(!podNotAdded);
+    h.reconciler.setVolumesNeedUpdateFromNodeStatusForTest([]);
 
     // Act 2: reconcile once
-    await h.vm.reconciler.reconcile();
+    await h.reconciler.reconcile();
     await h.until(() => h.records.length === 1 && noOperationRunning(h));
 
     // Assert 2
-    expect(h.vm.reconciler.passCount()).toBe(1);
+    expect(h.reconciler.passCount()).toBe(1);
     expect(h.records.map((r) => [r.operationName, r.outcome])).toEqual([[mode === 'Block' ? 'map_volume' : 'volume_mount', expectMount ? 'success' : 'failure']]);
     expect(h.plugin.counts).toMatchObject(counts);
-    expect(h.vm.asw.getDeviceMountState(vol)).toBe(deviceState);
+    expect(h.asw.getDeviceMountState(vol)).toBe(deviceState);
     if (expectMount) {
-      expect(h.vm.asw.getMountedVolumes()).toHaveLength(1);
-      expect(h.vm.asw.getVolumeMountState(vol, pod1)).toBe('VolumeMounted');
-      expect(h.vm.asw.isVolumeReconstructed(vol, pod1)).toBe(false);
+      expect(h.asw.getMountedVolumes()).toHaveLength(1);
+      expect(h.asw.getVolumeMountState(vol, pod1)).toBe('VolumeMounted');
+      expect(h.asw.isVolumeReconstructed(vol, pod1)).toBe(false);
     } else {
-      expect(h.vm.asw.getMountedVolumes()).toHaveLength(0);
-      const all = h.vm.asw.getAllMountedVolumes();
+      expect(h.asw.getMountedVolumes()).toHaveLength(0);
+      const all = h.asw.getAllMountedVolumes();
       expect(all).toHaveLength(1);
       expect(all[0]?.volumeMountState).toBe('VolumeMountUncertain');
-      expect(h.vm.asw.isVolumeReconstructed(vol, pod1)).toBe(true);
+      expect(h.asw.isVolumeReconstructed(vol, pod1)).toBe(true);
       if (deviceMountPath !== null) expect(all[0]?.deviceMountPath).toBe(join(root, deviceMountPath));
     }
     // Unmount was not attempted in any case.
@@ -492,7 +492,7 @@ describe('reconstruction report', () => {
     const now = h.clock.now();
 
     // Act
-    await h.vm.reconciler.reconstructVolumes();
+    await h.reconciler.reconstructVolumes();
 
     // Assert
     const report = h.vm.getReconstructionReport();
@@ -626,10 +626,10 @@ describe('restart while a listed pod’s volumes cannot be resolved (kubernetes#
 
   /** Lets the populator's first loop run and the reconciler pass for 3 s of fake time. */
   async function passesAfterFirstLoop(h: Harness): Promise<void> {
-    await h.until(() => h.vm.populator.hasAddedPods() && h.vm.reconcilerStatesHasBeenSynced());
-    const passes = h.vm.reconciler.passCount();
+    await h.until(() => h.populator.hasAddedPods() && h.vm.reconcilerStatesHasBeenSynced());
+    const passes = h.reconciler.passCount();
     await h.clock.advance(3_000);
-    expect(h.vm.reconciler.passCount()).toBeGreaterThan(passes + 10);
+    expect(h.reconciler.passCount()).toBeGreaterThan(passes + 10);
   }
 
   it.each([
@@ -649,8 +649,8 @@ describe('restart while a listed pod’s volumes cannot be resolved (kubernetes#
 
     // Assert: nothing torn down; the entry stays open and uncertain, and says why.
     expect(h.plugin.counts).toMatchObject({ tearDown: 0, unmountDevice: 0, detach: 0 });
-    expect(h.vm.asw.getVolumeMountState(volume, pod1)).toBe('VolumeMountUncertain');
-    expect(h.vm.asw.isVolumeReconstructed(volume, pod1)).toBe(true);
+    expect(h.asw.getVolumeMountState(volume, pod1)).toBe('VolumeMountUncertain');
+    expect(h.asw.isVolumeReconstructed(volume, pod1)).toBe(true);
     expect(entryOf(h)).toMatchObject({ outcome: 'reconstructed', resolvedAt: null });
     expect(entryOf(h)?.keptBecause).toContain(`data: error processing PVC default/pvc: ${reason}`);
     expect(h.vm.getPodErrors().get(pod1)?.join('\n')).toContain(reason);
@@ -662,7 +662,7 @@ describe('restart while a listed pod’s volumes cannot be resolved (kubernetes#
     await h.until(() => entryOf(h)?.outcome === 'confirmed-mounted');
 
     // Assert: confirmed by a mount, never unmounted.
-    expect(h.vm.asw.getVolumeMountState(volume, pod1)).toBe('VolumeMounted');
+    expect(h.asw.getVolumeMountState(volume, pod1)).toBe('VolumeMounted');
     expect(entryOf(h)?.keptBecause).toBeNull();
     expect(h.vm.getPodsWithUnresolvedVolumes().size).toBe(0);
     expect(h.plugin.counts).toMatchObject({ tearDown: 0, unmountDevice: 0, detach: 0 });
@@ -719,7 +719,7 @@ describe('restart while a listed pod’s volumes cannot be resolved (kubernetes#
 
     // Assert: neither the reconstructed nor the failed volume is touched; the failed one waits.
     expect(h.plugin.counts.tearDown).toBe(0);
-    expect(h.vm.reconciler.getVolumesFailedReconstruction().map((v) => v.volumeSpecName)).toEqual(['broken']);
+    expect(h.reconciler.getVolumesFailedReconstruction().map((v) => v.volumeSpecName)).toEqual(['broken']);
     expect(entryOf(h, 'broken')).toMatchObject({ outcome: 'failed', error: 'cannot read vol_data.json of broken' });
     expect(entryOf(h, 'broken')?.keptBecause).toContain('(403)');
 
@@ -729,6 +729,6 @@ describe('restart while a listed pod’s volumes cannot be resolved (kubernetes#
 
     // Assert
     expect(h.plugin.counts.tearDown).toBe(2);
-    expect(h.vm.reconciler.getVolumesFailedReconstruction()).toEqual([]);
+    expect(h.reconciler.getVolumesFailedReconstruction()).toEqual([]);
   });
 });

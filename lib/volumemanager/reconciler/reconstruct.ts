@@ -1,184 +1,503 @@
 /**
  * Reconstruction (kubelet `reconciler/reconstruct.go`, the "new" flow of v1.30): after a
- * restart, rebuild the actual state of world from the volume directories under
- * `<root>/pods/<uid>/{volumes,volumeDevices}/<escaped plugin>/<name>`. Every reconstructed pod
- * volume enters the actual state as Uncertain (device Uncertain too), and is either confirmed by
- * a normal mount (the pod is still desired) or torn down (the pod is gone). Volumes that cannot
- * be reconstructed are remembered and cleaned up once, when the desired state is complete.
+ * restart, rebuild the actual state of world from the volume directories under `pods/`. Every
+ * reconstructed pod volume enters the actual state as Uncertain (device Uncertain too), and is
+ * either confirmed by a normal mount (the pod is still desired) or torn down (the pod is gone).
+ * Device paths and attachability come from `node.status.volumesAttached`, and nothing is
+ * unmounted until they did. Volumes that cannot be reconstructed are remembered and cleaned up
+ * once, when the desired state is complete. In plan-only mode the same scan rebuilds the whole
+ * actual state on demand ({@link Reconstruction.refreshActualState}).
+ *
+ * The reconciler owns one {@link Reconstruction} and asks it, in each pass, whether node status
+ * is still awaited and to clean up orphan volumes; the per-volume helpers are in
+ * reconstruct-common.ts and the report's types in reconstruct-report.ts.
  */
-import { join } from 'node:path';
-import {
-  DefaultKubeletVolumeDevicesDirName,
-  DefaultKubeletVolumesDirName,
-} from '../../kubelet-constants.ts';
-import type { Pod } from '../../volume/k8s-types.ts';
-import type { BlockVolumeMapper, DeviceMounter, Mounter, VolumePluginMgr } from '../../volume/plugins.ts';
-import { specName, type Spec } from '../../volume/spec.ts';
+import type { Clock } from '../../clock/clock.ts';
+import type { OperationRecord, OperationStarter } from '../../operationexecutor/operation-executor.ts';
+import type { MountedVolume } from '../../operationexecutor/types.ts';
 import { errorMessage } from '../../volume/errors.ts';
-import {
-  podUID,
-  uniquePodName,
-  uniqueVolumeNameFromPlugin,
-  uniqueVolumeNameWithPod,
-  unescapePluginName,
-  type PluginName,
-  type UniquePodName,
-  type UniqueVolumeName,
-  type VolumeMode,
-} from '../../volume/types.ts';
-import { goQuote } from '../../volume/util/go-format.ts';
+import type { VolumeKubeClient } from '../../volume/kube-client.ts';
+import type { Logger } from '../../volume/logger.ts';
+import type { VolumePluginMgr } from '../../volume/plugins.ts';
+import { specFromVolume } from '../../volume/spec.ts';
+import { podUID, uniqueVolumeName, type NodeName, type UniqueVolumeName } from '../../volume/types.ts';
 import type { HostFs } from '../../volume/util/host-fs.ts';
+import type { ActualStateOfWorld } from '../cache/actual-state-of-world.ts';
+import type { DesiredStateOfWorld } from '../cache/desired-state-of-world.ts';
+import type { UnresolvedPodVolumes } from '../cache/unresolved-pod-volumes.ts';
+import { PlanOnlyModeError } from './plan-only.ts';
+import { getVolumesFromPodDir, reconstructVolume, type PodVolume, type ReconstructedVolume } from './reconstruct-common.ts';
+import {
+  newReconstructionEntry,
+  pendingReconstructionReport,
+  resolveReportEntries,
+  type ReconstructionReport,
+} from './reconstruct-report.ts';
 
-/** One volume directory found on disk. */
-export interface PodVolume {
-  podName: UniquePodName;
-  volumeSpecName: string;
-  volumePath: string;
-  pluginName: PluginName;
-  volumeMode: VolumeMode;
+/** The reconstruction counters (`reconstruct_volume_operations_total`, force-cleanup). */
+export interface ReconcilerMetrics {
+  reconstructVolumeOperation(failed: boolean): void;
+  forceCleanedFailedVolumeOperation(failedToStart: boolean): void;
 }
 
-/** What reconstruction rebuilt for one pod volume. */
-export interface ReconstructedVolume {
-  volumeName: UniqueVolumeName;
-  podName: UniquePodName;
-  volumeSpec: Spec;
-  /** A placeholder (the inner name) until the desired state provides the real outer name. */
-  outerVolumeSpecName: string;
-  pod: Pod;
-  volumeGidValue: string;
-  devicePath: string;
-  mounter: Mounter | null;
-  deviceMounter: DeviceMounter | null;
-  blockVolumeMapper: BlockVolumeMapper | null;
-  seLinuxMountContext: string;
+/** What one rebuild of the actual world from disk (plan-only mode) found and changed. */
+export interface ActualStateRefresh {
+  startedAt: number;
+  finishedAt: number;
+  /** Set when `pods/` could not be read: the actual world was then left as it was. */
+  error: string | null;
+  /** Volume directories found under `pods/`. */
+  scanned: number;
+  /** Of those, the ones reconstructed into the actual world. */
+  reconstructed: number;
+  /** Of those, the ones that could not be reconstructed (kept in the report, never cleaned up). */
+  failed: number;
+  /** Volumes that entered, left, or changed in the actual world with this refresh. */
+  added: UniqueVolumeName[];
+  removed: UniqueVolumeName[];
+  changed: UniqueVolumeName[];
+  /** Volumes still waiting for node status: nothing is unmounted (or planned to be) until it is read. */
+  waitingForNodeStatus: UniqueVolumeName[];
 }
 
-export class PodsDirUnreadableError extends Error {
-  override readonly name = 'PodsDirUnreadableError';
+export interface ReconstructionOptions {
+  nodeName: NodeName;
+  dsw: DesiredStateOfWorld;
+  asw: ActualStateOfWorld;
+  /** Runs the one-shot TearDown of volumes that failed reconstruction (never called in plan-only mode). */
+  operationExecutor: OperationStarter;
+  /** Plan-only mode: {@link Reconstruction.refreshActualState} is available, cleanups never run. */
+  planOnly: boolean;
+  pluginMgr: VolumePluginMgr;
+  clock: Clock;
+  podsDir: string;
+  hostFs: HostFs;
+  /** Pods whose volumes could not be resolved: their failed volumes are kept, not cleaned up. */
+  unresolvedPodVolumes: UnresolvedPodVolumes;
+  /** Node status access; without `getNode` the agent is standalone. */
+  kubeClient?: VolumeKubeClient;
+  logger: Logger;
+  metrics?: ReconcilerMetrics;
+  /** Called after a plan-only rebuild replaced the actual world's content (re-plan everything). */
+  onActualStateReplaced: () => void;
 }
 
-export function isPodsDirUnreadableError(err: unknown): err is PodsDirUnreadableError {
-  return err instanceof PodsDirUnreadableError;
+/** Where one reconstruction scan puts what it finds. */
+interface ReconstructionTarget {
+  asw: ActualStateOfWorld;
+  report: ReconstructionReport;
+  /** Receives each volume that failed reconstruction, in scan order. */
+  onFailed(volume: PodVolume): void;
+  /** Report entries left open (reconstructed or failed), counted during the scan. */
+  open: number;
+  /** Volume directories found. */
+  scanned: number;
 }
 
-/**
- * `getVolumesFromPodDir`: lists every `<podUID>/{volumes,volumeDevices}/<plugin>/<entry>` without
- * stat-ing the entries. Throws {@link PodsDirUnreadableError} when `pods/` itself cannot be read.
- */
-export async function getVolumesFromPodDir(podsDir: string, fs: HostFs): Promise<PodVolume[]> {
-  let pods;
-  try {
-    pods = await fs.readDir(podsDir);
-  } catch (err) {
-    throw new PodsDirUnreadableError(`failed to read pods dir ${goQuote(podsDir)}: ${errorMessage(err)}`);
+export class Reconstruction {
+  private readonly options: ReconstructionOptions;
+  private readonly log: Logger;
+  private volumesNeedUpdateFromNodeStatus: UniqueVolumeName[] = [];
+  private volumesFailedReconstruction: PodVolume[] = [];
+  private report: ReconstructionReport = pendingReconstructionReport();
+  private openReportEntries = 0;
+  private refreshRunning: Promise<ActualStateRefresh> | null = null;
+  private refreshQueued: Promise<ActualStateRefresh> | null = null;
+
+  constructor(options: ReconstructionOptions) {
+    this.options = options;
+    this.log = options.logger;
   }
-  const out: PodVolume[] = [];
-  for (const pod of pods) {
-    if (!pod.isDirectory) continue;
-    const podDir = join(podsDir, pod.name);
-    const modes: [string, VolumeMode][] = [
-      [DefaultKubeletVolumesDirName, 'Filesystem'],
-      [DefaultKubeletVolumeDevicesDirName, 'Block'],
-    ];
-    for (const [dirName, volumeMode] of modes) {
-      const volumesDir = join(podDir, dirName);
-      let pluginDirs;
+
+  /** True while reconstructed volumes wait for node status: nothing may be unmounted meanwhile. */
+  waitingForNodeStatus(): boolean {
+    return this.volumesNeedUpdateFromNodeStatus.length > 0;
+  }
+
+  /** Volumes still waiting for node status (reconstruction). */
+  getVolumesNeedUpdateFromNodeStatus(): readonly UniqueVolumeName[] {
+    return this.volumesNeedUpdateFromNodeStatus;
+  }
+
+  getVolumesFailedReconstruction(): readonly PodVolume[] {
+    return this.volumesFailedReconstruction;
+  }
+
+  /** See `Reconciler.setVolumesNeedUpdateFromNodeStatusForTest`. */
+  setVolumesNeedUpdateFromNodeStatusForTest(volumeNames: readonly UniqueVolumeName[]): void {
+    this.volumesNeedUpdateFromNodeStatus = [...volumeNames];
+  }
+
+  // THE SCAN AT START
+
+  /**
+   * Rebuilds the actual state from disk (runs once before the first pass). Every reconstructed
+   * pod volume is added Uncertain; volumes that fail are kept for a one-shot cleanup.
+   */
+  async reconstructVolumes(): Promise<void> {
+    this.report.state = 'running';
+    this.report.startedAt = this.options.clock.now();
+    const target: ReconstructionTarget = {
+      asw: this.options.asw,
+      report: this.report,
+      onFailed: (volume) => this.volumesFailedReconstruction.push(volume),
+      open: 0,
+      scanned: 0,
+    };
+    const names = await this.reconstructInto(target);
+    // Read only once the report is done (refreshReconstructionReport), so counting at the end is the same.
+    this.openReportEntries += target.open;
+    if (names === null) {
+      this.finishReport();
+      return;
+    }
+    if (names.length > 0) this.volumesNeedUpdateFromNodeStatus = names;
+    this.log.info('Volume reconstruction finished');
+    this.finishReport();
+  }
+
+  // PLAN-ONLY REBUILD
+
+  /**
+   * Plan-only mode: rebuilds the actual world from disk with the reconstruction above, and
+   * replaces its whole content with the result in one synchronous step (so no pass ever sees a
+   * half-built world): volumes that appeared are added, volumes that vanished leave, and every
+   * reconstructed entry is Uncertain and marked as found by reconstruction, as after a kubelet
+   * restart. Nothing on disk is changed, and volumes that fail reconstruction are only reported.
+   *
+   * Attachability and device paths come from node status as in the kubelet, with one addition:
+   * a volume that was already in the actual world keeps what was resolved for it (the kubelet
+   * resolves them once per volume too), so that a periodic refresh neither repeats the Node GET
+   * for every volume nor holds back unmounts while it runs. New volumes are resolved before the
+   * swap when the Node GET succeeds; otherwise they wait in the list, and readyToUnmount stays
+   * false, as after a restart.
+   *
+   * Calls are serialised: each resolves after a rebuild that started after the call (a call made
+   * while one is running and another is queued shares the queued one). Rejects with
+   * {@link PlanOnlyModeError} outside plan-only mode.
+   */
+  refreshActualState(): Promise<ActualStateRefresh> {
+    if (!this.options.planOnly) {
+      return Promise.reject(new PlanOnlyModeError('refreshActualState is only available in plan-only mode: it replaces the actual state of world with what is on disk'));
+    }
+    if (this.refreshQueued !== null) return this.refreshQueued;
+    if (this.refreshRunning === null) return this.startRefresh();
+    const queued = this.refreshRunning.then(() => {
+      this.refreshQueued = null;
+      return this.startRefresh();
+    });
+    this.refreshQueued = queued;
+    return queued;
+  }
+
+  private startRefresh(): Promise<ActualStateRefresh> {
+    const running = this.rebuildActualState().finally(() => {
+      if (this.refreshRunning === running) this.refreshRunning = null;
+    });
+    this.refreshRunning = running;
+    return running;
+  }
+
+  /** One rebuild (see {@link refreshActualState}); never rejects. */
+  private async rebuildActualState(): Promise<ActualStateRefresh> {
+    const { asw, clock } = this.options;
+    const startedAt = clock.now();
+    if (this.report.state === 'pending') {
+      this.report.state = 'running';
+      this.report.startedAt = startedAt;
+    }
+    // Scan into a scratch world and a new report; the live ones stay as they are meanwhile.
+    const report: ReconstructionReport = { state: 'running', startedAt, finishedAt: null, error: null, entries: [] };
+    const failed: PodVolume[] = [];
+    const scratch = asw.newEmpty();
+    const target: ReconstructionTarget = { asw: scratch, report, onFailed: (v) => failed.push(v), open: 0, scanned: 0 };
+    let names: UniqueVolumeName[] | null;
+    try {
+      names = await this.reconstructInto(target);
+    } catch (err) {
+      // Not expected (reconstructInto reports every failure it knows); the world stays as it was.
+      this.log.error(`Rebuilding the actual state from disk failed: ${errorMessage(err)}`);
+      report.error = errorMessage(err);
+      names = null;
+    }
+    // Counted now: once the report is live, later outcomes (confirmed, cleaned up) may replace these.
+    const reconstructedCount = report.entries.filter((e) => e.outcome === 'reconstructed').length;
+    const result = (error: string | null, diff: { added: UniqueVolumeName[]; removed: UniqueVolumeName[]; changed: UniqueVolumeName[] }): ActualStateRefresh => ({
+      startedAt,
+      finishedAt: clock.now(),
+      error,
+      scanned: target.scanned,
+      reconstructed: reconstructedCount,
+      failed: failed.length,
+      ...diff,
+      waitingForNodeStatus: [...new Set(this.volumesNeedUpdateFromNodeStatus)].sort(),
+    });
+    if (names === null) {
+      // An unreadable pods/ says nothing about what is mounted: keep the previous world and its
+      // report entries, and record the error.
+      this.report = { ...this.report, state: 'done', finishedAt: clock.now(), error: report.error, entries: this.report.entries };
+      return result(report.error, { added: [], removed: [], changed: [] });
+    }
+
+    const pending: UniqueVolumeName[] = [];
+    for (const name of names) {
+      const previous = asw.getAttachability(name);
+      if (previous === null || previous === 'Uncertain') {
+        pending.push(name);
+        continue;
+      }
+      scratch.updateReconstructedVolumeAttachability(name, previous === 'True');
+      const devicePath = asw.getAttachedVolume(name)?.devicePath ?? '';
+      if (devicePath !== '') scratch.updateReconstructedDevicePath(name, devicePath);
+    }
+    const resolved = pending.length === 0 || (await this.applyNodeStatus(scratch, () => pending));
+
+    // The swap: synchronous from here on.
+    report.state = 'done';
+    report.finishedAt = clock.now();
+    this.report = report;
+    this.openReportEntries = target.open;
+    this.volumesFailedReconstruction = failed;
+    this.volumesNeedUpdateFromNodeStatus = resolved ? [] : pending;
+    const diff = asw.replaceContent(scratch);
+    // Re-plan everything: the refresh is also when every plan's lastPlannedAt moves on.
+    this.options.onActualStateReplaced();
+    const counts = { added: diff.added.length, removed: diff.removed.length, changed: diff.changed.length };
+    if (counts.added + counts.removed + counts.changed > 0) this.log.info('Actual state of world rebuilt from disk', counts);
+    else this.log.debug('Actual state of world rebuilt from disk: unchanged');
+    return result(null, diff);
+  }
+
+  // THE SCAN
+
+  /**
+   * The scan and reconstruction shared by {@link reconstructVolumes} and the plan-only rebuild:
+   * fills `target.asw` and `target.report`, and returns the unique name of every reconstructed
+   * pod volume (duplicates kept, one per pod), or null when `pods/` could not be read.
+   */
+  private async reconstructInto(target: ReconstructionTarget): Promise<UniqueVolumeName[] | null> {
+    let podVolumes: PodVolume[];
+    try {
+      podVolumes = await getVolumesFromPodDir(this.options.podsDir, this.options.hostFs);
+    } catch (err) {
+      this.log.error(`Cannot get volumes from disk, skip sync states for volume reconstruction: ${errorMessage(err)}`);
+      target.report.error = errorMessage(err);
+      return null;
+    }
+    target.scanned = podVolumes.length;
+
+    const groups = new Map<UniqueVolumeName, { first: ReconstructedVolume; pods: ReconstructedVolume[] }>();
+    const names: UniqueVolumeName[] = [];
+    for (const volume of podVolumes) {
+      const entry = newReconstructionEntry(volume, this.options.clock.now());
+      target.report.entries.push(entry);
+      if (target.asw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) {
+        entry.outcome = 'skipped';
+        entry.resolvedAt = entry.scannedAt;
+        continue;
+      }
+      let reconstructed: ReconstructedVolume;
       try {
-        pluginDirs = await fs.readDir(volumesDir);
-      } catch {
-        continue; // The directory does not exist for this pod.
+        reconstructed = await reconstructVolume(volume, this.options.pluginMgr);
+        this.options.metrics?.reconstructVolumeOperation(false);
+      } catch (err) {
+        this.options.metrics?.reconstructVolumeOperation(true);
+        this.log.info('Could not construct volume information', { podName: volume.podName, volumeSpecName: volume.volumeSpecName, err: errorMessage(err) });
+        target.onFailed(volume);
+        entry.outcome = 'failed';
+        entry.error = errorMessage(err);
+        target.open++;
+        continue;
       }
-      for (const pluginDir of pluginDirs) {
-        if (!pluginDir.isDirectory) continue;
-        let entries;
+      entry.volumeName = reconstructed.volumeName;
+      target.open++;
+      const group = groups.get(reconstructed.volumeName) ?? { first: reconstructed, pods: [] };
+      group.pods.push(reconstructed);
+      groups.set(reconstructed.volumeName, group);
+      names.push(reconstructed.volumeName);
+    }
+    if (groups.size > 0) await this.updateStates(target.asw, groups);
+    return names;
+  }
+
+  private finishReport(): void {
+    this.report.state = 'done';
+    this.report.finishedAt = this.options.clock.now();
+  }
+
+  private async updateStates(
+    asw: ActualStateOfWorld,
+    groups: Map<UniqueVolumeName, { first: ReconstructedVolume; pods: ReconstructedVolume[] }>,
+  ): Promise<void> {
+    for (const [volumeName, { first, pods }] of groups) {
+      try {
+        asw.addAttachUncertainReconstructedVolume(volumeName, first.volumeSpec, this.options.nodeName, first.devicePath);
+      } catch (err) {
+        this.log.error(`Could not add volume information to actual state of world: ${errorMessage(err)}`, { volumeName });
+        continue;
+      }
+      let seLinuxMountContext = '';
+      for (const v of pods) {
         try {
-          entries = await fs.readDir(join(volumesDir, pluginDir.name));
-        } catch {
-          continue;
-        }
-        for (const entry of entries) {
-          out.push({
-            podName: uniquePodName(pod.name),
-            volumeSpecName: entry.name,
-            volumePath: join(volumesDir, pluginDir.name, entry.name),
-            pluginName: unescapePluginName(pluginDir.name),
-            volumeMode,
+          asw.checkAndMarkVolumeAsUncertainViaReconstruction({
+            podName: v.podName,
+            podUID: podUID(v.podName),
+            volumeName: v.volumeName,
+            mounter: v.mounter,
+            blockVolumeMapper: v.blockVolumeMapper,
+            outerVolumeSpecName: v.outerVolumeSpecName,
+            volumeGidValue: v.volumeGidValue,
+            volumeSpec: v.volumeSpec,
+            volumeMountState: 'VolumeMountUncertain',
+            seLinuxMountContext: v.seLinuxMountContext,
           });
+          seLinuxMountContext = v.seLinuxMountContext;
+        } catch (err) {
+          this.log.error(`Could not add pod to volume information to actual state of world: ${errorMessage(err)}`, { volumeName });
+        }
+      }
+      if (first.deviceMounter !== null || first.blockVolumeMapper !== null) {
+        try {
+          const deviceMountPath =
+            first.blockVolumeMapper !== null
+              ? await first.blockVolumeMapper.getGlobalMapPath(first.volumeSpec)
+              : await (first.deviceMounter as NonNullable<typeof first.deviceMounter>).getDeviceMountPath(first.volumeSpec);
+          asw.markDeviceAsUncertain(volumeName, first.devicePath, deviceMountPath, seLinuxMountContext);
+        } catch (err) {
+          this.log.error(`Could not find device mount path for volume: ${errorMessage(err)}`, { volumeName });
         }
       }
     }
   }
-  return out;
-}
 
-/**
- * `reconstructVolume`: asks the plugin (by name) to rebuild the spec from disk, then names the
- * volume the way the desired state would (spec-derived when a device-mountable or attachable
- * plugin claims the spec, pod-derived otherwise). Throws on any failure.
- */
-export async function reconstructVolume(volume: PodVolume, pluginMgr: VolumePluginMgr): Promise<ReconstructedVolume> {
-  const plugin = pluginMgr.findPluginByName(volume.pluginName);
-  const pod: Pod = { metadata: { name: '', uid: volume.podName }, spec: { containers: [] } };
-  const mapperPlugin = pluginMgr.findMapperPluginByName(volume.pluginName);
-  const uid = podUID(volume.podName);
-  if (volume.volumeMode === 'Block' && mapperPlugin === null) {
-    throw new Error(
-      `could not find block volume plugin ${goQuote(volume.pluginName)} (spec.Name: ${goQuote(volume.volumeSpecName)}) pod ${goQuote(volume.podName)} (UID: ${goQuote(uid)})`,
-    );
-  }
-  let spec: Spec;
-  let seLinuxMountContext = '';
-  if (volume.volumeMode === 'Block' && mapperPlugin !== null) {
-    spec = await mapperPlugin.constructBlockVolumeSpec(uid, volume.volumeSpecName, volume.volumePath);
-  } else {
-    const reconstructed = await plugin.constructVolumeSpec(volume.volumeSpecName, volume.volumePath);
-    spec = reconstructed.spec;
-    seLinuxMountContext = reconstructed.seLinuxMountContext;
+  // NODE STATUS
+
+  /**
+   * Fills device paths and attachability of reconstructed volumes from `node.status.volumesAttached`.
+   * On a GET error the list is kept (nothing is unmounted meanwhile). Without an API client
+   * (standalone), the kubelet simply clears the list; here attachability is then resolved from
+   * the plugin, so that a standalone agent that attached a volume itself also detaches it.
+   */
+  async updateReconstructedFromNodeStatus(): Promise<void> {
+    if (await this.applyNodeStatus(this.options.asw, () => this.volumesNeedUpdateFromNodeStatus)) this.volumesNeedUpdateFromNodeStatus = [];
   }
 
-  // Plugins are found by spec here, not by name: only the spec tells whether this particular
-  // volume is attachable (e.g. a CSI driver without attach, or an ephemeral inline volume).
-  const deviceMountablePlugin = pluginMgr.findDeviceMountablePluginBySpec(spec);
-  const needsNameFromSpec = deviceMountablePlugin !== null || pluginMgr.findAttachablePluginBySpec(spec) !== null;
-  const volumeName = needsNameFromSpec
-    ? uniqueVolumeNameFromPlugin(plugin.name, plugin.getVolumeName(spec))
-    : uniqueVolumeNameWithPod(plugin.name, volume.podName, specName(spec));
-
-  let mounter: Mounter | null = null;
-  let deviceMounter: DeviceMounter | null = null;
-  let blockVolumeMapper: BlockVolumeMapper | null = null;
-  if (volume.volumeMode === 'Block' && mapperPlugin !== null) {
-    try {
-      blockVolumeMapper = mapperPlugin.newBlockVolumeMapper(spec, pod);
-    } catch (err) {
-      throw new Error(
-        `reconstructVolume.NewBlockVolumeMapper failed for volume ${goQuote(volume.volumeSpecName)} (spec.Name: ${goQuote(volume.volumeSpecName)}) pod ${goQuote(volume.podName)} (UID: ${goQuote(uid)}) with: ${errorMessage(err)}`,
-      { cause: err },
-    );
+  /**
+   * The work of {@link updateReconstructedFromNodeStatus} on any world: resolves the volumes
+   * `names()` lists (read after the Node GET) and returns true, or returns false when the GET
+   * failed (nothing changed).
+   */
+  private async applyNodeStatus(asw: ActualStateOfWorld, names: () => readonly UniqueVolumeName[]): Promise<boolean> {
+    const getNode = this.options.kubeClient?.getNode;
+    if (getNode === undefined) {
+      for (const volumeName of names()) {
+        const av = asw.getAttachedVolume(volumeName);
+        if (av === null) continue;
+        let attachable: boolean;
+        try {
+          attachable = this.options.pluginMgr.findAttachablePluginBySpec(av.volumeSpec) !== null;
+        } catch {
+          attachable = false;
+        }
+        asw.updateReconstructedVolumeAttachability(volumeName, attachable);
+      }
+      this.log.info('Skipped reconstruction of DevicePaths from node.status in standalone mode');
+      return true;
     }
-  } else {
+    let node;
     try {
-      mounter = plugin.newMounter(spec, pod);
+      node = await getNode(this.options.nodeName);
     } catch (err) {
-      throw new Error(
-        `reconstructVolume.NewMounter failed for volume ${goQuote(volume.volumeSpecName)} (spec.Name: ${goQuote(volume.volumeSpecName)}) pod ${goQuote(volume.podName)} (UID: ${goQuote(uid)}) with: ${errorMessage(err)}`,
-      { cause: err },
-    );
+      this.log.debug(`Failed to get Node status to reconstruct device paths: ${errorMessage(err)}`);
+      return false;
     }
-    if (deviceMountablePlugin !== null) deviceMounter = deviceMountablePlugin.newDeviceMounter();
+    const attached = node.status?.volumesAttached ?? [];
+    for (const volumeName of names()) {
+      let attachable = false;
+      for (const av of attached) {
+        if (av.name !== volumeName) continue;
+        asw.updateReconstructedDevicePath(volumeName, av.devicePath);
+        attachable = true;
+      }
+      asw.updateReconstructedVolumeAttachability(volumeName, attachable);
+    }
+    this.log.info('DevicePaths of reconstructed volumes updated');
+    return true;
   }
-  return {
-    volumeName,
-    podName: volume.podName,
-    volumeSpec: spec,
-    outerVolumeSpecName: volume.volumeSpecName,
-    pod,
-    volumeGidValue: '',
-    devicePath: '',
-    mounter,
-    deviceMounter,
-    blockVolumeMapper,
-    seLinuxMountContext,
-  };
+
+  // CLEANUP OF VOLUMES THAT FAILED
+
+  /**
+   * One-shot cleanup of volumes that failed reconstruction and are not desired: TearDown through
+   * the executor (so the per-volume lock holds). Desired ones are left to the normal mount.
+   * Unlike the kubelet, volumes of a pod with unresolved volumes are neither cleaned up nor
+   * dropped: whether that pod wants them is unknown, so they wait in the list for a later pass.
+   */
+  cleanOrphanVolumes(): void {
+    if (this.volumesFailedReconstruction.length === 0) return;
+    const held: PodVolume[] = [];
+    for (const volume of this.volumesFailedReconstruction) {
+      if (this.options.dsw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) continue;
+      if (this.options.unresolvedPodVolumes.hasUnresolved(volume.podName)) {
+        held.push(volume);
+        continue;
+      }
+      this.cleanupMounts(volume);
+    }
+    this.volumesFailedReconstruction = held;
+  }
+
+  private cleanupMounts(volume: PodVolume): void {
+    this.log.info('Reconciler sync states: could not find volume information in desired state, clean up the mount points', {
+      podName: volume.podName,
+      volumeSpecName: volume.volumeSpecName,
+    });
+    const mv: MountedVolume = {
+      podName: volume.podName,
+      // The volume is not in the actual state: any name does; the spec name keeps keys distinct.
+      volumeName: uniqueVolumeName(volume.volumeSpecName),
+      innerVolumeSpecName: volume.volumeSpecName,
+      outerVolumeSpecName: volume.volumeSpecName,
+      pluginName: volume.pluginName,
+      podUID: podUID(volume.podName),
+      mounter: null,
+      blockVolumeMapper: null,
+      volumeGidValue: '',
+      volumeSpec: specFromVolume({ name: volume.volumeSpecName }),
+      deviceMountPath: '',
+      seLinuxMountContext: null,
+      volumeMountState: 'VolumeMountUncertain',
+    };
+    try {
+      this.options.operationExecutor.unmountVolume(mv, this.options.asw, this.options.podsDir);
+      this.options.metrics?.forceCleanedFailedVolumeOperation(false);
+    } catch (err) {
+      this.options.metrics?.forceCleanedFailedVolumeOperation(true);
+      this.log.error(`volumeHandler.UnmountVolumeHandler for UnmountVolume failed: ${errorMessage(err)}`);
+    }
+  }
+
+  // THE REPORT
+
+  /**
+   * Current reconstruction report (a copy), with `keptBecause` of every open entry whose pod has
+   * unresolved volumes.
+   */
+  getReconstructionReport(): ReconstructionReport {
+    const unresolved = this.options.unresolvedPodVolumes;
+    return {
+      ...this.report,
+      entries: this.report.entries.map((e) => ({ ...e, keptBecause: e.resolvedAt === null ? unresolved.describe(e.podName) : null })),
+    };
+  }
+
+  /**
+   * Updates report entries from the actual state (confirmed mounted / torn down) and from
+   * finished cleanup operations. Cheap once every entry is resolved.
+   */
+  refreshReconstructionReport(record?: OperationRecord): void {
+    // While the scan is still adding volumes to the actual state, "not mounted" only means "not added yet".
+    if (this.openReportEntries === 0 || this.report.state !== 'done') return;
+    this.openReportEntries -= resolveReportEntries(this.report, this.options.asw, record, this.options.clock.now());
+  }
 }

@@ -17,6 +17,14 @@ import { FakeVolumePlugin } from '../../volume/testing/fake-volume-plugin.ts';
 import { nodeName, type NodeName, type PodUID } from '../../volume/types.ts';
 import type { SELinuxLabelTranslator } from '../../volume/util/selinux.ts';
 import type { HostFs } from '../../volume/util/host-fs.ts';
+import type { ActualStateOfWorld } from '../cache/actual-state-of-world.ts';
+import type { DesiredStateOfWorld } from '../cache/desired-state-of-world.ts';
+import type { NestedPendingOperations } from '../../operationexecutor/nested-pending-operations.ts';
+import type { OperationExecutor } from '../../operationexecutor/operation-executor.ts';
+import type { VolumePluginMgr } from '../../volume/plugins.ts';
+import type { DesiredStateOfWorldPopulator } from '../populator/desired-state-of-world-populator.ts';
+import type { Reconciler } from '../reconciler/reconciler.ts';
+import { volumeManagerInternals } from '../internals.ts';
 import { VolumeManager, type VolumeManagerOptions } from '../volume-manager.ts';
 
 export const testNodeName: NodeName = nodeName('mynodename');
@@ -130,6 +138,17 @@ export class Harness {
   readonly kube: FakeKubeClient;
   readonly plugin: FakeVolumePlugin;
   readonly vm: VolumeManager;
+  /**
+   * The parts behind {@link vm} (private to it), so that tests can set up states and drive
+   * passes by hand as the kubelet's tests do inside the package.
+   */
+  readonly dsw: DesiredStateOfWorld;
+  readonly asw: ActualStateOfWorld;
+  readonly pendingOperations: NestedPendingOperations;
+  readonly operationExecutor: OperationExecutor;
+  readonly populator: DesiredStateOfWorldPopulator;
+  readonly reconciler: Reconciler;
+  readonly pluginMgr: VolumePluginMgr;
   readonly events: RecordedEvent[] = [];
   readonly records: OperationRecord[] = [];
   readonly rootDir: string;
@@ -168,6 +187,14 @@ export class Harness {
       ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
       ...(opts.planOnly === true ? { planOnly: true } : {}),
     });
+    const parts = volumeManagerInternals(this.vm);
+    this.dsw = parts.dsw;
+    this.asw = parts.asw;
+    this.pendingOperations = parts.pendingOperations;
+    this.operationExecutor = parts.operationExecutor;
+    this.populator = parts.populator;
+    this.reconciler = parts.reconciler;
+    this.pluginMgr = parts.pluginMgr;
   }
 
   start(): void {
@@ -177,7 +204,7 @@ export class Harness {
   /** Stops loops, lets running operations finish on fake time, removes the temp root. */
   async close(): Promise<void> {
     await this.vm.stop();
-    await this.clock.runUntil(() => this.vm.pendingOperations.list().every((o) => !o.pending), 600_000, 1_000);
+    await this.clock.runUntil(() => this.pendingOperations.list().every((o) => !o.pending), 600_000, 1_000);
     if (this.ownsRoot) rmSync(this.rootDir, { recursive: true, force: true });
   }
 

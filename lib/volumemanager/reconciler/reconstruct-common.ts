@@ -1,0 +1,182 @@
+/**
+ * Reconstruction helpers (kubelet `reconciler/reconstruct_common.go`): finding the volume
+ * directories under `<root>/pods/<uid>/{volumes,volumeDevices}/<escaped plugin>/<name>` and
+ * rebuilding one pod volume from its directory with its plugin. The flow that uses them (the
+ * scan at start, node status, the cleanup of volumes that failed) is in reconstruct.ts.
+ */
+import { join } from 'node:path';
+import {
+  DefaultKubeletVolumeDevicesDirName,
+  DefaultKubeletVolumesDirName,
+} from '../../kubelet-constants.ts';
+import type { Pod } from '../../volume/k8s-types.ts';
+import type { BlockVolumeMapper, DeviceMounter, Mounter, VolumePluginMgr } from '../../volume/plugins.ts';
+import { specName, type Spec } from '../../volume/spec.ts';
+import { errorMessage } from '../../volume/errors.ts';
+import {
+  podUID,
+  uniquePodName,
+  uniqueVolumeNameFromPlugin,
+  uniqueVolumeNameWithPod,
+  unescapePluginName,
+  type PluginName,
+  type UniquePodName,
+  type UniqueVolumeName,
+  type VolumeMode,
+} from '../../volume/types.ts';
+import { goQuote } from '../../volume/util/go-format.ts';
+import type { HostFs } from '../../volume/util/host-fs.ts';
+
+/** One volume directory found on disk. */
+export interface PodVolume {
+  podName: UniquePodName;
+  volumeSpecName: string;
+  volumePath: string;
+  pluginName: PluginName;
+  volumeMode: VolumeMode;
+}
+
+/** What reconstruction rebuilt for one pod volume. */
+export interface ReconstructedVolume {
+  volumeName: UniqueVolumeName;
+  podName: UniquePodName;
+  volumeSpec: Spec;
+  /** A placeholder (the inner name) until the desired state provides the real outer name. */
+  outerVolumeSpecName: string;
+  pod: Pod;
+  volumeGidValue: string;
+  devicePath: string;
+  mounter: Mounter | null;
+  deviceMounter: DeviceMounter | null;
+  blockVolumeMapper: BlockVolumeMapper | null;
+  seLinuxMountContext: string;
+}
+
+export class PodsDirUnreadableError extends Error {
+  override readonly name = 'PodsDirUnreadableError';
+}
+
+export function isPodsDirUnreadableError(err: unknown): err is PodsDirUnreadableError {
+  return err instanceof PodsDirUnreadableError;
+}
+
+/**
+ * `getVolumesFromPodDir`: lists every `<podUID>/{volumes,volumeDevices}/<plugin>/<entry>` without
+ * stat-ing the entries. Throws {@link PodsDirUnreadableError} when `pods/` itself cannot be read.
+ */
+export async function getVolumesFromPodDir(podsDir: string, fs: HostFs): Promise<PodVolume[]> {
+  let pods;
+  try {
+    pods = await fs.readDir(podsDir);
+  } catch (err) {
+    throw new PodsDirUnreadableError(`failed to read pods dir ${goQuote(podsDir)}: ${errorMessage(err)}`);
+  }
+  const out: PodVolume[] = [];
+  for (const pod of pods) {
+    if (!pod.isDirectory) continue;
+    const podDir = join(podsDir, pod.name);
+    const modes: [string, VolumeMode][] = [
+      [DefaultKubeletVolumesDirName, 'Filesystem'],
+      [DefaultKubeletVolumeDevicesDirName, 'Block'],
+    ];
+    for (const [dirName, volumeMode] of modes) {
+      const volumesDir = join(podDir, dirName);
+      let pluginDirs;
+      try {
+        pluginDirs = await fs.readDir(volumesDir);
+      } catch {
+        continue; // The directory does not exist for this pod.
+      }
+      for (const pluginDir of pluginDirs) {
+        if (!pluginDir.isDirectory) continue;
+        let entries;
+        try {
+          entries = await fs.readDir(join(volumesDir, pluginDir.name));
+        } catch {
+          continue;
+        }
+        for (const entry of entries) {
+          out.push({
+            podName: uniquePodName(pod.name),
+            volumeSpecName: entry.name,
+            volumePath: join(volumesDir, pluginDir.name, entry.name),
+            pluginName: unescapePluginName(pluginDir.name),
+            volumeMode,
+          });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * `reconstructVolume`: asks the plugin (by name) to rebuild the spec from disk, then names the
+ * volume the way the desired state would (spec-derived when a device-mountable or attachable
+ * plugin claims the spec, pod-derived otherwise). Throws on any failure.
+ */
+export async function reconstructVolume(volume: PodVolume, pluginMgr: VolumePluginMgr): Promise<ReconstructedVolume> {
+  const plugin = pluginMgr.findPluginByName(volume.pluginName);
+  const pod: Pod = { metadata: { name: '', uid: volume.podName }, spec: { containers: [] } };
+  const mapperPlugin = pluginMgr.findMapperPluginByName(volume.pluginName);
+  const uid = podUID(volume.podName);
+  if (volume.volumeMode === 'Block' && mapperPlugin === null) {
+    throw new Error(
+      `could not find block volume plugin ${goQuote(volume.pluginName)} (spec.Name: ${goQuote(volume.volumeSpecName)}) pod ${goQuote(volume.podName)} (UID: ${goQuote(uid)})`,
+    );
+  }
+  let spec: Spec;
+  let seLinuxMountContext = '';
+  if (volume.volumeMode === 'Block' && mapperPlugin !== null) {
+    spec = await mapperPlugin.constructBlockVolumeSpec(uid, volume.volumeSpecName, volume.volumePath);
+  } else {
+    const reconstructed = await plugin.constructVolumeSpec(volume.volumeSpecName, volume.volumePath);
+    spec = reconstructed.spec;
+    seLinuxMountContext = reconstructed.seLinuxMountContext;
+  }
+
+  // Plugins are found by spec here, not by name: only the spec tells whether this particular
+  // volume is attachable (e.g. a CSI driver without attach, or an ephemeral inline volume).
+  const deviceMountablePlugin = pluginMgr.findDeviceMountablePluginBySpec(spec);
+  const needsNameFromSpec = deviceMountablePlugin !== null || pluginMgr.findAttachablePluginBySpec(spec) !== null;
+  const volumeName = needsNameFromSpec
+    ? uniqueVolumeNameFromPlugin(plugin.name, plugin.getVolumeName(spec))
+    : uniqueVolumeNameWithPod(plugin.name, volume.podName, specName(spec));
+
+  let mounter: Mounter | null = null;
+  let deviceMounter: DeviceMounter | null = null;
+  let blockVolumeMapper: BlockVolumeMapper | null = null;
+  if (volume.volumeMode === 'Block' && mapperPlugin !== null) {
+    try {
+      blockVolumeMapper = mapperPlugin.newBlockVolumeMapper(spec, pod);
+    } catch (err) {
+      throw new Error(
+        `reconstructVolume.NewBlockVolumeMapper failed for volume ${goQuote(volume.volumeSpecName)} (spec.Name: ${goQuote(volume.volumeSpecName)}) pod ${goQuote(volume.podName)} (UID: ${goQuote(uid)}) with: ${errorMessage(err)}`,
+      { cause: err },
+    );
+    }
+  } else {
+    try {
+      mounter = plugin.newMounter(spec, pod);
+    } catch (err) {
+      throw new Error(
+        `reconstructVolume.NewMounter failed for volume ${goQuote(volume.volumeSpecName)} (spec.Name: ${goQuote(volume.volumeSpecName)}) pod ${goQuote(volume.podName)} (UID: ${goQuote(uid)}) with: ${errorMessage(err)}`,
+      { cause: err },
+    );
+    }
+    if (deviceMountablePlugin !== null) deviceMounter = deviceMountablePlugin.newDeviceMounter();
+  }
+  return {
+    volumeName,
+    podName: volume.podName,
+    volumeSpec: spec,
+    outerVolumeSpecName: volume.volumeSpecName,
+    pod,
+    volumeGidValue: '',
+    devicePath: '',
+    mounter,
+    deviceMounter,
+    blockVolumeMapper,
+    seLinuxMountContext,
+  };
+}
