@@ -11,6 +11,14 @@ export function flushMicrotasks(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** How {@link FakeClock.runUntil} treats work that runs on real I/O. */
+export interface RunUntilOptions {
+  /** While true, the clock stands still and real time passes (see `waitRealTimeWhile`). */
+  holdWhile?: () => boolean;
+  /** Real-time limit of one hold (default 60 s). */
+  holdLimitRealMs?: number;
+}
+
 /**
  * A manually advanced clock for tests. Time moves only through {@link advance} (or
  * {@link runUntil}); timers fire in due-time order, and between timers the pending promise
@@ -79,15 +87,38 @@ export class FakeClock implements Clock {
    * Advances time in `stepMs` steps until `condition` holds, failing after `limitMs` of fake time.
    * This is the fake-time form of "wait for a condition with a deadline".
    */
-  async runUntil(condition: () => boolean, limitMs = 60_000, stepMs = 10): Promise<void> {
+  async runUntil(condition: () => boolean, limitMs = 60_000, stepMs = 10, options: RunUntilOptions = {}): Promise<void> {
     await this.flush();
     let elapsed = 0;
     while (!condition()) {
       if (elapsed >= limitMs) {
         throw new Error(`condition not met within ${limitMs} ms of fake time`);
       }
+      if (options.holdWhile !== undefined && options.holdWhile()) {
+        await this.waitRealTimeWhile(options.holdWhile, options.holdLimitRealMs ?? 60_000);
+        continue;
+      }
       await this.advance(stepMs);
       elapsed += stepMs;
+    }
+  }
+
+  /**
+   * Waits in real time, without moving the clock, while `hold` is true: work on real I/O (a
+   * mount, a disk write) then takes no fake time however slow the machine is. Fails after
+   * `limitRealMs` of real time so a hang is reported, not waited for forever.
+   */
+  private async waitRealTimeWhile(hold: () => boolean, limitRealMs: number): Promise<void> {
+    // Each round waits for a real 1 ms timer, so the rounds count a lower bound of real time
+    // (the clock module itself may not read the wall clock).
+    for (let waitedMs = 0; hold(); waitedMs++) {
+      if (waitedMs >= limitRealMs) {
+        throw new Error(`work on real I/O still running after ${limitRealMs} ms of real time`);
+      }
+      await new Promise<void>((resolve) => {
+        setTimeout(resolve, 1);
+      });
+      await this.flush();
     }
   }
 

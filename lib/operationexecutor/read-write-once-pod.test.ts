@@ -57,7 +57,7 @@ async function rig(source: PvSource, accessModes: PersistentVolumeAccessMode[] =
   await mkdir(disk, { recursive: true });
   await writeFile(join(disk, 'data'), 'on the disk');
   const plugins: VolumePlugin[] = [new LocalVolumePlugin(env.deps), new HostPathPlugin(env.deps), new FakeVolumePlugin({ canSupport: (s) => s.persistentVolume?.spec.gcePersistentDisk !== undefined })];
-  const h = new Harness({ rootDir: env.root, plugins, controllerAttachDetachEnabled: false });
+  const h = new Harness({ rootDir: env.root, plugins, controllerAttachDetachEnabled: false, operationsOnRealIo: true });
   cleanups.push(async () => {
     await h.close();
     expect(await env.cleanUp()).toEqual([]);

@@ -6,7 +6,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeClock } from '../../clock/fake-clock.ts';
+import { FakeClock, type RunUntilOptions } from '../../clock/fake-clock.ts';
 import type { OperationRecord } from '../../operationexecutor/operation-executor.ts';
 import type { EventRecorder, EventType, InvolvedObject } from '../../volume/events.ts';
 import type { FeatureGates } from '../../volume/features.ts';
@@ -130,6 +130,13 @@ export interface HarnessOptions {
   onOperationRecord?: (record: OperationRecord) => void;
   /** Plan-only mode (VolumeManagerOptions.planOnly). */
   planOnly?: boolean;
+  /**
+   * The plugins do real I/O (real plugins over a temp root): {@link Harness.until} and
+   * {@link Harness.close} let running operations finish in real time before moving the fake
+   * clock, so a slow machine cannot run the fake clock past a backoff or a limit while a mount is
+   * still in flight. Leave off where a test wants an operation to hang on fake time.
+   */
+  operationsOnRealIo?: boolean;
 }
 
 export class Harness {
@@ -153,11 +160,13 @@ export class Harness {
   readonly records: OperationRecord[] = [];
   readonly rootDir: string;
   private readonly ownsRoot: boolean;
+  private readonly runOptions: RunUntilOptions;
 
   constructor(opts: HarnessOptions = {}) {
     this.kube = new FakeKubeClient(opts.withApiServer ?? true);
     this.plugin = opts.fakePlugin ?? new FakeVolumePlugin();
     this.ownsRoot = opts.rootDir === undefined;
+    this.runOptions = opts.operationsOnRealIo === true ? { holdWhile: () => this.pendingOperations.list().some((o) => o.pending) } : {};
     this.rootDir = opts.rootDir ?? mkdtempSync(join(tmpdir(), 'vs-harness-'));
     const recorder: EventRecorder = {
       event: (object, type, reason, message) => {
@@ -204,13 +213,13 @@ export class Harness {
   /** Stops loops, lets running operations finish on fake time, removes the temp root. */
   async close(): Promise<void> {
     await this.vm.stop();
-    await this.clock.runUntil(() => this.pendingOperations.list().every((o) => !o.pending), 600_000, 1_000);
+    await this.clock.runUntil(() => this.pendingOperations.list().every((o) => !o.pending), 600_000, 1_000, this.runOptions);
     if (this.ownsRoot) rmSync(this.rootDir, { recursive: true, force: true });
   }
 
   /** Advances fake time until `cond` holds (default limit: 60 s of fake time). */
   until(cond: () => boolean, limitMs = 60_000, stepMs = 10): Promise<void> {
-    return this.clock.runUntil(cond, limitMs, stepMs);
+    return this.clock.runUntil(cond, limitMs, stepMs, this.runOptions);
   }
 
   /**
