@@ -38,7 +38,9 @@ import {
 import type { DesiredStateOfWorld } from '../cache/desired-state-of-world.ts';
 import { UnresolvedPodVolumes } from '../cache/unresolved-pod-volumes.ts';
 import {
+  addReconstructedDeviceVolumes,
   getVolumesFromPodDir,
+  reconstructDeviceVolumes,
   reconstructVolume,
   type PodVolume,
   type ReconstructedVolume,
@@ -688,7 +690,8 @@ export class Reconciler {
   /**
    * The scan and reconstruction shared by {@link reconstructVolumes} and the plan-only rebuild:
    * fills `t.asw` and `t.report`, and returns the unique name of every reconstructed pod volume
-   * (duplicates kept, one per pod), or null when `pods/` could not be read.
+   * (duplicates kept, one per pod) and of every device-only volume a plugin listed, or null when
+   * `pods/` could not be read.
    */
   private async reconstructInto(t: ReconstructionTarget): Promise<UniqueVolumeName[] | null> {
     let podVolumes: PodVolume[];
@@ -744,6 +747,9 @@ export class Reconciler {
       names.push(reconstructed.volumeName);
     }
     if (groups.size > 0) await this.updateStates(t.asw, groups);
+    // Beyond the kubelet: volumes only a plugin's global directories still know of.
+    const deviceVolumes = await reconstructDeviceVolumes(this.o.pluginMgr, this.log);
+    names.push(...addReconstructedDeviceVolumes(t.asw, this.o.nodeName, deviceVolumes, this.log));
     return names;
   }
 
