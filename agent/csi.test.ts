@@ -161,6 +161,26 @@ async function waitGone(env: Env, handle: string): Promise<void> {
   await env.agent.waitForSnapshot('the CSI volume left the actual state', (s) => actualVolume(s, handle) === undefined, MOUNT_DEADLINE_MS);
 }
 
+/**
+ * Resolves once the driver reports the volume neither staged nor published and the agent's actual
+ * state no longer has it, with nothing of it left in the CSI plugin's global dirs (staging dir,
+ * attach intent record).
+ */
+async function waitUnstagedAndDetached(env: Env, handle: string): Promise<void> {
+  await waitFor(
+    'the driver unstaged and unpublished the volume',
+    async () => {
+      const v = (await env.driver.state()).volumes[handle];
+      return v !== undefined && v.staged === null && Object.keys(v.publishedNodes).length === 0 && callsOf(await env.driver.calls(), handle).includes('ControllerUnpublishVolume OK');
+    },
+    { deadlineMs: MOUNT_DEADLINE_MS },
+  );
+  await waitGone(env, handle);
+  const csiDir = join(env.rootDir, 'plugins', 'kubernetes.io', 'csi');
+  expect(await exists(join(csiDir, csiLoopDriverName, createHash('sha256').update(handle).digest('hex')))).toBe(false);
+  expect(await exists(join(csiDir, '_attach-intents', `${attachmentName(handle, csiLoopDriverName, NODE)}.json`))).toBe(false);
+}
+
 /** Writes a file and fsyncs it, so the data is on the driver's disk (the ext4 image) and not only in the page cache. */
 async function writeDurably(path: string, text: string): Promise<void> {
   const fh = await open(path, 'w');
@@ -311,23 +331,34 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
     env.agent = await startAgent(env.rootDir, env.manifestDir, env.driver, []);
 
     // Assert: the driver finished the killed agent's call, then the new agent undid it.
-    await waitFor(
-      'the driver unstaged and unpublished the volume',
-      async () => {
-        const v = (await env.driver.state()).volumes[handle];
-        return v !== undefined && v.staged === null && Object.keys(v.publishedNodes).length === 0 && callsOf(await env.driver.calls(), handle, ['ControllerUnpublishVolume']).includes('ControllerUnpublishVolume OK');
-      },
-      { deadlineMs: MOUNT_DEADLINE_MS },
-    );
-    await waitGone(env, handle);
+    await waitUnstagedAndDetached(env, handle);
     const calls = await env.driver.calls();
     expect(callsOf(calls, handle, [method])).toContain(`${method} OK`);
     expect(callsOf(calls, handle, ['NodePublishVolume', 'NodeUnpublishVolume'])).toEqual([]);
     expect(callsOf(calls, handle, ['NodeUnstageVolume', 'ControllerUnpublishVolume']).filter((c) => c.endsWith(' OK'))).toEqual(teardown);
-    // Nothing of the volume is left in the plugin's global dirs either (staging dir, attach intent).
-    const csiDir = join(env.rootDir, 'plugins', 'kubernetes.io', 'csi');
-    expect(await exists(join(csiDir, csiLoopDriverName, createHash('sha256').update(handle).digest('hex')))).toBe(false);
-    expect(await exists(join(csiDir, '_attach-intents', `${attachmentName(handle, csiLoopDriverName, NODE)}.json`))).toBe(false);
+    await expectNothingLeft(env, uid);
+  });
+
+  it('kill -9 during NodeUnstageVolume after the pod’s unpublish: after the restart the volume is unstaged and detached, with no mount and no loop device left', async () => {
+    // Arrange: a mounted volume whose pod goes; its NodeUnstageVolume is held 3 s by the driver.
+    const env = await startEnv();
+    const handle = 'vol-killed-unstage';
+    const uid = await addPodWithVolume(env, 'unstaged', handle);
+    await waitMounted(env, handle, uid);
+    await env.driver.fault('NodeUnstageVolume', { delayMs: 3_000, failNext: 1 });
+    await removePod(env, 'unstaged');
+    await waitFor(
+      `NodeUnstageVolume of ${handle} in flight`,
+      async () => callsOf(await env.driver.calls(), handle).includes('NodeUnpublishVolume OK') && (await env.driver.state()).inFlight.includes(handle),
+      { deadlineMs: MOUNT_DEADLINE_MS },
+    );
+
+    // Act
+    await restartAfterKill(env);
+
+    // Assert
+    await waitUnstagedAndDetached(env, handle);
+    expect(callsOf(await env.driver.calls(), handle, ['NodeUnstageVolume', 'ControllerUnpublishVolume']).filter((c) => c.endsWith(' OK')).at(-1)).toBe('ControllerUnpublishVolume OK');
     await expectNothingLeft(env, uid);
   });
 
