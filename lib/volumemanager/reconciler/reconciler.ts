@@ -747,9 +747,12 @@ export class Reconciler {
       names.push(reconstructed.volumeName);
     }
     if (groups.size > 0) await this.updateStates(t.asw, groups);
-    // Beyond the kubelet: volumes only a plugin's global directories still know of.
-    const deviceVolumes = await reconstructDeviceVolumes(this.o.pluginMgr, this.log);
-    names.push(...addReconstructedDeviceVolumes(t.asw, this.o.nodeName, deviceVolumes, this.log));
+    // Beyond the kubelet: volumes only a plugin's global directories still know of. Not in
+    // plan-only mode, which predicts the kubelet beside it (that one never looks there).
+    if (this.planner === null) {
+      const deviceVolumes = await reconstructDeviceVolumes(this.o.pluginMgr, this.log);
+      names.push(...addReconstructedDeviceVolumes(t.asw, this.o.nodeName, deviceVolumes, this.log));
+    }
     return names;
   }
 

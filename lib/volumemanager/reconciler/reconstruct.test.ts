@@ -846,6 +846,20 @@ describe('reconstructDeviceVolumes: volumes only a plugin’s global directories
     expect(h.vm.asw.isVolumeAttached(vol)).toBe(true);
   });
 
+  it('plan-only mode does not add them: it predicts the kubelet, whose reconstruction reads pod dirs only', async () => {
+    // Arrange
+    const root = kubeletDir([]);
+    const h = (harness = new Harness({ rootDir: root, planOnly: true, controllerAttachDetachEnabled: true }));
+    deviceOnly(h, root, 'attached');
+
+    // Act
+    const refresh = await h.vm.reconciler.refreshActualState();
+
+    // Assert
+    expect(refresh.added).toEqual([]);
+    expect(h.vm.asw.getAttachedVolumes()).toEqual([]);
+  });
+
   it('with the attach/detach controller, a staged device listed in node status is unmounted and only marked detached', async () => {
     // Arrange
     const root = kubeletDir([]);
