@@ -15,6 +15,7 @@
  * own child handles) and cleans what a failed test may have left.
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { access, lstat, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -25,7 +26,7 @@ import { mountsAtOrBelow } from '../lib/mount-utils/mount-table.ts';
 import { readMountInfo } from '../lib/mount-utils/mountinfo.ts';
 import { CsiLoopProcess, driverPrivileged, type DriverCall } from '../lib/volume/csi/testing/csi-loop-process.ts';
 import { AgentProcess, mountsBelow, standInMounter, waitFor } from './node/testing/agent-process.ts';
-import { makeVolumeHandle } from '../lib/volume/csi/index.ts';
+import { attachmentName, makeVolumeHandle } from '../lib/volume/csi/index.ts';
 import {
   csiClaimObjects,
   csiDriverObject,
@@ -160,6 +161,26 @@ async function waitGone(env: Env, handle: string): Promise<void> {
   await env.agent.waitForSnapshot('the CSI volume left the actual state', (s) => actualVolume(s, handle) === undefined, MOUNT_DEADLINE_MS);
 }
 
+/**
+ * Resolves once the driver reports the volume neither staged nor published and the agent's actual
+ * state no longer has it, with nothing of it left in the CSI plugin's global dirs (staging dir,
+ * attach intent record).
+ */
+async function waitUnstagedAndDetached(env: Env, handle: string): Promise<void> {
+  await waitFor(
+    'the driver unstaged and unpublished the volume',
+    async () => {
+      const v = (await env.driver.state()).volumes[handle];
+      return v !== undefined && v.staged === null && Object.keys(v.publishedNodes).length === 0 && callsOf(await env.driver.calls(), handle).includes('ControllerUnpublishVolume OK');
+    },
+    { deadlineMs: MOUNT_DEADLINE_MS },
+  );
+  await waitGone(env, handle);
+  const csiDir = join(env.rootDir, 'plugins', 'kubernetes.io', 'csi');
+  expect(await exists(join(csiDir, csiLoopDriverName, createHash('sha256').update(handle).digest('hex')))).toBe(false);
+  expect(await exists(join(csiDir, '_attach-intents', `${attachmentName(handle, csiLoopDriverName, NODE)}.json`))).toBe(false);
+}
+
 /** Writes a file and fsyncs it, so the data is on the driver's disk (the ext4 image) and not only in the page cache. */
 async function writeDurably(path: string, text: string): Promise<void> {
   const fh = await open(path, 'w');
@@ -281,6 +302,63 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
       'NodeUnstageVolume OK',
       'ControllerUnpublishVolume OK',
     ]);
+    await expectNothingLeft(env, uid);
+  });
+
+  it.each([
+    { method: 'NodeStageVolume', teardown: ['NodeUnstageVolume OK', 'ControllerUnpublishVolume OK'] },
+    { method: 'ControllerPublishVolume', teardown: ['ControllerUnpublishVolume OK'] },
+  ])('kill -9 during $method, pod removed while the agent is down: after the restart the volume is unstaged and detached, with no mount and no loop device left', async ({ method, teardown }) => {
+    // Arrange: the call is held 3 s by the driver, which completes it after the agent is gone.
+    const env = await startEnv();
+    const handle = `vol-killed-${method.toLowerCase()}`;
+    await env.driver.fault(method, { delayMs: 3_000, failNext: 1 });
+    const uid = await addPodWithVolume(env, 'killed', handle);
+    // In flight is per volume: the calls before it must have been answered, so that this one holds the volume.
+    const before = LIFECYCLE.slice(0, LIFECYCLE.indexOf(method)).map((m) => `${m} OK`);
+    await waitFor(
+      `${method} of ${handle} in flight`,
+      async () => {
+        const answered = callsOf(await env.driver.calls(), handle);
+        return before.every((c) => answered.includes(c)) && (await env.driver.state()).inFlight.includes(handle);
+      },
+      { deadlineMs: MOUNT_DEADLINE_MS },
+    );
+
+    // Act: kill -9, remove the pod while no agent runs, start a new agent.
+    expect(await env.agent.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+    await removePod(env, 'killed');
+    env.agent = await startAgent(env.rootDir, env.manifestDir, env.driver, []);
+
+    // Assert: the driver finished the killed agent's call, then the new agent undid it.
+    await waitUnstagedAndDetached(env, handle);
+    const calls = await env.driver.calls();
+    expect(callsOf(calls, handle, [method])).toContain(`${method} OK`);
+    expect(callsOf(calls, handle, ['NodePublishVolume', 'NodeUnpublishVolume'])).toEqual([]);
+    expect(callsOf(calls, handle, ['NodeUnstageVolume', 'ControllerUnpublishVolume']).filter((c) => c.endsWith(' OK'))).toEqual(teardown);
+    await expectNothingLeft(env, uid);
+  });
+
+  it('kill -9 during NodeUnstageVolume after the pod’s unpublish: after the restart the volume is unstaged and detached, with no mount and no loop device left', async () => {
+    // Arrange: a mounted volume whose pod goes; its NodeUnstageVolume is held 3 s by the driver.
+    const env = await startEnv();
+    const handle = 'vol-killed-unstage';
+    const uid = await addPodWithVolume(env, 'unstaged', handle);
+    await waitMounted(env, handle, uid);
+    await env.driver.fault('NodeUnstageVolume', { delayMs: 3_000, failNext: 1 });
+    await removePod(env, 'unstaged');
+    await waitFor(
+      `NodeUnstageVolume of ${handle} in flight`,
+      async () => callsOf(await env.driver.calls(), handle).includes('NodeUnpublishVolume OK') && (await env.driver.state()).inFlight.includes(handle),
+      { deadlineMs: MOUNT_DEADLINE_MS },
+    );
+
+    // Act
+    await restartAfterKill(env);
+
+    // Assert
+    await waitUnstagedAndDetached(env, handle);
+    expect(callsOf(await env.driver.calls(), handle, ['NodeUnstageVolume', 'ControllerUnpublishVolume']).filter((c) => c.endsWith(' OK')).at(-1)).toBe('ControllerUnpublishVolume OK');
     await expectNothingLeft(env, uid);
   });
 

@@ -149,6 +149,42 @@ export interface DeviceMountableVolumePlugin extends VolumePlugin {
   canDeviceMount(spec: Spec): boolean;
 }
 
+/**
+ * A volume a plugin found in its own node-global state (not under any pod directory) during
+ * reconstruction. See {@link DeviceMountReconstructablePlugin}.
+ */
+export interface ReconstructedDeviceVolume {
+  /** A spec good enough to unmount the device and detach the volume (same unique name as the PV's). */
+  spec: Spec;
+  /** The device mount (staging) path that may still be mounted; "" when no device mount was started. */
+  deviceMountPath: string;
+  /** The SELinux context the device was mounted with, "" when none or unknown. */
+  seLinuxMountContext: string;
+  /**
+   * `attached`: the attach finished (the plugin recorded what it returned). `uncertain`: an attach
+   * was started and its outcome is unknown; the volume may or may not be attached.
+   */
+  attachState: 'attached' | 'uncertain';
+}
+
+/**
+ * VolumeScope addition beyond the kubelet: a device-mountable plugin that can list, from its own
+ * global directories, the volumes it may have attached or device-mounted on this node.
+ *
+ * Why: upstream reconstruction rebuilds the actual state only from pod volume directories
+ * (kubernetes/kubernetes pkg/kubelet/volumemanager/reconciler/reconstruct.go@v1.34
+ * getVolumesFromPodDir). A kubelet killed between MountDevice and the first pod mount, or after a
+ * pod was unmounted but before UnmountDevice finished, and whose pod is deleted meanwhile, leaves
+ * a staging mount nobody unmounts; upstream the attach/detach controller still detaches. An agent
+ * that attaches volumes itself (standalone) would also leave the attachment. The reconciler adds
+ * each listed volume that no pod volume refers to as attached (or attach-uncertain) with its
+ * device mount Uncertain and no pods, so the normal path unmounts the device and detaches the
+ * volume when no desired pod wants it, or confirms it by mounting when one does.
+ */
+export interface DeviceMountReconstructablePlugin extends DeviceMountableVolumePlugin {
+  reconstructDeviceVolumes(): Promise<ReconstructedDeviceVolume[]>;
+}
+
 /** `volume.AttachableVolumePlugin`. */
 export interface AttachableVolumePlugin extends DeviceMountableVolumePlugin {
   newAttacher(): Attacher;
@@ -176,6 +212,10 @@ export function isDeviceMountablePlugin(p: VolumePlugin): p is DeviceMountableVo
 
 export function isAttachablePlugin(p: VolumePlugin): p is AttachableVolumePlugin {
   return 'newAttacher' in p && typeof p.newAttacher === 'function' && isDeviceMountablePlugin(p);
+}
+
+export function isDeviceMountReconstructablePlugin(p: VolumePlugin): p is DeviceMountReconstructablePlugin {
+  return isDeviceMountablePlugin(p) && 'reconstructDeviceVolumes' in p && typeof p.reconstructDeviceVolumes === 'function';
 }
 
 export function isBlockVolumePlugin(p: VolumePlugin): p is BlockVolumePlugin {

@@ -12,7 +12,9 @@
  *   publish context is known, in memory or persisted in the staging vol_data.json.
  * - MountDevice = NodeStageVolume, UnmountDevice = NodeUnstageVolume, with the staging
  *   vol_data.json written before the call and removed only after it succeeded.
- * - Detach calls ControllerUnpublishVolume.
+ * - Attach writes a durable attach intent record before ControllerPublishVolume; Detach calls
+ *   ControllerUnpublishVolume and removes the record after it succeeded (see vol-data.ts), so a
+ *   restarted agent can detach what it may have attached (CsiPlugin.reconstructDeviceVolumes).
  * - VolumesAreAttached asks the driver: one paginated ListVolumes when it has
  *   LIST_VOLUMES_PUBLISHED_NODES, else ControllerGetVolume per volume.
  *
@@ -48,7 +50,10 @@ import {
 import {
   attachmentName,
   deviceMountPath,
+  loadAttachIntent,
   loadVolumeData,
+  removeAttachIntent,
+  saveAttachIntent,
   saveVolumeData,
   VOL_NAME_SEP,
   volDataKey,
@@ -93,6 +98,19 @@ export class CsiAttacher implements Attacher, Detacher {
     const nodeId = this.nodeIdOf(driver, 'attacher.Attach');
     const secretRef = pvSrc.controllerPublishSecretRef;
     const secrets = secretRef === undefined ? {} : this.secrets('ControllerPublishSecretRef', secretRef.namespace ?? 'default', secretRef.name);
+    // Recorded durably before the call: a kill during it leaves a record from which a restarted
+    // agent detaches the volume if no pod wants it (kept on failure too: the publish may have
+    // happened; ControllerUnpublishVolume of an unpublished volume succeeds).
+    try {
+      await saveAttachIntent(this.ctx.rootDir, {
+        driverName: driver,
+        volumeHandle,
+        nodeName: this.ctx.nodeName,
+        ...(secretRef === undefined ? {} : { controllerPublishSecretRef: secretRef }),
+      });
+    } catch (err) {
+      throw new Error(log(`attacher.Attach failed to record the attach of volume [${volumeHandle}]: ${errText(err)}`), { cause: err });
+    }
     let publishContext: StringMap;
     try {
       const resp = await client.controllerPublishVolume(
@@ -389,10 +407,19 @@ export class CsiAttacher implements Attacher, Detacher {
     const controllerCaps = this.ctx.registry.controllerCapabilities(driver) ?? new Set();
     if (!controllerCaps.has('PUBLISH_UNPUBLISH_VOLUME')) {
       this.ctx.forgetAttachment(driver, volumeHandle);
+      await this.removeAttachIntent(driver, volumeHandle, node);
       return;
     }
     const nodeId = this.nodeIdOf(driver, 'detacher.Detach');
-    const secretRef = this.ctx.attachment(driver, volumeHandle)?.controllerPublishSecretRef;
+    // After a restart the secret reference is only in the attach intent record.
+    let secretRef = this.ctx.attachment(driver, volumeHandle)?.controllerPublishSecretRef;
+    if (secretRef === undefined) {
+      try {
+        secretRef = (await loadAttachIntent(this.ctx.rootDir, driver, volumeHandle, node))?.controllerPublishSecretRef;
+      } catch (err) {
+        this.ctx.log.warn(log(`detacher.Detach could not read the attach intent of volume ${volumeHandle}: ${errText(err)}`));
+      }
+    }
     const secrets = secretRef === undefined ? {} : this.secrets('ControllerPublishSecretRef', secretRef.namespace ?? 'default', secretRef.name);
     try {
       await client.controllerUnpublishVolume({ volume_id: volumeHandle, node_id: nodeId, secrets }, this.ctx.callOptions());
@@ -400,7 +427,21 @@ export class CsiAttacher implements Attacher, Detacher {
       throw csiCallError(err, log(`detacher.Detach failed to ControllerUnpublishVolume [${volumeHandle}] from node ${nodeId}: `));
     }
     this.ctx.forgetAttachment(driver, volumeHandle);
+    await this.removeAttachIntent(driver, volumeHandle, node);
     this.ctx.log.info(log(`detacher.Detach finished OK for volume ${volumeHandle} on node ${node}`));
+  }
+
+  /**
+   * Drops the attach intent record once the driver confirmed the detach. A record that cannot be
+   * removed is only logged: at worst a restarted agent unpublishes the volume once more (when no
+   * pod wants it), which the driver answers with success.
+   */
+  private async removeAttachIntent(driver: string, volumeHandle: string, node: NodeName): Promise<void> {
+    try {
+      await removeAttachIntent(this.ctx.rootDir, driver, volumeHandle, node);
+    } catch (err) {
+      this.ctx.log.warn(log(`detacher.Detach could not remove the attach intent of volume ${volumeHandle}: ${errText(err)}`));
+    }
   }
 
   /** Removes the staging directory, its vol_data.json and parent after a final error; never throws. */

@@ -871,3 +871,96 @@ describe(`kubernetes.io/csi error semantics as upstream (${driverMode})`, () => 
     await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
   });
 });
+
+describe(`kubernetes.io/csi attach intents and reconstructDeviceVolumes (${driverMode})`, () => {
+  const intentFile = (vol: string): string => join(root, 'plugins', 'kubernetes.io', 'csi', '_attach-intents', `${attachmentName(vol, DRIVER, NODE)}.json`);
+
+  it('Attach records the attach intent durably before ControllerPublishVolume; Detach removes it only after ControllerUnpublishVolume', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-intent';
+    const spec = pvSpec(vol, { controllerPublishSecretRef: { name: 'publish-secret', namespace: 'ns1' } });
+    objects.addSecret('ns1', 'publish-secret', { token: 's3cret' });
+
+    await duringCall('ControllerPublishVolume', vol, () => plugin.newAttacher().attach(spec, NODE), async () => {
+      expect(await readJson(intentFile(vol))).toEqual({
+        driverName: DRIVER,
+        volumeHandle: vol,
+        nodeName: NODE,
+        controllerPublishSecretName: 'publish-secret',
+        controllerPublishSecretNamespace: 'ns1',
+      });
+    });
+    // Detached by a restarted agent: the secret reference comes from the record.
+    const restarted = newPlugin();
+    await duringCall('ControllerUnpublishVolume', vol, () => restarted.newDetacher().detach(restarted.getVolumeName(spec), NODE), async () => {
+      expect(await exists(intentFile(vol))).toBe(true);
+    });
+
+    expect(await exists(intentFile(vol))).toBe(false);
+    const request = driver.logLines('ControllerUnpublishVolume').at(-1)?.['request'] as { secrets?: Record<string, string> };
+    expect(request.secrets).toEqual({ token: STRIPPED });
+    expect((await driver.state()).volumes[vol]?.publishedNodes).toEqual({});
+  });
+
+  it('Attach does not call ControllerPublishVolume when the attach intent cannot be recorded', async () => {
+    const plugin = newPlugin();
+    const vol = 'vol-intent-fails';
+    await mkdir(join(root, 'plugins', 'kubernetes.io', 'csi'), { recursive: true });
+    await writeFile(join(root, 'plugins', 'kubernetes.io', 'csi', '_attach-intents'), 'not a directory');
+
+    const err = await rejection(plugin.newAttacher().attach(pvSpec(vol), NODE));
+
+    expect(err.message).toContain(`kubernetes.io/csi: attacher.Attach failed to record the attach of volume [${vol}]: failed to save attach intent file ${intentFile(vol)}`);
+    expect(await driver.methods(['ControllerPublishVolume'])).toEqual([]);
+  });
+
+  it('after a restart lists a staged volume as attached and an attach intent with nothing staged as uncertain, and nothing once both are unstaged and detached', async () => {
+    const before = newPlugin();
+    const staged = 'vol-staged';
+    const attachedOnly = 'vol-attached-only';
+    const attacher = before.newAttacher();
+    await attacher.attach(pvSpec(staged), NODE);
+    const staging = await attacher.getDeviceMountPath(pvSpec(staged));
+    await before.newDeviceMounter().mountDevice(pvSpec(staged), '', staging, { seLinuxLabel: '' });
+    await attacher.attach(pvSpec(attachedOnly), NODE);
+
+    // A restarted agent: a new plugin with no memory of either attachment.
+    const plugin = newPlugin();
+    const found = await plugin.reconstructDeviceVolumes();
+
+    expect(found.map((v) => ({ name: plugin.getVolumeName(v.spec), deviceMountPath: v.deviceMountPath, attachState: v.attachState }))).toEqual([
+      { name: `${DRIVER}^${staged}`, deviceMountPath: staging, attachState: 'attached' },
+      { name: `${DRIVER}^${attachedOnly}`, deviceMountPath: '', attachState: 'uncertain' },
+    ]);
+    expect(plugin.canAttach(found[0]?.spec ?? pvSpec('x')) && plugin.canDeviceMount(found[0]?.spec ?? pvSpec('x'))).toBe(true);
+    // With the attach/detach controller only the staging dir counts: the controller detaches.
+    const controllerMode = newPlugin({ volumeAttachments: { getVolumeAttachment: () => Promise.resolve(undefined) } });
+    expect((await controllerMode.reconstructDeviceVolumes()).map((v) => v.attachState)).toEqual(['attached']);
+
+    // The reconciler's path for them: UnmountDevice, then Detach (no publish context in memory).
+    await plugin.newDeviceUnmounter().unmountDevice(staging);
+    await plugin.newDetacher().detach(`${DRIVER}^${staged}`, NODE);
+    await plugin.newDetacher().detach(`${DRIVER}^${attachedOnly}`, NODE);
+
+    expect(await plugin.reconstructDeviceVolumes()).toEqual([]);
+    const volumes = (await driver.state()).volumes;
+    expect([volumes[staged]?.publishedNodes, volumes[attachedOnly]?.publishedNodes]).toEqual([{}, {}]);
+  });
+
+  it('skips, with a warning, a staging vol_data.json that does not name its own path and an unreadable attach intent', async () => {
+    const plugin = newPlugin();
+    const csiDir = join(root, 'plugins', 'kubernetes.io', 'csi');
+    const stray = join(csiDir, DRIVER, 'not-the-hash-of-the-handle');
+    await mkdir(join(stray, 'globalmount'), { recursive: true });
+    await writeFile(join(stray, 'vol_data.json'), JSON.stringify({ driverName: DRIVER, volumeHandle: 'vol-x' }));
+    await mkdir(join(csiDir, '_attach-intents'), { recursive: true });
+    await writeFile(intentFile('vol-y'), '{not json');
+    await writeFile(join(csiDir, '_attach-intents', `${attachmentName('vol-z', DRIVER, NODE)}.json`), JSON.stringify({ driverName: DRIVER, volumeHandle: 'vol-other', nodeName: NODE }));
+
+    expect(await plugin.reconstructDeviceVolumes()).toEqual([]);
+    const warnings = logger.lines.filter((l) => l.includes('plugin.ReconstructDeviceVolumes skipped'));
+    expect(warnings).toHaveLength(3);
+    expect(warnings.join('\n')).toContain('does not name the driver and volume handle of this staging path');
+    expect(warnings.join('\n')).toContain('does not name the attachment it is stored as');
+  });
+});

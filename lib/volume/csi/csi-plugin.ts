@@ -18,12 +18,15 @@
  *   driver handle is `csi-<sha256(podUID + specName)>` (`makeVolumeHandle`); getVolumeName
  *   throws for them, as upstream.
  * - Node expansion through NodeExpandVolume when the driver has EXPAND_VOLUME.
- * - Reconstruction from the pod-level vol_data.json.
+ * - Reconstruction from the pod-level vol_data.json, and (beyond upstream) of device mounts and
+ *   standalone attachments no pod refers to, from the staging vol_data.json files and the attach
+ *   intent records (reconstructDeviceVolumes).
  *
  * Block volumes (BlockVolumePlugin) are not implemented: a Block PV finds no mapper plugin and
  * fails with the engine's "could not find BlockVolumeMapper plugin" error.
  */
-import { dirname } from 'node:path';
+import { readdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { Clock } from '../../clock/clock.ts';
 import type { Mounter as HostMounter } from '../../mount-utils/mounter.ts';
@@ -40,10 +43,12 @@ import type {
   Attacher,
   Detacher,
   DeviceMounter,
+  DeviceMountReconstructablePlugin,
   DeviceUnmounter,
   Mounter,
   NodeExpandableVolumePlugin,
   NodeResizeOptions,
+  ReconstructedDeviceVolume,
   ReconstructedVolume,
   Unmounter,
   VolumeHost,
@@ -69,11 +74,16 @@ import {
   symlinkMountRefs,
 } from './csi-util.ts';
 import {
+  ATTACH_INTENT_DIR_NAME,
   attachmentName,
   CSI_PLUGIN_NAME,
   decodePublishContext,
   deviceMountPath,
+  GLOBAL_MOUNT_DIR_NAME,
+  isVolumeDataError,
+  listAttachIntents,
   loadVolumeData,
+  VOL_DATA_FILE_NAME,
   VOL_NAME_SEP,
   volDataKey,
 } from './vol-data.ts';
@@ -133,7 +143,26 @@ function seLinuxMountOf(driver: CSIDriver | undefined): boolean {
   return (driver?.spec as { seLinuxMount?: boolean } | undefined)?.seLinuxMount === true;
 }
 
-export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePlugin, CsiPluginContext {
+/**
+ * The spec of a volume known only from the plugin's global directories: the PV name is unknown
+ * there, so the volume handle stands in for it; the unique volume name (driver and handle) is the
+ * one the PV's spec gives, which is all unmounting the device and detaching need.
+ */
+function deviceVolumeSpec(driver: string, volumeHandle: string): Spec {
+  return specFromPersistentVolume({ metadata: { name: volumeHandle }, spec: { csi: { driver, volumeHandle }, volumeMode: 'Filesystem' } });
+}
+
+/** Names of the subdirectories of `dir`; none when it does not exist. */
+async function readDirNames(dir: string): Promise<string[]> {
+  try {
+    return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
+    throw err;
+  }
+}
+
+export class CsiPlugin implements AttachableVolumePlugin, DeviceMountReconstructablePlugin, NodeExpandableVolumePlugin, CsiPluginContext {
   readonly name: PluginName = pluginName(CSI_PLUGIN_NAME);
   readonly objects: VolumeObjectGetter;
   readonly registry: CsiDriverRegistry;
@@ -244,6 +273,63 @@ export class CsiPlugin implements AttachableVolumePlugin, NodeExpandableVolumePl
       spec: { csi: { driver, volumeHandle: handle }, volumeMode: 'Filesystem' },
     });
     return { spec, seLinuxMountContext };
+  }
+
+  /**
+   * `reconstructDeviceVolumes` (VolumeScope addition, see DeviceMountReconstructablePlugin):
+   * the volumes this plugin may have device-mounted or attached on this node, from its global
+   * directories:
+   *
+   * - every staging dir `plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/` whose
+   *   vol_data.json names that driver and handle: MountDevice wrote it before NodeStageVolume, so
+   *   the volume may be staged; it was attached (MountDevice runs after the attach finished);
+   * - standalone only (no VolumeAttachment reader), every attach intent record of this node with
+   *   no staging dir: ControllerPublishVolume may have run, outcome unknown. With the
+   *   attach/detach controller, the controller detaches.
+   *
+   * A corrupt or mismatched file is logged and skipped (nothing is ever unstaged on its word);
+   * an unreadable plugin dir throws.
+   */
+  async reconstructDeviceVolumes(): Promise<ReconstructedDeviceVolume[]> {
+    const found = new Map<string, ReconstructedDeviceVolume>();
+    const csiDir = join(this.rootDir, 'plugins', CSI_PLUGIN_NAME);
+    for (const driverDir of await readDirNames(csiDir)) {
+      if (driverDir === ATTACH_INTENT_DIR_NAME) continue;
+      for (const volumeDir of await readDirNames(join(csiDir, driverDir))) {
+        const dir = join(csiDir, driverDir, volumeDir);
+        let data: Record<string, string>;
+        try {
+          data = await loadVolumeData(dir);
+        } catch (err) {
+          // No vol_data.json: not a staging dir of ours (e.g. the block volumeDevices tree).
+          if (!(isVolumeDataError(err) && err.notFound)) this.log.warn(log(`plugin.ReconstructDeviceVolumes skipped [${dir}]: ${errText(err)}`));
+          continue;
+        }
+        const driver = data[volDataKey.driverName] ?? '';
+        const handle = data[volDataKey.volHandle] ?? '';
+        const stagingPath = join(dir, GLOBAL_MOUNT_DIR_NAME);
+        if (driver === '' || handle === '' || deviceMountPath(this.rootDir, driver, handle) !== stagingPath) {
+          this.log.warn(log(`plugin.ReconstructDeviceVolumes skipped [${dir}]: its ${VOL_DATA_FILE_NAME} does not name the driver and volume handle of this staging path`));
+          continue;
+        }
+        found.set(`${driver}${VOL_NAME_SEP}${handle}`, {
+          spec: deviceVolumeSpec(driver, handle),
+          deviceMountPath: stagingPath,
+          seLinuxMountContext: data[volDataKey.seLinuxMountContext] ?? '',
+          attachState: 'attached',
+        });
+      }
+    }
+    if (this.volumeAttachments === undefined) {
+      const { intents, invalid } = await listAttachIntents(this.rootDir, this.nodeName);
+      for (const bad of invalid) this.log.warn(log(`plugin.ReconstructDeviceVolumes skipped [${bad.path}]: ${bad.reason}`));
+      for (const intent of intents) {
+        const key = `${intent.driverName}${VOL_NAME_SEP}${intent.volumeHandle}`;
+        if (found.has(key)) continue;
+        found.set(key, { spec: deviceVolumeSpec(intent.driverName, intent.volumeHandle), deviceMountPath: '', seLinuxMountContext: '', attachState: 'uncertain' });
+      }
+    }
+    return [...found.values()];
   }
 
   // DeviceMountableVolumePlugin / AttachableVolumePlugin

@@ -1,10 +1,21 @@
-import { link, readdir, readFile, stat } from 'node:fs/promises';
+import { link, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isDurableWriteError } from '../../mount-utils/durable-write.ts';
 import { fullFilesystem, type FullFilesystem } from '../../mount-utils/full-fs-test-env.ts';
 import { cleanUpTempDir, makeTempDir, mountMode } from '../../mount-utils/mount-test-env.ts';
-import { isVolumeDataError, loadVolumeData, saveVolumeData, VOL_DATA_FILE_NAME } from './vol-data.ts';
+import {
+  attachIntentDir,
+  attachIntentPath,
+  isVolumeDataError,
+  listAttachIntents,
+  loadAttachIntent,
+  loadVolumeData,
+  removeAttachIntent,
+  saveAttachIntent,
+  saveVolumeData,
+  VOL_DATA_FILE_NAME,
+} from './vol-data.ts';
 
 let dir: string;
 let tiny: FullFilesystem | null;
@@ -58,5 +69,48 @@ describe('saveVolumeData', () => {
     const err = await saveVolumeData(join(dir, 'missing'), { a: 'b' }).catch((e: unknown) => e);
     expect(isVolumeDataError(err)).toBe(true);
     expect((err as Error).message).toContain(join(dir, 'missing', VOL_DATA_FILE_NAME));
+  });
+});
+
+describe('attach intent records', () => {
+  it('saves, reads, lists (this node only, temporary files ignored) and removes a record', async () => {
+    // Arrange
+    const intent = { driverName: 'd.example.com', volumeHandle: 'h1', nodeName: 'node-a', controllerPublishSecretRef: { name: 's', namespace: 'ns' } };
+    await saveAttachIntent(dir, intent);
+    await saveAttachIntent(dir, { driverName: 'd.example.com', volumeHandle: 'h2', nodeName: 'node-b' });
+    await writeFile(join(attachIntentDir(dir), '.csi-abc.json.0123.tmp'), 'half-written');
+
+    // Act
+    const listed = await listAttachIntents(dir, 'node-a');
+
+    // Assert
+    expect(listed).toEqual({ intents: [intent], invalid: [] });
+    expect(await loadAttachIntent(dir, 'd.example.com', 'h1', 'node-a')).toEqual(intent);
+    expect((await stat(attachIntentPath(dir, 'd.example.com', 'h1', 'node-a'))).mode & 0o777).toBe(0o640);
+
+    // Act: removal, twice (the second finds nothing to do)
+    await removeAttachIntent(dir, 'd.example.com', 'h1', 'node-a');
+    await removeAttachIntent(dir, 'd.example.com', 'h1', 'node-a');
+
+    // Assert
+    expect(await loadAttachIntent(dir, 'd.example.com', 'h1', 'node-a')).toBeNull();
+    expect((await listAttachIntents(dir, 'node-a')).intents).toEqual([]);
+  });
+
+  it('lists nothing when the directory does not exist, and reports a corrupt record without failing the others', async () => {
+    // Arrange
+    expect(await listAttachIntents(dir, 'node-a')).toEqual({ intents: [], invalid: [] });
+    await saveAttachIntent(dir, { driverName: 'd', volumeHandle: 'ok', nodeName: 'node-a' });
+    const corrupt = attachIntentPath(dir, 'd', 'bad', 'node-a');
+    await writeFile(corrupt, '{"driverName": 1}');
+
+    // Act
+    const listed = await listAttachIntents(dir, 'node-a');
+
+    // Assert
+    expect(listed.intents.map((i) => i.volumeHandle)).toEqual(['ok']);
+    expect(listed.invalid).toEqual([{ path: corrupt, reason: `failed to parse volume data file [${corrupt}]: not a JSON object of strings` }]);
+    const err: unknown = await loadAttachIntent(dir, 'd', 'bad', 'node-a').catch((e: unknown) => e);
+    expect(isVolumeDataError(err)).toBe(true);
   });
 });

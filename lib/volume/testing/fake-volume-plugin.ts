@@ -15,10 +15,12 @@ import type {
   BlockVolumeUnmapper,
   Detacher,
   DeviceMounter,
+  DeviceMountReconstructablePlugin,
   DeviceUnmounter,
   Mounter,
   NodeExpandableVolumePlugin,
   NodeResizeOptions,
+  ReconstructedDeviceVolume,
   ReconstructedVolume,
   Unmounter,
   VolumeHost,
@@ -76,7 +78,7 @@ export interface FakeVolumePluginOptions {
 }
 
 /** `FakeVolumePlugin`. */
-export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlugin, NodeExpandableVolumePlugin {
+export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlugin, DeviceMountReconstructablePlugin, NodeExpandableVolumePlugin {
   readonly name: PluginName;
   nonAttachable: boolean;
   supportsRemount: boolean;
@@ -92,6 +94,8 @@ export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlug
   attachHook: ((spec: Spec, node: NodeName) => Promise<string>) | null = null;
   /** Replaces ConstructVolumeSpec (make reconstruction fail or return another spec). */
   constructVolumeSpecHook: ((volumeName: string, volumePath: string) => Promise<ReconstructedVolume>) | null = null;
+  /** What `reconstructDeviceVolumes` returns (volumes known only from the plugin's global dirs). */
+  deviceVolumesToReconstruct: ReconstructedDeviceVolume[] = [];
   /** Volume names attached per node, for VolumesAreAttached. */
   readonly attached = new Set<string>();
   private readonly deviceMountState = new Map<string, MountState>();
@@ -238,6 +242,11 @@ export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlug
     if (name === FailWithUnSupportedVolumeName) return Promise.reject(new OperationNotSupportedError('volume-unsupported'));
     if (name === FailVolumeExpansion) return Promise.reject(new Error(`fail volume expansion for volume: ${FailVolumeExpansion}`));
     return Promise.resolve(true);
+  }
+
+  /** `DeviceMountReconstructablePlugin`: returns {@link deviceVolumesToReconstruct}. */
+  reconstructDeviceVolumes(): Promise<ReconstructedDeviceVolume[]> {
+    return Promise.resolve([...this.deviceVolumesToReconstruct]);
   }
 
   /** Test hook: detach a volume behind the agent's back (a "terminated node"). */

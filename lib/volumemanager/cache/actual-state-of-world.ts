@@ -340,6 +340,20 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     this.addVolume(volumeName, spec, devicePath, 'Uncertain');
   }
 
+  /**
+   * VolumeScope addition: a volume found by a plugin's own reconstruction whose attach was started
+   * but may not have finished (standalone attach intent). It stays in the actual state, so the
+   * reconciler detaches it when no pod wants it, and reads as not attached (as after
+   * {@link markVolumeAsFoundDetached}), so a pod that wants it gets it attached again rather than
+   * mounted on an attachment that may not exist. No-op when the volume is absent.
+   */
+  markVolumeAttachUncertainViaReconstruction(volumeName: UniqueVolumeName): void {
+    const entry = this.attachedVolumes.get(volumeName);
+    if (entry === undefined || entry.foundDetached) return;
+    entry.foundDetached = true;
+    this.notify(volumeName);
+  }
+
   /** A no-op, as in the kubelet: a failed attach leaves the actual state unchanged. */
   markVolumeAsUncertain(_volumeName: UniqueVolumeName, _spec: Spec, _nodeName: NodeName): void {
     // Intentionally empty.

@@ -3,6 +3,10 @@
  * directories under `<root>/pods/<uid>/{volumes,volumeDevices}/<escaped plugin>/<name>` and
  * rebuilding one pod volume from its directory with its plugin. The flow that uses them (the
  * scan at start, node status, the cleanup of volumes that failed) is in reconstruct.ts.
+ *
+ * Beyond the kubelet, plugins that keep node-global state (DeviceMountReconstructablePlugin) also
+ * list the volumes they may have attached or device-mounted; those no pod volume refers to enter
+ * the actual state with no pods (see {@link addReconstructedDeviceVolumes}).
  */
 import { join } from 'node:path';
 import {
@@ -10,7 +14,15 @@ import {
   DefaultKubeletVolumesDirName,
 } from '../../kubelet-constants.ts';
 import type { Pod } from '../../volume/k8s-types.ts';
-import type { BlockVolumeMapper, DeviceMounter, Mounter, VolumePluginMgr } from '../../volume/plugins.ts';
+import type { Logger } from '../../volume/logger.ts';
+import {
+  isDeviceMountReconstructablePlugin,
+  type BlockVolumeMapper,
+  type DeviceMounter,
+  type Mounter,
+  type ReconstructedDeviceVolume,
+  type VolumePluginMgr,
+} from '../../volume/plugins.ts';
 import { specName, type Spec } from '../../volume/spec.ts';
 import { errorMessage } from '../../volume/errors.ts';
 import {
@@ -19,6 +31,7 @@ import {
   uniqueVolumeNameFromPlugin,
   uniqueVolumeNameWithPod,
   unescapePluginName,
+  type NodeName,
   type PluginName,
   type UniquePodName,
   type UniqueVolumeName,
@@ -26,6 +39,7 @@ import {
 } from '../../volume/types.ts';
 import { goQuote } from '../../volume/util/go-format.ts';
 import type { HostFs } from '../../volume/util/host-fs.ts';
+import type { ActualStateOfWorld } from '../cache/actual-state-of-world.ts';
 
 /** One volume directory found on disk. */
 export interface PodVolume {
@@ -179,4 +193,72 @@ export async function reconstructVolume(volume: PodVolume, pluginMgr: VolumePlug
     blockVolumeMapper,
     seLinuxMountContext,
   };
+}
+
+/** A volume a plugin listed from its node-global state, under the name the desired state gives it. */
+export interface DeviceOnlyVolume extends ReconstructedDeviceVolume {
+  volumeName: UniqueVolumeName;
+  pluginName: PluginName;
+}
+
+/**
+ * Asks every plugin that implements `reconstructDeviceVolumes` for the volumes it may have
+ * attached or device-mounted, named as the desired state names them (spec-derived). A plugin that
+ * fails is logged and skipped: its volumes stay as they are on the node, as before this step.
+ */
+export async function reconstructDeviceVolumes(pluginMgr: VolumePluginMgr, log: Logger): Promise<DeviceOnlyVolume[]> {
+  const out: DeviceOnlyVolume[] = [];
+  for (const plugin of pluginMgr.list()) {
+    if (!isDeviceMountReconstructablePlugin(plugin)) continue;
+    let found: ReconstructedDeviceVolume[];
+    try {
+      found = await plugin.reconstructDeviceVolumes();
+    } catch (err) {
+      log.error(`Could not reconstruct device mounts of plugin ${goQuote(plugin.name)}: ${errorMessage(err)}`);
+      continue;
+    }
+    for (const v of found) {
+      try {
+        out.push({ ...v, pluginName: plugin.name, volumeName: uniqueVolumeNameFromPlugin(plugin.name, plugin.getVolumeName(v.spec)) });
+      } catch (err) {
+        log.error(`Could not name reconstructed device volume ${goQuote(specName(v.spec))} of plugin ${goQuote(plugin.name)}: ${errorMessage(err)}`);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Adds the device-only volumes that are not in `asw` yet (no pod volume directory refers to them)
+ * as attach-Uncertain volumes with no pods: device mount Uncertain when a device mount was started,
+ * and reading as not attached when the attach itself is uncertain. Returns their names, which, like
+ * every reconstructed volume, wait for their attachability to be resolved (node status, or the
+ * plugin in standalone mode) before anything is unmounted. A volume a pod volume refers to is
+ * already there with its device Uncertain and is left alone.
+ */
+export function addReconstructedDeviceVolumes(
+  asw: ActualStateOfWorld,
+  nodeName: NodeName,
+  volumes: readonly DeviceOnlyVolume[],
+  log: Logger,
+): UniqueVolumeName[] {
+  const names: UniqueVolumeName[] = [];
+  for (const v of volumes) {
+    if (asw.volumeExists(v.volumeName)) continue;
+    try {
+      asw.addAttachUncertainReconstructedVolume(v.volumeName, v.spec, nodeName, '');
+      if (v.deviceMountPath !== '') asw.markDeviceAsUncertain(v.volumeName, '', v.deviceMountPath, v.seLinuxMountContext);
+      if (v.attachState === 'uncertain') asw.markVolumeAttachUncertainViaReconstruction(v.volumeName);
+    } catch (err) {
+      log.error(`Could not add device volume information to actual state of world: ${errorMessage(err)}`, { volumeName: v.volumeName });
+      continue;
+    }
+    log.info('Reconstructed a volume no pod directory refers to', {
+      volumeName: v.volumeName,
+      deviceMountPath: v.deviceMountPath,
+      attachState: v.attachState,
+    });
+    names.push(v.volumeName);
+  }
+  return names;
 }

@@ -732,3 +732,147 @@ describe('restart while a listed pod’s volumes cannot be resolved (kubernetes#
     expect(h.reconciler.getVolumesFailedReconstruction()).toEqual([]);
   });
 });
+
+// DEVICE-ONLY VOLUMES (beyond the kubelet: a plugin's global dirs, no pod dir)
+
+describe('reconstructDeviceVolumes: volumes only a plugin’s global directories know of', () => {
+  const pdName = 'pd-a';
+  const vol = uniqueVolumeName(`fake-plugin/${pdName}`);
+
+  function deviceOnly(h: Harness, root: string, attachState: 'attached' | 'uncertain'): void {
+    h.plugin.deviceVolumesToReconstruct = [
+      {
+        spec: specFromVolume(gcePdVolume(pdName, pdName)),
+        deviceMountPath: attachState === 'attached' ? join(root, 'plugins/fake-plugin', pdName, 'globalmount') : '',
+        seLinuxMountContext: '',
+        attachState,
+      },
+    ];
+    h.plugin.attached.add(pdName);
+  }
+
+  const finishedOps = (h: Harness): string[][] => h.records.map((r) => [r.operationName, r.volume, r.outcome]);
+
+  it('adds a staged device with no pod dir as attach-uncertain, device Uncertain, no pods, waiting for attachability', async () => {
+    // Arrange
+    const root = kubeletDir([]);
+    const h = (harness = new Harness({ rootDir: root, withApiServer: false, controllerAttachDetachEnabled: false }));
+    deviceOnly(h, root, 'attached');
+
+    // Act
+    await h.reconciler.reconstructVolumes();
+
+    // Assert
+    expect(h.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([vol]);
+    expect(h.asw.getAllMountedVolumes()).toEqual([]);
+    expect(h.asw.getDeviceMountState(vol)).toBe('DeviceMountUncertain');
+    expect(h.asw.getAttachedVolume(vol)?.deviceMountPath).toBe(join(root, 'plugins/fake-plugin', pdName, 'globalmount'));
+    expect(h.asw.getAttachability(vol)).toBe('Uncertain');
+    expect(h.asw.isVolumeAttached(vol)).toBe(true);
+  });
+
+  it('standalone: a staged device no desired pod wants is unmounted (UnmountDevice), then detached', async () => {
+    // Arrange
+    const root = kubeletDir([]);
+    const h = (harness = new Harness({ rootDir: root, withApiServer: false, controllerAttachDetachEnabled: false }));
+    deviceOnly(h, root, 'attached');
+
+    // Act
+    h.start();
+    await h.until(() => h.asw.getAttachedVolumes().length === 0 && noOperationRunning(h));
+
+    // Assert: unstage first, then detach; nothing else.
+    expect(finishedOps(h)).toEqual([
+      ['unmount_device', vol, 'success'],
+      ['volume_detach', vol, 'success'],
+    ]);
+    expect(h.plugin.counts).toMatchObject({ unmountDevice: 1, detach: 1, mountDevice: 0, attach: 0 });
+    expect(h.plugin.attached.has(pdName)).toBe(false);
+  });
+
+  it('standalone: an attach intent alone (attach uncertain) reads as not attached and is detached without UnmountDevice', async () => {
+    // Arrange
+    const root = kubeletDir([]);
+    const h = (harness = new Harness({ rootDir: root, withApiServer: false, controllerAttachDetachEnabled: false }));
+    deviceOnly(h, root, 'uncertain');
+    await h.reconciler.reconstructVolumes();
+    expect(h.asw.isVolumeAttached(vol)).toBe(false);
+    expect(h.asw.getDeviceMountState(vol)).toBe('DeviceNotMounted');
+
+    // Act
+    h.start();
+    await h.until(() => h.asw.getAttachedVolumes().length === 0 && noOperationRunning(h));
+
+    // Assert
+    expect(finishedOps(h)).toEqual([['volume_detach', vol, 'success']]);
+    expect(h.plugin.counts).toMatchObject({ unmountDevice: 0, detach: 1 });
+    expect(h.plugin.attached.has(pdName)).toBe(false);
+  });
+
+  it.each([
+    { attachState: 'attached' as const, attaches: 0 },
+    { attachState: 'uncertain' as const, attaches: 1 },
+  ])('a desired pod that wants a device-only volume ($attachState) gets it mounted, never unmounted or detached', async ({ attachState, attaches }) => {
+    // Arrange
+    const root = kubeletDir([]);
+    const h = (harness = new Harness({ rootDir: root, withApiServer: false, controllerAttachDetachEnabled: false }));
+    deviceOnly(h, root, attachState);
+    h.pods.add(makePod([gcePdVolume('data', pdName)]));
+
+    // Act
+    h.start();
+    await h.until(() => h.asw.getMountedVolumes().length === 1 && noOperationRunning(h));
+    await h.clock.advance(1_000);
+
+    // Assert: confirmed by a normal mount (MountDevice again: idempotent), attached again when uncertain.
+    expect(h.asw.getDeviceMountState(vol)).toBe('DeviceGloballyMounted');
+    expect(h.asw.isVolumeAttached(vol)).toBe(true);
+    expect(h.plugin.counts).toMatchObject({ attach: attaches, mountDevice: 1, setUp: 1, unmountDevice: 0, detach: 0, tearDown: 0 });
+    expect(h.plugin.attached.has(pdName)).toBe(true);
+  });
+
+  it('a volume a pod dir also refers to keeps its pod entry and is not added twice', async () => {
+    // Arrange
+    const root = kubeletDir([`pod1uid/volumes/fake-plugin/${pdName}`]);
+    const h = (harness = new Harness({ rootDir: root, withApiServer: false, controllerAttachDetachEnabled: false }));
+    deviceOnly(h, root, 'uncertain');
+
+    // Act
+    await h.reconciler.reconstructVolumes();
+
+    // Assert: the pod's reconstruction wins (attached, device Uncertain from the pod's plugin path).
+    expect(h.reconciler.getVolumesNeedUpdateFromNodeStatus()).toEqual([vol]);
+    expect(h.asw.getAllMountedVolumes().map((m) => [m.volumeName, m.podName])).toEqual([[vol, pod1]]);
+    expect(h.asw.isVolumeAttached(vol)).toBe(true);
+  });
+
+  it('plan-only mode does not add them: it predicts the kubelet, whose reconstruction reads pod dirs only', async () => {
+    // Arrange
+    const root = kubeletDir([]);
+    const h = (harness = new Harness({ rootDir: root, planOnly: true, controllerAttachDetachEnabled: true }));
+    deviceOnly(h, root, 'attached');
+
+    // Act
+    const refresh = await h.reconciler.refreshActualState();
+
+    // Assert
+    expect(refresh.added).toEqual([]);
+    expect(h.asw.getAttachedVolumes()).toEqual([]);
+  });
+
+  it('with the attach/detach controller, a staged device listed in node status is unmounted and only marked detached', async () => {
+    // Arrange
+    const root = kubeletDir([]);
+    const h = (harness = new Harness({ rootDir: root, withApiServer: true, controllerAttachDetachEnabled: true }));
+    deviceOnly(h, root, 'attached');
+    h.kube.setVolumesAttached([{ name: vol, devicePath: '/dev/sdb' }]);
+
+    // Act
+    h.start();
+    await h.until(() => h.asw.getAttachedVolumes().length === 0 && noOperationRunning(h));
+
+    // Assert
+    expect(finishedOps(h)).toEqual([['unmount_device', vol, 'success']]);
+    expect(h.plugin.counts).toMatchObject({ unmountDevice: 1, detach: 0 });
+  });
+});

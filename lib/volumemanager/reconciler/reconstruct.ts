@@ -26,7 +26,14 @@ import type { ActualStateOfWorld } from '../cache/actual-state-of-world.ts';
 import type { DesiredStateOfWorld } from '../cache/desired-state-of-world.ts';
 import type { UnresolvedPodVolumes } from '../cache/unresolved-pod-volumes.ts';
 import { PlanOnlyModeError } from './plan-only.ts';
-import { getVolumesFromPodDir, reconstructVolume, type PodVolume, type ReconstructedVolume } from './reconstruct-common.ts';
+import {
+  addReconstructedDeviceVolumes,
+  getVolumesFromPodDir,
+  reconstructDeviceVolumes,
+  reconstructVolume,
+  type PodVolume,
+  type ReconstructedVolume,
+} from './reconstruct-common.ts';
 import {
   newReconstructionEntry,
   pendingReconstructionReport,
@@ -273,7 +280,8 @@ export class Reconstruction {
   /**
    * The scan and reconstruction shared by {@link reconstructVolumes} and the plan-only rebuild:
    * fills `target.asw` and `target.report`, and returns the unique name of every reconstructed
-   * pod volume (duplicates kept, one per pod), or null when `pods/` could not be read.
+   * pod volume (duplicates kept, one per pod) and of every device-only volume a plugin listed, or
+   * null when `pods/` could not be read.
    */
   private async reconstructInto(target: ReconstructionTarget): Promise<UniqueVolumeName[] | null> {
     let podVolumes: PodVolume[];
@@ -317,6 +325,12 @@ export class Reconstruction {
       names.push(reconstructed.volumeName);
     }
     if (groups.size > 0) await this.updateStates(target.asw, groups);
+    // Beyond the kubelet: volumes only a plugin's global directories still know of. Not in
+    // plan-only mode, which predicts the kubelet beside it (that one never looks there).
+    if (!this.options.planOnly) {
+      const deviceVolumes = await reconstructDeviceVolumes(this.options.pluginMgr, this.log);
+      names.push(...addReconstructedDeviceVolumes(target.asw, this.options.nodeName, deviceVolumes, this.log));
+    }
     return names;
   }
 
