@@ -26,7 +26,7 @@ export const MAX_RSS_GROWTH = 0.1;
 const CHURN_EVERY_MS = 100;
 
 const SIZES = {
-  short: { runMs: 30_000, warmupMs: 10_000, clients: 10, pods: 100, populateMs: 120_000 },
+  short: { runMs: 60_000, warmupMs: 30_000, clients: 10, pods: 100, populateMs: 120_000 },
   full: { runMs: 600_000, warmupMs: 60_000, clients: 50, pods: 1000, populateMs: 600_000 },
 } as const;
 
