@@ -2,11 +2,11 @@
 
 import { useMutation } from '@tanstack/react-query';
 import { useId } from 'react';
-import { isAgentApiError, type Check } from '../lib/api/index.ts';
-import type { ActionAvailability } from '../lib/dashboard/action-guards.ts';
-import { agentActionMutationOptions, type ActionRequest, type ActionResult } from '../lib/dashboard/actions-client.ts';
-import { isAgentUnavailableError } from '../lib/dashboard/dashboard-error.ts';
-import { formatDuration } from '../lib/dashboard/time-format.ts';
+import { isAgentApiError, type Check } from '../../lib/api/index.ts';
+import type { ActionAvailability } from '../../lib/dashboard/action-guards.ts';
+import { agentActionMutationOptions, type ActionRequest, type ActionResult } from '../../lib/dashboard/actions-client.ts';
+import { isAgentUnavailableError } from '../../lib/dashboard/dashboard-error.ts';
+import { formatDuration } from '../../lib/dashboard/time-format.ts';
 import { ConfirmDialog } from './confirm-dialog.tsx';
 
 /** An action waiting for confirmation: what the dialog says and what it sends. */

@@ -1,9 +1,9 @@
 'use client';
 
 import type { ReactNode } from 'react';
-import type { Snapshot } from '../lib/api/index.ts';
-import { useAgentConnection, useAgentSnapshot } from '../lib/dashboard/use-agent.ts';
-import { ConnectionStatus } from './connection-status.tsx';
+import type { Snapshot } from '../../lib/api/index.ts';
+import { useAgentConnection, useAgentSnapshot } from '../../lib/dashboard/use-agent.ts';
+import { ConnectionStatus } from '../shared/connection-status.tsx';
 
 /**
  * Renders `children(snapshot)` once the agent's snapshot is in the cache; until then, the

@@ -2,7 +2,7 @@
 
 import type { UseMutationResult } from '@tanstack/react-query';
 import { useId, type ReactNode } from 'react';
-import { useModalDialog } from './use-modal-dialog.ts';
+import { useModalDialog } from '../hooks/use-modal-dialog.ts';
 
 /** What a confirmation dialog shows before the operator confirms. */
 export interface ConfirmDialogContent<TVariables> {

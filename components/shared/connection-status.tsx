@@ -1,8 +1,8 @@
 'use client';
 
-import type { AgentConnectionState } from '../lib/dashboard/queries.ts';
-import { formatDuration, formatUtc } from '../lib/dashboard/time-format.ts';
-import { useAgentConnection, useNow } from '../lib/dashboard/use-agent.ts';
+import type { AgentConnectionState } from '../../lib/dashboard/queries.ts';
+import { formatDuration, formatUtc } from '../../lib/dashboard/time-format.ts';
+import { useAgentConnection, useNow } from '../../lib/dashboard/use-agent.ts';
 import { RelativeTime } from './time-text.tsx';
 
 /** After this long without live data, the indicator says "stale since …" instead of "reconnecting for …". */

@@ -3,8 +3,8 @@
 import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { memo, useMemo } from 'react';
-import type { DiscoveryStatus } from '../lib/dashboard/discovery-status.ts';
-import { nodeHref } from '../lib/dashboard/routes.ts';
+import type { DiscoveryStatus } from '../../lib/dashboard/discovery-status.ts';
+import { nodeHref } from '../../lib/dashboard/routes.ts';
 import {
   SUMMARY_POLL_INTERVAL_MS,
   isPollStale,
@@ -13,11 +13,11 @@ import {
   summariesQueryOptions,
   type OverviewCard,
   type SummaryPoll,
-} from '../lib/dashboard/summary.ts';
-import { useNow } from '../lib/dashboard/use-agent.ts';
-import { ConnectionIndicator } from './connection-status.tsx';
-import { NodeCounts, NodeFacts, ReconstructionLine } from './node-panels.tsx';
-import { RelativeTime } from './time-text.tsx';
+} from '../../lib/dashboard/summary.ts';
+import { useNow } from '../../lib/dashboard/use-agent.ts';
+import { ConnectionIndicator } from '../shared/connection-status.tsx';
+import { NodeCounts, NodeFacts, ReconstructionLine } from '../node/operations-table.tsx';
+import { RelativeTime } from '../shared/time-text.tsx';
 
 /** A configured agent as the overview lists it. */
 export interface OverviewAgent {

@@ -2,7 +2,7 @@
 
 import Link from 'next/link';
 import { usePathname } from 'next/navigation';
-import { decodeSegment, nodeHref } from '../lib/dashboard/routes.ts';
+import { decodeSegment, nodeHref } from '../../lib/dashboard/routes.ts';
 
 /** What a not-found page is about, from the URL: `/[embed/]nodes/<node>[/pods/<uid>|/volumes/<volume>]`. */
 export function describeNotFound(pathname: string, level: 'node' | 'item'): { title: string; text: string; node: string | null } {

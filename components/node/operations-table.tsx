@@ -3,16 +3,16 @@
 import Link from 'next/link';
 import { useRouter } from 'next/navigation';
 import { memo, useCallback, useMemo, type CSSProperties, type ReactNode } from 'react';
-import type { AttachVerification, AuditEntry, Driver, Operation, Reconstruction, RecentEvent, SourceError } from '../lib/api/index.ts';
-import { operationKey } from '../lib/api/index.ts';
-import { describeRetry, retryAvailability, retryRequestFor } from '../lib/dashboard/action-guards.ts';
-import type { NodeSummary } from '../lib/dashboard/node-summary.ts';
-import type { ConnectionPhase } from '../lib/dashboard/queries.ts';
-import { podHref, volumeHref } from '../lib/dashboard/routes.ts';
-import { ActionButton, type PendingAction } from './action-dialog.tsx';
-import { HealthBadge } from './status-badges.tsx';
-import { OperationCountdown, RelativeTime } from './time-text.tsx';
-import { VirtualList } from './virtual-list.tsx';
+import type { AttachVerification, AuditEntry, Driver, Operation, Reconstruction, RecentEvent, SourceError } from '../../lib/api/index.ts';
+import { operationKey } from '../../lib/api/index.ts';
+import { describeRetry, retryAvailability, retryRequestFor } from '../../lib/dashboard/action-guards.ts';
+import type { NodeSummary } from '../../lib/dashboard/node-summary.ts';
+import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
+import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
+import { ActionButton, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { HealthBadge } from '../shared/status-badges.tsx';
+import { OperationCountdown, RelativeTime } from '../shared/time-text.tsx';
+import { VirtualList } from '../shared/virtual-list.tsx';
 
 /** A titled section with an anchor id. */
 export function Panel({ id, title, count, children, actions }: { id: string; title: string; count?: number; children: ReactNode; actions?: ReactNode }) {

@@ -2,18 +2,18 @@
 
 import Link from 'next/link';
 import { useCallback, useMemo, useState } from 'react';
-import type { Snapshot } from '../lib/api/index.ts';
-import { podMarkdownSummary } from '../lib/dashboard/markdown-summary.ts';
-import { createVolumeRowsSelector, findPod, kubeletSummaryLine, podDisplayName, type PodView as PodModel } from '../lib/dashboard/pipeline.ts';
-import { embedHref, nodeHref } from '../lib/dashboard/routes.ts';
-import { useAgentConnection } from '../lib/dashboard/use-agent.ts';
-import { ActionDialog, type PendingAction } from './action-dialog.tsx';
-import { AgentGate } from './agent-gate.tsx';
-import { ConnectionStatus } from './connection-status.tsx';
-import { CopyButton } from './copy-button.tsx';
-import { EventsTable, Panel, ReconstructionTable } from './node-panels.tsx';
-import { usePodNames } from './node-view.tsx';
-import { VolumePipeline } from './volume-pipeline.tsx';
+import type { Snapshot } from '../../lib/api/index.ts';
+import { podMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
+import { createVolumeRowsSelector, findPod, kubeletSummaryLine, podDisplayName, type PodView as PodModel } from '../../lib/dashboard/pipeline.ts';
+import { embedHref, nodeHref } from '../../lib/dashboard/routes.ts';
+import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
+import { ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { AgentGate } from '../page/agent-gate.tsx';
+import { ConnectionStatus } from '../shared/connection-status.tsx';
+import { CopyButton } from '../shared/copy-button.tsx';
+import { EventsTable, Panel, ReconstructionTable } from '../node/operations-table.tsx';
+import { usePodNames } from '../node/node-view.tsx';
+import { VolumePipeline } from '../volume/volume-pipeline.tsx';
 
 /** The pod of `uid` in the live snapshot (rows memoized across deltas). */
 export function useLivePod(snapshot: Snapshot, uid: string): PodModel | null {

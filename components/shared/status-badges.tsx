@@ -1,5 +1,5 @@
-import type { NodeHealth } from '../lib/dashboard/node-summary.ts';
-import type { StageStatus, VolumeState } from '../lib/dashboard/pipeline.ts';
+import type { NodeHealth } from '../../lib/dashboard/node-summary.ts';
+import type { StageStatus, VolumeState } from '../../lib/dashboard/pipeline.ts';
 
 // Every state is shown as an icon plus a word, so colour is never the only cue.
 

@@ -2,16 +2,16 @@
 
 import Link from 'next/link';
 import { useCallback, useMemo, useState } from 'react';
-import type { Snapshot } from '../lib/api/index.ts';
-import { createVolumeRowsSelector, indexSnapshot, rowPodName, volumeKnown } from '../lib/dashboard/pipeline.ts';
-import { nodeHref, podHref } from '../lib/dashboard/routes.ts';
-import { useAgentConnection } from '../lib/dashboard/use-agent.ts';
-import { ActionDialog, type PendingAction } from './action-dialog.tsx';
-import { AgentGate } from './agent-gate.tsx';
-import { ConnectionStatus } from './connection-status.tsx';
-import { CopyButton } from './copy-button.tsx';
-import { AuditTable, EventsTable, OperationsTable, Panel, ReconstructionTable } from './node-panels.tsx';
-import { usePodNames } from './node-view.tsx';
+import type { Snapshot } from '../../lib/api/index.ts';
+import { createVolumeRowsSelector, indexSnapshot, rowPodName, volumeKnown } from '../../lib/dashboard/pipeline.ts';
+import { nodeHref, podHref } from '../../lib/dashboard/routes.ts';
+import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
+import { ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { AgentGate } from '../page/agent-gate.tsx';
+import { ConnectionStatus } from '../shared/connection-status.tsx';
+import { CopyButton } from '../shared/copy-button.tsx';
+import { AuditTable, EventsTable, OperationsTable, Panel, ReconstructionTable } from '../node/operations-table.tsx';
+import { usePodNames } from '../node/node-view.tsx';
 import { VolumePipeline } from './volume-pipeline.tsx';
 
 function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string; snapshot: Snapshot }) {

@@ -3,10 +3,10 @@
 import Link from 'next/link';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { memo, useCallback, useDeferredValue, useEffect, useId, useMemo, useState } from 'react';
-import { describeRetry, describeUnmount, retryAvailability, retryRequestFor, unmountAvailability } from '../lib/dashboard/action-guards.ts';
-import { STAGE_LABEL, VOLUME_STATES, rowPodName, type VolumeRow } from '../lib/dashboard/pipeline.ts';
-import type { ConnectionPhase } from '../lib/dashboard/queries.ts';
-import { podHref, volumeHref } from '../lib/dashboard/routes.ts';
+import { describeRetry, describeUnmount, retryAvailability, retryRequestFor, unmountAvailability } from '../../lib/dashboard/action-guards.ts';
+import { STAGE_LABEL, VOLUME_STATES, rowPodName, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
+import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
+import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import {
   createNamespacesSelector,
   createVolumeFiltersSelector,
@@ -14,11 +14,11 @@ import {
   volumeFiltersToSearch,
   type VolumeFilters,
   type VolumeSortKey,
-} from '../lib/dashboard/volume-filters.ts';
-import { ActionButton, type PendingAction } from './action-dialog.tsx';
-import { VolumeStateBadge, volumeStateLabel } from './status-badges.tsx';
-import { OperationCountdown } from './time-text.tsx';
-import { VirtualList } from './virtual-list.tsx';
+} from '../../lib/dashboard/volume-filters.ts';
+import { ActionButton, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { VolumeStateBadge, volumeStateLabel } from '../shared/status-badges.tsx';
+import { OperationCountdown } from '../shared/time-text.tsx';
+import { VirtualList } from '../shared/virtual-list.tsx';
 
 /** Fixed row height of the pods table (px); the windowing depends on it. */
 const ROW_HEIGHT = 44;

@@ -2,18 +2,18 @@
 
 import Link from 'next/link';
 import { useMemo } from 'react';
-import { summarizeNode } from '../lib/dashboard/node-summary.ts';
-import { STAGE_LABEL, createVolumeRowsSelector, kubeletSummaryLine, podDisplayName, rowPodName } from '../lib/dashboard/pipeline.ts';
-import { nodeHref, podHref } from '../lib/dashboard/routes.ts';
-import { useAgentConnection } from '../lib/dashboard/use-agent.ts';
-import { AgentGate } from './agent-gate.tsx';
-import { ConnectionStatus } from './connection-status.tsx';
-import { NodeCounts } from './node-panels.tsx';
-import { PodGone, useLivePod } from './pod-view.tsx';
-import { HealthBadge, VolumeStateBadge } from './status-badges.tsx';
-import { OperationCountdown } from './time-text.tsx';
-import { VolumePipeline } from './volume-pipeline.tsx';
-import type { Snapshot } from '../lib/api/index.ts';
+import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
+import { STAGE_LABEL, createVolumeRowsSelector, kubeletSummaryLine, podDisplayName, rowPodName } from '../../lib/dashboard/pipeline.ts';
+import { nodeHref, podHref } from '../../lib/dashboard/routes.ts';
+import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
+import { AgentGate } from '../page/agent-gate.tsx';
+import { ConnectionStatus } from '../shared/connection-status.tsx';
+import { NodeCounts } from '../node/operations-table.tsx';
+import { PodGone, useLivePod } from '../pod/pod-view.tsx';
+import { HealthBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
+import { OperationCountdown } from '../shared/time-text.tsx';
+import { VolumePipeline } from '../volume/volume-pipeline.tsx';
+import type { Snapshot } from '../../lib/api/index.ts';
 
 /** How many problem rows the node embed lists. */
 const EMBED_ROWS = 8;

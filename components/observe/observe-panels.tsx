@@ -3,11 +3,11 @@
 import { useMutation } from '@tanstack/react-query';
 import Link from 'next/link';
 import { memo, useCallback, useId, useMemo, useState, type CSSProperties, type ReactNode } from 'react';
-import { isAgentApiError } from '../lib/api/index.ts';
-import type { OrphanCleanupResponse } from '../lib/api/actions.ts';
-import type { KubeletBackoff, Observe, OrphanPod, PlannedOperation, TruthDiffRow } from '../lib/api/observe.ts';
-import { orphanCleanupMutationOptions } from '../lib/dashboard/actions-client.ts';
-import { isAgentUnavailableError } from '../lib/dashboard/dashboard-error.ts';
+import { isAgentApiError } from '../../lib/api/index.ts';
+import type { OrphanCleanupResponse } from '../../lib/api/actions.ts';
+import type { KubeletBackoff, Observe, OrphanPod, PlannedOperation, TruthDiffRow } from '../../lib/api/observe.ts';
+import { orphanCleanupMutationOptions } from '../../lib/dashboard/actions-client.ts';
+import { isAgentUnavailableError } from '../../lib/dashboard/dashboard-error.ts';
 import {
   OBSERVE_BANNER,
   OBSERVE_ROW_CAP,
@@ -30,14 +30,14 @@ import {
   truthDiffRowsShown,
   type ObserveActionAvailability,
   type StateLabel,
-} from '../lib/dashboard/observe-view.ts';
-import { podHref } from '../lib/dashboard/routes.ts';
-import { formatUtc } from '../lib/dashboard/time-format.ts';
-import { useAgentConnection, useNow } from '../lib/dashboard/use-agent.ts';
-import { ActionButton } from './action-dialog.tsx';
-import { Panel } from './node-panels.tsx';
-import { RelativeTime } from './time-text.tsx';
-import { ConfirmDialog } from './confirm-dialog.tsx';
+} from '../../lib/dashboard/observe-view.ts';
+import { podHref } from '../../lib/dashboard/routes.ts';
+import { formatUtc } from '../../lib/dashboard/time-format.ts';
+import { useAgentConnection, useNow } from '../../lib/dashboard/use-agent.ts';
+import { ActionButton } from '../dialogs/action-dialog.tsx';
+import { Panel } from '../node/operations-table.tsx';
+import { RelativeTime } from '../shared/time-text.tsx';
+import { ConfirmDialog } from '../dialogs/confirm-dialog.tsx';
 
 // Live texts keep their width while they count (tabular digits, a minimum width of their longest
 // usual text), so neither the row nor the table column moves every second.

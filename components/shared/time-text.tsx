@@ -1,9 +1,9 @@
 'use client';
 
 import { useMemo } from 'react';
-import type { Operation } from '../lib/api/index.ts';
-import { formatRelative, formatUtc, operationTiming } from '../lib/dashboard/time-format.ts';
-import { useNow } from '../lib/dashboard/use-agent.ts';
+import type { Operation } from '../../lib/api/index.ts';
+import { formatRelative, formatUtc, operationTiming } from '../../lib/dashboard/time-format.ts';
+import { useNow } from '../../lib/dashboard/use-agent.ts';
 
 // `Date#toLocaleString(undefined, options)` builds a new Intl.DateTimeFormat on every call (about
 // a millisecond); with hundreds of times on the node page, re-rendered every second, that was most

@@ -2,13 +2,13 @@
 
 import Link from 'next/link';
 import { memo } from 'react';
-import { describeRetry, describeUnmount, retryAvailability, retryRequestFor, unmountAvailability } from '../lib/dashboard/action-guards.ts';
-import { STAGE_LABEL, type PipelineStage, type VolumeRow } from '../lib/dashboard/pipeline.ts';
-import type { ConnectionPhase } from '../lib/dashboard/queries.ts';
-import { volumeHref } from '../lib/dashboard/routes.ts';
-import { ActionButton, type PendingAction } from './action-dialog.tsx';
-import { StageStatusBadge, VolumeStateBadge } from './status-badges.tsx';
-import { AbsoluteTime, OperationCountdown, RelativeTime } from './time-text.tsx';
+import { describeRetry, describeUnmount, retryAvailability, retryRequestFor, unmountAvailability } from '../../lib/dashboard/action-guards.ts';
+import { STAGE_LABEL, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
+import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
+import { volumeHref } from '../../lib/dashboard/routes.ts';
+import { ActionButton, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { StageStatusBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
+import { AbsoluteTime, OperationCountdown, RelativeTime } from '../shared/time-text.tsx';
 
 function BlockingDetail({ row, stage }: { row: VolumeRow; stage: PipelineStage }) {
   const op = row.operation;

@@ -1,18 +1,18 @@
 'use client';
 
 import { Suspense, memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
-import type { Snapshot } from '../lib/api/index.ts';
-import { describeResync, resyncAvailability } from '../lib/dashboard/action-guards.ts';
-import { nodeMarkdownSummary } from '../lib/dashboard/markdown-summary.ts';
-import { summarizeNode } from '../lib/dashboard/node-summary.ts';
-import { createVolumeRowsSelector, podDisplayName } from '../lib/dashboard/pipeline.ts';
-import { embedHref } from '../lib/dashboard/routes.ts';
-import type { ConnectionPhase } from '../lib/dashboard/queries.ts';
-import { useAgentConnection } from '../lib/dashboard/use-agent.ts';
-import { ActionButton, ActionDialog, type PendingAction } from './action-dialog.tsx';
-import { AgentGate } from './agent-gate.tsx';
-import { ConnectionStatus } from './connection-status.tsx';
-import { CopyButton } from './copy-button.tsx';
+import type { Snapshot } from '../../lib/api/index.ts';
+import { describeResync, resyncAvailability } from '../../lib/dashboard/action-guards.ts';
+import { nodeMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
+import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
+import { createVolumeRowsSelector, podDisplayName } from '../../lib/dashboard/pipeline.ts';
+import { embedHref } from '../../lib/dashboard/routes.ts';
+import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
+import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
+import { ActionButton, ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { AgentGate } from '../page/agent-gate.tsx';
+import { ConnectionStatus } from '../shared/connection-status.tsx';
+import { CopyButton } from '../shared/copy-button.tsx';
 import {
   AuditTable,
   DriversTable,
@@ -24,8 +24,8 @@ import {
   ReconstructionLine,
   ReconstructionTable,
   SourceErrorsList,
-} from './node-panels.tsx';
-import { ObservePanels } from './observe-panels.tsx';
+} from './operations-table.tsx';
+import { ObservePanels } from '../observe/observe-panels.tsx';
 import { VolumeTable } from './volume-table.tsx';
 
 /** uid → `namespace/name` of the desired pods, for tables that only have UIDs. */
