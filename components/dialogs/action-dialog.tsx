@@ -1,12 +1,10 @@
 'use client';
 
 import { useMutation } from '@tanstack/react-query';
-import { useId } from 'react';
-import { isAgentApiError, type Check } from '../../lib/api/index.ts';
-import type { ActionAvailability } from '../../lib/dashboard/action-guards.ts';
 import { agentActionMutationOptions, type ActionRequest, type ActionResult } from '../../lib/dashboard/actions-client.ts';
-import { isAgentUnavailableError } from '../../lib/dashboard/dashboard-error.ts';
 import { formatDuration } from '../../lib/dashboard/time-format.ts';
+import { ActionError } from './action-error.tsx';
+import { ChecksList } from './checks-list.tsx';
 import { ConfirmDialog } from './confirm-dialog.tsx';
 
 /** An action waiting for confirmation: what the dialog says and what it sends. */
@@ -16,50 +14,6 @@ export interface PendingAction {
   readonly description: string;
   readonly confirmLabel: string;
   readonly request: ActionRequest;
-}
-
-/**
- * A button for an action. When not allowed it stays focusable but inert (`aria-disabled`), and
- * the reason is shown next to it and read with it.
- */
-export function ActionButton({ label, availability, onClick, small = false }: { label: string; availability: ActionAvailability; onClick: () => void; small?: boolean }) {
-  const reasonId = useId();
-  const allowed = availability.allowed;
-  return (
-    <span className="action">
-      <button
-        type="button"
-        className={`button button--action${small ? ' button--small' : ''}`}
-        aria-disabled={!allowed}
-        aria-describedby={allowed ? undefined : reasonId}
-        onClick={() => {
-          if (allowed) onClick();
-        }}
-      >
-        {label}
-      </button>
-      {!availability.allowed ? (
-        <span id={reasonId} className="action__reason">
-          {small ? <span className="visually-hidden">{`Not available: ${availability.reason}`}</span> : `Not available: ${availability.reason}`}
-        </span>
-      ) : null}
-    </span>
-  );
-}
-
-function Checks({ checks }: { checks: readonly Check[] }) {
-  if (checks.length === 0) return null;
-  return (
-    <ul className="checks">
-      {checks.map((c) => (
-        <li key={c.name} className={c.ok ? 'checks__ok' : 'checks__failed'}>
-          <span aria-hidden="true">{c.ok ? '✓ ' : '✕ '}</span>
-          <span className="visually-hidden">{c.ok ? 'passed: ' : 'failed: '}</span>
-          <code>{c.name}</code> — {c.detail}
-        </li>
-      ))}
-    </ul>
-  );
 }
 
 function ResultView({ result }: { result: ActionResult }) {
@@ -101,31 +55,11 @@ function ResultView({ result }: { result: ActionResult }) {
             {r.outcome === 'uncertain' ? ' (TearDown timed out; the mount is uncertain and the reconciler retries)' : ''}
             {r.error !== null ? `: ${r.error}` : ''}
           </p>
-          <Checks checks={r.checks} />
+          <ChecksList checks={r.checks} />
         </div>
       );
     }
   }
-}
-
-function ErrorView({ error }: { error: Error }) {
-  let heading = 'The action failed';
-  let checks: Check[] = [];
-  if (isAgentApiError(error)) {
-    heading = error.status === 409 ? 'The agent refused (409)' : `The agent answered ${error.status}${error.code !== null ? ` ${error.code}` : ''}`;
-    checks = error.checks;
-  } else if (isAgentUnavailableError(error)) {
-    heading = 'The dashboard could not reach the agent';
-  }
-  return (
-    <div className="result result--bad" role="alert">
-      <p>
-        <span aria-hidden="true">✕ </span>
-        <strong>{heading}:</strong> {error.message}
-      </p>
-      <Checks checks={checks} />
-    </div>
-  );
 }
 
 /**
@@ -140,7 +74,7 @@ export function ActionDialog({ agent, pending, onClose }: { agent: string; pendi
       content={pending === null ? null : { title: pending.title, description: pending.description, confirmLabel: pending.confirmLabel, variables: pending.request }}
       mutation={mutation}
       renderResult={(result) => <ResultView result={result} />}
-      renderError={(error) => <ErrorView error={error} />}
+      renderError={(error) => <ActionError error={error} failedHeading="The action failed" refusedHeading="The agent refused (409)" />}
       onClose={onClose}
     />
   );

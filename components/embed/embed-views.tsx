@@ -8,8 +8,10 @@ import { nodeHref, podHref } from '../../lib/dashboard/routes.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
 import { AgentGate } from '../page/agent-gate.tsx';
 import { ConnectionStatus } from '../shared/connection-status.tsx';
-import { NodeCounts } from '../node/operations-table.tsx';
-import { PodGone, useLivePod } from '../pod/pod-view.tsx';
+import { useLivePod } from '../hooks/use-live-pod.ts';
+import { NodeCounts } from '../node/node-counts.tsx';
+import { PodGone } from '../pod/pod-gone.tsx';
+import { EmptyState } from '../shared/empty-state.tsx';
 import { HealthBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
 import { OperationCountdown } from '../shared/time-text.tsx';
 import { VolumePipeline } from '../volume/volume-pipeline.tsx';
@@ -36,7 +38,7 @@ function EmbedNodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot 
       </header>
       <NodeCounts summary={summary} />
       {problems.length === 0 ? (
-        <p className="empty">Every volume is ready.</p>
+        <EmptyState>Every volume is ready.</EmptyState>
       ) : (
         <table className="table table--compact">
           <caption className="visually-hidden">Volumes not ready</caption>

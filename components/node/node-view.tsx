@@ -5,34 +5,28 @@ import type { Snapshot } from '../../lib/api/index.ts';
 import { describeResync, resyncAvailability } from '../../lib/dashboard/action-guards.ts';
 import { nodeMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
 import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
-import { createVolumeRowsSelector, podDisplayName } from '../../lib/dashboard/pipeline.ts';
+import { createVolumeRowsSelector } from '../../lib/dashboard/pipeline.ts';
 import { embedHref } from '../../lib/dashboard/routes.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
-import { ActionButton, ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { ActionButton } from '../actions/action-button.tsx';
+import { ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { usePodNames } from '../hooks/use-pod-names.ts';
+import { ObservePanels } from '../observe/observe-panels.tsx';
 import { AgentGate } from '../page/agent-gate.tsx';
 import { ConnectionStatus } from '../shared/connection-status.tsx';
 import { CopyButton } from '../shared/copy-button.tsx';
-import {
-  AuditTable,
-  DriversTable,
-  EventsTable,
-  NodeCounts,
-  NodeFacts,
-  OperationsGrid,
-  Panel,
-  ReconstructionLine,
-  ReconstructionTable,
-  SourceErrorsList,
-} from './operations-table.tsx';
-import { ObservePanels } from '../observe/observe-panels.tsx';
+import { Panel } from '../shared/panel.tsx';
+import { AuditTable } from './audit-table.tsx';
+import { DriversTable } from './drivers-table.tsx';
+import { EventsTable } from './events-table.tsx';
+import { NodeCounts } from './node-counts.tsx';
+import { NodeFacts } from './node-facts.tsx';
+import { OperationsTable } from './operations-table.tsx';
+import { ReconstructionLine } from './reconstruction-line.tsx';
+import { ReconstructionTable } from './reconstruction-table.tsx';
+import { SourceErrorsList } from './source-errors-list.tsx';
 import { VolumeTable } from './volume-table.tsx';
-
-/** uid → `namespace/name` of the desired pods, for tables that only have UIDs. */
-export function usePodNames(snapshot: Snapshot): ReadonlyMap<string, string> {
-  const pods = snapshot.desired.pods;
-  return useMemo(() => new Map(pods.map((p) => [p.uid, podDisplayName(p)])), [pods]);
-}
 
 interface LowPriorityPanelsProps {
   readonly agent: string;
@@ -54,7 +48,7 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
     <>
       <ObservePanels agent={agent} observe={snapshot.observe} />
       <Panel id="operations" title="Pending operations" count={snapshot.operations.length}>
-        <OperationsGrid node={agent} operations={snapshot.operations} podNames={podNames} phase={phase} onAction={onAction} limit={500} />
+        <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} phase={phase} onAction={onAction} limit={500} />
       </Panel>
       <Panel id="reconstruction" title="Reconstruction">
         <ReconstructionLine summary={summary} />

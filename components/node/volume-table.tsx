@@ -1,21 +1,17 @@
 'use client';
 
 import Link from 'next/link';
-import { usePathname, useRouter, useSearchParams } from 'next/navigation';
+import { useRouter } from 'next/navigation';
 import { memo, useCallback, useDeferredValue, useEffect, useId, useMemo, useState } from 'react';
-import { describeRetry, describeUnmount, retryAvailability, retryRequestFor, unmountAvailability } from '../../lib/dashboard/action-guards.ts';
 import { STAGE_LABEL, VOLUME_STATES, rowPodName, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
-import {
-  createNamespacesSelector,
-  createVolumeFiltersSelector,
-  parseVolumeFilters,
-  volumeFiltersToSearch,
-  type VolumeFilters,
-  type VolumeSortKey,
-} from '../../lib/dashboard/volume-filters.ts';
-import { ActionButton, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { createNamespacesSelector, createVolumeFiltersSelector, type VolumeSortKey } from '../../lib/dashboard/volume-filters.ts';
+import { RetryButton } from '../actions/retry-button.tsx';
+import { UnmountButton } from '../actions/unmount-button.tsx';
+import type { PendingAction } from '../dialogs/action-dialog.tsx';
+import { useUrlFilters } from '../hooks/use-url-filters.ts';
+import { EmptyState } from '../shared/empty-state.tsx';
 import { VolumeStateBadge, volumeStateLabel } from '../shared/status-badges.tsx';
 import { OperationCountdown } from '../shared/time-text.tsx';
 import { VirtualList } from '../shared/virtual-list.tsx';
@@ -66,31 +62,8 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
         {op?.lastError ?? ''}
       </div>
       <div role="cell" className="vt__cell vt__actions">
-        {op !== null ? (
-          <ActionButton
-            small
-            label="Retry now"
-            availability={retryAvailability(op, ctx.phase)}
-            onClick={() => {
-              ctx.onAction({ title: 'Retry now', description: describeRetry(ctx.node, op), confirmLabel: 'Retry now', request: { kind: 'retry', body: retryRequestFor(op) } });
-            }}
-          />
-        ) : null}
-        {!row.desired ? (
-          <ActionButton
-            small
-            label="Unmount"
-            availability={unmountAvailability(row, { statesSynced: ctx.synced, observing: ctx.observing === true }, ctx.phase)}
-            onClick={() => {
-              ctx.onAction({
-                title: 'Unmount',
-                description: describeUnmount(ctx.node, row),
-                confirmLabel: 'Unmount',
-                request: { kind: 'unmount', body: { podUid: row.podUid, volume: row.uniqueVolumeName } },
-              });
-            }}
-          />
-        ) : null}
+        {op !== null ? <RetryButton node={ctx.node} op={op} phase={ctx.phase} onAction={ctx.onAction} /> : null}
+        {!row.desired ? <UnmountButton node={ctx.node} row={row} phase={ctx.phase} synced={ctx.synced} observing={ctx.observing === true} onAction={ctx.onAction} /> : null}
       </div>
     </>
   );
@@ -105,21 +78,6 @@ const COLUMNS: { key: VolumeSortKey | null; label: string; className: string }[]
   { key: null, label: 'Last error', className: 'vt__error' },
   { key: null, label: 'Actions', className: 'vt__actions' },
 ];
-
-/** Search params → filters, and a setter that writes them back into the URL. */
-function useUrlFilters(): [VolumeFilters, (next: VolumeFilters) => void] {
-  const params = useSearchParams();
-  const router = useRouter();
-  const pathname = usePathname();
-  const filters = useMemo(() => parseVolumeFilters(new URLSearchParams(params.toString())), [params]);
-  const set = useCallback(
-    (next: VolumeFilters) => {
-      router.replace(`${pathname}${volumeFiltersToSearch(next)}`, { scroll: false });
-    },
-    [router, pathname],
-  );
-  return [filters, set];
-}
 
 export interface VolumeTableProps {
   readonly node: string;
@@ -271,7 +229,7 @@ export function VolumeTable({ node, rows, phase, synced, observing = false, onAc
           </div>
         </div>
         {shown.length === 0 ? (
-          <p className="empty">{rows.length === 0 ? 'No pod on this node has volumes.' : 'No row matches the filters.'}</p>
+          <EmptyState>{rows.length === 0 ? 'No pod on this node has volumes.' : 'No row matches the filters.'}</EmptyState>
         ) : (
           <VirtualList items={shown} rowHeight={ROW_HEIGHT} maxHeight={560} getKey={getKey} renderRow={renderRow} label="Pods and volumes, one row per pod volume; use the arrow keys to move, Enter to open the pod" onActivate={openPod} />
         )}

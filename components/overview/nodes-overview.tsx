@@ -16,7 +16,10 @@ import {
 } from '../../lib/dashboard/summary.ts';
 import { useNow } from '../../lib/dashboard/use-agent.ts';
 import { ConnectionIndicator } from '../shared/connection-status.tsx';
-import { NodeCounts, NodeFacts, ReconstructionLine } from '../node/operations-table.tsx';
+import { EmptyState } from '../shared/empty-state.tsx';
+import { NodeCounts } from '../node/node-counts.tsx';
+import { NodeFacts } from '../node/node-facts.tsx';
+import { ReconstructionLine } from '../node/reconstruction-line.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
 
 /** A configured agent as the overview lists it. */
@@ -38,7 +41,7 @@ const NodeCard = memo(function NodeCard({ card }: { card: OverviewCard }) {
       </header>
       <p className="muted small">{card.url}</p>
       {summary === null ? (
-        <p className="empty">No snapshot yet.</p>
+        <EmptyState>No snapshot yet.</EmptyState>
       ) : (
         <>
           <NodeFacts summary={summary} />
@@ -71,7 +74,7 @@ function DiscoveryNotice({ status, poll, count }: { status: DiscoveryStatus; pol
       </div>
     );
   }
-  if (!status.listed) return <p className="empty">Looking for agent pods ({where})…</p>;
+  if (!status.listed) return <EmptyState>Looking for agent pods ({where})…</EmptyState>;
   if (count === 0) {
     return (
       <div className="gate">

@@ -4,39 +4,21 @@ import Link from 'next/link';
 import { useCallback, useMemo, useState } from 'react';
 import type { Snapshot } from '../../lib/api/index.ts';
 import { podMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
-import { createVolumeRowsSelector, findPod, kubeletSummaryLine, podDisplayName, type PodView as PodModel } from '../../lib/dashboard/pipeline.ts';
+import { kubeletSummaryLine, podDisplayName } from '../../lib/dashboard/pipeline.ts';
 import { embedHref, nodeHref } from '../../lib/dashboard/routes.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
 import { ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
 import { AgentGate } from '../page/agent-gate.tsx';
 import { ConnectionStatus } from '../shared/connection-status.tsx';
 import { CopyButton } from '../shared/copy-button.tsx';
-import { EventsTable, Panel, ReconstructionTable } from '../node/operations-table.tsx';
-import { usePodNames } from '../node/node-view.tsx';
+import { useLivePod } from '../hooks/use-live-pod.ts';
+import { usePodNames } from '../hooks/use-pod-names.ts';
+import { EventsTable } from '../node/events-table.tsx';
+import { ReconstructionTable } from '../node/reconstruction-table.tsx';
+import { EmptyState } from '../shared/empty-state.tsx';
+import { Panel } from '../shared/panel.tsx';
+import { PodGone } from './pod-gone.tsx';
 import { VolumePipeline } from '../volume/volume-pipeline.tsx';
-
-/** The pod of `uid` in the live snapshot (rows memoized across deltas). */
-export function useLivePod(snapshot: Snapshot, uid: string): PodModel | null {
-  const selectRows = useMemo(() => createVolumeRowsSelector(), []);
-  const rows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
-  return useMemo(() => findPod(snapshot, uid, rows), [snapshot, uid, rows]);
-}
-
-/** Shown when the live snapshot no longer mentions the pod. */
-export function PodGone({ agent, uid }: { agent: string; uid: string }) {
-  return (
-    <div className="gate" role="status">
-      <h1>Pod not known</h1>
-      <p>
-        Agent {agent} does not know a pod with UID <code>{uid}</code> (any more): it is not in the desired world, has no mounts,
-        operations, errors or reconstruction entries.
-      </p>
-      <p>
-        <Link href={nodeHref(agent)}>Back to node {agent}</Link>
-      </p>
-    </div>
-  );
-}
 
 function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
@@ -109,7 +91,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
           </div>
         ) : null}
         <Panel id="volumes" title="Volumes" count={pod.rows.length}>
-          {pod.rows.length === 0 ? <p className="empty">The pod has no volumes that need mounting.</p> : null}
+          {pod.rows.length === 0 ? <EmptyState>The pod has no volumes that need mounting.</EmptyState> : null}
           <div className="pipelines">
             {pod.rows.map((row) => (
               <VolumePipeline key={row.id} node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} />

@@ -2,11 +2,12 @@
 
 import Link from 'next/link';
 import { memo } from 'react';
-import { describeRetry, describeUnmount, retryAvailability, retryRequestFor, unmountAvailability } from '../../lib/dashboard/action-guards.ts';
 import { STAGE_LABEL, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { volumeHref } from '../../lib/dashboard/routes.ts';
-import { ActionButton, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { RetryButton } from '../actions/retry-button.tsx';
+import { UnmountButton } from '../actions/unmount-button.tsx';
+import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { StageStatusBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
 import { AbsoluteTime, OperationCountdown, RelativeTime } from '../shared/time-text.tsx';
 
@@ -75,26 +76,8 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
         {!compact ? <code className="muted small">{row.uniqueVolumeName}</code> : null}
         {onAction !== null ? (
           <span className="toolbar">
-            {op !== null ? (
-              <ActionButton
-                small
-                label="Retry now"
-                availability={retryAvailability(op, phase)}
-                onClick={() => {
-                  onAction({ title: 'Retry now', description: describeRetry(node, op), confirmLabel: 'Retry now', request: { kind: 'retry', body: retryRequestFor(op) } });
-                }}
-              />
-            ) : null}
-            {!row.desired ? (
-              <ActionButton
-                small
-                label="Unmount"
-                availability={unmountAvailability(row, { statesSynced: synced, observing }, phase)}
-                onClick={() => {
-                  onAction({ title: 'Unmount', description: describeUnmount(node, row), confirmLabel: 'Unmount', request: { kind: 'unmount', body: { podUid: row.podUid, volume: row.uniqueVolumeName } } });
-                }}
-              />
-            ) : null}
+            {op !== null ? <RetryButton node={node} op={op} phase={phase} onAction={onAction} /> : null}
+            {!row.desired ? <UnmountButton node={node} row={row} phase={phase} synced={synced} observing={observing} onAction={onAction} /> : null}
           </span>
         ) : null}
       </header>

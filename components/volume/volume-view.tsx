@@ -10,8 +10,13 @@ import { ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
 import { AgentGate } from '../page/agent-gate.tsx';
 import { ConnectionStatus } from '../shared/connection-status.tsx';
 import { CopyButton } from '../shared/copy-button.tsx';
-import { AuditTable, EventsTable, OperationsTable, Panel, ReconstructionTable } from '../node/operations-table.tsx';
-import { usePodNames } from '../node/node-view.tsx';
+import { usePodNames } from '../hooks/use-pod-names.ts';
+import { AuditTable } from '../node/audit-table.tsx';
+import { EventsTable } from '../node/events-table.tsx';
+import { OperationsTable } from '../node/operations-table.tsx';
+import { ReconstructionTable } from '../node/reconstruction-table.tsx';
+import { EmptyState } from '../shared/empty-state.tsx';
+import { Panel } from '../shared/panel.tsx';
 import { VolumePipeline } from './volume-pipeline.tsx';
 
 function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string; snapshot: Snapshot }) {
@@ -68,7 +73,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
       </header>
       <Panel id="actual" title="On the node">
         {actual === null ? (
-          <p className="empty">Not in the actual state: not attached (or not verified) on this node yet.</p>
+          <EmptyState>Not in the actual state: not attached (or not verified) on this node yet.</EmptyState>
         ) : (
           <dl className="facts-grid">
             <dt>plugin</dt>
@@ -109,7 +114,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
         )}
       </Panel>
       <Panel id="pods" title="Pods" count={rows.length}>
-        {rows.length === 0 ? <p className="empty">No pod wants or has this volume.</p> : null}
+        {rows.length === 0 ? <EmptyState>No pod wants or has this volume.</EmptyState> : null}
         <div className="pipelines">
           {rows.map((row) => (
             <div key={row.id}>
