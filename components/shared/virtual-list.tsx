@@ -1,13 +1,7 @@
 'use client';
 
-import { useCallback, useEffect, useLayoutEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
-
-/** The rows a window of `height` px at `scrollTop` shows, plus `overscan` on each side. */
-export function visibleRange(count: number, rowHeight: number, scrollTop: number, height: number, overscan: number): { start: number; end: number } {
-  const start = Math.max(0, Math.floor(scrollTop / rowHeight) - overscan);
-  const end = Math.min(count, Math.ceil((scrollTop + height) / rowHeight) + overscan);
-  return { start, end };
-}
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
 
 export interface VirtualListProps<T> {
   readonly items: readonly T[];
@@ -31,63 +25,41 @@ export interface VirtualListProps<T> {
 
 /**
  * A windowed list with fixed row heights: only the rows in view (plus overscan) are in the DOM,
- * positioned inside a spacer as tall as all rows, so 10,000 rows scroll like 30. Arrow keys,
- * Page Up/Down, Home and End move a roving focus between rows.
+ * positioned inside a spacer as tall as all rows, so 10,000 rows scroll like 30. The window is
+ * `@tanstack/react-virtual`'s; before the first layout (and on the server) it assumes the list is
+ * `maxHeight` tall at the top. Arrow keys, Page Up/Down, Home and End move a roving focus between
+ * rows, scrolling the focused row into view.
  */
 export function VirtualList<T>({ items, rowHeight, maxHeight, getKey, renderRow, overscan = 8, label, ariaRowOffset = 1, onActivate, rowStyle }: VirtualListProps<T>) {
   const scrollRef = useRef<HTMLDivElement>(null);
-  const [scrollTop, setScrollTop] = useState(0);
-  const [height, setHeight] = useState(maxHeight);
   const [active, setActive] = useState(0);
   const focusPending = useRef(false);
-  const frame = useRef<number | null>(null);
-
-  useLayoutEffect(() => {
-    const el = scrollRef.current;
-    if (el === null || typeof ResizeObserver === 'undefined') return;
-    const observer = new ResizeObserver(() => {
-      setHeight(el.clientHeight);
-    });
-    observer.observe(el);
-    return () => {
-      observer.disconnect();
-    };
-  }, []);
-
-  const onScroll = useCallback(() => {
-    if (frame.current !== null) return;
-    frame.current = requestAnimationFrame(() => {
-      frame.current = null;
-      if (scrollRef.current !== null) setScrollTop(scrollRef.current.scrollTop);
-    });
-  }, []);
-
-  useEffect(
-    () => () => {
-      if (frame.current !== null) cancelAnimationFrame(frame.current);
-    },
-    [],
-  );
-
   const count = items.length;
+  // Rows are keyed by index in the virtualizer (the default): with fixed heights its positions
+  // depend on the count only, so a delta that replaces the items does not make it recompute
+  // every row's position. React keys are `getKey`'s.
+  const virtualizer = useVirtualizer({
+    count,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: () => rowHeight,
+    overscan,
+    initialRect: { width: 0, height: maxHeight },
+  });
   const activeIndex = Math.min(active, Math.max(0, count - 1));
 
+  // After a key moved the focus: focus the row once it is rendered (a far jump renders it only
+  // after the scroll it caused).
   useEffect(() => {
     if (!focusPending.current) return;
-    focusPending.current = false;
     const row = scrollRef.current?.querySelector<HTMLElement>(`[data-index="${activeIndex}"]`);
-    row?.focus({ preventScroll: true });
+    if (row === null || row === undefined) return;
+    focusPending.current = false;
+    row.focus({ preventScroll: true });
   });
 
   const moveTo = (index: number): void => {
-    const el = scrollRef.current;
     const next = Math.max(0, Math.min(count - 1, index));
-    if (el !== null) {
-      const top = next * rowHeight;
-      if (top < el.scrollTop) el.scrollTop = top;
-      else if (top + rowHeight > el.scrollTop + el.clientHeight) el.scrollTop = top + rowHeight - el.clientHeight;
-      setScrollTop(el.scrollTop);
-    }
+    virtualizer.scrollToIndex(next, { align: 'auto' });
     focusPending.current = true;
     setActive(next);
   };
@@ -102,6 +74,7 @@ export function VirtualList<T>({ items, rowHeight, maxHeight, getKey, renderRow,
       }
       return;
     }
+    const height = scrollRef.current?.clientHeight ?? maxHeight;
     const page = Math.max(1, Math.floor(height / rowHeight) - 1);
     const keys: Record<string, number> = {
       ArrowDown: activeIndex + 1,
@@ -118,24 +91,25 @@ export function VirtualList<T>({ items, rowHeight, maxHeight, getKey, renderRow,
     moveTo(target);
   };
 
-  const { start, end } = visibleRange(count, rowHeight, scrollTop, height, overscan);
   const rows: ReactNode[] = [];
-  for (let i = start; i < end; i++) {
+  for (const row of virtualizer.getVirtualItems()) {
+    const i = row.index;
     const item = items[i];
     if (item === undefined) continue;
+    const key = getKey(item);
     rows.push(
       <div
-        key={getKey(item)}
+        key={key}
         className="vlist__row"
         role="row"
         aria-rowindex={i + 1 + ariaRowOffset}
         data-index={i}
-        data-key={getKey(item)}
+        data-key={key}
         tabIndex={i === activeIndex ? 0 : -1}
         onFocus={() => {
           if (i !== activeIndex) setActive(i);
         }}
-        style={{ ...rowStyle, transform: `translateY(${i * rowHeight}px)`, height: rowHeight }}
+        style={{ ...rowStyle, transform: `translateY(${row.start}px)`, height: rowHeight }}
       >
         {renderRow(item, i, i === activeIndex)}
       </div>,
@@ -147,11 +121,10 @@ export function VirtualList<T>({ items, rowHeight, maxHeight, getKey, renderRow,
       className="vlist"
       role="rowgroup"
       aria-label={label}
-      onScroll={onScroll}
       onKeyDown={onKeyDown}
       style={{ maxHeight, height: Math.min(maxHeight, Math.max(rowHeight, count * rowHeight)) }}
     >
-      <div className="vlist__spacer" style={{ height: count * rowHeight }}>
+      <div className="vlist__spacer" style={{ height: virtualizer.getTotalSize() }}>
         {rows}
       </div>
     </div>
