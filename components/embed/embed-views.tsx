@@ -16,6 +16,7 @@ import { HealthBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
 import { OperationCountdown } from '../shared/time-text.tsx';
 import { VolumePipeline } from '../volume/volume-pipeline.tsx';
 import type { Snapshot } from '../../lib/api/index.ts';
+import { DataTable } from '../shared/data-table.tsx';
 
 /** How many problem rows the node embed lists. */
 const EMBED_ROWS = 8;
@@ -40,34 +41,23 @@ function EmbedNodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot 
       {problems.length === 0 ? (
         <EmptyState>Every volume is ready.</EmptyState>
       ) : (
-        <table className="table table--compact">
-          <caption className="visually-hidden">Volumes not ready</caption>
-          <thead>
-            <tr>
-              <th scope="col">Pod / volume</th>
-              <th scope="col">State</th>
-              <th scope="col">Stage</th>
-              <th scope="col">Next</th>
+        <DataTable columns={['Pod / volume', 'State', 'Stage', 'Next']} caption="Volumes not ready" compact bare>
+          {problems.slice(0, EMBED_ROWS).map((r) => (
+            <tr key={r.id}>
+              <td className="cell-wrap">
+                <a href={podHref(agent, r.podUid)} target="_top">
+                  {rowPodName(r)}
+                </a>{' '}
+                / {r.volumeName}
+              </td>
+              <td>
+                <VolumeStateBadge state={r.state} />
+              </td>
+              <td>{r.blocking === null ? '—' : STAGE_LABEL[r.blocking.id]}</td>
+              <td>{r.operation === null ? '—' : <OperationCountdown op={r.operation} />}</td>
             </tr>
-          </thead>
-          <tbody>
-            {problems.slice(0, EMBED_ROWS).map((r) => (
-              <tr key={r.id}>
-                <td className="cell-wrap">
-                  <a href={podHref(agent, r.podUid)} target="_top">
-                    {rowPodName(r)}
-                  </a>{' '}
-                  / {r.volumeName}
-                </td>
-                <td>
-                  <VolumeStateBadge state={r.state} />
-                </td>
-                <td>{r.blocking === null ? '—' : STAGE_LABEL[r.blocking.id]}</td>
-                <td>{r.operation === null ? '—' : <OperationCountdown op={r.operation} />}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </DataTable>
       )}
       {problems.length > EMBED_ROWS ? <p className="muted small">…and {problems.length - EMBED_ROWS} more not ready.</p> : null}
     </>

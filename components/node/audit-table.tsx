@@ -4,49 +4,36 @@ import { memo } from 'react';
 import type { AuditEntry } from '../../lib/api/index.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
+import { DataTable } from '../shared/data-table.tsx';
 
 /** Operator actions the agent recorded, newest first. */
 export const AuditTable = memo(function AuditTable({ audit }: { audit: readonly AuditEntry[] }) {
   if (audit.length === 0) return <EmptyState>No operator actions yet.</EmptyState>;
   const icon = { succeeded: '✓', refused: '⊘', failed: '✕' } as const;
   return (
-    <div className="table-wrap">
-      <table className="table">
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Caller</th>
-            <th scope="col">Action</th>
-            <th scope="col">Target</th>
-            <th scope="col">Result</th>
-            <th scope="col">Message / checks</th>
-          </tr>
-        </thead>
-        <tbody>
-          {[...audit].reverse().map((a, i) => (
-            <tr key={`${a.time}-${i}`}>
-              <td>
-                <RelativeTime at={a.time} />
-              </td>
-              <td>{a.caller}</td>
-              <td>{a.action}</td>
-              <td className="cell-wrap">{a.target ?? 'node'}</td>
-              <td>
-                <span className={a.result === 'succeeded' ? undefined : 'text-bad'}>
-                  <span aria-hidden="true">{icon[a.result]} </span>
-                  {a.result}
-                </span>
-              </td>
-              <td className="cell-error">
-                {a.message ?? ''}
-                {a.checks.length > 0 ? (
-                  <span className="muted"> {a.checks.map((c) => `${c.ok ? '✓' : '✕'} ${c.name}`).join(', ')}</span>
-                ) : null}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable columns={['When', 'Caller', 'Action', 'Target', 'Result', 'Message / checks']}>
+      {[...audit].reverse().map((a, i) => (
+        <tr key={`${a.time}-${i}`}>
+          <td>
+            <RelativeTime at={a.time} />
+          </td>
+          <td>{a.caller}</td>
+          <td>{a.action}</td>
+          <td className="cell-wrap">{a.target ?? 'node'}</td>
+          <td>
+            <span className={a.result === 'succeeded' ? undefined : 'text-bad'}>
+              <span aria-hidden="true">{icon[a.result]} </span>
+              {a.result}
+            </span>
+          </td>
+          <td className="cell-error">
+            {a.message ?? ''}
+            {a.checks.length > 0 ? (
+              <span className="muted"> {a.checks.map((c) => `${c.ok ? '✓' : '✕'} ${c.name}`).join(', ')}</span>
+            ) : null}
+          </td>
+        </tr>
+      ))}
+    </DataTable>
   );
 });

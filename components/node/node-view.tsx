@@ -1,6 +1,6 @@
 'use client';
 
-import { Suspense, memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
+import { Suspense, memo, useDeferredValue, useMemo } from 'react';
 import type { Snapshot } from '../../lib/api/index.ts';
 import { describeResync, resyncAvailability } from '../../lib/dashboard/action-guards.ts';
 import { nodeMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
@@ -11,6 +11,7 @@ import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
 import { ActionButton } from '../actions/action-button.tsx';
 import { ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { usePendingAction } from '../hooks/use-pending-action.ts';
 import { usePodNames } from '../hooks/use-pod-names.ts';
 import { ObservePanels } from '../observe/observe-panels.tsx';
 import { AgentGate } from '../page/agent-gate.tsx';
@@ -72,10 +73,7 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
 
 function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
-  const [pending, setPending] = useState<PendingAction | null>(null);
-  const onAction = useCallback((action: PendingAction) => {
-    setPending(action);
-  }, []);
+  const { pending, open: onAction, close: closeDialog } = usePendingAction();
   const selectRows = useMemo(() => createVolumeRowsSelector(), []);
   const rows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
   const summary = summarizeNode(snapshot);
@@ -95,7 +93,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
             label="Force resync"
             availability={resyncAvailability(connection.phase)}
             onClick={() => {
-              setPending({ title: 'Force resync', description: describeResync(agent), confirmLabel: 'Resync now', request: { kind: 'resync' } });
+              onAction({ title: 'Force resync', description: describeResync(agent), confirmLabel: 'Resync now', request: { kind: 'resync' } });
             }}
           />
           <CopyButton label="Copy link" getText={() => window.location.href} />
@@ -125,13 +123,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
         </Suspense>
       </Panel>
       <LowPriorityPanels agent={agent} snapshot={deferredSnapshot} phase={connection.phase} onAction={onAction} />
-      <ActionDialog
-        agent={agent}
-        pending={pending}
-        onClose={() => {
-          setPending(null);
-        }}
-      />
+      <ActionDialog agent={agent} pending={pending} onClose={closeDialog} />
     </>
   );
 }

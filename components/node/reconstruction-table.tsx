@@ -6,6 +6,7 @@ import type { Reconstruction } from '../../lib/api/index.ts';
 import { podHref } from '../../lib/dashboard/routes.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
+import { DataTable } from '../shared/data-table.tsx';
 
 // Memoized, as every table of the node page: its inputs keep their identity across deltas that
 // do not touch them, so a stream flush re-renders only the tables whose data changed.
@@ -17,42 +18,28 @@ export const ReconstructionTable = memo(function ReconstructionTable({ node, rec
   }
   const icon: Record<string, string> = { reconstructed: '?', 'confirmed-mounted': '✓', 'cleaned-up': '⏏', failed: '✕' };
   return (
-    <div className="table-wrap">
-      <table className="table">
-        <thead>
-          <tr>
-            <th scope="col">Pod</th>
-            <th scope="col">Volume directory</th>
-            <th scope="col">Plugin</th>
-            <th scope="col">Outcome</th>
-            <th scope="col">Error</th>
-            <th scope="col">When</th>
-          </tr>
-        </thead>
-        <tbody>
-          {reconstruction.volumes.map((v) => (
-            <tr key={`${v.podUid}|${v.volumeName}`}>
-              <td>
-                <Link href={podHref(node, v.podUid)}>{podNames.get(v.podUid) ?? v.podUid}</Link>
-              </td>
-              <td>
-                <code>{v.volumeName}</code>
-              </td>
-              <td>{v.pluginName}</td>
-              <td>
-                <span className={`outcome outcome--${v.outcome}`}>
-                  <span aria-hidden="true">{icon[v.outcome]} </span>
-                  {v.outcome}
-                </span>
-              </td>
-              <td className="cell-error">{v.error ?? '—'}</td>
-              <td>
-                <RelativeTime at={v.at} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable columns={['Pod', 'Volume directory', 'Plugin', 'Outcome', 'Error', 'When']}>
+      {reconstruction.volumes.map((v) => (
+        <tr key={`${v.podUid}|${v.volumeName}`}>
+          <td>
+            <Link href={podHref(node, v.podUid)}>{podNames.get(v.podUid) ?? v.podUid}</Link>
+          </td>
+          <td>
+            <code>{v.volumeName}</code>
+          </td>
+          <td>{v.pluginName}</td>
+          <td>
+            <span className={`outcome outcome--${v.outcome}`}>
+              <span aria-hidden="true">{icon[v.outcome]} </span>
+              {v.outcome}
+            </span>
+          </td>
+          <td className="cell-error">{v.error ?? '—'}</td>
+          <td>
+            <RelativeTime at={v.at} />
+          </td>
+        </tr>
+      ))}
+    </DataTable>
   );
 });

@@ -8,6 +8,7 @@ import { Panel } from '../shared/panel.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
 import { PlanRow } from './plan-row.tsx';
 import { ShowAllToggle } from './show-all-toggle.tsx';
+import { DataTable } from '../shared/data-table.tsx';
 
 /** The kubelet's outstanding work, longest outstanding first, with its own backoff per operation. */
 export function PlanPanel({ node, observe }: { node: string; observe: Observe }) {
@@ -44,26 +45,11 @@ export function PlanPanel({ node, observe }: { node: string; observe: Observe })
       {sorted.length === 0 ? (
         <EmptyState>The kubelet has no outstanding work: its desired and actual states agree.</EmptyState>
       ) : (
-        <div className="table-wrap">
-          <table className="table" id={tableId}>
-            <caption className="visually-hidden">Operations the kubelet still has to perform, longest outstanding first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Operation</th>
-                <th scope="col">Volume</th>
-                <th scope="col">Pod</th>
-                <th scope="col">Reason</th>
-                <th scope="col">Outstanding</th>
-                <th scope="col">Kubelet’s backoff</th>
-              </tr>
-            </thead>
-            <tbody>
-              {shown.map((op) => (
-                <PlanRow key={op.key} node={node} op={op} />
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable columns={['Operation', 'Volume', 'Pod', 'Reason', 'Outstanding', 'Kubelet’s backoff']} caption="Operations the kubelet still has to perform, longest outstanding first" id={tableId}>
+          {shown.map((op) => (
+            <PlanRow key={op.key} node={node} op={op} />
+          ))}
+        </DataTable>
       )}
       <ShowAllToggle
         total={sorted.length}

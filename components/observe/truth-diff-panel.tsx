@@ -7,6 +7,7 @@ import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
 import { ShowAllToggle } from './show-all-toggle.tsx';
 import { TruthRow } from './truth-diff-row.tsx';
+import { DataTable } from '../shared/data-table.tsx';
 
 /** Each volume compared across the agent, the node's status and the VolumeAttachments. */
 export function TruthDiffPanel({ node, observe }: { node: string; observe: Observe }) {
@@ -44,29 +45,11 @@ export function TruthDiffPanel({ node, observe }: { node: string; observe: Obser
       {rows.length === 0 ? (
         <EmptyState>{counts.total === 0 ? 'Nothing to compare yet.' : `Every source agrees for all ${counts.total} volumes: no findings.`}</EmptyState>
       ) : (
-        <div className="table-wrap">
-          <table className="table" id={tableId}>
-            <caption className="visually-hidden">
-              {showAllRows ? 'Every volume' : 'Volumes with findings'}, worst severity first
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">Volume</th>
-                <th scope="col">Desired pods</th>
-                <th scope="col">volumesInUse</th>
-                <th scope="col">volumesAttached</th>
-                <th scope="col">VolumeAttachments</th>
-                <th scope="col">Mounts</th>
-                <th scope="col">Findings</th>
-              </tr>
-            </thead>
-            <tbody>
-              {shown.map((row) => (
-                <TruthRow key={row.key} node={node} row={row} />
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable columns={['Volume', 'Desired pods', 'volumesInUse', 'volumesAttached', 'VolumeAttachments', 'Mounts', 'Findings']} caption={`${showAllRows ? 'Every volume' : 'Volumes with findings'}, worst severity first`} id={tableId}>
+          {shown.map((row) => (
+            <TruthRow key={row.key} node={node} row={row} />
+          ))}
+        </DataTable>
       )}
       <ShowAllToggle
         total={rows.length}

@@ -1,13 +1,14 @@
 'use client';
 
 import Link from 'next/link';
-import { useCallback, useMemo, useState } from 'react';
+import { useMemo } from 'react';
 import type { Snapshot } from '../../lib/api/index.ts';
 import { podMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
 import { kubeletSummaryLine, podDisplayName } from '../../lib/dashboard/pipeline.ts';
 import { embedHref, nodeHref } from '../../lib/dashboard/routes.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
-import { ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { ActionDialog } from '../dialogs/action-dialog.tsx';
+import { usePendingAction } from '../hooks/use-pending-action.ts';
 import { AgentGate } from '../page/agent-gate.tsx';
 import { ConnectionStatus } from '../shared/connection-status.tsx';
 import { CopyButton } from '../shared/copy-button.tsx';
@@ -22,10 +23,7 @@ import { VolumePipeline } from '../volume/volume-pipeline.tsx';
 
 function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
-  const [pending, setPending] = useState<PendingAction | null>(null);
-  const onAction = useCallback((action: PendingAction) => {
-    setPending(action);
-  }, []);
+  const { pending, open: onAction, close: closeDialog } = usePendingAction();
   const pod = useLivePod(snapshot, uid);
   const podNames = usePodNames(snapshot);
   const events = useMemo(() => snapshot.recentEvents.filter((e) => e.podUid === uid), [snapshot.recentEvents, uid]);
@@ -36,13 +34,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   // The dialog stays mounted (same tree position) when the pod disappears, so the result of an
   // action that made it disappear (unmounting an orphan's last volume) is still shown.
   const dialog = (
-    <ActionDialog
-      agent={agent}
-      pending={pending}
-      onClose={() => {
-        setPending(null);
-      }}
-    />
+    <ActionDialog agent={agent} pending={pending} onClose={closeDialog} />
   );
   const body =
     pod === null ? (

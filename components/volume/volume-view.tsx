@@ -1,12 +1,13 @@
 'use client';
 
 import Link from 'next/link';
-import { useCallback, useMemo, useState } from 'react';
+import { useMemo } from 'react';
 import type { Snapshot } from '../../lib/api/index.ts';
 import { createVolumeRowsSelector, indexSnapshot, rowPodName, volumeKnown } from '../../lib/dashboard/pipeline.ts';
 import { nodeHref, podHref } from '../../lib/dashboard/routes.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
-import { ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { ActionDialog } from '../dialogs/action-dialog.tsx';
+import { usePendingAction } from '../hooks/use-pending-action.ts';
 import { AgentGate } from '../page/agent-gate.tsx';
 import { ConnectionStatus } from '../shared/connection-status.tsx';
 import { CopyButton } from '../shared/copy-button.tsx';
@@ -21,10 +22,7 @@ import { VolumePipeline } from './volume-pipeline.tsx';
 
 function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
-  const [pending, setPending] = useState<PendingAction | null>(null);
-  const onAction = useCallback((action: PendingAction) => {
-    setPending(action);
-  }, []);
+  const { pending, open: onAction, close: closeDialog } = usePendingAction();
   const selectRows = useMemo(() => createVolumeRowsSelector(), []);
   const allRows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
   const rows = useMemo(() => allRows.filter((r) => r.uniqueVolumeName === volume), [allRows, volume]);
@@ -141,13 +139,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
           </>
         ) : null}
       </Panel>
-      <ActionDialog
-        agent={agent}
-        pending={pending}
-        onClose={() => {
-          setPending(null);
-        }}
-      />
+      <ActionDialog agent={agent} pending={pending} onClose={closeDialog} />
     </>
   );
 }
