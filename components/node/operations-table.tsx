@@ -10,6 +10,7 @@ import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
+import { OperationStateBadge } from '../shared/status-badges.tsx';
 import { OperationCountdown, RelativeTime } from '../shared/time-text.tsx';
 import { VirtualList } from '../shared/virtual-list.tsx';
 
@@ -31,17 +32,6 @@ function byRetry(a: Operation, b: Operation): number {
 /** The operations to show: running first, then by next retry, at most `limit`. */
 function operationsShown(operations: readonly Operation[], limit: number | undefined): Operation[] {
   return [...operations].sort(byRetry).slice(0, limit ?? operations.length);
-}
-
-function OperationStateBadge({ state }: { state: Operation['state'] }) {
-  return (
-    <span className={`badge badge--${state === 'running' ? 'running' : 'backoff'}`}>
-      <span className="badge__icon" aria-hidden="true">
-        {state === 'running' ? '↻' : '!'}
-      </span>
-      {state}
-    </span>
-  );
 }
 
 const NO_OPERATIONS = 'No pending operations: nothing runs and nothing is in backoff.';
@@ -70,7 +60,7 @@ interface OperationRowContext {
  * One row of the windowed table. Memoized: an operation the delta did not touch keeps its object
  * (applyDelta reuses unchanged items), so its row skips rendering when the table updates.
  */
-const OperationGridRow = memo(function OperationGridRow({ op, podName, ctx }: { op: Operation; podName: string | null; ctx: OperationRowContext }) {
+const OperationRow = memo(function OperationRow({ op, podName, ctx }: { op: Operation; podName: string | null; ctx: OperationRowContext }) {
   return (
     <>
       <div role="cell" className="vt__cell">
@@ -127,7 +117,7 @@ export function OperationsTable({ node, operations, podNames, phase, onAction, l
   const shown = useMemo(() => operationsShown(operations, limit), [operations, limit]);
   const ctx = useMemo<OperationRowContext>(() => ({ node, phase, onAction }), [node, phase, onAction]);
   const renderRow = useCallback(
-    (op: Operation) => <OperationGridRow op={op} podName={op.podUid === null ? null : (podNames.get(op.podUid) ?? null)} ctx={ctx} />,
+    (op: Operation) => <OperationRow op={op} podName={op.podUid === null ? null : (podNames.get(op.podUid) ?? null)} ctx={ctx} />,
     [podNames, ctx],
   );
   const router = useRouter();

@@ -1,3 +1,4 @@
+import type { Operation } from '../../lib/api/index.ts';
 import type { NodeHealth } from '../../lib/dashboard/node-summary.ts';
 import type { StageStatus, VolumeState } from '../../lib/dashboard/pipeline.ts';
 
@@ -61,6 +62,18 @@ export function StageStatusBadge({ status }: { status: StageStatus }) {
         {t.icon}
       </span>
       {t.label}
+    </span>
+  );
+}
+
+/** An operation that runs now (`↻ running`) or waits for its retry (`! backoff`). */
+export function OperationStateBadge({ state }: { state: Operation['state'] }) {
+  return (
+    <span className={`badge badge--${state === 'running' ? 'running' : 'backoff'}`}>
+      <span className="badge__icon" aria-hidden="true">
+        {state === 'running' ? '↻' : '!'}
+      </span>
+      {state}
     </span>
   );
 }
