@@ -1,5 +1,5 @@
 import type { ReactNode } from 'react';
-import { Providers } from '../components/providers.tsx';
+import { Providers } from '../components/page/providers.tsx';
 import './globals.css';
 
 export const metadata = {

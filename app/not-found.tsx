@@ -1,4 +1,4 @@
-import { NotFoundPanel } from '../components/page-states.tsx';
+import { NotFoundPanel } from '../components/page/page-states.tsx';
 
 export default function NotFound() {
   return (

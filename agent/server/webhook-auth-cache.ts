@@ -14,6 +14,7 @@
  *   hashes tokens, see {@link createKeyHasher}).
  */
 import { createHmac, randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { Clock } from '../../lib/clock/clock.ts';
 
 interface Entry<V> {
@@ -21,17 +22,22 @@ interface Entry<V> {
   expiresAt: number;
 }
 
-/** A bounded TTL cache with shared in-flight loads. */
+/**
+ * A bounded TTL cache with shared in-flight loads. The bound and the recency order are
+ * `lru-cache`'s; the expiry is checked here on the injected clock (lru-cache's own TTL reads a
+ * clock of its own and keeps an entry up to and including `storedAt + ttl`).
+ */
 export class ReviewCache<V> {
-  private readonly entries = new Map<string, Entry<V>>();
+  private readonly entries: LRUCache<string, Entry<V>>;
   private readonly inFlight = new Map<string, Promise<V>>();
 
   constructor(
     private readonly clock: Clock,
     /** The most entries kept; a new key beyond it evicts the least recently used one. */
-    private readonly maxEntries: number,
+    maxEntries: number,
   ) {
     if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError(`maxEntries must be a positive integer, got ${maxEntries}`);
+    this.entries = new LRUCache({ max: maxEntries });
   }
 
   /** Entries held now (expired ones not yet swept included). */
@@ -68,23 +74,19 @@ export class ReviewCache<V> {
   }
 
   private fresh(key: string): Entry<V> | undefined {
-    const entry = this.entries.get(key);
+    const entry = this.entries.get(key); // most recently used now
     if (entry === undefined) return undefined;
-    this.entries.delete(key);
-    if (this.clock.now() >= entry.expiresAt) return undefined;
-    this.entries.set(key, entry); // most recently used now: the Map's order is the eviction order
+    if (this.clock.now() >= entry.expiresAt) {
+      this.entries.delete(key);
+      return undefined;
+    }
     return entry;
   }
 
   private store(key: string, value: V, ttlMs: number): void {
     this.entries.delete(key);
     if (!(ttlMs > 0)) return;
-    while (this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.keys().next();
-      if (oldest.done === true) break;
-      this.entries.delete(oldest.value);
-    }
-    this.entries.set(key, { value, expiresAt: this.clock.now() + ttlMs });
+    this.entries.set(key, { value, expiresAt: this.clock.now() + ttlMs }); // evicts the least recently used beyond maxEntries
   }
 }
 

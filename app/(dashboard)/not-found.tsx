@@ -1,4 +1,4 @@
-import { NotFoundMessage } from '../../components/not-found-message.tsx';
+import { NotFoundMessage } from '../../components/page/not-found-message.tsx';
 
 export default function NodeNotFound() {
   return <NotFoundMessage level="node" />;

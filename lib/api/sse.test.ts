@@ -145,9 +145,13 @@ describe('createSseParser', () => {
     expect(retries).toEqual([1500]);
   });
 
-  it('exposes the last event id for a reconnect', () => {
+  it('exposes the last event id for a reconnect once its event is dispatched', () => {
+    // The standard sets the stream's last event id when an event is dispatched: an id whose
+    // event has not ended yet was not delivered, so a reconnect must not claim it.
     const parser = createSseParser(() => undefined);
     parser.push('id: 12\ndata: a\n\nid: 13\n');
+    expect(parser.lastEventId).toBe('12');
+    parser.push('\n');
     expect(parser.lastEventId).toBe('13');
   });
 

@@ -1,8 +1,9 @@
 /**
  * Server-sent events (the `text/event-stream` format of the WHATWG HTML standard): a formatter
- * for the agent and an incremental parser for the dashboard and tests. Text in, text out; byte
- * decoding (`TextDecoder` with `{stream: true}`) is the caller's.
+ * for the agent and an incremental parser (over `eventsource-parser`) for the dashboard and
+ * tests. Text in, text out; byte decoding (`TextDecoder` with `{stream: true}`) is the caller's.
  */
+import { createParser } from 'eventsource-parser';
 
 /** How often the agent sends `: keepalive` on an idle stream. */
 export const SSE_KEEPALIVE_INTERVAL_MS = 15_000;
@@ -97,7 +98,7 @@ export interface SseParser {
   push(chunk: string): void;
   /** Ends the stream: an event without its closing blank line is discarded, as browsers do. */
   end(): void;
-  /** The last event id seen (the value for a reconnect's `Last-Event-ID`); `''` if none. */
+  /** The id of the last dispatched event that set one (a reconnect's `Last-Event-ID`); `''` if none. */
   readonly lastEventId: string;
 }
 
@@ -105,97 +106,31 @@ export interface SseParser {
  * A parser that calls `onEvent` for each complete event, following the HTML standard's
  * interpretation rules: CRLF, CR and LF line ends; a leading BOM is skipped; lines starting with
  * `:` are comments; an event with no `data:` line is not dispatched; an `id` containing NUL is
- * ignored; unknown fields are ignored.
+ * ignored; unknown fields are ignored. The parsing is `eventsource-parser`'s; this keeps the
+ * stream's last event id across events (it reports only each event's own) and the
+ * push/end/lastEventId surface the agent's tests and the dashboard's connection use. The last
+ * event id changes when its event is dispatched (an event still open has not been delivered).
  */
 export function createSseParser(onEvent: (message: SseMessage) => void, options: SseParserOptions = {}): SseParser {
-  let buffer = '';
-  /** Where the search for the next line end resumes (text before it has none). */
-  let scanFrom = 0;
-  let atStart = true;
-  /** The previous chunk ended in CR: a LF starting the next chunk belongs to that line end. */
-  let skipLeadingLf = false;
-  let eventType = '';
-  let dataLines: string[] = [];
   let lastEventId = '';
-  const lineEnd = /[\r\n]/g;
-
-  function dispatch(): void {
-    const type = eventType;
-    const lines = dataLines;
-    eventType = '';
-    dataLines = [];
-    if (lines.length === 0) return;
-    onEvent({ event: type === '' ? 'message' : type, data: lines.join('\n'), id: lastEventId });
-  }
-
-  function processLine(line: string): void {
-    if (line === '') {
-      dispatch();
-      return;
-    }
-    if (line.startsWith(':')) {
-      options.onComment?.(line.slice(line.startsWith(': ') ? 2 : 1));
-      return;
-    }
-    const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    switch (field) {
-      case 'event':
-        eventType = value;
-        break;
-      case 'data':
-        dataLines.push(value);
-        break;
-      case 'id':
-        if (!value.includes('\0')) lastEventId = value;
-        break;
-      case 'retry':
-        if (/^[0-9]+$/.test(value)) options.onRetry?.(Number(value));
-        break;
-      default:
-        break;
-    }
-  }
-
+  const parser = createParser({
+    // Called before the event's onEvent, also for an event without data (the standard sets the
+    // last event id when an event is dispatched, whether or not it has data).
+    onId: (id) => {
+      lastEventId = id;
+    },
+    onEvent: (message) => {
+      onEvent({ event: message.event ?? 'message', data: message.data, id: lastEventId });
+    },
+    ...(options.onComment !== undefined ? { onComment: options.onComment } : {}),
+    ...(options.onRetry !== undefined ? { onRetry: options.onRetry } : {}),
+  });
   return {
     push(chunk: string): void {
-      let text = chunk;
-      if (skipLeadingLf && text !== '') {
-        skipLeadingLf = false;
-        if (text.startsWith('\n')) text = text.slice(1);
-      }
-      if (atStart && text !== '') {
-        atStart = false;
-        if (text.startsWith('\uFEFF')) text = text.slice(1);
-      }
-      buffer += text;
-      let start = 0;
-      for (;;) {
-        lineEnd.lastIndex = Math.max(scanFrom, start);
-        const found = lineEnd.exec(buffer);
-        if (found === null) break;
-        const end = found.index;
-        const line = buffer.slice(start, end);
-        start = end + 1;
-        if (buffer.charCodeAt(end) === 13) {
-          if (start < buffer.length) {
-            if (buffer.charCodeAt(start) === 10) start++;
-          } else {
-            skipLeadingLf = true;
-          }
-        }
-        processLine(line);
-      }
-      buffer = buffer.slice(start);
-      scanFrom = buffer.length;
+      parser.feed(chunk);
     },
     end(): void {
-      buffer = '';
-      scanFrom = 0;
-      eventType = '';
-      dataLines = [];
+      parser.reset();
     },
     get lastEventId(): string {
       return lastEventId;

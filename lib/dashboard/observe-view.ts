@@ -1,5 +1,5 @@
 /**
- * Pure derivations for the observe-mode panels (components/observe-panels.tsx): the order and
+ * Pure derivations for the observe-mode panels (components/observe/observe-panels.tsx): the order and
  * filtering of the plan, the orphans and the truth diff, the live texts ("outstanding for 3m 12s",
  * "retry in 0:57"), the labels of every state (icon + word, never colour alone), and the exact
  * texts of the orphan cleanup (confirmation and result). Every function that depends on time

@@ -1,5 +1,5 @@
 /**
- * What the reconstruction table (components/node-panels.tsx) says about one volume directory
+ * What the reconstruction table (components/node/reconstruction-table.tsx) says about one volume directory
  * found after an agent restart, beyond its outcome: why a volume is kept mounted although no
  * desired pod names it (its pod is still listed but its volumes could not be resolved, e.g. a
  * claim GET failed after the restart, kubernetes#120150).

@@ -1,6 +1,6 @@
 import { connection } from 'next/server';
-import { NodesOverview } from '../../../components/nodes-overview.tsx';
-import { ConfigErrorPanel } from '../../../components/page-states.tsx';
+import { NodesOverview } from '../../../components/overview/nodes-overview.tsx';
+import { ConfigErrorPanel } from '../../../components/page/page-states.tsx';
 import { serverAgentsReady } from '../../../lib/dashboard/server-deps.ts';
 import { agentsForPage } from '../../../lib/dashboard/server-pages.ts';
 

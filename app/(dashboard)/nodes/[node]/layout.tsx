@@ -1,6 +1,6 @@
 import { notFound } from 'next/navigation';
 import type { ReactNode } from 'react';
-import { ConfigErrorPanel } from '../../../../components/page-states.tsx';
+import { ConfigErrorPanel } from '../../../../components/page/page-states.tsx';
 import { agentForPage } from '../../../../lib/dashboard/server-pages.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { HydrationBoundary } from '@tanstack/react-query';
-import { NodeView } from '../../../../../components/node-view.tsx';
+import { NodeView } from '../../../../../components/node/node-view.tsx';
 import { decodeSegment, snapshotForPage } from '../../../../../lib/dashboard/server-pages.ts';
 
 interface Props {

@@ -1,5 +1,5 @@
 import { HydrationBoundary } from '@tanstack/react-query';
-import { PodView } from '../../../../../../components/pod-view.tsx';
+import { PodView } from '../../../../../../components/pod/pod-view.tsx';
 import { decodeSegment, snapshotForPage } from '../../../../../../lib/dashboard/server-pages.ts';
 
 interface Props {

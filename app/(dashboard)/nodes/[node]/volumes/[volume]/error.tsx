@@ -1,6 +1,6 @@
 'use client';
 
-import { RouteError } from '../../../../../../components/route-states.tsx';
+import { RouteError } from '../../../../../../components/page/route-states.tsx';
 
 export default function VolumeError({ error, retry }: { error: unknown; retry: () => void }) {
   return <RouteError error={error} retry={retry} what="volume" />;

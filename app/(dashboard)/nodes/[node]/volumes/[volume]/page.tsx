@@ -1,5 +1,5 @@
 import { HydrationBoundary } from '@tanstack/react-query';
-import { VolumeView } from '../../../../../../components/volume-view.tsx';
+import { VolumeView } from '../../../../../../components/volume/volume-view.tsx';
 import { decodeSegment, snapshotForPage } from '../../../../../../lib/dashboard/server-pages.ts';
 
 interface Props {

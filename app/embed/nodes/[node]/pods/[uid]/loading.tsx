@@ -1,4 +1,4 @@
-import { PageSkeleton } from '../../../../../../components/page-states.tsx';
+import { PageSkeleton } from '../../../../../../components/page/page-states.tsx';
 
 export default function Loading() {
   return <PageSkeleton label="the pod" />;

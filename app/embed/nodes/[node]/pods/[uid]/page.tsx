@@ -1,5 +1,5 @@
 import { HydrationBoundary } from '@tanstack/react-query';
-import { EmbedPod } from '../../../../../../components/embed-views.tsx';
+import { EmbedPod } from '../../../../../../components/embed/embed-views.tsx';
 import { decodeSegment, snapshotForPage } from '../../../../../../lib/dashboard/server-pages.ts';
 
 interface Props {

@@ -1,0 +1,34 @@
+'use client';
+
+import { describeUnmount, unmountAvailability } from '../../lib/dashboard/action-guards.ts';
+import type { VolumeRow } from '../../lib/dashboard/pipeline.ts';
+import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
+import type { PendingAction } from '../dialogs/action-dialog.tsx';
+import { ActionButton } from './action-button.tsx';
+
+export interface UnmountButtonProps {
+  readonly node: string;
+  /** A row of a pod that is no longer desired (the only rows with Unmount). */
+  readonly row: VolumeRow;
+  readonly phase: ConnectionPhase;
+  /** The agent's states are synced (unmounting before that is refused). */
+  readonly synced: boolean;
+  /** The agent runs in observe mode: Unmount is not available. */
+  readonly observing: boolean;
+  /** Opens the confirmation dialog with the action. */
+  readonly onAction: (action: PendingAction) => void;
+}
+
+/** The small "Unmount" button of a pod volume: asks for confirmation, then unmounts it. */
+export function UnmountButton({ node, row, phase, synced, observing, onAction }: UnmountButtonProps) {
+  return (
+    <ActionButton
+      small
+      label="Unmount"
+      availability={unmountAvailability(row, { statesSynced: synced, observing }, phase)}
+      onClick={() => {
+        onAction({ title: 'Unmount', description: describeUnmount(node, row), confirmLabel: 'Unmount', request: { kind: 'unmount', body: { podUid: row.podUid, volume: row.uniqueVolumeName } } });
+      }}
+    />
+  );
+}

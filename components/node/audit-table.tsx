@@ -1,0 +1,39 @@
+'use client';
+
+import { memo } from 'react';
+import type { AuditEntry } from '../../lib/api/index.ts';
+import { EmptyState } from '../shared/empty-state.tsx';
+import { RelativeTime } from '../shared/time-text.tsx';
+import { DataTable } from '../shared/data-table.tsx';
+
+/** Operator actions the agent recorded, newest first. */
+export const AuditTable = memo(function AuditTable({ audit }: { audit: readonly AuditEntry[] }) {
+  if (audit.length === 0) return <EmptyState>No operator actions yet.</EmptyState>;
+  const icon = { succeeded: '✓', refused: '⊘', failed: '✕', running: '…' } as const;
+  return (
+    <DataTable columns={['When', 'Caller', 'Action', 'Target', 'Result', 'Message / checks']}>
+      {[...audit].reverse().map((a, i) => (
+        <tr key={`${a.time}-${i}`}>
+          <td>
+            <RelativeTime at={a.time} />
+          </td>
+          <td>{a.caller}</td>
+          <td>{a.action}</td>
+          <td className="cell-wrap">{a.target ?? 'node'}</td>
+          <td>
+            <span className={a.result === 'succeeded' || a.result === 'running' ? undefined : 'text-bad'}>
+              <span aria-hidden="true">{icon[a.result]} </span>
+              {a.result}
+            </span>
+          </td>
+          <td className="cell-error">
+            {a.message ?? ''}
+            {a.checks.length > 0 ? (
+              <span className="muted"> {a.checks.map((c) => `${c.ok ? '✓' : '✕'} ${c.name}`).join(', ')}</span>
+            ) : null}
+          </td>
+        </tr>
+      ))}
+    </DataTable>
+  );
+});

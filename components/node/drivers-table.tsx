@@ -1,0 +1,45 @@
+'use client';
+
+import { memo } from 'react';
+import type { AttachVerification, Driver } from '../../lib/api/index.ts';
+import { EmptyState } from '../shared/empty-state.tsx';
+import { RelativeTime } from '../shared/time-text.tsx';
+import { DataTable } from '../shared/data-table.tsx';
+
+/** CSI drivers and the attach verification. */
+export const DriversTable = memo(function DriversTable({ drivers, attach }: { drivers: readonly Driver[]; attach: AttachVerification }) {
+  return (
+    <>
+      {drivers.length === 0 ? <EmptyState>No CSI driver registered.</EmptyState> : (
+        <DataTable columns={['Driver', 'Registered', 'Node ID', 'Capabilities', 'Last probe', 'Last error']}>
+          {drivers.map((d) => (
+            <tr key={d.name}>
+              <td>
+                <code>{d.name}</code>
+                <div className="muted small">{d.endpoint}</div>
+              </td>
+              <td>
+                <span aria-hidden="true">{d.registered ? '✓ ' : '✕ '}</span>
+                {d.registered ? 'yes' : 'no'}
+              </td>
+              <td>{d.nodeId ?? '—'}</td>
+              <td>{d.capabilities.length === 0 ? '—' : d.capabilities.join(', ')}</td>
+              <td>
+                <RelativeTime at={d.lastProbeAt} fallback="never" />
+              </td>
+              <td className="cell-error">{d.lastError ?? '—'}</td>
+            </tr>
+          ))}
+        </DataTable>
+      )}
+      <p className="facts">
+        <span>
+          attach verification: <RelativeTime at={attach.lastRunAt} fallback="not run yet" />, checked {attach.checked}
+        </span>
+        <span className={attach.foundDetached.length > 0 ? 'text-bad' : undefined}>
+          found detached: {attach.foundDetached.length === 0 ? 'none' : attach.foundDetached.join(', ')}
+        </span>
+      </p>
+    </>
+  );
+});

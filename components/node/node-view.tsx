@@ -1,0 +1,134 @@
+'use client';
+
+import { Suspense, memo, useDeferredValue, useMemo } from 'react';
+import type { Snapshot } from '../../lib/api/index.ts';
+import { describeResync, resyncAvailability } from '../../lib/dashboard/action-guards.ts';
+import { nodeMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
+import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
+import { createVolumeRowsSelector } from '../../lib/dashboard/pipeline.ts';
+import { embedHref } from '../../lib/dashboard/routes.ts';
+import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
+import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
+import { ActionButton } from '../actions/action-button.tsx';
+import { ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { usePendingAction } from '../hooks/use-pending-action.ts';
+import { usePodNames } from '../hooks/use-pod-names.ts';
+import { ObservePanels } from '../observe/observe-panels.tsx';
+import { AgentGate } from '../page/agent-gate.tsx';
+import { ConnectionStatus } from '../shared/connection-status.tsx';
+import { CopyButton } from '../shared/copy-button.tsx';
+import { Panel } from '../shared/panel.tsx';
+import { AuditTable } from './audit-table.tsx';
+import { DriversTable } from './drivers-table.tsx';
+import { EventsTable } from './events-table.tsx';
+import { NodeCounts } from './node-counts.tsx';
+import { NodeFacts } from './node-facts.tsx';
+import { OperationsTable } from './operations-table.tsx';
+import { ReconstructionLine } from './reconstruction-line.tsx';
+import { ReconstructionTable } from './reconstruction-table.tsx';
+import { SourceErrorsList } from './source-errors-list.tsx';
+import { VolumeTable } from './volume-table.tsx';
+
+interface LowPriorityPanelsProps {
+  readonly agent: string;
+  readonly snapshot: Snapshot;
+  readonly phase: ConnectionPhase;
+  readonly onAction: (action: PendingAction) => void;
+}
+
+/**
+ * The panels below the pods table. NodeBody passes them a deferred snapshot: on a stream flush
+ * the urgent render (counts, facts, the pods table) skips them (memo, same props) and React
+ * renders them afterwards in a transition, which yields to the browser between components, so
+ * hundreds of operations and events never add to the flush's task.
+ */
+const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, phase, onAction }: LowPriorityPanelsProps) {
+  const podNames = usePodNames(snapshot);
+  const summary = summarizeNode(snapshot);
+  return (
+    <>
+      <ObservePanels agent={agent} observe={snapshot.observe} />
+      <Panel id="operations" title="Pending operations" count={snapshot.operations.length}>
+        <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} phase={phase} onAction={onAction} limit={500} />
+      </Panel>
+      <Panel id="reconstruction" title="Reconstruction">
+        <ReconstructionLine summary={summary} />
+        <ReconstructionTable node={agent} reconstruction={snapshot.reconstruction} podNames={podNames} />
+      </Panel>
+      <Panel id="events" title="Recent events" count={snapshot.recentEvents.length}>
+        <EventsTable node={agent} events={snapshot.recentEvents} podNames={podNames} />
+      </Panel>
+      <Panel id="source-errors" title="Source errors" count={snapshot.sourceErrors.length}>
+        <SourceErrorsList errors={snapshot.sourceErrors} />
+      </Panel>
+      <Panel id="drivers" title="CSI drivers" count={snapshot.drivers.length}>
+        <DriversTable drivers={snapshot.drivers} attach={snapshot.attachVerification} />
+      </Panel>
+      <Panel id="audit" title="Audit log" count={snapshot.audit.length}>
+        <AuditTable audit={snapshot.audit} />
+      </Panel>
+    </>
+  );
+});
+
+function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
+  const connection = useAgentConnection(agent);
+  const { pending, open: onAction, close: closeDialog } = usePendingAction();
+  const selectRows = useMemo(() => createVolumeRowsSelector(), []);
+  const rows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
+  const summary = summarizeNode(snapshot);
+  const deferredSnapshot = useDeferredValue(snapshot);
+
+  return (
+    <>
+      <header className="page-header">
+        <div>
+          <p className="breadcrumb">Node</p>
+          <h1>{agent}</h1>
+          {snapshot.nodeName !== agent ? <p className="muted">Node object: {snapshot.nodeName}</p> : null}
+        </div>
+        <ConnectionStatus agent={agent} />
+        <div className="toolbar">
+          <ActionButton
+            label="Force resync"
+            availability={resyncAvailability(connection.phase)}
+            onClick={() => {
+              onAction({ title: 'Force resync', description: describeResync(agent), confirmLabel: 'Resync now', request: { kind: 'resync' } });
+            }}
+          />
+          <CopyButton label="Copy link" getText={() => window.location.href} />
+          <CopyButton
+            label="Copy as Markdown"
+            getText={() => nodeMarkdownSummary({ node: agent, summary, rows, now: Date.now(), url: window.location.href })}
+          />
+          <a className="button" href={embedHref(agent)} target="_blank" rel="noreferrer">
+            Embed view
+          </a>
+        </div>
+      </header>
+      <NodeFacts summary={summary} />
+      <NodeCounts summary={summary} />
+      <nav className="toc" aria-label="Sections">
+        <a href="#pods">Pods and volumes</a>
+        <a href="#operations">Pending operations ({snapshot.operations.length})</a>
+        <a href="#reconstruction">Reconstruction</a>
+        <a href="#events">Recent events</a>
+        <a href="#source-errors">Source errors ({snapshot.sourceErrors.length})</a>
+        <a href="#drivers">CSI drivers</a>
+        <a href="#audit">Audit log</a>
+      </nav>
+      <Panel id="pods" title="Pods and volumes">
+        <Suspense fallback={<p className="empty">Loading the table…</p>}>
+          <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} />
+        </Suspense>
+      </Panel>
+      <LowPriorityPanels agent={agent} snapshot={deferredSnapshot} phase={connection.phase} onAction={onAction} />
+      <ActionDialog agent={agent} pending={pending} onClose={closeDialog} />
+    </>
+  );
+}
+
+/** The node page: everything the agent knows about one node, live. */
+export function NodeView({ agent }: { agent: string }) {
+  return <AgentGate agent={agent}>{(snapshot) => <NodeBody agent={agent} snapshot={snapshot} />}</AgentGate>;
+}

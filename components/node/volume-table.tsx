@@ -1,0 +1,239 @@
+'use client';
+
+import Link from 'next/link';
+import { useRouter } from 'next/navigation';
+import { memo, useCallback, useDeferredValue, useEffect, useId, useMemo, useState } from 'react';
+import { STAGE_LABEL, VOLUME_STATES, rowPodName, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
+import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
+import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
+import { createNamespacesSelector, createVolumeFiltersSelector, type VolumeSortKey } from '../../lib/dashboard/volume-filters.ts';
+import { RetryButton } from '../actions/retry-button.tsx';
+import { UnmountButton } from '../actions/unmount-button.tsx';
+import type { PendingAction } from '../dialogs/action-dialog.tsx';
+import { useUrlFilters } from '../hooks/use-url-filters.ts';
+import { EmptyState } from '../shared/empty-state.tsx';
+import { VolumeStateBadge, volumeStateLabel } from '../shared/status-badges.tsx';
+import { OperationCountdown } from '../shared/time-text.tsx';
+import { VirtualList } from '../shared/virtual-list.tsx';
+
+/** Fixed row height of the pods table (px); the windowing depends on it. */
+const ROW_HEIGHT = 44;
+
+interface RowContext {
+  readonly node: string;
+  readonly phase: ConnectionPhase;
+  readonly synced: boolean;
+  /** The agent runs in observe mode: no Unmount. */
+  readonly observing?: boolean;
+  readonly onAction: (action: PendingAction) => void;
+}
+
+const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeRow; ctx: RowContext }) {
+  const op = row.operation;
+  return (
+    <>
+      <div role="cell" className="vt__cell vt__pod">
+        <Link href={podHref(ctx.node, row.podUid)} tabIndex={-1} title={`pod uid ${row.podUid}`}>
+          {rowPodName(row)}
+        </Link>
+        {!row.desired ? <span className="muted small"> not desired</span> : null}
+      </div>
+      <div role="cell" className="vt__cell vt__volume">
+        <Link href={volumeHref(ctx.node, row.uniqueVolumeName)} tabIndex={-1} title={row.uniqueVolumeName}>
+          {row.volumeName}
+        </Link>
+        <span className="muted small"> {row.pluginName.replace(/^kubernetes\.io\//, '')}</span>
+      </div>
+      <div role="cell" className="vt__cell vt__state">
+        <VolumeStateBadge state={row.state} />
+      </div>
+      <div role="cell" className="vt__cell vt__stage">
+        {row.blocking === null ? '—' : STAGE_LABEL[row.blocking.id]}
+      </div>
+      <div role="cell" className="vt__cell vt__op">
+        {op === null ? '—' : (
+          <>
+            <OperationCountdown op={op} />
+            {op.failures > 0 ? <span className="muted small"> · {op.failures}×</span> : null}
+          </>
+        )}
+      </div>
+      <div role="cell" className="vt__cell vt__error" title={op?.lastError ?? undefined}>
+        {op?.lastError ?? ''}
+      </div>
+      <div role="cell" className="vt__cell vt__actions">
+        {op !== null ? <RetryButton node={ctx.node} op={op} phase={ctx.phase} onAction={ctx.onAction} /> : null}
+        {!row.desired ? <UnmountButton node={ctx.node} row={row} phase={ctx.phase} synced={ctx.synced} observing={ctx.observing === true} onAction={ctx.onAction} /> : null}
+      </div>
+    </>
+  );
+});
+
+const COLUMNS: { key: VolumeSortKey | null; label: string; className: string }[] = [
+  { key: 'pod', label: 'Pod', className: 'vt__pod' },
+  { key: 'volume', label: 'Volume', className: 'vt__volume' },
+  { key: 'state', label: 'State', className: 'vt__state' },
+  { key: null, label: 'Blocking stage', className: 'vt__stage' },
+  { key: 'retry', label: 'Next retry', className: 'vt__op' },
+  { key: null, label: 'Last error', className: 'vt__error' },
+  { key: null, label: 'Actions', className: 'vt__actions' },
+];
+
+export interface VolumeTableProps {
+  readonly node: string;
+  readonly rows: readonly VolumeRow[];
+  readonly phase: ConnectionPhase;
+  readonly synced: boolean;
+  /** The agent runs in observe mode: no Unmount. */
+  readonly observing?: boolean;
+  readonly onAction: (action: PendingAction) => void;
+}
+
+/**
+ * One mount-pipeline row per (pod, volume), filterable by namespace, state and text and sortable,
+ * all kept in the URL (`?ns=&state=&q=&sort=&dir=`). Rows are windowed and memoized by their
+ * stable id, so a node with 10,000 rows stays smooth while deltas stream in.
+ */
+export function VolumeTable({ node, rows, phase, synced, observing = false, onAction }: VolumeTableProps) {
+  const [filters, setFilters] = useUrlFilters();
+  const [text, setText] = useState(filters.q);
+  const searchId = useId();
+  useEffect(() => {
+    setText(filters.q);
+  }, [filters.q]);
+  useEffect(() => {
+    if (text.trim() === filters.q) return;
+    const timer = setTimeout(() => {
+      setFilters({ ...filters, q: text.trim() });
+    }, 250);
+    return () => {
+      clearTimeout(timer);
+    };
+  }, [text, filters, setFilters]);
+
+  const deferredRows = useDeferredValue(rows);
+  // Selectors with memory: a flush that changes a few rows updates the previous result instead of
+  // filtering and sorting every row again (see createVolumeFiltersSelector).
+  const [selectShown] = useState(createVolumeFiltersSelector);
+  const [selectNamespaces] = useState(createNamespacesSelector);
+  const namespaces = useMemo(() => selectNamespaces(deferredRows), [selectNamespaces, deferredRows]);
+  const shown = useMemo(() => selectShown(deferredRows, filters), [selectShown, deferredRows, filters]);
+  const ctx = useMemo<RowContext>(() => ({ node, phase, synced, observing, onAction }), [node, phase, synced, observing, onAction]);
+  const renderRow = useCallback((row: VolumeRow) => <VolumeTableRow row={row} ctx={ctx} />, [ctx]);
+  const getKey = useCallback((row: VolumeRow) => row.id, []);
+  const router = useRouter();
+  const openPod = useCallback(
+    (row: VolumeRow) => {
+      router.push(podHref(node, row.podUid));
+    },
+    [router, node],
+  );
+
+  const sortBy = (key: VolumeSortKey): void => {
+    setFilters({ ...filters, sort: key, dir: filters.sort === key && filters.dir === 'asc' ? 'desc' : 'asc' });
+  };
+  const filtered = filters.ns !== null || filters.state !== null || filters.q !== '';
+
+  return (
+    <div className="vt">
+      <div className="filters" role="search" aria-label="Filter pods and volumes">
+        <label>
+          Namespace{' '}
+          <select
+            value={filters.ns ?? ''}
+            onChange={(e) => {
+              setFilters({ ...filters, ns: e.target.value === '' ? null : e.target.value });
+            }}
+          >
+            <option value="">all</option>
+            {namespaces.map((ns) => (
+              <option key={ns} value={ns}>
+                {ns}
+              </option>
+            ))}
+            {filters.ns !== null && !namespaces.includes(filters.ns) ? <option value={filters.ns}>{filters.ns}</option> : null}
+          </select>
+        </label>
+        <label>
+          State{' '}
+          <select
+            value={filters.state ?? ''}
+            onChange={(e) => {
+              const value = VOLUME_STATES.find((s) => s === e.target.value) ?? null;
+              setFilters({ ...filters, state: value });
+            }}
+          >
+            <option value="">all</option>
+            {VOLUME_STATES.map((s) => (
+              <option key={s} value={s}>
+                {volumeStateLabel(s)}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label htmlFor={searchId}>Search</label>
+        <input
+          id={searchId}
+          type="search"
+          value={text}
+          placeholder="pod, namespace, volume, uid, error…"
+          onChange={(e) => {
+            setText(e.target.value);
+          }}
+        />
+        {filtered ? (
+          <button
+            type="button"
+            className="button button--small"
+            onClick={() => {
+              setText('');
+              setFilters({ ...filters, ns: null, state: null, q: '' });
+            }}
+          >
+            Clear filters
+          </button>
+        ) : null}
+        <span className="muted" role="status">
+          {shown.length === rows.length ? `${rows.length} rows` : `${shown.length} of ${rows.length} rows`}
+        </span>
+      </div>
+      <div className="vt__table" role="table" aria-label="Pods and volumes" aria-rowcount={shown.length + 1}>
+        <div role="rowgroup">
+          <div role="row" className="vt__head" aria-rowindex={1}>
+            {COLUMNS.map((c) => {
+              const active = c.key !== null && filters.sort === c.key;
+              return (
+                <div
+                  key={c.label}
+                  role="columnheader"
+                  className={`vt__cell ${c.className}`}
+                  aria-sort={active ? (filters.dir === 'asc' ? 'ascending' : 'descending') : undefined}
+                >
+                  {c.key === null ? (
+                    c.label === 'Actions' ? <span className="visually-hidden">{c.label}</span> : c.label
+                  ) : (
+                    <button
+                      type="button"
+                      className="sort-button"
+                      onClick={() => {
+                        if (c.key !== null) sortBy(c.key);
+                      }}
+                    >
+                      {c.label}
+                      <span aria-hidden="true">{active ? (filters.dir === 'asc' ? ' ▲' : ' ▼') : ' ↕'}</span>
+                    </button>
+                  )}
+                </div>
+              );
+            })}
+          </div>
+        </div>
+        {shown.length === 0 ? (
+          <EmptyState>{rows.length === 0 ? 'No pod on this node has volumes.' : 'No row matches the filters.'}</EmptyState>
+        ) : (
+          <VirtualList items={shown} rowHeight={ROW_HEIGHT} maxHeight={560} getKey={getKey} renderRow={renderRow} label="Pods and volumes, one row per pod volume; use the arrow keys to move, Enter to open the pod" onActivate={openPod} />
+        )}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,116 @@
+'use client';
+
+import { useQuery } from '@tanstack/react-query';
+import Link from 'next/link';
+import { memo, useMemo } from 'react';
+import type { DiscoveryStatus } from '../../lib/dashboard/discovery-status.ts';
+import { nodeHref } from '../../lib/dashboard/routes.ts';
+import {
+  SUMMARY_POLL_INTERVAL_MS,
+  isPollStale,
+  overviewCards,
+  serverToBrowserTime,
+  summariesQueryOptions,
+  type OverviewCard,
+  type SummaryPoll,
+} from '../../lib/dashboard/summary.ts';
+import { useNow } from '../../lib/dashboard/use-agent.ts';
+import { ConnectionIndicator } from '../shared/connection-status.tsx';
+import { EmptyState } from '../shared/empty-state.tsx';
+import { NodeCounts } from '../node/node-counts.tsx';
+import { NodeFacts } from '../node/node-facts.tsx';
+import { ReconstructionLine } from '../node/reconstruction-line.tsx';
+import { RelativeTime } from '../shared/time-text.tsx';
+
+/** A configured agent as the overview lists it. */
+export interface OverviewAgent {
+  readonly name: string;
+  readonly url: string;
+}
+
+const NodeCard = memo(function NodeCard({ card }: { card: OverviewCard }) {
+  const summary = card.summary;
+  return (
+    <li className={`node-card${card.status.phase === 'unavailable' ? ' node-card--down' : ''}`}>
+      <header className="node-card__header">
+        <h2>
+          <Link href={nodeHref(card.name)}>{card.name}</Link>
+        </h2>
+        {/* The node pages' indicator; the state comes from the overview's poll, not from an event stream. */}
+        <ConnectionIndicator agent={card.name} state={card.status} />
+      </header>
+      <p className="muted small">{card.url}</p>
+      {summary === null ? (
+        <EmptyState>No snapshot yet.</EmptyState>
+      ) : (
+        <>
+          <NodeFacts summary={summary} />
+          <NodeCounts summary={summary} />
+          <ReconstructionLine summary={summary} />
+        </>
+      )}
+    </li>
+  );
+});
+
+/** Where discovery looks, and its failure (with the variable at fault) while it fails. */
+function DiscoveryNotice({ status, poll, count }: { status: DiscoveryStatus; poll: SummaryPoll; count: number }) {
+  const where = (
+    <>
+      namespace <code>{status.namespace}</code>, selector <code>{status.selector}</code>
+    </>
+  );
+  if (status.error !== null) {
+    return (
+      <div className="blocking" role="alert">
+        <p className="blocking__title">Agent discovery is failing</p>
+        <p className="error-text">
+          <code>{status.error.variable}</code>: {status.error.message}
+        </p>
+        <p className="muted small">
+          Since <RelativeTime at={serverToBrowserTime(poll, status.error.since)} />;{' '}
+          {status.listed ? `showing the last known ${count === 1 ? 'agent' : `${count} agents`}` : 'no agent pods listed yet'} ({where}).
+        </p>
+      </div>
+    );
+  }
+  if (!status.listed) return <EmptyState>Looking for agent pods ({where})…</EmptyState>;
+  if (count === 0) {
+    return (
+      <div className="gate">
+        <p>No agent pods found.</p>
+        <p>
+          No Running pod with a pod IP matches {where}. Set <code>VOLUMESCOPE_DISCOVERY_NAMESPACE</code> and{' '}
+          <code>VOLUMESCOPE_DISCOVERY_SELECTOR</code> to where the agent DaemonSet runs.
+        </p>
+      </div>
+    );
+  }
+  return <p className="muted small">Agent pods discovered in {where}.</p>;
+}
+
+/**
+ * The nodes overview: one card per agent, from one poll of every agent's summary (see
+ * lib/dashboard/summary.ts for the interval); no event stream is opened here. With discovery the
+ * cards follow the agent pods as they come and go.
+ */
+export function NodesOverview({ agents, discovery = null }: { agents: readonly OverviewAgent[]; discovery?: DiscoveryStatus | null }) {
+  const query = useQuery(summariesQueryOptions());
+  const now = useNow(SUMMARY_POLL_INTERVAL_MS);
+  const { data, dataUpdatedAt, error, errorUpdatedAt } = query;
+  const poll: SummaryPoll = useMemo(() => ({ data, dataUpdatedAt, error, errorUpdatedAt }), [data, dataUpdatedAt, error, errorUpdatedAt]);
+  const stale = isPollStale(poll, now);
+  const cards = useMemo(() => overviewCards(agents, poll, stale), [agents, poll, stale]);
+  const status = data === undefined ? discovery : data.discovery;
+  return (
+    <>
+      {data !== undefined && data.configError !== null ? <p className="error-text">{data.configError}</p> : null}
+      {status !== null ? <DiscoveryNotice status={status} poll={poll} count={cards.length} /> : null}
+      <ul className="node-cards">
+        {cards.map((card) => (
+          <NodeCard key={card.name} card={card} />
+        ))}
+      </ul>
+    </>
+  );
+}

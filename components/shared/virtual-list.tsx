@@ -1,0 +1,132 @@
+'use client';
+
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
+
+export interface VirtualListProps<T> {
+  readonly items: readonly T[];
+  /** Every row is exactly this tall (px); the window arithmetic depends on it. */
+  readonly rowHeight: number;
+  /** The most the scroll container grows to (px); shorter lists take only their height. */
+  readonly maxHeight: number;
+  readonly getKey: (item: T) => string;
+  /** Renders one row; it must be `rowHeight` tall. `active` is the keyboard-focused row. */
+  readonly renderRow: (item: T, index: number, active: boolean) => ReactNode;
+  readonly overscan?: number;
+  /** Labels the scroll region for screen readers. */
+  readonly label: string;
+  /** Rows before the first item (header rows), for `aria-rowindex`; default 1. */
+  readonly ariaRowOffset?: number;
+  /** Enter on a focused row (not on a control inside it). */
+  readonly onActivate?: (item: T) => void;
+  /** Extra style of every row (e.g. its grid columns); position and height are the list's. */
+  readonly rowStyle?: CSSProperties;
+}
+
+/**
+ * A windowed list with fixed row heights: only the rows in view (plus overscan) are in the DOM,
+ * positioned inside a spacer as tall as all rows, so 10,000 rows scroll like 30. The window is
+ * `@tanstack/react-virtual`'s; before the first layout (and on the server) it assumes the list is
+ * `maxHeight` tall at the top. Arrow keys, Page Up/Down, Home and End move a roving focus between
+ * rows, scrolling the focused row into view.
+ */
+export function VirtualList<T>({ items, rowHeight, maxHeight, getKey, renderRow, overscan = 8, label, ariaRowOffset = 1, onActivate, rowStyle }: VirtualListProps<T>) {
+  const scrollRef = useRef<HTMLDivElement>(null);
+  const [active, setActive] = useState(0);
+  const focusPending = useRef(false);
+  const count = items.length;
+  // Rows are keyed by index in the virtualizer (the default): with fixed heights its positions
+  // depend on the count only, so a delta that replaces the items does not make it recompute
+  // every row's position. React keys are `getKey`'s.
+  const virtualizer = useVirtualizer({
+    count,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: () => rowHeight,
+    overscan,
+    initialRect: { width: 0, height: maxHeight },
+  });
+  const activeIndex = Math.min(active, Math.max(0, count - 1));
+
+  // After a key moved the focus: focus the row once it is rendered (a far jump renders it only
+  // after the scroll it caused).
+  useEffect(() => {
+    if (!focusPending.current) return;
+    const row = scrollRef.current?.querySelector<HTMLElement>(`[data-index="${activeIndex}"]`);
+    if (row === null || row === undefined) return;
+    focusPending.current = false;
+    row.focus({ preventScroll: true });
+  });
+
+  const moveTo = (index: number): void => {
+    const next = Math.max(0, Math.min(count - 1, index));
+    virtualizer.scrollToIndex(next, { align: 'auto' });
+    focusPending.current = true;
+    setActive(next);
+  };
+
+  const onKeyDown = (e: KeyboardEvent<HTMLDivElement>): void => {
+    if (count === 0) return;
+    if (e.key === 'Enter' && e.target instanceof HTMLElement && e.target.dataset.index !== undefined) {
+      const item = items[Number(e.target.dataset.index)];
+      if (item !== undefined && onActivate !== undefined) {
+        e.preventDefault();
+        onActivate(item);
+      }
+      return;
+    }
+    const height = scrollRef.current?.clientHeight ?? maxHeight;
+    const page = Math.max(1, Math.floor(height / rowHeight) - 1);
+    const keys: Record<string, number> = {
+      ArrowDown: activeIndex + 1,
+      ArrowUp: activeIndex - 1,
+      PageDown: activeIndex + page,
+      PageUp: activeIndex - page,
+      Home: 0,
+      End: count - 1,
+    };
+    const target = keys[e.key];
+    if (target === undefined) return;
+    if (e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement) return;
+    e.preventDefault();
+    moveTo(target);
+  };
+
+  const rows: ReactNode[] = [];
+  for (const row of virtualizer.getVirtualItems()) {
+    const i = row.index;
+    const item = items[i];
+    if (item === undefined) continue;
+    const key = getKey(item);
+    rows.push(
+      <div
+        key={key}
+        className="vlist__row"
+        role="row"
+        aria-rowindex={i + 1 + ariaRowOffset}
+        data-index={i}
+        data-key={key}
+        tabIndex={i === activeIndex ? 0 : -1}
+        onFocus={() => {
+          if (i !== activeIndex) setActive(i);
+        }}
+        style={{ ...rowStyle, transform: `translateY(${row.start}px)`, height: rowHeight }}
+      >
+        {renderRow(item, i, i === activeIndex)}
+      </div>,
+    );
+  }
+  return (
+    <div
+      ref={scrollRef}
+      className="vlist"
+      role="rowgroup"
+      aria-label={label}
+      onKeyDown={onKeyDown}
+      style={{ maxHeight, height: Math.min(maxHeight, Math.max(rowHeight, count * rowHeight)) }}
+    >
+      <div className="vlist__spacer" style={{ height: virtualizer.getTotalSize() }}>
+        {rows}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,58 @@
+import { createElement } from 'react';
+import { renderToStaticMarkup } from 'react-dom/server';
+import { describe, expect, it } from 'vitest';
+import type { Snapshot } from '../../lib/api/index.ts';
+import { FIXTURE_T0, exampleSnapshot, generatedOperation, generatedPod, generatedVolume } from '../../lib/api/snapshot-fixtures.ts';
+import { deriveVolumeRows, type VolumeState } from '../../lib/dashboard/pipeline.ts';
+import { VolumePipeline } from './volume-pipeline.tsx';
+
+// One fixture per state an operator sees on a volume, built from the API's snapshot fixtures: the
+// example node (ready, uncertain) plus generated pods for the states it does not show.
+const example = exampleSnapshot();
+const withPods = (extra: Partial<Snapshot>): Snapshot => ({ ...example, ...extra });
+const FIXTURES: { name: string; state: VolumeState; snapshot: Snapshot; volume: string; retry: boolean; unmount: boolean; blocking: string | null }[] = [
+  { name: 'a mounted volume is ready, with no blocking stage and no action', state: 'ready', snapshot: example, volume: 'config', retry: false, unmount: false, blocking: null },
+  { name: 'an uncertain device mount is uncertain, blocking at the device mount', state: 'uncertain', snapshot: example, volume: 'pgdata', retry: true, unmount: false, blocking: 'device mounted' },
+  {
+    name: 'a failed mount waiting for its retry is in backoff, with Retry now',
+    state: 'backoff',
+    snapshot: withPods({ desired: { pods: [generatedPod(1)] }, actual: { volumes: [] }, operations: [generatedOperation(1, 3)] }),
+    volume: 'data',
+    retry: true,
+    unmount: false,
+    blocking: 'attached',
+  },
+  {
+    name: 'a mount that runs now is running',
+    state: 'running',
+    snapshot: withPods({ desired: { pods: [generatedPod(1)] }, actual: { volumes: [] }, operations: [{ ...generatedOperation(1, 0), state: 'running', lastError: null, lastErrorAt: null, retryAt: null, startedAt: FIXTURE_T0 }] }),
+    volume: 'data',
+    retry: true,
+    unmount: false,
+    blocking: 'attached',
+  },
+  { name: 'a desired volume with nothing pending is waiting', state: 'waiting', snapshot: withPods({ desired: { pods: [generatedPod(1)] }, actual: { volumes: [] }, operations: [] }), volume: 'data', retry: false, unmount: false, blocking: 'attached' },
+  {
+    name: 'a mount of a pod that left the desired world is unmounting, with Unmount',
+    state: 'unmounting',
+    snapshot: withPods({ desired: { pods: [] }, actual: { volumes: [generatedVolume(1)] }, operations: [] }),
+    volume: 'data',
+    retry: false,
+    unmount: true,
+    blocking: 'in desired world',
+  },
+];
+
+describe('VolumePipeline, one fixture per operator-visible state', () => {
+  it.each(FIXTURES)('$name', ({ state, snapshot, volume, retry, unmount, blocking }) => {
+    const row = deriveVolumeRows(snapshot).find((r) => r.volumeName === volume);
+    expect(row?.state).toBe(state);
+    if (row === undefined) return;
+    const html = renderToStaticMarkup(createElement(VolumePipeline, { node: 'node-a', row, phase: 'live', synced: snapshot.statesSynced, onAction: () => undefined }));
+    expect(html).toContain(`data-state="${state}"`);
+    expect(html.includes('>Retry now</button>')).toBe(retry);
+    expect(html.includes('>Unmount</button>')).toBe(unmount);
+    const flagged = /<li class="stage [^"]*stage--blocking"[^>]*><span class="stage__label">([^<]*)</.exec(html);
+    expect(flagged?.[1] ?? null).toBe(blocking);
+  });
+});

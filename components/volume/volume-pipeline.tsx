@@ -1,0 +1,105 @@
+'use client';
+
+import Link from 'next/link';
+import { memo } from 'react';
+import { STAGE_LABEL, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
+import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
+import { volumeHref } from '../../lib/dashboard/routes.ts';
+import { RetryButton } from '../actions/retry-button.tsx';
+import { UnmountButton } from '../actions/unmount-button.tsx';
+import type { PendingAction } from '../dialogs/action-dialog.tsx';
+import { StageStatusBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
+import { AbsoluteTime, OperationCountdown, RelativeTime } from '../shared/time-text.tsx';
+
+function BlockingDetail({ row, stage }: { row: VolumeRow; stage: PipelineStage }) {
+  const op = row.operation;
+  return (
+    <div className="blocking">
+      <p className="blocking__title">
+        <span aria-hidden="true">▶ </span>
+        {stage.status === 'uncertain' ? 'Uncertain here: neither mounted nor failed; the reconciler will settle it.' : 'Blocked here.'}
+      </p>
+      {op !== null ? (
+        <>
+          <p>
+            <code>{op.operationName}</code> {op.state === 'running' ? 'is running' : 'is in backoff'}
+            {op.failures > 0 ? `, ${op.failures} failure${op.failures === 1 ? '' : 's'}` : ''} — <OperationCountdown op={op} />
+            {op.state === 'backoff' && op.retryAt !== null ? (
+              <span className="muted">
+                {' '}
+                (backoff deadline <AbsoluteTime at={op.retryAt} />, window {Math.round(op.durationBeforeRetryMs / 100) / 10} s)
+              </span>
+            ) : null}
+          </p>
+          {op.lastError !== null ? (
+            <>
+              <p className="muted small">
+                Last error, <RelativeTime at={op.lastErrorAt} />:
+              </p>
+              <pre className="error-block">{op.lastError}</pre>
+            </>
+          ) : null}
+        </>
+      ) : (
+        <p className="muted">No operation is pending for it: {stage.detail ?? 'the reconciler picks it up on its next pass.'}</p>
+      )}
+    </div>
+  );
+}
+
+export interface VolumePipelineProps {
+  readonly node: string;
+  readonly row: VolumeRow;
+  readonly phase: ConnectionPhase;
+  readonly synced: boolean;
+  /** The agent runs in observe mode: no Unmount. */
+  readonly observing?: boolean;
+  readonly onAction: ((action: PendingAction) => void) | null;
+  /** One-line stages for the embed view. */
+  readonly compact?: boolean;
+}
+
+/**
+ * One volume's mount pipeline: in desired world → reported in use → attached → device mounted →
+ * mounted into pod → ready. The first blocking stage is highlighted with the operation's last
+ * error verbatim and its backoff deadline; an uncertain stage is shown as uncertain.
+ */
+export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, synced, observing = false, onAction, compact = false }: VolumePipelineProps) {
+  const op = row.operation;
+  return (
+    <article className={`pipeline-card pipeline-card--${row.state}${compact ? ' pipeline-card--compact' : ''}`} aria-labelledby={`vol-${row.id}`}>
+      <header className="pipeline-card__header">
+        <h3 id={`vol-${row.id}`}>
+          <Link href={volumeHref(node, row.uniqueVolumeName)}>{row.volumeName}</Link>
+        </h3>
+        <VolumeStateBadge state={row.state} />
+        {!compact ? <code className="muted small">{row.uniqueVolumeName}</code> : null}
+        {onAction !== null ? (
+          <span className="toolbar">
+            {op !== null ? <RetryButton node={node} op={op} phase={phase} onAction={onAction} /> : null}
+            {!row.desired ? <UnmountButton node={node} row={row} phase={phase} synced={synced} observing={observing} onAction={onAction} /> : null}
+          </span>
+        ) : null}
+      </header>
+      <ol className="pipeline" aria-label={`Mount pipeline of ${row.volumeName}`}>
+        {row.stages.map((stage) => {
+          const blocking = row.blocking?.id === stage.id;
+          return (
+            <li key={stage.id} className={`stage stage--${stage.status}${blocking ? ' stage--blocking' : ''}`} aria-current={blocking ? 'step' : undefined}>
+              <span className="stage__label">{STAGE_LABEL[stage.id]}</span>
+              <StageStatusBadge status={stage.status} />
+              {blocking ? <span className="stage__flag">blocking</span> : null}
+              {stage.detail !== null && !compact ? <span className="stage__detail">{stage.detail}</span> : null}
+            </li>
+          );
+        })}
+      </ol>
+      {row.blocking !== null && !compact ? <BlockingDetail row={row} stage={row.blocking} /> : null}
+      {row.blocking !== null && compact && op !== null ? (
+        <p className="compact-error">
+          <OperationCountdown op={op} /> {op.lastError !== null ? <span className="error-text">{op.lastError}</span> : null}
+        </p>
+      ) : null}
+    </article>
+  );
+});

@@ -1,0 +1,150 @@
+'use client';
+
+import Link from 'next/link';
+import { useMemo } from 'react';
+import type { Snapshot } from '../../lib/api/index.ts';
+import { createVolumeRowsSelector, indexSnapshot, rowPodName, volumeKnown } from '../../lib/dashboard/pipeline.ts';
+import { nodeHref, podHref } from '../../lib/dashboard/routes.ts';
+import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
+import { ActionDialog } from '../dialogs/action-dialog.tsx';
+import { usePendingAction } from '../hooks/use-pending-action.ts';
+import { AgentGate } from '../page/agent-gate.tsx';
+import { ConnectionStatus } from '../shared/connection-status.tsx';
+import { CopyButton } from '../shared/copy-button.tsx';
+import { usePodNames } from '../hooks/use-pod-names.ts';
+import { AuditTable } from '../node/audit-table.tsx';
+import { EventsTable } from '../node/events-table.tsx';
+import { OperationsTable } from '../node/operations-table.tsx';
+import { ReconstructionTable } from '../node/reconstruction-table.tsx';
+import { EmptyState } from '../shared/empty-state.tsx';
+import { Panel } from '../shared/panel.tsx';
+import { VolumePipeline } from './volume-pipeline.tsx';
+
+function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string; snapshot: Snapshot }) {
+  const connection = useAgentConnection(agent);
+  const { pending, open: onAction, close: closeDialog } = usePendingAction();
+  const selectRows = useMemo(() => createVolumeRowsSelector(), []);
+  const allRows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
+  const rows = useMemo(() => allRows.filter((r) => r.uniqueVolumeName === volume), [allRows, volume]);
+  const podNames = usePodNames(snapshot);
+  const actual = indexSnapshot(snapshot).actualByName.get(volume) ?? null;
+  const operations = useMemo(() => snapshot.operations.filter((op) => op.volume === volume), [snapshot.operations, volume]);
+  const history = useMemo(() => {
+    const pairs = new Set(rows.map((r) => `${r.podUid}|${r.volumeName}`));
+    const names = [...new Set(rows.map((r) => r.volumeName))];
+    const pods = new Set(rows.map((r) => r.podUid));
+    return {
+      events: snapshot.recentEvents.filter(
+        (e) => e.message.includes(volume) || ((e.podUid === null || pods.has(e.podUid)) && names.some((n) => e.message.includes(`"${n}"`))),
+      ),
+      audit: snapshot.audit.filter((a) => a.target !== null && a.target.includes(volume)),
+      reconstruction: { ...snapshot.reconstruction, volumes: snapshot.reconstruction.volumes.filter((v) => pairs.has(`${v.podUid}|${v.volumeName}`)) },
+    };
+  }, [rows, snapshot.recentEvents, snapshot.audit, snapshot.reconstruction, volume]);
+
+  if (!volumeKnown(snapshot, volume)) {
+    return (
+      <div className="gate" role="status">
+        <h1>Volume not known</h1>
+        <p>
+          Agent {agent} does not know the volume <code>{volume}</code> (any more).
+        </p>
+        <p>
+          <Link href={nodeHref(agent)}>Back to node {agent}</Link>
+        </p>
+      </div>
+    );
+  }
+  return (
+    <>
+      <header className="page-header">
+        <div>
+          <p className="breadcrumb">
+            <Link href={nodeHref(agent)}>{agent}</Link> / volume
+          </p>
+          <h1 className="break">{volume}</h1>
+        </div>
+        <ConnectionStatus agent={agent} />
+        <div className="toolbar">
+          <CopyButton label="Copy link" getText={() => window.location.href} />
+        </div>
+      </header>
+      <Panel id="actual" title="On the node">
+        {actual === null ? (
+          <EmptyState>Not in the actual state: not attached (or not verified) on this node yet.</EmptyState>
+        ) : (
+          <dl className="facts-grid">
+            <dt>plugin</dt>
+            <dd>{actual.pluginName}</dd>
+            <dt>attach</dt>
+            <dd>
+              {actual.attachState === 'uncertain' ? '? uncertain' : '✓ attached'}
+              {actual.devicePath !== '' ? (
+                <>
+                  {' '}
+                  at <code>{actual.devicePath}</code>
+                </>
+              ) : null}
+            </dd>
+            <dt>device mount</dt>
+            <dd>
+              {actual.deviceMountState === 'mounted' ? '✓ mounted' : actual.deviceMountState === 'uncertain' ? '? uncertain' : '– not mounted'}
+              {actual.deviceMountPath !== '' ? (
+                <>
+                  {' '}
+                  at <code className="break">{actual.deviceMountPath}</code>
+                </>
+              ) : null}
+            </dd>
+            <dt>pods with it mounted</dt>
+            <dd>
+              {actual.pods.length === 0
+                ? 'none'
+                : actual.pods.map((m, i) => (
+                    <span key={m.podUid}>
+                      {i > 0 ? ', ' : ''}
+                      <Link href={podHref(agent, m.podUid)}>{podNames.get(m.podUid) ?? m.podUid}</Link> ({m.mountState === 'uncertain' ? '? uncertain' : 'mounted'}
+                      {m.remountRequired ? ', remount required' : ''})
+                    </span>
+                  ))}
+            </dd>
+          </dl>
+        )}
+      </Panel>
+      <Panel id="pods" title="Pods" count={rows.length}>
+        {rows.length === 0 ? <EmptyState>No pod wants or has this volume.</EmptyState> : null}
+        <div className="pipelines">
+          {rows.map((row) => (
+            <div key={row.id}>
+              <p className="small">
+                Pod <Link href={podHref(agent, row.podUid)}>{rowPodName(row)}</Link>
+              </p>
+              <VolumePipeline node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} />
+            </div>
+          ))}
+        </div>
+      </Panel>
+      <Panel id="operations" title="Operations" count={operations.length}>
+        <OperationsTable node={agent} operations={operations} podNames={podNames} phase={connection.phase} onAction={onAction} />
+      </Panel>
+      <Panel id="history" title="History">
+        <h3>Events</h3>
+        <EventsTable node={agent} events={history.events} podNames={podNames} />
+        <h3>Operator actions</h3>
+        <AuditTable audit={history.audit} />
+        {history.reconstruction.volumes.length > 0 ? (
+          <>
+            <h3>Reconstruction</h3>
+            <ReconstructionTable node={agent} reconstruction={history.reconstruction} podNames={podNames} />
+          </>
+        ) : null}
+      </Panel>
+      <ActionDialog agent={agent} pending={pending} onClose={closeDialog} />
+    </>
+  );
+}
+
+/** The volume page: one volume across its pods, its operations and its history, live. */
+export function VolumeView({ agent, volume }: { agent: string; volume: string }) {
+  return <AgentGate agent={agent}>{(snapshot) => <VolumeBody agent={agent} volume={volume} snapshot={snapshot} />}</AgentGate>;
+}
