@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { isInvalidCsiDriverFlagError, parseCsiDriverFlag } from '../../lib/volume/csi/index.ts';
 import { formatGoDuration } from '../../lib/volume/util/go-format.ts';
 import { isInvalidDurationError, parseDuration } from './duration.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 /** A flag value that cannot be used; `flag` is the flag as typed (`--listen`). Exit code 2. */
 export class FlagError extends Error {
@@ -211,7 +212,7 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       allowPositionals: false,
     }));
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     const flag = /'(-[^' ]+)/.exec(message)?.[1] ?? /'([^']+)'/.exec(message)?.[1] ?? 'arguments';
     throw new FlagError(flag, message);
   }

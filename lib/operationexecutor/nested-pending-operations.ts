@@ -20,6 +20,7 @@ import {
 } from '../volume/types.ts';
 import { goQuote } from '../volume/util/go-format.ts';
 import { ExponentialBackoff } from './exponential-backoff.ts';
+import { errorMessage } from '../volume/errors.ts';
 
 /** The key of a pending operation. Empty pod or node names are wildcards; see {@link NestedPendingOperations}. */
 export interface OperationKey {
@@ -149,7 +150,7 @@ function toError(thrown: unknown): Error {
 }
 
 function describeThrown(thrown: unknown): string {
-  return thrown instanceof Error ? thrown.message : String(thrown);
+  return errorMessage(thrown);
 }
 
 /**

@@ -43,11 +43,6 @@ export function quantile(values: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
 }
 
-/** The message of an error value. */
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 export interface NodeOptions {
   /** Directory the node owns; created. */
   base: string;

@@ -44,6 +44,7 @@ import { parseManifestFile } from './parse-manifest-file.ts';
 import { silentLogger } from './source-logger.ts';
 import type { SourceLogger } from './source-logger.ts';
 import type { ObjectSource } from '../source.ts';
+import { errorMessage } from '../../volume/errors.ts';
 
 /**
  * Default debounce window: a burst of events is applied 50 ms after its first event, so with a
@@ -324,7 +325,7 @@ export class ManifestSource implements ObjectSource {
     } catch (err) {
       this.dirError = {
         file: '.',
-        message: `.: manifest directory ${this.dir} cannot be read: ${messageOf(err)} (keeping the objects loaded before)`,
+        message: `.: manifest directory ${this.dir} cannot be read: ${errorMessage(err)} (keeping the objects loaded before)`,
       };
       this.publish();
       return;
@@ -398,7 +399,7 @@ export class ManifestSource implements ObjectSource {
     } catch (err) {
       // Deleted (or a dangling symlink) between listing and reading: the file is gone.
       if (isErrnoException(err) && err.code === 'ENOENT') return { kind: 'absent' };
-      return { kind: 'error', message: `cannot be read: ${messageOf(err)}` };
+      return { kind: 'error', message: `cannot be read: ${errorMessage(err)}` };
     }
   }
 
@@ -456,10 +457,6 @@ export class ManifestSource implements ObjectSource {
       if (!after.has(e.message)) this.logger.info({ file: e.file, error: e.message }, 'manifest source error resolved');
     }
   }
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function entryKind(info: Stats): string {
