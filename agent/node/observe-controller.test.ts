@@ -13,7 +13,7 @@ import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
 import { KubeSource } from '../../lib/sources/kube/kube-source.ts';
 import { FakeApiServer } from '../../lib/sources/kube/testing/fake-apiserver.ts';
 import { fakeKubeConfig } from '../../lib/sources/kube/testing/kubeconfig-file.ts';
-import { waitFor } from '../../lib/sources/kube/testing/wait-for.ts';
+import { waitFor } from '../../lib/clock/testing/wait-for.ts';
 import { discardLogger } from '../../lib/volume/logger.ts';
 import { KubeObjects } from './kube-objects.ts';
 import { ObserveController, type ObservedVolumeManager } from './observe-controller.ts';

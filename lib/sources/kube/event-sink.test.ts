@@ -9,7 +9,7 @@ import type { JsonObject } from './plain-json.ts';
 import { isJsonObject, toRFC3339 } from './plain-json.ts';
 import { FakeApiServer } from './testing/fake-apiserver.ts';
 import { fakeKubeConfig } from './testing/kubeconfig-file.ts';
-import { waitFor } from './testing/wait-for.ts';
+import { waitFor } from '../../clock/testing/wait-for.ts';
 
 // The real @kubernetes/client-node writes to a FakeApiServer over real HTTP; the sink runs on a
 // FakeClock (timestamps, names, correlation windows, retry timers, deadlines). Waits for the

@@ -10,7 +10,7 @@ import { FakeApiServer } from './testing/fake-apiserver.ts';
 import type { FakeApiServerOptions, GoneStyle } from './testing/fake-apiserver.ts';
 import { claim, configMap, csiDriver, csiPersistentVolume, node, pod, secret } from './testing/fixtures.ts';
 import { fakeKubeConfig } from './testing/kubeconfig-file.ts';
-import { waitFor } from './testing/wait-for.ts';
+import { waitFor } from '../../clock/testing/wait-for.ts';
 
 // Every test runs the real @kubernetes/client-node against a FakeApiServer over real HTTP on
 // 127.0.0.1. Waits poll with deadlines of a few seconds; backoffs are shortened so recovery
