@@ -520,7 +520,7 @@ async function startManifestSource(opts: NodeAgentOptions): Promise<ManifestSour
     dir: config.manifestDir,
     nodeName: config.nodeName,
     clock,
-    logger: log.child({ component: 'manifest-source' }),
+    logger: engineLogger(log, 'manifest-source'),
     debounceMs: agentManifestDebounceMs,
   });
   await source.start();
@@ -552,14 +552,14 @@ async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSo
     kubeConfig: loaded.kubeConfig,
     nodeName: config.nodeName,
     clock,
-    logger: log.child({ component: 'kube-source' }),
+    logger: engineLogger(log, 'kube-source'),
     // Observe mode: the kubelet sets up configMap/secret volumes; the agent needs only their names.
     claimsOnly: config.mode === 'observe',
     ...(config.kubeRequestTimeoutMs === undefined ? {} : { requestTimeoutMs: config.kubeRequestTimeoutMs }),
   });
   await source.start();
   // Events go to the API server only in managed mode: in observe mode the kubelet reports its own.
-  const events = config.mode === 'observe' ? null : new KubeEventSink({ kubeConfig: loaded.kubeConfig, nodeName: config.nodeName, clock, logger: log.child({ component: 'events' }) });
+  const events = config.mode === 'observe' ? null : new KubeEventSink({ kubeConfig: loaded.kubeConfig, nodeName: config.nodeName, clock, logger: engineLogger(log, 'events') });
   return { source, kube: { source, objects: new KubeObjects(source, loaded.kubeConfig, clock), kubeConfig: loaded.kubeConfig, events } };
 }
 

@@ -20,7 +20,6 @@ export { isManifestFileName } from './manifest-file-name.ts';
 export { deriveManifestPodUID } from './pod-uid.ts';
 export { isPodTerminated } from '../pod-lifecycle.ts';
 export { ManifestDirError, ManifestSourceStateError, isManifestDirError, isManifestSourceStateError } from './errors.ts';
-export type { SourceLogger } from './source-logger.ts';
 export {
   configMapSchema,
   csiDriverSchema,

@@ -8,7 +8,8 @@ import { isManifestDirError, isManifestSourceStateError } from './errors.ts';
 import { ManifestSource } from './manifest-source.ts';
 import type { ManifestChange, ManifestSourceOptions } from './manifest-source.ts';
 import { deriveManifestPodUID } from './pod-uid.ts';
-import { makeTempDir, RecordingLogger, removeDir, writeAtomically } from './test-support/manifest-dir.ts';
+import { makeTempDir, removeDir, writeAtomically } from './test-support/manifest-dir.ts';
+import { RecordingLogger } from '../../volume/testing/recording-logger.ts';
 import { waitFor } from '../../clock/testing/wait-for.ts';
 
 // Watcher tests on a real temporary directory. Deadlines are generous (2 s) so a loaded machine
@@ -176,8 +177,8 @@ describe('ManifestSource watching', () => {
     expect(logger.warnings()).toEqual([
       {
         level: 'warn',
-        obj: { file: 'web.yaml', error: source.sourceErrors()[0]?.message, keptObjects: 1 },
         msg: 'manifest source error; keeping the last valid version of the file',
+        fields: { file: 'web.yaml', error: source.sourceErrors()[0]?.message, keptObjects: 1 },
       },
     ]);
     expect(changes.flatMap((c) => c.pods.removed)).toEqual([]);

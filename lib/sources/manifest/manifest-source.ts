@@ -41,8 +41,7 @@ import {
 } from './manifest-snapshot.ts';
 import type { ManifestDiff, ManifestFileState, ManifestSnapshot } from './manifest-snapshot.ts';
 import { parseManifestFile } from './parse-manifest-file.ts';
-import { silentLogger } from './source-logger.ts';
-import type { SourceLogger } from './source-logger.ts';
+import { discardLogger, type Logger } from '../../volume/logger.ts';
 import type { ObjectSource } from '../source.ts';
 import { errorMessage } from '../../volume/errors.ts';
 
@@ -75,7 +74,7 @@ export interface ManifestSourceOptions {
   /** Time source for the debounce and resync timers. */
   clock: Clock;
   /** Receives one warn line per new source error and info lines for loads and changes. */
-  logger?: SourceLogger;
+  logger?: Logger;
   /** Debounce window in ms (see {@link defaultManifestDebounceMs}); 0 rescans on the next tick. */
   debounceMs?: number;
   /** Period of the full rescan in ms (see {@link defaultManifestResyncIntervalMs}); 0 disables it. */
@@ -131,7 +130,7 @@ export class ManifestSource implements ObjectSource {
   readonly dir: string;
   private readonly nodeName: string;
   private readonly clock: Clock;
-  private readonly logger: SourceLogger;
+  private readonly logger: Logger;
   private readonly debounceMs: number;
   private readonly resyncIntervalMs: number;
   private readonly maxFileBytes: number;
@@ -154,7 +153,7 @@ export class ManifestSource implements ObjectSource {
     this.dir = options.dir;
     this.nodeName = options.nodeName;
     this.clock = options.clock;
-    this.logger = options.logger ?? silentLogger;
+    this.logger = options.logger ?? discardLogger;
     this.debounceMs = options.debounceMs ?? defaultManifestDebounceMs;
     this.resyncIntervalMs = options.resyncIntervalMs ?? defaultManifestResyncIntervalMs;
     this.maxFileBytes = options.maxFileBytes ?? defaultMaxManifestFileBytes;
@@ -184,7 +183,7 @@ export class ManifestSource implements ObjectSource {
         this.onFileEvent();
       });
       watcher.on('error', (err) => {
-        this.logger.warn({ err, dir: this.dir }, 'manifest directory watch error');
+        this.logger.warn('manifest directory watch error', { err, dir: this.dir });
       });
       // An error before the watcher is ready (the directory vanished, no permission) fails start.
       await new Promise<void>((resolve, reject) => {
@@ -203,8 +202,8 @@ export class ManifestSource implements ObjectSource {
     this.synced = true;
     this.armResync();
     this.logger.info(
-      { dir: this.dir, files: this.files.size, pods: this.snapshot.pods.size, errors: this.snapshot.errors.length },
       'manifest source synced',
+      { dir: this.dir, files: this.files.size, pods: this.snapshot.pods.size, errors: this.snapshot.errors.length },
     );
   }
 
@@ -310,7 +309,7 @@ export class ManifestSource implements ObjectSource {
 
   private enqueueScan(): Promise<void> {
     this.scanChain = this.scanChain.then(() => this.scan()).catch((err: unknown) => {
-      this.logger.warn({ err, dir: this.dir }, 'manifest directory scan failed');
+      this.logger.warn('manifest directory scan failed', { err, dir: this.dir });
     });
     return this.scanChain;
   }
@@ -427,7 +426,7 @@ export class ManifestSource implements ObjectSource {
       try {
         listener(change);
       } catch (err) {
-        this.logger.warn({ err }, 'manifest source change listener failed');
+        this.logger.warn('manifest source change listener failed', { err });
       }
     }
   }
@@ -436,8 +435,8 @@ export class ManifestSource implements ObjectSource {
     const { added, updated, removed } = diff.pods;
     if (added.length + updated.length + removed.length > 0 || diff.objectsChanged) {
       this.logger.info(
-        { generation: this.generationValue, podsAdded: added, podsUpdated: updated, podsRemoved: removed, objectsChanged: diff.objectsChanged },
         'manifest objects changed',
+        { generation: this.generationValue, podsAdded: added, podsUpdated: updated, podsRemoved: removed, objectsChanged: diff.objectsChanged },
       );
     }
     if (!diff.errorsChanged) return;
@@ -449,12 +448,12 @@ export class ManifestSource implements ObjectSource {
       const record = this.files.get(e.file);
       const keptObjects = record !== undefined && record.state.errors.includes(e) ? record.state.objects.length : 0;
       this.logger.warn(
-        { file: e.file, error: e.message, keptObjects },
         keptObjects > 0 ? 'manifest source error; keeping the last valid version of the file' : 'manifest source error',
+        { file: e.file, error: e.message, keptObjects },
       );
     }
     for (const e of previous.errors) {
-      if (!after.has(e.message)) this.logger.info({ file: e.file, error: e.message }, 'manifest source error resolved');
+      if (!after.has(e.message)) this.logger.info('manifest source error resolved', { file: e.file, error: e.message });
     }
   }
 }
