@@ -61,7 +61,7 @@ import { ReferencedObjectCache } from './referenced-objects.ts';
 import type { ReferencedObject } from './referenced-objects.ts';
 import { ResilientInformer } from './resilient-informer.ts';
 import type { InformerControl, InformerHandlers } from './resilient-informer.ts';
-import type { KubeSourceError } from './source-error.ts';
+import type { SourceError } from '../source.ts';
 
 /** Informer restarts after a failure: 1 s, doubling up to 30 s (client-go's watch backoff range). */
 export const defaultKubeRestartBackoff: Backoff = { initialMs: 1000, maxMs: 30_000 };
@@ -155,7 +155,7 @@ export class KubeSource {
   private objectsDirty = false;
   private nodeDirty = false;
   private publishedPods = new Map<string, Pod>();
-  private publishedErrors: KubeSourceError[] = [];
+  private publishedErrors: SourceError[] = [];
   private readonly listeners = new Set<KubeSourceChangeListener>();
   private readonly syncWaiters: { resolve: () => void; reject: (err: Error) => void }[] = [];
 
@@ -356,8 +356,8 @@ export class KubeSource {
   }
 
   /** Current problems, sorted by `file`: failing informers, failing GETs, unreadable objects. */
-  sourceErrors(): KubeSourceError[] {
-    const errors: KubeSourceError[] = [];
+  sourceErrors(): SourceError[] {
+    const errors: SourceError[] = [];
     for (const informer of this.informers) {
       const message = informer.error();
       if (message !== undefined) errors.push({ file: informer.target, message });

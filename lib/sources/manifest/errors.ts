@@ -1,7 +1,7 @@
 import { errorMessage } from '../../volume/errors.ts';
 /**
  * Errors the manifest source throws. Problems with manifest contents are not thrown: they are
- * data (`SourceError`, see manifest-object.ts).
+ * data (`SourceError`, see lib/sources/source.ts).
  */
 
 /**

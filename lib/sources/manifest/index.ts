@@ -14,7 +14,7 @@ export { ManifestSource, defaultManifestDebounceMs, defaultManifestResyncInterva
 export type { ManifestChange, ManifestChangeListener, ManifestSourceOptions } from './manifest-source.ts';
 export { parseManifestFile } from './parse-manifest-file.ts';
 export type { ManifestFileParseResult } from './parse-manifest-file.ts';
-export type { DocumentLocation, ManifestKind, ManifestObject, SourceError } from './manifest-object.ts';
+export type { DocumentLocation, ManifestKind, ManifestObject } from './manifest-object.ts';
 export { supportedKinds } from './manifest-object.ts';
 export { isManifestFileName } from './manifest-file-name.ts';
 export { deriveManifestPodUID } from './pod-uid.ts';

@@ -31,7 +31,6 @@ import type {
 } from '../../volume/k8s-types.ts';
 import { ManifestDirError, ManifestSourceStateError } from './errors.ts';
 import { isManifestFileName } from './manifest-file-name.ts';
-import type { SourceError } from './manifest-object.ts';
 import {
   buildManifestSnapshot,
   diffManifestSnapshots,
@@ -42,7 +41,7 @@ import {
 import type { ManifestDiff, ManifestFileState, ManifestSnapshot } from './manifest-snapshot.ts';
 import { parseManifestFile } from './parse-manifest-file.ts';
 import { discardLogger, type Logger } from '../../volume/logger.ts';
-import type { ObjectSource } from '../source.ts';
+import type { ObjectSource, SourceError } from '../source.ts';
 import { errorMessage } from '../../volume/errors.ts';
 
 /**

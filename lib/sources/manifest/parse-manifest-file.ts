@@ -16,7 +16,8 @@ import {
 import { describeIssue, formatFieldPath, normalizeDocument } from './manifest-document.ts';
 import type { FieldProblem } from './manifest-document.ts';
 import { describeObject, formatLocation, isManifestKind, objectKey, supportedKinds } from './manifest-object.ts';
-import type { DocumentLocation, ManifestKind, ManifestObject, SourceError } from './manifest-object.ts';
+import type { SourceError } from '../source.ts';
+import type { DocumentLocation, ManifestKind, ManifestObject } from './manifest-object.ts';
 import { deriveManifestPodUID } from './pod-uid.ts';
 import { errorMessage } from '../../volume/errors.ts';
 
