@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Operation, Snapshot } from '../lib/api/snapshot.ts';
 import { realClock } from '../lib/clock/clock.ts';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { CsiLoopProcess } from '../lib/volume/csi/testing/csi-loop-process.ts';
 import { flagSpecs } from './node/flags.ts';
 import { AgentProcess, agentArgs, expectedMounterKind, mountsBelow, runAgentToExit, standInMounter } from './node/testing/agent-process.ts';

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Operation, Snapshot } from '../lib/api/snapshot.ts';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { mountsAtOrBelow } from '../lib/mount-utils/mount-table.ts';
 import { readMountInfo } from '../lib/mount-utils/mountinfo.ts';
 import { CsiLoopProcess, driverPrivileged, type DriverCall } from '../lib/volume/csi/testing/csi-loop-process.ts';

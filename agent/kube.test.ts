@@ -14,7 +14,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Snapshot } from '../lib/api/snapshot.ts';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { FakeApiServer } from '../lib/sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../lib/sources/kube/testing/kubeconfig-file.ts';
 import { CsiLoopProcess } from '../lib/volume/csi/testing/csi-loop-process.ts';

@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ApiErrorBodySchema } from '../lib/api/api-error.ts';
 import { OrphanCleanupResponseSchema } from '../lib/api/actions.ts';
 import type { Snapshot } from '../lib/api/snapshot.ts';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { LinuxMounter, type Mounter } from '../lib/mount-utils/mounter.ts';
 import { FakeApiServer } from '../lib/sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../lib/sources/kube/testing/kubeconfig-file.ts';

@@ -51,7 +51,7 @@ import { AgentProcess, standInMounter, type LogLine } from '../agent/node/testin
 import { waitFor } from '../lib/clock/testing/wait-for.ts';
 import { createAgentMetrics, createAgentServer, staticTokenAuthenticator } from '../agent/server/index.ts';
 import { realClock } from '../lib/clock/clock.ts';
-import { cleanUpTempDir, makeTempDir, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { deriveManifestPodUID } from '../lib/sources/manifest/index.ts';
 import { CsiLoopProcess, driverPrivileged } from '../lib/volume/csi/testing/csi-loop-process.ts';
 import { uniquePodName } from '../lib/volume/types.ts';

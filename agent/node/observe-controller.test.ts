@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../../lib/clock/clock.ts';
-import { cleanUpTempDir, makeTempDir } from '../../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir } from '../../lib/mount-utils/testing/mount-test-env.ts';
 import { readMountInfo, type MountInfoReader } from '../../lib/mount-utils/mountinfo.ts';
 import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
 import { KubeSource } from '../../lib/sources/kube/kube-source.ts';

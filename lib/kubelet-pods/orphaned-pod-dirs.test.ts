@@ -2,7 +2,7 @@ import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake-clock.ts';
-import { cleanUpTempDir, makeTempDir, mountMode, pathExists as exists, testMounter, writeLayout } from '../mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, pathExists as exists, testMounter, writeLayout } from '../mount-utils/testing/mount-test-env.ts';
 import type { Mounter } from '../mount-utils/mounter.ts';
 import type { SafeRemoveFs, SafeRemoveStat } from '../mount-utils/safe-remove.ts';
 import type { Pod } from '../volume/k8s-types.ts';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import { CsiLoopProcess, driverPrivileged } from '../../lib/volume/csi/testing/csi-loop-process.ts';
 import { AgentProcess, mountsBelow, standInMounter } from '../../agent/node/testing/agent-process.ts';
-import { cleanUpTempDir, realMountsAllowed } from '../../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, realMountsAllowed } from '../../lib/mount-utils/testing/mount-test-env.ts';
 import { CSI_DRIVER_NAME, writeManifest, type KubeObject } from '../demo/manifests.ts';
 
 export { CSI_DRIVER_NAME };

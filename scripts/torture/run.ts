@@ -65,7 +65,7 @@ function log(line: string): void {
 
 /** Runs one campaign in its own work directory; a throw becomes a failed result. */
 async function runCampaign(campaign: Campaign, size: CampaignSize): Promise<CampaignResult> {
-  const { cleanUpTempDir } = await import('../../lib/mount-utils/mount-test-env.ts');
+  const { cleanUpTempDir } = await import('../../lib/mount-utils/testing/mount-test-env.ts');
   const workDir = await realpath(await mkdtemp(join(tmpdir(), `volumescope-torture-${campaign.name}-`)));
   const started = performance.now();
   log(`${campaign.name} (${size}) in ${workDir}`);

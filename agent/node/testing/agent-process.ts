@@ -4,7 +4,7 @@
  * (GET /api/v1/snapshot).
  *
  * Mounting: the agent may probe for real mounts only when the tests run in a private mount
- * namespace (VOLUMESCOPE_MOUNT_NS=1, see lib/mount-utils/mount-test-env.ts); the child inherits
+ * namespace (VOLUMESCOPE_MOUNT_NS=1, see lib/mount-utils/testing/mount-test-env.ts); the child inherits
  * that namespace. Everywhere else `--allow-mount=false` is passed, so a test run as root on a
  * host can never mount there. The mode is passed explicitly, never left to the probe alone.
  *
@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { SnapshotSchema, type Snapshot } from '../../../lib/api/snapshot.ts';
 import { realClock } from '../../../lib/clock/clock.ts';
 import { defaultWaitTimeoutMs, waitFor } from '../../../lib/clock/testing/wait-for.ts';
-import { realMountsAllowed } from '../../../lib/mount-utils/mount-test-env.ts';
+import { realMountsAllowed } from '../../../lib/mount-utils/testing/mount-test-env.ts';
 import { mountsAtOrBelow } from '../../../lib/mount-utils/mount-table.ts';
 import type { MountInfo } from '../../../lib/mount-utils/mountinfo.ts';
 import { readMountInfo } from '../../../lib/mount-utils/mountinfo.ts';

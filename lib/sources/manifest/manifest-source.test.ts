@@ -8,7 +8,7 @@ import { isManifestDirError, isManifestSourceStateError } from './errors.ts';
 import { ManifestSource } from './manifest-source.ts';
 import type { ManifestChange, ManifestSourceOptions } from './manifest-source.ts';
 import { deriveManifestPodUID } from './pod-uid.ts';
-import { makeTempDir, removeDir, writeAtomically } from './test-support/manifest-dir.ts';
+import { makeTempDir, removeDir, writeAtomically } from './testing/manifest-dir.ts';
 import { RecordingLogger } from '../../volume/testing/recording-logger.ts';
 import { waitFor } from '../../clock/testing/wait-for.ts';
 

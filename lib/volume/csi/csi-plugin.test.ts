@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { realClock } from '../../clock/clock.ts';
-import { testMounter } from '../../mount-utils/mount-test-env.ts';
+import { testMounter } from '../../mount-utils/testing/mount-test-env.ts';
 import type { Mounter as HostMounter } from '../../mount-utils/mounter.ts';
 import { readMountInfo } from '../../mount-utils/mountinfo.ts';
 import {

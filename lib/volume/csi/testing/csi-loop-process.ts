@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../../../clock/testing/wait-for.ts';
 import { execFileNoShell } from '../../../mount-utils/exec.ts';
-import { realMountsAllowed } from '../../../mount-utils/mount-test-env.ts';
+import { realMountsAllowed } from '../../../mount-utils/testing/mount-test-env.ts';
 import { mountsAtOrBelow } from '../../../mount-utils/mount-table.ts';
 import { readMountInfo } from '../../../mount-utils/mountinfo.ts';
 
