@@ -31,11 +31,6 @@ const uidPattern = /^[a-zA-Z0-9][a-zA-Z0-9-]*$/;
 /** ConfigMap/Secret keys (`IsConfigMapKey`): they become file names inside the volume. */
 const configKeyPattern = /^[-._a-zA-Z0-9]+$/;
 
-/** Rejects NUL anywhere: no string with NUL can be passed safely to a syscall or a CLI. */
-export function nulProblem(value: string): string | undefined {
-  return value.includes('\0') ? 'must not contain NUL' : undefined;
-}
-
 /** A value that becomes a single path component: non-empty, no '/', not '.' or '..', no NUL. */
 export function pathComponentProblem(value: string): string | undefined {
   if (value === '') return 'must not be empty';

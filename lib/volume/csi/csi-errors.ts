@@ -133,8 +133,3 @@ export function csiCallError(err: unknown, prefix = ''): Error {
   if (prefix === '' && err instanceof Error) return err;
   return new Error(`${prefix}${errorMessage(err)}`, { cause: err });
 }
-
-/** The gRPC code of a CSI error, or undefined when it has none (transport errors, others). */
-export function csiErrorCode(err: unknown): GrpcStatus | undefined {
-  return isCsiRpcError(err) ? err.code : undefined;
-}
