@@ -119,20 +119,20 @@ interface FlagSpec {
   help: string;
 }
 
-export const defaultListen = '127.0.0.1:7070';
-export const defaultReconcilePeriodMs = 100;
-export const defaultAttachVerifyPeriodMs = 60_000;
-export const defaultShutdownGracePeriodMs = 10_000;
+const defaultListen = '127.0.0.1:7070';
+const defaultReconcilePeriodMs = 100;
+const defaultAttachVerifyPeriodMs = 60_000;
+const defaultShutdownGracePeriodMs = 10_000;
 /** The kubelet's `--node-status-update-frequency` default. */
-export const defaultNodeStatusUpdateFrequencyMs = 10_000;
-export const defaultObserveRefreshPeriodMs = 10_000;
+const defaultNodeStatusUpdateFrequencyMs = 10_000;
+const defaultObserveRefreshPeriodMs = 10_000;
 /** The kubelet's defaults for `--authentication-token-webhook-cache-ttl` and the authorization cache TTLs. */
-export const defaultTokenWebhookCacheTtlMs = 120_000;
-export const defaultAuthorizedTtlMs = 300_000;
-export const defaultUnauthorizedTtlMs = 30_000;
-export const defaultMountinfoPath = '/proc/self/mountinfo';
+const defaultTokenWebhookCacheTtlMs = 120_000;
+const defaultAuthorizedTtlMs = 300_000;
+const defaultUnauthorizedTtlMs = 30_000;
+const defaultMountinfoPath = '/proc/self/mountinfo';
 /** The kubelet's `--root-dir` default: observe mode's default root dir. */
-export const defaultKubeletRootDir = '/var/lib/kubelet';
+const defaultKubeletRootDir = '/var/lib/kubelet';
 
 export const flagSpecs: readonly FlagSpec[] = [
   { name: 'mode', type: 'string', value: 'managed|observe', default: 'managed', help: 'managed: this agent is the volume manager of the node; observe: a kubelet manages volumes and the agent reads its root dir read-only and lists what it still has to do' },
@@ -368,7 +368,7 @@ function validNodeName(name: string, given: boolean): string {
 }
 
 /** `host:port`, `[ipv6]:port`. */
-export function parseListen(value: string): ListenAddress {
+function parseListen(value: string): ListenAddress {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value.trim());
   const host = m?.[1] ?? m?.[2];
   const port = Number(m?.[3]);

@@ -96,7 +96,7 @@ export interface NodeAgentOptions {
  * agent's target is "manifest written → mounted" within 50 ms at the median; every rescan is a
  * full, idempotent re-read, so a short window only costs an extra scan during a burst.
  */
-export const agentManifestDebounceMs = 10;
+const agentManifestDebounceMs = 10;
 
 /**
  * Period of the desired-state populator's own loop. The kubelet polls its pod manager every
@@ -104,7 +104,7 @@ export const agentManifestDebounceMs = 10;
  * only a safety net and its first tick gates `hasAddedPods`. Its pass walks every mounted volume,
  * which at 100 ms dominated the idle CPU of a node with 1,000 volumes.
  */
-export const agentPopulatorLoopPeriodMs = 1000;
+const agentPopulatorLoopPeriodMs = 1000;
 
 /** Directory below the root dir where the unprivileged mounter keeps its stand-in table. */
 export const unprivilegedMounterDirName = 'unprivileged-mounter';

@@ -10,7 +10,7 @@ import { errorAnswer, jsonAnswer, type HttpAnswer } from './http-response.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 
 /** The API's answer for a runtime's findings. */
-export function resyncResponse(findings: ResyncFindings): ResyncResponse {
+function resyncResponse(findings: ResyncFindings): ResyncResponse {
   return {
     startedAt: findings.startedAt,
     finishedAt: findings.finishedAt,

@@ -39,7 +39,7 @@ import { errorMessage } from '../volume/errors.ts';
 const CSI_PLUGIN_DIR = 'kubernetes.io~csi';
 
 /** Paths stat'ed at most per check (listed mounts plus pod volume directories). */
-export const MAX_MOUNT_TABLE_PROBES = 4096;
+const MAX_MOUNT_TABLE_PROBES = 4096;
 
 /** The read-only calls of the check. */
 export interface MountTableCheckFs {

@@ -207,7 +207,7 @@ export interface OrphanCleanupExecuted extends ResultBase {
 export type OrphanCleanupResult = OrphanCleanupNotFound | OrphanCleanupRefused | OrphanCleanupPlanned | OrphanCleanupExecuted;
 
 /** Default of {@link OrphanCleanupOptions.maxEntries}. */
-export const DEFAULT_CLEANUP_MAX_ENTRIES = 10_000;
+const DEFAULT_CLEANUP_MAX_ENTRIES = 10_000;
 
 function errnoCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | null)?.code;

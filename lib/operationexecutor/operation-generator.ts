@@ -91,7 +91,7 @@ export interface BlockVolumePathHandler {
   removeMapPath(globalMapPath: string): Promise<void>;
 }
 
-export const noopBlockVolumePathHandler: BlockVolumePathHandler = {
+const noopBlockVolumePathHandler: BlockVolumePathHandler = {
   mapBlockVolume: () => Promise.resolve(),
   unmapBlockVolume: () => Promise.resolve(),
   getDeviceBindMountRefs: () => Promise.resolve([]),

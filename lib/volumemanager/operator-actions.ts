@@ -171,7 +171,7 @@ export interface OperatorActionsOptions {
 }
 
 /** The name of the TearDown operation of a mount: unmap for block volumes. */
-export function tearDownOperationName(mount: Pick<MountedVolume, 'volumeSpec'>): string {
+function tearDownOperationName(mount: Pick<MountedVolume, 'volumeSpec'>): string {
   return isBlockSpec(mount.volumeSpec) ? OperationNames.unmap : OperationNames.unmount;
 }
 

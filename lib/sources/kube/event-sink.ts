@@ -49,19 +49,19 @@ import type { CorrelateResult, EventCorrelatorOptions, EventPatch, EventRecord, 
 import { toRFC3339 } from './plain-json.ts';
 
 /** client-go's `maxTriesPerEvent`: attempts per event, the first included. */
-export const maxTriesPerEvent = 12;
+const maxTriesPerEvent = 12;
 /** client-go's `defaultSleepDuration`: the wait between attempts (the first one randomized). */
-export const defaultEventRetrySleepMs = 10_000;
+const defaultEventRetrySleepMs = 10_000;
 /** client-go's `maxQueuedEvents`: events waiting to be written; more are dropped. */
-export const maxQueuedEvents = 1000;
+const maxQueuedEvents = 1000;
 /** Deadline of one POST or PATCH; a hung API server must not hold the queue forever. */
-export const defaultEventRequestTimeoutMs = 30_000;
+const defaultEventRequestTimeoutMs = 30_000;
 /** How long `stop()` tries to write what is pending by default. */
-export const defaultEventStopTimeoutMs = 5_000;
+const defaultEventStopTimeoutMs = 5_000;
 /** `source.component` of our Events (the kubelet writes `kubelet`). */
-export const defaultEventSourceComponent = 'volumescope-agent';
+const defaultEventSourceComponent = 'volumescope-agent';
 /** `reportingComponent` of our Events. */
-export const defaultEventReportingController = 'volumescope.io/agent';
+const defaultEventReportingController = 'volumescope.io/agent';
 
 /** Statuses that mean "the API server cannot take it now", retried like transport failures. */
 const retryableStatuses: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);

@@ -72,7 +72,7 @@ export const defaultReferencedObjectRetry: Backoff = { initialMs: 1000, maxMs: 3
 /** GETs of referenced objects in flight at once. */
 export const defaultMaxConcurrentFetches = 8;
 /** A LIST or GET that has not answered after 60 s is abandoned (and retried like a failure). */
-export const defaultKubeRequestTimeoutMs = 60_000;
+const defaultKubeRequestTimeoutMs = 60_000;
 
 export interface KubeSourceOptions {
   /** Where and how to reach the API server (see `loadKubeConfig`). */

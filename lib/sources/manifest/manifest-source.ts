@@ -63,7 +63,7 @@ export const defaultMaxManifestFileBytes = 8 * 1024 * 1024;
  * ConfigMap's or Secret's data (1 MiB). JSON parses natively and may be larger (up to
  * {@link defaultMaxManifestFileBytes}).
  */
-export const defaultMaxYamlManifestFileBytes = 1024 * 1024;
+const defaultMaxYamlManifestFileBytes = 1024 * 1024;
 
 export interface ManifestSourceOptions {
   /** The manifest directory. Only its top level is read; subdirectories are ignored. */

@@ -102,7 +102,7 @@ export function isCsiDriverRegistrationRefusedError(err: unknown): err is CsiDri
 }
 
 /** Longest driver name a PV or inline volume may reference (the API's CSI driver name validation). */
-export const MAX_CSI_DRIVER_NAME_LENGTH = 63;
+const MAX_CSI_DRIVER_NAME_LENGTH = 63;
 
 /** A `--csi-driver` value that is not `<name>=<unix socket path>`. */
 export class InvalidCsiDriverFlagError extends Error {

@@ -15,7 +15,7 @@ import { errorMessage, UncertainProgressError } from '../errors.ts';
 import type { CsiMethod, RegistrationMethod } from './csi-proto.ts';
 
 /** gRPC status codes by number, with the names Go's `codes.Code.String()` prints (`rpc error: code = …`). */
-export const GO_CODE_NAMES: Readonly<Record<number, string>> = {
+const GO_CODE_NAMES: Readonly<Record<number, string>> = {
   [GrpcStatus.OK]: 'OK',
   [GrpcStatus.CANCELLED]: 'Canceled',
   [GrpcStatus.UNKNOWN]: 'Unknown',

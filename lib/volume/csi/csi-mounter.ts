@@ -47,7 +47,7 @@ import {
 } from './vol-data.ts';
 
 /** `getPodInfoAttrs`: the volume attributes a CSIDriver with `podInfoOnMount` receives. */
-export function podInfoAttributes(pod: Pod, mode: VolumeLifecycleMode): StringMap {
+function podInfoAttributes(pod: Pod, mode: VolumeLifecycleMode): StringMap {
   const spec = pod.spec as Pod['spec'] & { serviceAccountName?: string };
   return {
     'csi.storage.k8s.io/pod.name': pod.metadata.name,

@@ -39,7 +39,7 @@ export function pluginsRegistrationDir(rootDir: string): string {
 }
 
 /** The plugin type CSI drivers register as. */
-export const CSI_PLUGIN_TYPE = 'CSIPlugin';
+const CSI_PLUGIN_TYPE = 'CSIPlugin';
 
 export interface PluginWatcherOptions {
   /** The registration directory; created (0750) when missing. */
