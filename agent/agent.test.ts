@@ -12,18 +12,11 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Operation, Snapshot } from '../lib/api/snapshot.ts';
 import { realClock } from '../lib/clock/clock.ts';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { CsiLoopProcess } from '../lib/volume/csi/testing/csi-loop-process.ts';
 import { flagSpecs } from './node/flags.ts';
-import {
-  AgentProcess,
-  agentArgs,
-  expectedMounterKind,
-  mountsBelow,
-  runAgentToExit,
-  standInMounter,
-  waitFor,
-} from './node/testing/agent-process.ts';
+import { AgentProcess, agentArgs, expectedMounterKind, mountsBelow, runAgentToExit, standInMounter } from './node/testing/agent-process.ts';
+import { waitFor } from '../lib/clock/testing/wait-for.ts';
 import { podManifest } from './node/testing/pod-manifest.ts';
 
 // FIXTURES
@@ -101,7 +94,7 @@ function allMounted(s: Snapshot, uid: string, names: readonly string[]): boolean
 async function moreLogLines(agent: AgentProcess, pattern: RegExp, n: number): Promise<void> {
   const count = (): number => agent.logs.filter((l) => pattern.test(l.msg)).length;
   const target = count() + n;
-  await waitFor(`${String(n)} more log lines matching ${String(pattern)}`, () => count() >= target);
+  await waitFor(() => count() >= target, { what: `${String(n)} more log lines matching ${String(pattern)}` });
 }
 
 // TESTS
@@ -182,14 +175,14 @@ describe(`node agent process (${mountMode})`, () => {
     await writeManifest(dirs, 'config.json', configMapManifest('settings', { mode: 'two' }));
 
     // Assert
-    await waitFor('the configMap volume shows the new data', async () => (await readFile(settingsFile, 'utf8').catch(() => '')) === 'two');
+    await waitFor(async () => (await readFile(settingsFile, 'utf8').catch(() => '')) === 'two', { what: 'the configMap volume shows the new data' });
 
     // Act: the pod goes.
     await rm(join(dirs.manifestDir, 'web.json'));
 
     // Assert: nothing of it is left: state, mounts, directories.
     await agent.waitForSnapshot('the pod left both worlds', (s) => s.desired.pods.length === 0 && podMounts(s, uid).size === 0);
-    await waitFor('the pod directory is removed', async () => !(await exists(join(dirs.rootDir, 'pods', uid))));
+    await waitFor(async () => !(await exists(join(dirs.rootDir, 'pods', uid))), { what: 'the pod directory is removed' });
     expect(await mountsBelow(dirs.rootDir)).toEqual([]);
   });
 
@@ -270,7 +263,7 @@ describe(`node agent process (${mountMode})`, () => {
     expect(allMounted(report, keep, ['memory', 'scratch'])).toBe(true);
 
     // The removed pod's volumes and directory are gone; the kept tmpfs is the same one (its file survived).
-    await waitFor('the removed pod directory is removed', async () => !(await exists(join(dirs.rootDir, 'pods', gone))));
+    await waitFor(async () => !(await exists(join(dirs.rootDir, 'pods', gone))), { what: 'the removed pod directory is removed' });
     expect(await readFile(marker, 'utf8')).toBe('still here');
     expect((await mountsBelow(dirs.rootDir)).map((m) => m.mountPoint)).toEqual([volumeDir(dirs, keep, emptyDirPlugin, 'memory')]);
     // Safe removal never deletes user data: the unknown directory keeps its file.
@@ -287,7 +280,7 @@ describe(`node agent process (${mountMode})`, () => {
 
     // Assert: zero leaked mounts.
     await second.waitForSnapshot('the kept pod is torn down', (s) => podMounts(s, keep).size === 0);
-    await waitFor('no mount is left below the root dir', async () => (await mountsBelow(dirs.rootDir)).length === 0);
+    await waitFor(async () => (await mountsBelow(dirs.rootDir)).length === 0, { what: 'no mount is left below the root dir' });
   });
 
   it('lists an invalid manifest in sourceErrors while the other manifests keep working, and keeps the pod of a file that becomes invalid', async () => {
@@ -473,7 +466,7 @@ describe(`node agent process (${mountMode})`, () => {
     const after = (await driver.state()).volumes['vol-data'];
     expect({ nodes: Object.keys(after?.publishedNodes ?? {}), staged: after?.staged ?? null, targets: Object.keys(after?.publishedTargets ?? {}) }).toEqual({ nodes: [], staged: null, targets: [] });
     expect(await driver.methods(['NodeUnpublishVolume', 'NodeUnstageVolume', 'ControllerUnpublishVolume'])).toEqual(['NodeUnpublishVolume', 'NodeUnstageVolume', 'ControllerUnpublishVolume']);
-    await waitFor('no mount is left below the root dir', async () => (await mountsBelow(dirs.rootDir)).length === 0);
+    await waitFor(async () => (await mountsBelow(dirs.rootDir)).length === 0, { what: 'no mount is left below the root dir' });
   });
   it.each([
     { name: 'missing', breakPv: (file: string) => rm(file) },
@@ -527,7 +520,7 @@ describe(`node agent process (${mountMode})`, () => {
       expect([...podMounts(kept, uid).values()]).toEqual(['uncertain']);
       // Unmounts are allowed from the populator's first full loop on; two loops after it (each
       // retries the pod and logs its error; ten reconciler passes run per loop), it is still kept.
-      await waitFor('the populator finished its initial loop', () => second.logs.some((l) => l.msg === 'Finished populating initial desired state of world'));
+      await waitFor(() => second.logs.some((l) => l.msg === 'Finished populating initial desired state of world'), { what: 'the populator finished its initial loop' });
       await moreLogLines(second, /^Error processing volume: /, 2);
       const later = await second.snapshot();
       expect(later.reconstruction.volumes.find((v) => v.podUid === uid)?.outcome).toBe('reconstructed');
@@ -550,7 +543,7 @@ describe(`node agent process (${mountMode})`, () => {
       // Act: the pod goes; its volume is released.
       await rm(join(dirs.manifestDir, 'db.json'));
       await second.waitForSnapshot('the volume is unmounted', (s) => podMounts(s, uid).size === 0);
-      await waitFor('no mount is left below the root dir', async () => (await mountsBelow(dirs.rootDir)).length === 0);
+      await waitFor(async () => (await mountsBelow(dirs.rootDir)).length === 0, { what: 'no mount is left below the root dir' });
       expect(await readFile(join(hostDir, 'marker'), 'utf8')).toBe('written before the restart');
     },
   );

@@ -21,11 +21,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Operation, Snapshot } from '../lib/api/snapshot.ts';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { mountsAtOrBelow } from '../lib/mount-utils/mount-table.ts';
 import { readMountInfo } from '../lib/mount-utils/mountinfo.ts';
 import { CsiLoopProcess, driverPrivileged, type DriverCall } from '../lib/volume/csi/testing/csi-loop-process.ts';
-import { AgentProcess, mountsBelow, standInMounter, waitFor } from './node/testing/agent-process.ts';
+import { AgentProcess, mountsBelow, standInMounter } from './node/testing/agent-process.ts';
+import { waitFor } from '../lib/clock/testing/wait-for.ts';
 import { attachmentName, makeVolumeHandle } from '../lib/volume/csi/index.ts';
 import {
   csiClaimObjects,
@@ -168,12 +169,11 @@ async function waitGone(env: Env, handle: string): Promise<void> {
  */
 async function waitUnstagedAndDetached(env: Env, handle: string): Promise<void> {
   await waitFor(
-    'the driver unstaged and unpublished the volume',
     async () => {
       const v = (await env.driver.state()).volumes[handle];
       return v !== undefined && v.staged === null && Object.keys(v.publishedNodes).length === 0 && callsOf(await env.driver.calls(), handle).includes('ControllerUnpublishVolume OK');
     },
-    { deadlineMs: MOUNT_DEADLINE_MS },
+    { what: 'the driver unstaged and unpublished the volume', timeoutMs: MOUNT_DEADLINE_MS },
   );
   await waitGone(env, handle);
   const csiDir = join(env.rootDir, 'plugins', 'kubernetes.io', 'csi');
@@ -216,7 +216,7 @@ async function isDriverMounted(env: Env, path: string): Promise<boolean> {
  * the agent's stand-in table when unprivileged).
  */
 async function expectNothingLeft(env: Env, uid: string): Promise<void> {
-  await waitFor('the pod directory is removed', async () => !(await exists(join(env.rootDir, 'pods', uid))), { deadlineMs: MOUNT_DEADLINE_MS });
+  await waitFor(async () => !(await exists(join(env.rootDir, 'pods', uid))), { what: 'the pod directory is removed', timeoutMs: MOUNT_DEADLINE_MS });
   expect(await env.driver.leftovers(env.base)).toEqual({ loopDevices: [], mounts: [] });
   expect(await mountsBelow(env.rootDir)).toEqual([]);
 }
@@ -317,12 +317,11 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
     // In flight is per volume: the calls before it must have been answered, so that this one holds the volume.
     const before = LIFECYCLE.slice(0, LIFECYCLE.indexOf(method)).map((m) => `${m} OK`);
     await waitFor(
-      `${method} of ${handle} in flight`,
       async () => {
         const answered = callsOf(await env.driver.calls(), handle);
         return before.every((c) => answered.includes(c)) && (await env.driver.state()).inFlight.includes(handle);
       },
-      { deadlineMs: MOUNT_DEADLINE_MS },
+      { what: `${method} of ${handle} in flight`, timeoutMs: MOUNT_DEADLINE_MS },
     );
 
     // Act: kill -9, remove the pod while no agent runs, start a new agent.
@@ -348,9 +347,8 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
     await env.driver.fault('NodeUnstageVolume', { delayMs: 3_000, failNext: 1 });
     await removePod(env, 'unstaged');
     await waitFor(
-      `NodeUnstageVolume of ${handle} in flight`,
       async () => callsOf(await env.driver.calls(), handle).includes('NodeUnpublishVolume OK') && (await env.driver.state()).inFlight.includes(handle),
-      { deadlineMs: MOUNT_DEADLINE_MS },
+      { what: `NodeUnstageVolume of ${handle} in flight`, timeoutMs: MOUNT_DEADLINE_MS },
     );
 
     // Act
@@ -384,7 +382,7 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
     );
     expect(verified.attachVerification.lastRunAt).toEqual(expect.any(Number));
     await waitMounted(env, 'vol-node', uid, 'the volume is attached, staged and mounted again');
-    await waitFor('the pod volume is the driver mount again', () => isDriverMounted(env, target), { deadlineMs: MOUNT_DEADLINE_MS });
+    await waitFor(() => isDriverMounted(env, target), { what: 'the pod volume is the driver mount again', timeoutMs: MOUNT_DEADLINE_MS });
     expect(callsOf(await env.driver.calls(), 'vol-node', ['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume'])).toEqual([
       'ControllerPublishVolume OK',
       'NodeStageVolume OK',
@@ -502,7 +500,7 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
     );
     expect(actualVolume(s, 'vol-hang')).toMatchObject({ attachState: 'attached', deviceMountState: 'uncertain', pods: [] });
     expect(mountOp(s, 'vol-hang')?.lastError).toMatch(/DeadlineExceeded/);
-    await waitFor('the driver logged the hung stage as given up', async () => callsOf(await env.driver.calls(), 'vol-hang', ['NodeStageVolume']).length > 0);
+    await waitFor(async () => callsOf(await env.driver.calls(), 'vol-hang', ['NodeStageVolume']).length > 0, { what: 'the driver logged the hung stage as given up' });
     const stages = callsOf(await env.driver.calls(), 'vol-hang', ['NodeStageVolume']);
     expect(stages.every((c) => /^NodeStageVolume (DEADLINE_EXCEEDED|CANCELLED)$/.test(c))).toBe(true);
 
@@ -528,9 +526,7 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
     await writeManifest(env, 'storage-vol-grow.json', csiClaimObjects({ handle: 'vol-grow', pvCapacity: '128Mi', claimCapacity: '64Mi' }));
 
     // Assert: one successful NodeExpandVolume, and the new size where the mode can show it.
-    await waitFor('NodeExpandVolume succeeded', async () => callsOf(await env.driver.calls(), 'vol-grow', ['NodeExpandVolume']).includes('NodeExpandVolume OK'), {
-      deadlineMs: MOUNT_DEADLINE_MS,
-    });
+    await waitFor(async () => callsOf(await env.driver.calls(), 'vol-grow', ['NodeExpandVolume']).includes('NodeExpandVolume OK'), { what: 'NodeExpandVolume succeeded', timeoutMs: MOUNT_DEADLINE_MS });
     expect((await env.driver.state()).volumes['vol-grow']?.capacityBytes).toBe(128 * 1024 * 1024);
     if (env.privileged) {
       // df of the mounted ext4 (its total size less the filesystem's own metadata): well above 64Mi now.
@@ -608,9 +604,9 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
     await writeManifest(env, 'storage-vol-stuck.json', csiClaimObjects({ handle: 'vol-stuck', pvCapacity: '128Mi', claimCapacity: '64Mi' }));
 
     // Assert: exactly one call with that code, then none for 2 s (20 reconciler periods and two populator passes).
-    await waitFor('NodeExpandVolume was called', async () => callsOf(await env.driver.calls(), 'vol-stuck', ['NodeExpandVolume']).length > 0, { deadlineMs: MOUNT_DEADLINE_MS });
+    await waitFor(async () => callsOf(await env.driver.calls(), 'vol-stuck', ['NodeExpandVolume']).length > 0, { what: 'NodeExpandVolume was called', timeoutMs: MOUNT_DEADLINE_MS });
     await expect(
-      waitFor('a second NodeExpandVolume', async () => callsOf(await env.driver.calls(), 'vol-stuck', ['NodeExpandVolume']).length > 1, { deadlineMs: 2_000 }),
+      waitFor(async () => callsOf(await env.driver.calls(), 'vol-stuck', ['NodeExpandVolume']).length > 1, { what: 'a second NodeExpandVolume', timeoutMs: 2_000 }),
     ).rejects.toThrow(/not reached within 2000 ms/);
     expect(callsOf(await env.driver.calls(), 'vol-stuck', ['NodeExpandVolume'])).toEqual([`NodeExpandVolume ${code}`]);
     const s = await env.agent.snapshot();

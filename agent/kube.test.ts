@@ -14,11 +14,12 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Snapshot } from '../lib/api/snapshot.ts';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { FakeApiServer } from '../lib/sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../lib/sources/kube/testing/kubeconfig-file.ts';
 import { CsiLoopProcess } from '../lib/volume/csi/testing/csi-loop-process.ts';
-import { AgentProcess, mountsBelow, standInMounter, waitFor } from './node/testing/agent-process.ts';
+import { AgentProcess, mountsBelow, standInMounter } from './node/testing/agent-process.ts';
+import { waitFor } from '../lib/clock/testing/wait-for.ts';
 import { csiClaimObjects, csiDriverObject, csiLoopDriverName, csiUniqueVolumeName } from './node/testing/csi-manifests.ts';
 import { TestAttachDetachController } from './node/testing/test-attach-detach-controller.ts';
 
@@ -120,7 +121,7 @@ function desiredVolume(s: Snapshot, uid: string, volume: string): Snapshot['desi
 async function waitForStatusReports(env: Env, n: number): Promise<void> {
   const count = (): number => env.api.requests({ resource: 'nodes', verb: 'patch' }).filter((r) => r.subresource === 'status').length;
   const target = count() + n;
-  await waitFor(`${String(n)} more node status reports`, () => count() >= target, { deadlineMs: MOUNT_DEADLINE_MS });
+  await waitFor(() => count() >= target, { what: `${String(n)} more node status reports`, timeoutMs: MOUNT_DEADLINE_MS });
 }
 
 /** Names of the driver calls for `handle`, in order. */
@@ -136,7 +137,7 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
     const name = csiUniqueVolumeName('vol-1');
 
     // The handshake: reported in use first (a strategic merge patch of the node's status)…
-    await waitFor('the agent reports the volume in node.status.volumesInUse', () => env.adc.volumesInUse().includes(name), { deadlineMs: MOUNT_DEADLINE_MS });
+    await waitFor(() => env.adc.volumesInUse().includes(name), { what: 'the agent reports the volume in node.status.volumesInUse', timeoutMs: MOUNT_DEADLINE_MS });
     const patches = env.api.requests({ resource: 'nodes', verb: 'patch' }).filter((r) => r.subresource === 'status');
     expect(patches.every((p) => p.contentType === 'application/strategic-merge-patch+json')).toBe(true);
     expect(patches.map((p) => p.body)).toContainEqual({ status: { volumesInUse: [name] } });
@@ -153,7 +154,7 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
     expect(mounted.actual.volumes.find((v) => v.uniqueVolumeName === name)).toMatchObject({ attachState: 'attached', deviceMountState: 'mounted' });
     // The controller published; the agent staged and published, and never called ControllerPublish itself.
     expect(await driverCalls(env, 'vol-1')).toEqual(['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume', 'NodePublishVolume']);
-    const event = await waitFor('the FailedMount event is in the API', () => env.api.events('default').find((e) => e['reason'] === 'FailedMount'), { deadlineMs: MOUNT_DEADLINE_MS });
+    const event = await waitFor(() => env.api.events('default').find((e) => e['reason'] === 'FailedMount'), { what: 'the FailedMount event is in the API', timeoutMs: MOUNT_DEADLINE_MS });
     expect(event).toMatchObject({
       type: 'Warning',
       involvedObject: { kind: 'Pod', namespace: 'default', name: 'web', uid },
@@ -163,7 +164,7 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
 
     // The pod goes: unpublished and unstaged, and only then is it dropped from volumesInUse.
     env.api.remove('pods', 'default', 'web');
-    await waitFor('the volume leaves node.status.volumesInUse', () => !env.adc.volumesInUse().includes(name), { deadlineMs: MOUNT_DEADLINE_MS });
+    await waitFor(() => !env.adc.volumesInUse().includes(name), { what: 'the volume leaves node.status.volumesInUse', timeoutMs: MOUNT_DEADLINE_MS });
     expect(await driverCalls(env, 'vol-1')).toEqual(['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume', 'NodePublishVolume', 'NodeUnpublishVolume', 'NodeUnstageVolume']);
     await env.agent.waitForSnapshot('the pod directory is cleaned', (s) => s.actual.volumes.length === 0, MOUNT_DEADLINE_MS);
     expect(await mountsBelow(env.rootDir)).toEqual([]);
@@ -174,14 +175,14 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
     addStorage(env, 'vol-1');
     addStorage(env, 'vol-2');
     const web = addPod(env, 'web', ['vol-1']);
-    await waitFor('vol-1 reported in use', () => env.adc.volumesInUse().includes(csiUniqueVolumeName('vol-1')), { deadlineMs: MOUNT_DEADLINE_MS });
+    await waitFor(() => env.adc.volumesInUse().includes(csiUniqueVolumeName('vol-1')), { what: 'vol-1 reported in use', timeoutMs: MOUNT_DEADLINE_MS });
     await env.adc.attach('vol-1');
     await waitMounted(env, 'vol-1', web);
 
     // The controller drops vol-1 from the node status; a second pod wants vol-2, reported but never attached.
     env.adc.removeFromNodeStatus('vol-1');
     const db = addPod(env, 'db', ['vol-2']);
-    await waitFor('vol-2 reported in use', () => env.adc.volumesInUse().includes(csiUniqueVolumeName('vol-2')), { deadlineMs: MOUNT_DEADLINE_MS });
+    await waitFor(() => env.adc.volumesInUse().includes(csiUniqueVolumeName('vol-2')), { what: 'vol-2 reported in use', timeoutMs: MOUNT_DEADLINE_MS });
     await env.agent.waitForSnapshot('vol-2 is desired and reported in use', (snap) => desiredVolume(snap, db, csiUniqueVolumeName('vol-2'))?.reportedInUse === true, MOUNT_DEADLINE_MS);
     // Three periodic status reports later (seconds of 100 ms reconciler passes): vol-1 is still mounted, vol-2 was never staged.
     await waitForStatusReports(env, 3);
@@ -196,7 +197,7 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
     const env = await startEnv();
     addStorage(env, 'vol-1');
     const web = addPod(env, 'web', ['vol-1'], { emptyDir: true });
-    await waitFor('vol-1 reported in use', () => env.adc.volumesInUse().includes(csiUniqueVolumeName('vol-1')), { deadlineMs: MOUNT_DEADLINE_MS });
+    await waitFor(() => env.adc.volumesInUse().includes(csiUniqueVolumeName('vol-1')), { what: 'vol-1 reported in use', timeoutMs: MOUNT_DEADLINE_MS });
     await env.adc.attach('vol-1');
     await waitMounted(env, 'vol-1', web);
 
@@ -219,7 +220,7 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
 
     // The API recovers: vol-3 is reported, attached and mounted; vol-1 was never touched.
     restore();
-    await waitFor('vol-3 reported in use', () => env.adc.volumesInUse().includes(csiUniqueVolumeName('vol-3')), { deadlineMs: MOUNT_DEADLINE_MS });
+    await waitFor(() => env.adc.volumesInUse().includes(csiUniqueVolumeName('vol-3')), { what: 'vol-3 reported in use', timeoutMs: MOUNT_DEADLINE_MS });
     await env.adc.attach('vol-3');
     await waitMounted(env, 'vol-3', api);
     expect(await driverCalls(env, 'vol-1')).toEqual(['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume']);
@@ -250,7 +251,7 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
       addStorage(env, 'vol-1');
       const web = addPod(env, 'web', ['vol-1']);
       const name = csiUniqueVolumeName('vol-1');
-      await waitFor('vol-1 reported in use', () => env.adc.volumesInUse().includes(name), { deadlineMs: MOUNT_DEADLINE_MS });
+      await waitFor(() => env.adc.volumesInUse().includes(name), { what: 'vol-1 reported in use', timeoutMs: MOUNT_DEADLINE_MS });
       await env.adc.attach('vol-1');
       await waitMounted(env, 'vol-1', web);
       const publishDir = join(env.rootDir, 'pods', web, 'volumes', 'kubernetes.io~csi', 'pv-vol-1', 'mount');
@@ -278,7 +279,7 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
       expect(podMount(kept, name, web)).toBe('uncertain');
       // Seconds of reconciler passes after the populator's first full loop (which allows unmounts):
       // three node status reports later, nothing was unpublished.
-      await waitFor('the populator finished its initial loop', () => restarted.logs.some((l) => l.msg === 'Finished populating initial desired state of world'), { deadlineMs: MOUNT_DEADLINE_MS });
+      await waitFor(() => restarted.logs.some((l) => l.msg === 'Finished populating initial desired state of world'), { what: 'the populator finished its initial loop', timeoutMs: MOUNT_DEADLINE_MS });
       await waitForStatusReports(env, 3);
       expect(podMount(await restarted.snapshot(), name, web)).toBe('uncertain');
       expect((await driverCalls(env, 'vol-1')).slice(callsBefore)).not.toContain('NodeUnpublishVolume');
@@ -346,7 +347,7 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
     addStorage(env, 'vol-1');
     const uid = addPod(env, 'web', ['vol-1']);
     const volume = csiUniqueVolumeName('vol-1');
-    await waitFor('the agent reports the volume in node.status.volumesInUse', () => env.adc.volumesInUse().includes(volume), { deadlineMs: MOUNT_DEADLINE_MS });
+    await waitFor(() => env.adc.volumesInUse().includes(volume), { what: 'the agent reports the volume in node.status.volumesInUse', timeoutMs: MOUNT_DEADLINE_MS });
     await env.adc.attach('vol-1');
     await waitMounted(env, 'vol-1', uid);
     await env.driver.fault('NodeUnpublishVolume', { code: 'INTERNAL', message: 'unpublish refused by the test' });
@@ -363,7 +364,7 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
       return Promise.resolve();
     });
     env.api.dropWatches('pods');
-    await waitFor('the informer watches again (held)', () => env.api.requests({ resource: 'pods', verb: 'watch' }).length > watches, { deadlineMs: MOUNT_DEADLINE_MS });
+    await waitFor(() => env.api.requests({ resource: 'pods', verb: 'watch' }).length > watches, { what: 'the informer watches again (held)', timeoutMs: MOUNT_DEADLINE_MS });
     env.api.put('pods', pod ?? expect.fail('the pod was not stored'));
 
     // Act

@@ -15,11 +15,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ApiErrorBodySchema } from '../lib/api/api-error.ts';
 import { OrphanCleanupResponseSchema } from '../lib/api/actions.ts';
 import type { Snapshot } from '../lib/api/snapshot.ts';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { LinuxMounter, type Mounter } from '../lib/mount-utils/mounter.ts';
 import { FakeApiServer } from '../lib/sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../lib/sources/kube/testing/kubeconfig-file.ts';
-import { AgentProcess, agentArgs, mountsBelow, runAgentToExit, standInMounter, waitFor } from './node/testing/agent-process.ts';
+import { AgentProcess, agentArgs, mountsBelow, runAgentToExit, standInMounter } from './node/testing/agent-process.ts';
+import { waitFor } from '../lib/clock/testing/wait-for.ts';
 import { buildObservedKubeletRoot, OBSERVED_PLANNED_KEY, OBSERVED_RETRY_AT, putObservedApiObjects } from './node/testing/observed-kubelet.ts';
 
 const NODE = 'node-a';
@@ -141,7 +142,7 @@ describe(`node agent in observe mode (${mountMode})`, { timeout: 60_000 }, () =>
     const held = env.api.holdRequests({ resource: 'pods', verb: 'watch' });
     const watches = env.api.requests({ resource: 'pods', verb: 'watch' }).length;
     env.api.dropWatches('pods');
-    await waitFor('the agent\'s held pod re-watch', () => env.api.requests({ resource: 'pods', verb: 'watch' }).length > watches);
+    await waitFor(() => env.api.requests({ resource: 'pods', verb: 'watch' }).length > watches, { what: 'the agent\'s held pod re-watch' });
     env.api.put('pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'late', namespace: 'default', uid: 'uid-o2' }, spec: { nodeName: NODE, containers: [{ name: 'c', image: 'i' }] } });
     const unseen = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-o2', dryRun: true });
     held.release();

@@ -47,10 +47,11 @@ import { join } from 'node:path';
 import { parseAgentFlags } from '../agent/node/flags.ts';
 import { createAgentLogger } from '../agent/node/logger.ts';
 import { NodeAgent } from '../agent/node/node-agent.ts';
-import { AgentProcess, standInMounter, waitFor, type LogLine } from '../agent/node/testing/agent-process.ts';
+import { AgentProcess, standInMounter, type LogLine } from '../agent/node/testing/agent-process.ts';
+import { waitFor } from '../lib/clock/testing/wait-for.ts';
 import { createAgentMetrics, createAgentServer, staticTokenAuthenticator } from '../agent/server/index.ts';
 import { realClock } from '../lib/clock/clock.ts';
-import { cleanUpTempDir, makeTempDir, realMountsAllowed } from '../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { deriveManifestPodUID } from '../lib/sources/manifest/index.ts';
 import { CsiLoopProcess, driverPrivileged } from '../lib/volume/csi/testing/csi-loop-process.ts';
 import { uniquePodName } from '../lib/volume/types.ts';
@@ -132,14 +133,10 @@ async function scaleTo(agent: AgentProcess, manifestDir: string, prefix: string,
     await writeManifest(manifestDir, `${prefix}-${f}.json`, docs);
   }
   let last = 0;
-  await waitFor(
-    `${total} volumes mounted`,
-    async () => {
+  await waitFor(async () => {
       last = await mountedCount(agent);
       return last >= total;
-    },
-    { deadlineMs: 300_000, describe: () => `${last} mounted` },
-  );
+    }, { what: `${total} volumes mounted`, timeoutMs: 300_000, describe: () => `${last} mounted` });
   return performance.now() - started;
 }
 
@@ -369,15 +366,11 @@ async function measureRestartAndBuild(rootDir: string, manifestDir: string) {
   const agent = await NodeAgent.start({ config: parsed.config, log, clock: realClock, version: 'bench' });
   const vm = agent.volumeManager;
   try {
-    const total = (await waitFor(
-      'every reconstructed volume is confirmed mounted',
-      () => {
+    const total = (await waitFor(() => {
         const report = vm.getReconstructionReport();
         const open = report.entries.filter((e) => e.outcome === 'reconstructed').length;
         return report.state === 'done' && report.entries.length > 0 && open === 0 ? report.entries.length : undefined;
-      },
-      { deadlineMs: 300_000 },
-    ));
+      }, { what: 'every reconstructed volume is confirmed mounted', timeoutMs: 300_000 }));
     const reconstructMs = performance.now() - started;
 
     const metrics = createAgentMetrics();
@@ -401,7 +394,7 @@ async function measureRestartAndBuild(rootDir: string, manifestDir: string) {
     for (let i = 0; i < 5; i++) {
       const name = `inproc-${i}`;
       await writeManifest(manifestDir, `${name}.json`, [pod(name, 1)]);
-      await waitFor('the new pod is mounted', () => vm.getMountedVolumesForPod(uniquePodName(uidOf(name))).size === 1);
+      await waitFor(() => vm.getMountedVolumesForPod(uniquePodName(uidOf(name))).size === 1, { what: 'the new pod is mounted' });
       const t0 = performance.now();
       server.snapshot();
       incremental.push(performance.now() - t0);

@@ -16,7 +16,7 @@ export const MESSAGE_LENGTH_LIMIT = 4096;
 export const EVENT_NOTE_LENGTH_LIMIT = 1024;
 
 /** What a cut message ends with, before the count of characters dropped. */
-export const TRUNCATION_MARKER = ' ... [truncated';
+const TRUNCATION_MARKER = ' ... [truncated';
 
 /**
  * `message` unchanged when it has at most `limit` characters (UTF-16 code units); else its head

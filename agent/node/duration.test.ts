@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, isInvalidDurationError, parseDuration } from './duration.ts';
+import { formatGoDuration } from '../../lib/volume/util/go-format.ts';
+import { isInvalidDurationError, parseDuration } from './duration.ts';
 
 describe('parseDuration', () => {
   it.each([
@@ -26,15 +27,15 @@ describe('parseDuration', () => {
   });
 });
 
-describe('formatDuration', () => {
+describe('the flag defaults, printed as Go prints a duration', () => {
   it.each([
     [0, '0s'],
     [100, '100ms'],
     [1500, '1.5s'],
-    [60_000, '1m'],
-    [7_200_000, '2h'],
+    [60_000, '1m0s'],
+    [7_200_000, '2h0m0s'],
   ])('writes %i ms as %s, which parses back to the same value', (ms, text) => {
-    expect(formatDuration(ms)).toBe(text);
+    expect(formatGoDuration(ms)).toBe(text);
     expect(parseDuration(text)).toBe(ms);
   });
 });

@@ -11,7 +11,7 @@ import type { EventRecorder, EventType, InvolvedObject } from '../../lib/volume/
 import type { Logger } from '../../lib/volume/logger.ts';
 
 /** Ring size: enough for a screenful of recent trouble; old events fall off the front. */
-export const defaultMaxRecentEvents = 100;
+const defaultMaxRecentEvents = 100;
 
 export class RingEventRecorder implements EventRecorder {
   private readonly ring: RecentEvent[] = [];

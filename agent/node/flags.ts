@@ -11,7 +11,9 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isInvalidCsiDriverFlagError, parseCsiDriverFlag } from '../../lib/volume/csi/index.ts';
-import { formatDuration, isInvalidDurationError, parseDuration } from './duration.ts';
+import { formatGoDuration } from '../../lib/volume/util/go-format.ts';
+import { isInvalidDurationError, parseDuration } from './duration.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 /** A flag value that cannot be used; `flag` is the flag as typed (`--listen`). Exit code 2. */
 export class FlagError extends Error {
@@ -117,20 +119,20 @@ interface FlagSpec {
   help: string;
 }
 
-export const defaultListen = '127.0.0.1:7070';
-export const defaultReconcilePeriodMs = 100;
-export const defaultAttachVerifyPeriodMs = 60_000;
-export const defaultShutdownGracePeriodMs = 10_000;
+const defaultListen = '127.0.0.1:7070';
+const defaultReconcilePeriodMs = 100;
+const defaultAttachVerifyPeriodMs = 60_000;
+const defaultShutdownGracePeriodMs = 10_000;
 /** The kubelet's `--node-status-update-frequency` default. */
-export const defaultNodeStatusUpdateFrequencyMs = 10_000;
-export const defaultObserveRefreshPeriodMs = 10_000;
+const defaultNodeStatusUpdateFrequencyMs = 10_000;
+const defaultObserveRefreshPeriodMs = 10_000;
 /** The kubelet's defaults for `--authentication-token-webhook-cache-ttl` and the authorization cache TTLs. */
-export const defaultTokenWebhookCacheTtlMs = 120_000;
-export const defaultAuthorizedTtlMs = 300_000;
-export const defaultUnauthorizedTtlMs = 30_000;
-export const defaultMountinfoPath = '/proc/self/mountinfo';
+const defaultTokenWebhookCacheTtlMs = 120_000;
+const defaultAuthorizedTtlMs = 300_000;
+const defaultUnauthorizedTtlMs = 30_000;
+const defaultMountinfoPath = '/proc/self/mountinfo';
 /** The kubelet's `--root-dir` default: observe mode's default root dir. */
-export const defaultKubeletRootDir = '/var/lib/kubelet';
+const defaultKubeletRootDir = '/var/lib/kubelet';
 
 export const flagSpecs: readonly FlagSpec[] = [
   { name: 'mode', type: 'string', value: 'managed|observe', default: 'managed', help: 'managed: this agent is the volume manager of the node; observe: a kubelet manages volumes and the agent reads its root dir read-only and lists what it still has to do' },
@@ -141,23 +143,23 @@ export const flagSpecs: readonly FlagSpec[] = [
   { name: 'manifest-dir', type: 'string', value: 'dir', default: '<root-dir>/manifests, created if missing', help: 'directory of Pod/PV/PVC/ConfigMap/Secret/CSIDriver manifests (the standalone object source)' },
   { name: 'listen', type: 'string', value: 'host:port', default: defaultListen, help: 'address of the HTTP API; port 0 picks a free port' },
   { name: 'token-file', type: 'string', value: 'path', default: '<root-dir>/agent-token (observe mode: ./.volumescope/<node-name>/agent-token)', help: 'bearer token of the HTTP API; created (mode 0600, 32 random bytes as hex) if missing' },
-  { name: 'reconcile-period', type: 'string', value: 'duration', default: formatDuration(defaultReconcilePeriodMs), help: 'period of the reconciler loop; the desired-state populator runs on every manifest change and otherwise every max(this, 1s)' },
+  { name: 'reconcile-period', type: 'string', value: 'duration', default: formatGoDuration(defaultReconcilePeriodMs), help: 'period of the reconciler loop; the desired-state populator runs on every manifest change and otherwise every max(this, 1s)' },
   { name: 'controller-attach-detach', type: 'boolean', default: 'true with the kubernetes source, false with manifests', help: 'volumes are attached by the attach/detach controller, not by this agent (=true|false)' },
-  { name: 'node-status-update-frequency', type: 'string', value: 'duration', default: formatDuration(defaultNodeStatusUpdateFrequencyMs), help: 'kubernetes source, managed mode: period of the node.status.volumesInUse report (it is also sent on every change)' },
+  { name: 'node-status-update-frequency', type: 'string', value: 'duration', default: formatGoDuration(defaultNodeStatusUpdateFrequencyMs), help: 'kubernetes source, managed mode: period of the node.status.volumesInUse report (it is also sent on every change)' },
   { name: 'csi-driver', type: 'string', multiple: true, value: 'name=socket', default: 'none', help: 'a CSI driver at a unix socket path (repeatable); drivers may also register through <root-dir>/plugins_registry' },
-  { name: 'attach-verify-period', type: 'string', value: 'duration', default: formatDuration(defaultAttachVerifyPeriodMs), help: 'period of the batched check that attached volumes are still attached; 0 disables it' },
+  { name: 'attach-verify-period', type: 'string', value: 'duration', default: formatGoDuration(defaultAttachVerifyPeriodMs), help: 'period of the batched check that attached volumes are still attached; 0 disables it' },
   { name: 'csi-timeout', type: 'string', value: 'duration', default: '2m', help: 'deadline of every CSI call; an expired call leaves the volume uncertain' },
   { name: 'kube-request-timeout', type: 'string', value: 'duration', default: '1m', help: 'kubernetes source: deadline of every list and GET sent to the API server; an expired GET fails like an API error (a pod whose claim cannot be read keeps its mounts)' },
   { name: 'allow-mount', type: 'boolean', default: 'true', help: 'probe for real mounts; false always uses the unprivileged mounter (=true|false)' },
   { name: 'mountinfo', type: 'string', value: 'path', default: defaultMountinfoPath, help: "observe mode: the host's mountinfo (e.g. /proc/1/mountinfo with hostPID)" },
-  { name: 'observe-refresh-period', type: 'string', value: 'duration', default: formatDuration(defaultObserveRefreshPeriodMs), help: 'observe mode: how often the actual state is rebuilt from the kubelet root dir and mountinfo' },
+  { name: 'observe-refresh-period', type: 'string', value: 'duration', default: formatGoDuration(defaultObserveRefreshPeriodMs), help: 'observe mode: how often the actual state is rebuilt from the kubelet root dir and mountinfo' },
   { name: 'allow-orphan-cleanup', type: 'boolean', default: 'false', help: 'observe mode: allow the guarded cleanup of orphaned pod directories (unmount, then remove empty directories); needs --allow-mount and a --mountinfo that shows the --root-dir mounts' },
   { name: 'authentication-token-webhook', type: 'boolean', default: 'false', help: 'accept bearer tokens validated by a TokenReview (the static token keeps working)' },
-  { name: 'authentication-token-webhook-cache-ttl', type: 'string', value: 'duration', default: formatDuration(defaultTokenWebhookCacheTtlMs), help: 'how long TokenReview results are cached' },
+  { name: 'authentication-token-webhook-cache-ttl', type: 'string', value: 'duration', default: formatGoDuration(defaultTokenWebhookCacheTtlMs), help: 'how long TokenReview results are cached' },
   { name: 'authorization-mode', type: 'string', value: 'AlwaysAllow|Webhook', default: 'AlwaysAllow', help: 'Webhook: authorize each caller with a SubjectAccessReview (verb get for reads, update for actions, on nodes/volumemanager of this node)' },
-  { name: 'authorization-webhook-cache-authorized-ttl', type: 'string', value: 'duration', default: formatDuration(defaultAuthorizedTtlMs), help: 'how long an allowed SubjectAccessReview is cached' },
-  { name: 'authorization-webhook-cache-unauthorized-ttl', type: 'string', value: 'duration', default: formatDuration(defaultUnauthorizedTtlMs), help: 'how long a denied SubjectAccessReview is cached' },
-  { name: 'shutdown-grace-period', type: 'string', value: 'duration', default: formatDuration(defaultShutdownGracePeriodMs), help: 'on SIGTERM/SIGINT, how long running operations may take to finish' },
+  { name: 'authorization-webhook-cache-authorized-ttl', type: 'string', value: 'duration', default: formatGoDuration(defaultAuthorizedTtlMs), help: 'how long an allowed SubjectAccessReview is cached' },
+  { name: 'authorization-webhook-cache-unauthorized-ttl', type: 'string', value: 'duration', default: formatGoDuration(defaultUnauthorizedTtlMs), help: 'how long a denied SubjectAccessReview is cached' },
+  { name: 'shutdown-grace-period', type: 'string', value: 'duration', default: formatGoDuration(defaultShutdownGracePeriodMs), help: 'on SIGTERM/SIGINT, how long running operations may take to finish' },
   { name: 'log-level', type: 'string', value: 'level', default: 'info', help: `pino log level: ${logLevels.join(', ')}` },
   { name: 'help', type: 'boolean', default: '', help: 'print this help and exit' },
 ];
@@ -210,7 +212,7 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       allowPositionals: false,
     }));
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     const flag = /'(-[^' ]+)/.exec(message)?.[1] ?? /'([^']+)'/.exec(message)?.[1] ?? 'arguments';
     throw new FlagError(flag, message);
   }
@@ -366,7 +368,7 @@ function validNodeName(name: string, given: boolean): string {
 }
 
 /** `host:port`, `[ipv6]:port`. */
-export function parseListen(value: string): ListenAddress {
+function parseListen(value: string): ListenAddress {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value.trim());
   const host = m?.[1] ?? m?.[2];
   const port = Number(m?.[3]);

@@ -5,7 +5,7 @@ import { isKubeApiRequestError } from '../../lib/kube-client/api-errors.ts';
 import { KubeSource } from '../../lib/sources/kube/kube-source.ts';
 import { FakeApiServer } from '../../lib/sources/kube/testing/fake-apiserver.ts';
 import { fakeKubeConfig } from '../../lib/sources/kube/testing/kubeconfig-file.ts';
-import { waitFor } from '../../lib/sources/kube/testing/wait-for.ts';
+import { waitFor } from '../../lib/clock/testing/wait-for.ts';
 import type { PersistentVolumeClaim } from '../../lib/volume/k8s-types.ts';
 import { nodeName } from '../../lib/volume/types.ts';
 import { isObjectNotFoundError } from '../../lib/volume/kube-client.ts';

@@ -96,7 +96,7 @@ export interface NodeAgentOptions {
  * agent's target is "manifest written → mounted" within 50 ms at the median; every rescan is a
  * full, idempotent re-read, so a short window only costs an extra scan during a burst.
  */
-export const agentManifestDebounceMs = 10;
+const agentManifestDebounceMs = 10;
 
 /**
  * Period of the desired-state populator's own loop. The kubelet polls its pod manager every
@@ -104,7 +104,7 @@ export const agentManifestDebounceMs = 10;
  * only a safety net and its first tick gates `hasAddedPods`. Its pass walks every mounted volume,
  * which at 100 ms dominated the idle CPU of a node with 1,000 volumes.
  */
-export const agentPopulatorLoopPeriodMs = 1000;
+const agentPopulatorLoopPeriodMs = 1000;
 
 /** Directory below the root dir where the unprivileged mounter keeps its stand-in table. */
 export const unprivilegedMounterDirName = 'unprivileged-mounter';
@@ -520,7 +520,7 @@ async function startManifestSource(opts: NodeAgentOptions): Promise<ManifestSour
     dir: config.manifestDir,
     nodeName: config.nodeName,
     clock,
-    logger: log.child({ component: 'manifest-source' }),
+    logger: engineLogger(log, 'manifest-source'),
     debounceMs: agentManifestDebounceMs,
   });
   await source.start();
@@ -552,14 +552,14 @@ async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSo
     kubeConfig: loaded.kubeConfig,
     nodeName: config.nodeName,
     clock,
-    logger: log.child({ component: 'kube-source' }),
+    logger: engineLogger(log, 'kube-source'),
     // Observe mode: the kubelet sets up configMap/secret volumes; the agent needs only their names.
     claimsOnly: config.mode === 'observe',
     ...(config.kubeRequestTimeoutMs === undefined ? {} : { requestTimeoutMs: config.kubeRequestTimeoutMs }),
   });
   await source.start();
   // Events go to the API server only in managed mode: in observe mode the kubelet reports its own.
-  const events = config.mode === 'observe' ? null : new KubeEventSink({ kubeConfig: loaded.kubeConfig, nodeName: config.nodeName, clock, logger: log.child({ component: 'events' }) });
+  const events = config.mode === 'observe' ? null : new KubeEventSink({ kubeConfig: loaded.kubeConfig, nodeName: config.nodeName, clock, logger: engineLogger(log, 'events') });
   return { source, kube: { source, objects: new KubeObjects(source, loaded.kubeConfig, clock), kubeConfig: loaded.kubeConfig, events } };
 }
 

@@ -54,7 +54,7 @@ export interface VolumesInUseReport {
   error: string | null;
 }
 
-export const defaultVolumesInUseDebounceMs = 100;
+const defaultVolumesInUseDebounceMs = 100;
 
 export class NodeStatusUpdater {
   private readonly o: NodeStatusUpdaterOptions;

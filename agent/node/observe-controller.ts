@@ -40,7 +40,7 @@ import type { PlannedOperation, VolumeManager } from '../../lib/volumemanager/in
 import { OrphanCleanupDisabledError } from '../runtime.ts';
 
 /** Pods whose events are listed per refresh (the API cost stays bounded on a node in trouble). */
-export const maxPodsWithEventLookups = 50;
+const maxPodsWithEventLookups = 50;
 
 /** The annotation of a mirror pod that carries its static pod's UID (the config hash). */
 export const ConfigMirrorAnnotationKey = 'kubernetes.io/config.mirror';

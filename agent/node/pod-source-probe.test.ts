@@ -3,6 +3,7 @@ import { realClock } from '../../lib/clock/clock.ts';
 import { KubeSource } from '../../lib/sources/kube/kube-source.ts';
 import { FakeApiServer } from '../../lib/sources/kube/testing/fake-apiserver.ts';
 import { fakeKubeConfig } from '../../lib/sources/kube/testing/kubeconfig-file.ts';
+import type { SourceError } from '../../lib/sources/source.ts';
 import type { Pod } from '../../lib/volume/k8s-types.ts';
 import { nodeName, type PodUID } from '../../lib/volume/types.ts';
 import { KubeObjects } from './kube-objects.ts';
@@ -31,7 +32,7 @@ describe('kubePodSourceProbe', () => {
     const source = new KubeSource({ kubeConfig, nodeName: NODE, clock: realClock });
     cleanups.push(() => source.stop());
     const objects = new KubeObjects(source, kubeConfig);
-    let errors: { file: string; message: string }[] = [];
+    let errors: SourceError[] = [];
     const probe = kubePodSourceProbe(NODE, (n) => objects.listNodePodsLive(n), { sourceErrors: () => errors });
     return {
       api,

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isDurableWriteError } from '../../lib/mount-utils/durable-write.ts';
-import { fullFilesystem, type FullFilesystem } from '../../lib/mount-utils/full-fs-test-env.ts';
-import { mountMode } from '../../lib/mount-utils/mount-test-env.ts';
+import { fullFilesystem, type FullFilesystem } from '../../lib/mount-utils/testing/full-fs-test-env.ts';
+import { mountMode } from '../../lib/mount-utils/testing/mount-test-env.ts';
 import { ensureTokenFile, isTokenFileError } from './token-file.ts';
 
 let dirs: string[] = [];

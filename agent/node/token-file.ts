@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { isDurableWriteError, writeFileDurably, type DurableWriteFs } from '../../lib/mount-utils/durable-write.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 export class TokenFileError extends Error {
   override readonly name = 'TokenFileError';
@@ -32,13 +33,13 @@ export async function ensureTokenFile(path: string, options: { fs?: DurableWrite
     created = true;
   } catch (err) {
     const exists = isDurableWriteError(err) ? err.step === 'link' && err.code === 'EEXIST' : isErrno(err, 'EEXIST');
-    if (!exists) throw new TokenFileError(`${path}: cannot create the token file: ${messageOf(err)}`, { cause: err });
+    if (!exists) throw new TokenFileError(`${path}: cannot create the token file: ${errorMessage(err)}`, { cause: err });
   }
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    throw new TokenFileError(`${path}: cannot read the token file: ${messageOf(err)}`, { cause: err });
+    throw new TokenFileError(`${path}: cannot read the token file: ${errorMessage(err)}`, { cause: err });
   }
   const token = text.trim();
   if (token === '') throw new TokenFileError(`${path}: the token file is empty`);
@@ -50,6 +51,3 @@ function isErrno(err: unknown, code: string): boolean {
   return err instanceof Error && 'code' in err && err.code === code;
 }
 
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

@@ -113,7 +113,7 @@ export function staticTokenAuthenticator(token: string, options: StaticTokenOpti
 }
 
 /** The remote address of a request as `ip:port` (`unknown` when the socket is gone). */
-export function remoteCaller(req: IncomingMessage): string {
+function remoteCaller(req: IncomingMessage): string {
   const { remoteAddress, remotePort } = req.socket;
   if (remoteAddress === undefined) return 'unknown';
   return remotePort === undefined ? remoteAddress : `${remoteAddress}:${remotePort}`;

@@ -7,7 +7,8 @@ import type { SseMessage } from '../../lib/api/sse.ts';
 import { gcePdVolume, makePod } from '../../lib/volumemanager/testing/harness.ts';
 import { parseLastEventId } from './event-streams.ts';
 import { streamEventId } from '../../lib/api/agent-stream.ts';
-import { waitFor, type EventStreamReader } from './testing/api-client.ts';
+import { type EventStreamReader } from './testing/api-client.ts';
+import { waitFor } from '../../lib/clock/testing/wait-for.ts';
 import { startServer, type FixtureOptions, type ServerFixture } from './testing/server-fixture.ts';
 
 function decodeSnapshot(message: SseMessage | undefined): Snapshot {
@@ -94,7 +95,7 @@ describe('GET /api/v1/events', () => {
     await f.harness.until(() => f.harness.asw.getMountedVolumes().length === 1 && f.harness.vm.reconcilerStatesHasBeenSynced());
     await f.harness.clock.advance(50);
     const fresh = await getSnapshot(f);
-    await waitFor(() => reader.events.at(-1)?.id === streamEventId(fresh.agent.startedAt, fresh.seq), `the delta to seq ${fresh.seq}`);
+    await waitFor(() => reader.events.at(-1)?.id === streamEventId(fresh.agent.startedAt, fresh.seq), { what: `the delta to seq ${fresh.seq}` });
 
     // Assert: every event after the first is a delta with consecutive sequence numbers
     const deltas = reader.events.slice(1).map(decodeDelta);
@@ -206,7 +207,7 @@ describe('GET /api/v1/events', () => {
     await f.harness.clock.advance(999);
     const early = reader.comments.length;
     await f.harness.clock.advance(1);
-    await waitFor(() => reader.comments.length > 0, 'a keepalive comment');
+    await waitFor(() => reader.comments.length > 0, { what: 'a keepalive comment' });
 
     expect(early).toBe(0);
     expect(reader.comments).toEqual(['keepalive']);
@@ -218,7 +219,7 @@ describe('GET /api/v1/events', () => {
     await reader.waitForEvents(1);
 
     reader.close();
-    await waitFor(() => f.runtime.logger.lines.some((l) => l.msg === 'event stream closed'), 'the server to see the disconnect');
+    await waitFor(() => f.runtime.logger.lines.some((l) => l.msg === 'event stream closed'), { what: 'the server to see the disconnect' });
     await change(f);
 
     expect(f.runtime.logger.lines.find((l) => l.msg === 'event stream closed')?.fields['open']).toBe(0);
@@ -232,7 +233,7 @@ describe('GET /api/v1/events', () => {
     await Promise.all([a.waitForEvents(1), b.waitForEvents(1)]);
 
     await f.server.close();
-    await waitFor(() => a.ended && b.ended, 'both streams to end');
+    await waitFor(() => a.ended && b.ended, { what: 'both streams to end' });
 
     expect([a.ended, b.ended]).toEqual([true, true]);
   });

@@ -17,10 +17,10 @@ import type { SnapshotFeed } from './snapshot-feed.ts';
  * many MB) is not reading: its stream is closed, and it resumes from the journal (or a fresh
  * snapshot) when it reconnects.
  */
-export const MAX_UNSENT_STREAM_BYTES = 16 * 1024 * 1024;
+const MAX_UNSENT_STREAM_BYTES = 16 * 1024 * 1024;
 
 /** The headers of an event stream. */
-export const EVENT_STREAM_HEADERS = {
+const EVENT_STREAM_HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',
   'Cache-Control': 'no-cache, no-transform',
   'X-Accel-Buffering': 'no',

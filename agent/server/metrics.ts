@@ -18,7 +18,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import {
   pluginNameNotAvailable,
-  totalVolumesStates,
   type OperationRecord,
   type ReconcilerMetrics,
   type VolumeManager,
@@ -29,9 +28,6 @@ export const STORAGE_OPERATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 25,
 
 /** `plugin_name` when the plugin of a volume cannot be determined (kubelet `pluginNameNotAvailable`). */
 export const PLUGIN_NAME_NOT_AVAILABLE = pluginNameNotAvailable;
-
-/** The `state` label values of `volume_manager_total_volumes`. */
-export const TOTAL_VOLUMES_STATES = totalVolumesStates;
 
 /**
  * The agent's metrics. Every method is a bound function, so members can be handed over on their

@@ -14,6 +14,7 @@ import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
 import { isOrphanCleanupDisabledError } from '../runtime.ts';
 import type { ActionContext } from './action-context.ts';
 import { errorAnswer, jsonAnswer, type HttpAnswer } from './http-response.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 export async function cleanupOrphan(ctx: ActionContext, request: OrphanCleanupRequest): Promise<HttpAnswer> {
   const { runtime, audit, caller } = ctx;
@@ -27,7 +28,7 @@ export async function cleanupOrphan(ctx: ActionContext, request: OrphanCleanupRe
   try {
     result = await runtime.cleanupOrphan(request.podUid, dryRun);
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     if (isOrphanCleanupDisabledError(err)) {
       audit.record({ caller, action, target, checks: [], result: 'refused', message });
       return errorAnswer('conflict', message, { checks: [{ name: 'cleanup-enabled', ok: false, detail: message }] });

@@ -7,9 +7,10 @@ import { compareKeys } from '../../lib/api/normalize-snapshot.ts';
 import type { ResyncFindings } from '../runtime.ts';
 import type { ActionContext } from './action-context.ts';
 import { errorAnswer, jsonAnswer, type HttpAnswer } from './http-response.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 /** The API's answer for a runtime's findings. */
-export function resyncResponse(findings: ResyncFindings): ResyncResponse {
+function resyncResponse(findings: ResyncFindings): ResyncResponse {
   return {
     startedAt: findings.startedAt,
     finishedAt: findings.finishedAt,
@@ -33,7 +34,7 @@ export async function resync(ctx: ActionContext): Promise<HttpAnswer> {
   try {
     findings = await runtime.resync();
   } catch (err) {
-    const message = `resync failed: ${err instanceof Error ? err.message : String(err)}`;
+    const message = `resync failed: ${errorMessage(err)}`;
     audit.record({ caller, action: 'resync', target: null, checks: [], result: 'failed', message });
     return errorAnswer('internal', message);
   }

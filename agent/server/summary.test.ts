@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
-import { exampleSnapshot } from '../../lib/api/snapshot-fixtures.ts';
+import { exampleSnapshot } from '../../lib/api/testing/snapshot-fixtures.ts';
 import { AgentSummarySchema, type AgentSummary } from '../../lib/api/summary.ts';
 import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
 import { FailOnSetupVolumeName } from '../../lib/volume/testing/fake-volume-plugin.ts';

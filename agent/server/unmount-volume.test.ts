@@ -4,7 +4,7 @@ import { ApiErrorBodySchema } from '../../lib/api/api-error.ts';
 import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
 import { EmptyNodeName } from '../../lib/volume/types.ts';
 import { SCRIPTED_TEARDOWN_ERROR, ScriptedTearDownPlugin } from '../../lib/volumemanager/testing/scripted-teardown-plugin.ts';
-import { waitFor } from './testing/api-client.ts';
+import { waitFor } from '../../lib/clock/testing/wait-for.ts';
 import { DEVICE1, mountPod1, POD1, startServer, type ServerFixture } from './testing/server-fixture.ts';
 import { TEARDOWN_STILL_RUNNING_MESSAGE } from './unmount-volume.ts';
 
@@ -183,7 +183,7 @@ describe('POST /api/v1/unmount', () => {
 
     // Act: start, wait until the TearDown runs, then let 30 s of agent time pass
     const first = f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
-    await waitFor(() => f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to start');
+    await waitFor(() => f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), { what: 'the TearDown to start' });
     await f.harness.clock.advance(30_000);
     const accepted = await first;
     const second = await f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
@@ -201,7 +201,7 @@ describe('POST /api/v1/unmount', () => {
 
     // Act + Assert: once released, the TearDown finishes and the mount is gone
     plugin.release();
-    await waitFor(() => !f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to finish');
+    await waitFor(() => !f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), { what: 'the TearDown to finish' });
     expect(podMounts(await snapshot(f))).toEqual([]);
   });
 
@@ -236,7 +236,7 @@ describe('POST /api/v1/unmount', () => {
     const f = await withOrphan();
     plugin.hold();
     const pending = f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
-    await waitFor(() => f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to start');
+    await waitFor(() => f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), { what: 'the TearDown to start' });
 
     // Act
     const closed = f.server.close();
@@ -257,12 +257,12 @@ describe('POST /api/v1/unmount', () => {
 
     // Act: the answer goes out after 30 s of agent time, then the TearDown ends
     const pending = f.client.post('/api/v1/unmount', { podUid: POD1, volume: DEVICE1 });
-    await waitFor(() => f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to start');
+    await waitFor(() => f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), { what: 'the TearDown to start' });
     await f.harness.clock.advance(30_000);
     const accepted = await pending;
     const whileRunning = (await snapshot(f)).audit;
     plugin.release();
-    await waitFor(() => !f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), 'the TearDown to finish');
+    await waitFor(() => !f.harness.operationExecutor.isOperationPending(DEVICE1, POD1, EmptyNodeName), { what: 'the TearDown to finish' });
     const after = (await snapshot(f)).audit;
 
     // Assert

@@ -15,7 +15,8 @@ import { FakeApiServer, type AccessPolicy, type RecordedRequest, type ReviewedUs
 import { fakeKubeConfig } from '../../lib/sources/kube/testing/kubeconfig-file.ts';
 import { isJsonObject } from '../../lib/sources/kube/plain-json.ts';
 import { isInvalidTokenError } from './authenticator.ts';
-import { waitFor, type ApiResponse } from './testing/api-client.ts';
+import { type ApiResponse } from './testing/api-client.ts';
+import { waitFor } from '../../lib/clock/testing/wait-for.ts';
 import { startServer, TEST_TOKEN, type ServerFixture } from './testing/server-fixture.ts';
 import {
   createAgentAuthenticator,
@@ -380,7 +381,7 @@ describe('webhook failures', () => {
     cleanups.push(() => fx.close());
 
     const pending = fx.client.get('/api/v1/snapshot', { token: ALICE_TOKEN });
-    await waitFor(() => received.length === 1, 'the TokenReview to reach the silent server');
+    await waitFor(() => received.length === 1, { what: 'the TokenReview to reach the silent server' });
     await clock.advance(5_000);
 
     expect((await pending).status).toBe(401);

@@ -47,6 +47,7 @@ import { describeApiError } from '../../lib/kube-client/api-errors.ts';
 import { RequestDeadlines } from '../../lib/kube-client/request-deadline.ts';
 import { bearerToken, staticTokenAuthenticator, type AuthResult, type Authenticator } from './authenticator.ts';
 import { createKeyHasher, ReviewCache } from './webhook-auth-cache.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 // DEFAULTS
 
@@ -225,7 +226,7 @@ export class WebhookAuthenticator implements AgentAuthenticator {
         () => this.authenticationTtlMs,
       );
     } catch (err) {
-      return { ok: false, reason: 'unauthenticated', message: 'the bearer token could not be verified', logDetail: describe(err) };
+      return { ok: false, reason: 'unauthenticated', message: 'the bearer token could not be verified', logDetail: errorMessage(err) };
     }
     if (!answer.authenticated) return { ok: false, reason: 'unauthenticated' };
     const { user } = answer;
@@ -241,7 +242,7 @@ export class WebhookAuthenticator implements AgentAuthenticator {
         (yes) => (yes ? this.authorizedTtlMs : this.unauthorizedTtlMs),
       );
     } catch (err) {
-      return { ok: false, reason: 'error', message: `Authorization error (${attributes})`, logDetail: describe(err) };
+      return { ok: false, reason: 'error', message: `Authorization error (${attributes})`, logDetail: errorMessage(err) };
     }
     return allowed ? { ok: true, caller: user.username } : { ok: false, reason: 'forbidden', message: `Forbidden (${attributes})` };
   }
@@ -317,6 +318,3 @@ function durationOption(name: string, value: number | undefined, fallback: numbe
   return value;
 }
 
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

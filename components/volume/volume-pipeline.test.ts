@@ -2,7 +2,7 @@ import { createElement } from 'react';
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import type { Snapshot } from '../../lib/api/index.ts';
-import { FIXTURE_T0, exampleSnapshot, generatedOperation, generatedPod, generatedVolume } from '../../lib/api/snapshot-fixtures.ts';
+import { FIXTURE_T0, exampleSnapshot, generatedOperation, generatedPod, generatedVolume } from '../../lib/api/testing/snapshot-fixtures.ts';
 import { deriveVolumeRows, type VolumeState } from '../../lib/dashboard/pipeline.ts';
 import { VolumePipeline } from './volume-pipeline.tsx';
 

@@ -12,7 +12,7 @@ import {
 import { computeDelta, isDeltaSequenceError } from './delta.ts';
 import { normalizeSnapshot } from './normalize-snapshot.ts';
 import { createSseParser, SSE_KEEPALIVE, type SseMessage } from './sse.ts';
-import { exampleSnapshot, emptySnapshot } from './snapshot-fixtures.ts';
+import { exampleSnapshot, emptySnapshot } from './testing/snapshot-fixtures.ts';
 import type { Snapshot } from './snapshot.ts';
 
 function messages(text: string): SseMessage[] {

@@ -16,7 +16,7 @@ import {
   generatedPod,
   generatedVolume,
   largeSnapshot,
-} from './snapshot-fixtures.ts';
+} from './testing/snapshot-fixtures.ts';
 import { operationKey, SnapshotSchema, type RecentEvent, type Snapshot } from './snapshot.ts';
 
 function event(n: number): RecentEvent {

@@ -56,10 +56,6 @@ export const PlannedOperationSchema = z.object({
 });
 export type PlannedOperation = z.infer<typeof PlannedOperationSchema>;
 
-export function plannedOperationKey(op: Pick<PlannedOperation, 'key'>): string {
-  return op.key;
-}
-
 export const OrphanMountSchema = z.object({ mountPoint: z.string(), fsType: z.string(), source: z.string() });
 
 /** One volume path of an orphaned pod directory, classified. */
@@ -98,10 +94,6 @@ export const OrphanPodSchema = z.object({
 });
 export type OrphanPod = z.infer<typeof OrphanPodSchema>;
 
-export function orphanPodKey(pod: Pick<OrphanPod, 'podUid'>): string {
-  return pod.podUid;
-}
-
 export const TruthFindingSchema = z.object({
   /** Stable code, e.g. `in-use-not-attached`, `va-error`, `mounted-not-desired`. */
   code: z.string(),
@@ -129,10 +121,6 @@ export const TruthDiffRowSchema = z.object({
   findings: z.array(TruthFindingSchema),
 });
 export type TruthDiffRow = z.infer<typeof TruthDiffRowSchema>;
-
-export function truthDiffRowKey(row: Pick<TruthDiffRow, 'key'>): string {
-  return row.key;
-}
 
 export const ObserveSchema = z.object({
   /** The kubelet root dir the agent reads (read-only). */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument, openApiOperationKeys, openApiSchemaValidator, serializeOpenApiDocument } from './openapi.ts';
 import { API_ROUTES } from './routes.ts';
-import { emptySnapshot, exampleSnapshot } from './snapshot-fixtures.ts';
+import { emptySnapshot, exampleSnapshot } from './testing/snapshot-fixtures.ts';
 import { SUMMARY_ROUTE, summarizeSnapshot } from './summary.ts';
 
 const doc = buildOpenApiDocument();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { normalizeSnapshot, sortByKey } from './normalize-snapshot.ts';
-import { emptySnapshot, exampleSnapshot, largeSnapshot } from './snapshot-fixtures.ts';
+import { emptySnapshot, exampleSnapshot, largeSnapshot } from './testing/snapshot-fixtures.ts';
 import {
   operationKey,
   reconstructedVolumeKey,

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { jsonEqual } from './json-equal.ts';
 import { SnapshotSchema } from './snapshot.ts';
-import { FIXTURE_T0, emptySnapshot, exampleSnapshot } from './snapshot-fixtures.ts';
+import { FIXTURE_T0, emptySnapshot, exampleSnapshot } from './testing/snapshot-fixtures.ts';
 import { AgentSummarySchema, summarizeSnapshot } from './summary.ts';
 
 describe('summarizeSnapshot', () => {

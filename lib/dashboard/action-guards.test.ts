@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { exampleSnapshot } from '../api/snapshot-fixtures.ts';
+import { exampleSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { describeRetry, describeUnmount, resyncAvailability, retryAvailability, retryRequestFor, unmountAvailability } from './action-guards.ts';
 import { deriveVolumeRows, type VolumeRow } from './pipeline.ts';
 

@@ -3,7 +3,7 @@
  * disables an action (saying why) when the agent would refuse it, and the confirmation dialog
  * shows the description verbatim. Pure.
  */
-import { operationKey, type Operation, type Snapshot } from '../api/index.ts';
+import type { Operation, Snapshot } from '../api/index.ts';
 import { rowPodName, type VolumeRow } from './pipeline.ts';
 import type { ConnectionPhase } from './queries.ts';
 
@@ -87,9 +87,4 @@ export function describeUnmount(node: string, row: VolumeRow): string {
 /** The request body of Retry now for an operation (the pod UID left out for volume-level ones). */
 export function retryRequestFor(op: Operation): { volume: string; podUid?: string } {
   return op.podUid === null ? { volume: op.volume } : { volume: op.volume, podUid: op.podUid };
-}
-
-/** A stable id for an operation (its key). */
-export function operationId(op: Operation): string {
-  return operationKey(op);
 }

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { computeDelta, encodeDeltaEvent, encodeSnapshotEvent, normalizeSnapshot, SSE_KEEPALIVE, type Snapshot } from '../api/index.ts';
-import { exampleSnapshot } from '../api/snapshot-fixtures.ts';
+import { exampleSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { realClock } from '../clock/clock.ts';
 import { AgentConnection, reconnectDelay } from './agent-connection.ts';
 import type { AgentConnectionState } from './queries.ts';

@@ -30,10 +30,10 @@ export interface ReconnectPolicy {
 }
 
 /** 1 s doubling to 30 s. */
-export const DEFAULT_RECONNECT_POLICY: ReconnectPolicy = { initialMs: 1_000, maxMs: 30_000 };
+const DEFAULT_RECONNECT_POLICY: ReconnectPolicy = { initialMs: 1_000, maxMs: 30_000 };
 
 /** No bytes (not even a keepalive, sent every 15 s) for this long means the stream is dead. */
-export const STREAM_IDLE_TIMEOUT_MS = 45_000;
+const STREAM_IDLE_TIMEOUT_MS = 45_000;
 
 /**
  * The delay before reconnect attempt `attempt` (1 for the first): `min(max, initial·2^(attempt−1))`
@@ -46,7 +46,7 @@ export function reconnectDelay(attempt: number, random: () => number, policy: Re
 }
 
 /** The relay URL of an agent's event stream. */
-export function agentEventsUrl(agent: string): string {
+function agentEventsUrl(agent: string): string {
   return `/api/agents/${encodeURIComponent(agent)}/events`;
 }
 

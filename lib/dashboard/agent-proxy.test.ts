@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { encodeSnapshotEvent, normalizeSnapshot } from '../api/index.ts';
-import { exampleSnapshot } from '../api/snapshot-fixtures.ts';
+import { exampleSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import {
   AgentContactRegistry,
   listAgents,

@@ -85,7 +85,7 @@ export interface AgentProxyDeps {
 }
 
 /** Headers of every relayed event stream. */
-export const SSE_RESPONSE_HEADERS: Readonly<Record<string, string>> = {
+const SSE_RESPONSE_HEADERS: Readonly<Record<string, string>> = {
   'Content-Type': 'text/event-stream; charset=utf-8',
   // no-transform: Next must not compress (and so buffer) the stream; proxies must not either.
   'Cache-Control': 'no-cache, no-transform',
@@ -101,7 +101,7 @@ function jsonResponse(status: number, body: unknown): Response {
 }
 
 /** The response for an error thrown while handling an agent request. */
-export function errorResponse(err: unknown, agent: string): Response {
+function errorResponse(err: unknown, agent: string): Response {
   if (isAgentUnavailableError(err)) return jsonResponse(err.status, err.toBody());
   if (isAgentsConfigError(err)) {
     return jsonResponse(502, new AgentUnavailableError('agent-misconfigured', agent, err.message).toBody());
@@ -184,7 +184,7 @@ export function listAgents(deps: AgentProxyDeps): Response {
 }
 
 /** A usable `Last-Event-ID` (a seq: digits only), from the header or `?lastEventId=`; `null` if none. */
-export function requestedLastEventId(req: Request): string | null {
+function requestedLastEventId(req: Request): string | null {
   const raw = req.headers.get('last-event-id') ?? new URL(req.url).searchParams.get('lastEventId');
   return raw !== null && /^[0-9]{1,16}$/.test(raw) ? raw : null;
 }
@@ -302,7 +302,7 @@ export async function proxyAgentSnapshot(req: Request, name: string, deps: Agent
  * browser unmount volumes): `Sec-Fetch-Site` must be `same-origin` (or absent, for curl), and
  * an `Origin`, when sent, must match the `Host`.
  */
-export function checkSameOrigin(req: Request, agent: string): void {
+function checkSameOrigin(req: Request, agent: string): void {
   const site = req.headers.get('sec-fetch-site');
   const origin = req.headers.get('origin');
   const host = req.headers.get('host');

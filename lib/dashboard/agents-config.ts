@@ -31,9 +31,9 @@ import { DISCOVERY_ENV, discoveryEnabled, isDiscoveryConfigError } from './disco
 import type { DiscoveryStatus } from './discovery-status.ts';
 
 /** The environment variables (and the file variable) this module reads. */
-export const AGENTS_ENV = 'VOLUMESCOPE_AGENTS';
-export const AGENT_TOKENS_ENV = 'VOLUMESCOPE_AGENT_TOKENS';
-export const DASHBOARD_CONFIG_ENV = 'VOLUMESCOPE_DASHBOARD_CONFIG';
+const AGENTS_ENV = 'VOLUMESCOPE_AGENTS';
+const AGENT_TOKENS_ENV = 'VOLUMESCOPE_AGENT_TOKENS';
+const DASHBOARD_CONFIG_ENV = 'VOLUMESCOPE_DASHBOARD_CONFIG';
 
 /** One agent the dashboard proxies to. */
 export interface AgentConfig {

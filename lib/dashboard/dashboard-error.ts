@@ -27,7 +27,7 @@ export const DashboardErrorCodeSchema = z.enum([
 export type DashboardErrorCode = z.infer<typeof DashboardErrorCodeSchema>;
 
 /** The HTTP status the dashboard answers each code with. */
-export const DASHBOARD_ERROR_STATUS: Record<DashboardErrorCode, number> = {
+const DASHBOARD_ERROR_STATUS: Record<DashboardErrorCode, number> = {
   'unknown-agent': 404,
   'agent-unreachable': 502,
   'agent-unauthorized': 502,

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 
 /** A failure of discovery, blamed on the setting an operator has to look at. */
-export const DiscoveryProblemSchema = z.object({
+const DiscoveryProblemSchema = z.object({
   /** The environment variable at fault, e.g. `VOLUMESCOPE_DISCOVERY_NAMESPACE` or `KUBECONFIG`. */
   variable: z.string(),
   /** What went wrong and what to check; never a token. */

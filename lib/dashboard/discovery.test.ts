@@ -7,7 +7,7 @@ import { realClock } from '../clock/clock.ts';
 import { FakeClock } from '../clock/fake-clock.ts';
 import { FakeApiServer } from '../sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../sources/kube/testing/kubeconfig-file.ts';
-import { waitFor } from '../sources/kube/testing/wait-for.ts';
+import { waitFor } from '../clock/testing/wait-for.ts';
 import { AgentDiscovery, agentsFromPods, loadDiscoveryKubeConfig, type AgentPod } from './discovery.ts';
 import { DEFAULT_DISCOVERY_SELECTOR, isDiscoveryConfigError, parseDiscoverySettings, type DiscoverySettings } from './discovery-settings.ts';
 import { fakeDiscoveryFiles as files } from './testing/discovery-files.ts';

@@ -42,7 +42,7 @@ import {
 // PODS → AGENTS
 
 /** The name of the container port that carries the agent API. */
-export const AGENT_PORT_NAME = 'api';
+const AGENT_PORT_NAME = 'api';
 /** A Kubernetes node name (DNS-1123 subdomain), which is also a valid dashboard agent name. */
 const NODE_NAME = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/;
 
@@ -67,7 +67,7 @@ export interface DiscoveredAgent {
 }
 
 /** The agent port of a pod: its container port named `api`, else `defaultPort`. */
-export function agentPort(pod: AgentPod, defaultPort: number): number {
+function agentPort(pod: AgentPod, defaultPort: number): number {
   for (const container of pod.spec?.containers ?? []) {
     for (const port of container.ports ?? []) {
       if (port.name === AGENT_PORT_NAME && Number.isInteger(port.containerPort) && port.containerPort > 0) return port.containerPort;
@@ -77,7 +77,7 @@ export function agentPort(pod: AgentPod, defaultPort: number): number {
 }
 
 /** `http://<ip>:<port>`, an IPv6 address in brackets. */
-export function agentUrl(podIp: string, port: number): string {
+function agentUrl(podIp: string, port: number): string {
   return `http://${isIPv6(podIp) ? `[${podIp}]` : podIp}:${port}`;
 }
 
@@ -124,7 +124,7 @@ export function agentsFromPods(pods: Iterable<AgentPod>, settings: Pick<Discover
  * A listing or watching failure as an operator reads it, blamed on the variable to check:
  * 403 is RBAC in the namespace, 400 is the selector, anything else is the API configuration.
  */
-export function describeDiscoveryFailure(err: unknown, settings: DiscoverySettings, server: string): Omit<DiscoveryProblem, 'since'> {
+function describeDiscoveryFailure(err: unknown, settings: DiscoverySettings, server: string): Omit<DiscoveryProblem, 'since'> {
   const { status, message: said } = describeApiError(err);
   if (status === 403) {
     return {
@@ -146,9 +146,9 @@ export function describeDiscoveryFailure(err: unknown, settings: DiscoverySettin
 /** Restart delays after a failed list or watch: doubling from `initialMs` to `maxMs`. */
 export type DiscoveryBackoff = Backoff;
 
-export const DEFAULT_DISCOVERY_BACKOFF: DiscoveryBackoff = { initialMs: 1_000, maxMs: 30_000 };
+const DEFAULT_DISCOVERY_BACKOFF: DiscoveryBackoff = { initialMs: 1_000, maxMs: 30_000 };
 /** How long one LIST may take before it counts as failed. */
-export const DISCOVERY_LIST_TIMEOUT_MS = 30_000;
+const DISCOVERY_LIST_TIMEOUT_MS = 30_000;
 
 export interface AgentDiscoveryOptions {
   readonly settings: DiscoverySettings;

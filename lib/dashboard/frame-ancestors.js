@@ -7,7 +7,7 @@
 // config with Node's loader, which does not take TypeScript files.
 
 /** The environment variable with the origins allowed to frame embeds. */
-export const FRAME_ANCESTORS_ENV = 'VOLUMESCOPE_FRAME_ANCESTORS';
+const FRAME_ANCESTORS_ENV = 'VOLUMESCOPE_FRAME_ANCESTORS';
 
 /** A malformed VOLUMESCOPE_FRAME_ANCESTORS; the message names the bad entry. */
 export class FrameAncestorsError extends Error {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { exampleSnapshot, FIXTURE_T0 } from '../api/snapshot-fixtures.ts';
+import { exampleSnapshot, FIXTURE_T0 } from '../api/testing/snapshot-fixtures.ts';
 import { markdownCell, nodeMarkdownSummary, podMarkdownSummary, rowStageText } from './markdown-summary.ts';
 import { summarizeNode } from './node-summary.ts';
 import { deriveVolumeRows, findPod } from './pipeline.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Snapshot } from '../api/index.ts';
-import { emptySnapshot, exampleSnapshot, generatedOperation, largeSnapshot } from '../api/snapshot-fixtures.ts';
+import { emptySnapshot, exampleSnapshot, generatedOperation, largeSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { summarizeNode } from './node-summary.ts';
 
 describe('node summary', () => {

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { OrphanCleanupResponse } from '../api/actions.ts';
+import { formatGoDuration } from '../volume/util/go-format.ts';
 import { ObserveSchema, type KubeletBackoff, type OrphanPod, type OrphanVolume, type PlannedOperation, type TruthDiffRow } from '../api/observe.ts';
 import {
   CLEANUP_DISABLED_REASON,
@@ -12,7 +13,6 @@ import {
   findingSeverityLabel,
   formatBytes,
   formatElapsed,
-  formatGoDuration,
   kubeletBackoffTiming,
   orphanCleanupAvailability,
   orphanFileTotals,

@@ -9,6 +9,7 @@
 import type { OrphanCleanupResponse } from '../api/actions.ts';
 import type { KubeletBackoff, Observe, OrphanPod, OrphanVolume, PlannedOperation, TruthDiffRow } from '../api/observe.ts';
 import type { ConnectionPhase } from './queries.ts';
+import { formatGoDuration } from '../volume/util/go-format.ts';
 import { formatClock } from './time-format.ts';
 
 // TYPES
@@ -68,25 +69,6 @@ export function formatElapsed(ms: number): string {
 /** `outstanding for 3m 12s`: how long the operation has been planned without interruption. */
 export function outstandingText(since: number, now: number): string {
   return `outstanding for ${formatElapsed(now - since)}`;
-}
-
-/**
- * A duration as Go's `time.Duration.String()` prints it, which is how the kubelet writes
- * `durationBeforeRetry` in its events: `500ms`, `1s`, `1m4s`, `2m2s`, `1h0m0s`.
- */
-export function formatGoDuration(ms: number): string {
-  const total = Math.max(0, Math.round(ms));
-  if (total === 0) return '0s';
-  if (total < 1000) return `${total}ms`;
-  const h = Math.floor(total / 3_600_000);
-  const m = Math.floor((total % 3_600_000) / 60_000);
-  const restMs = total % 60_000;
-  const whole = Math.floor(restMs / 1000);
-  const frac = restMs % 1000;
-  const seconds = frac === 0 ? `${whole}` : `${whole}.${String(frac).padStart(3, '0').replace(/0+$/, '')}`;
-  if (h > 0) return `${h}h${m}m${seconds}s`;
-  if (m > 0) return `${m}m${seconds}s`;
-  return `${seconds}s`;
 }
 
 /** The kubelet's backoff at `now`: `retry in 0:57` until `retryAt`, then `retry due`. */

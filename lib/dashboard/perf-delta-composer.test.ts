@@ -20,7 +20,7 @@ import {
   type Snapshot,
   type SourceError,
 } from '../api/index.ts';
-import { exampleSnapshot } from '../api/snapshot-fixtures.ts';
+import { exampleSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { canCompose, createDeltaComposer } from './perf-delta-composer.ts';
 
 const base = normalizeSnapshot(exampleSnapshot());

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { applyDelta, computeDelta, normalizeSnapshot, type ActualVolume, type DesiredVolume, type Operation, type PodMount, type Snapshot } from '../api/index.ts';
-import { exampleSnapshot, generatedOperation, largeSnapshot } from '../api/snapshot-fixtures.ts';
+import { exampleSnapshot, generatedOperation, largeSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import {
   createVolumeRowsSelector,
   deriveStages,

@@ -21,9 +21,6 @@ import type {
 /** One stage of the mount pipeline. */
 export type StageId = 'desired' | 'reported-in-use' | 'attached' | 'device-mounted' | 'mounted' | 'ready';
 
-/** The stages in pipeline order. */
-export const STAGE_ORDER: readonly StageId[] = ['desired', 'reported-in-use', 'attached', 'device-mounted', 'mounted', 'ready'];
-
 /** A short label per stage, for tables and the Markdown summary. */
 export const STAGE_LABEL: Record<StageId, string> = {
   desired: 'in desired world',
@@ -82,7 +79,7 @@ export interface VolumeRow {
   readonly pluginName: string;
   /** The pod (still) wants this volume. */
   readonly desired: boolean;
-  /** Every stage, in {@link STAGE_ORDER}. */
+  /** Every stage, in pipeline order. */
   readonly stages: readonly PipelineStage[];
   /** The first stage that is not done or skipped; `null` when the volume is ready. */
   readonly blocking: PipelineStage | null;
@@ -143,7 +140,7 @@ export function indexSnapshot(snapshot: Snapshot): SnapshotIndex {
 }
 
 /** The operation that best explains a (pod, volume) pair; see {@link VolumeRow.operation}. */
-export function operationFor(
+function operationFor(
   operations: readonly Operation[] | undefined,
   podUid: string,
 ): Operation | null {
@@ -274,7 +271,7 @@ function buildRow(id: string, podUid: string, podName: string, namespace: string
 }
 
 /** The row id of a (pod, volume) pair. */
-export function volumeRowId(podUid: string, volumeName: string): string {
+function volumeRowId(podUid: string, volumeName: string): string {
   return `${podUid}/${volumeName}`;
 }
 

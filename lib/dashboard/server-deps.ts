@@ -8,9 +8,9 @@ import { onServerShutdown, serverContactRegistry, type AgentProxyDeps } from './
 import { FIRST_LIST_WAIT_MS, startedServerDiscovery } from './discovery.ts';
 
 /** How long to wait for an agent's response headers before calling it unreachable. */
-export const AGENT_CONNECT_TIMEOUT_MS = 5_000;
+const AGENT_CONNECT_TIMEOUT_MS = 5_000;
 /** How long an action may take; above the kubelet's 2 min 3 s pod attach/mount timeout. */
-export const AGENT_ACTION_TIMEOUT_MS = 130_000;
+const AGENT_ACTION_TIMEOUT_MS = 130_000;
 
 /** The dependencies route handlers and server pages use. */
 export function serverProxyDeps(): AgentProxyDeps {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { applyDelta, computeDelta, normalizeSnapshot, type AgentStreamEvent, type Operation, type Snapshot } from '../api/index.ts';
-import { exampleSnapshot, generatedOperation, largeSnapshot } from '../api/snapshot-fixtures.ts';
+import { exampleSnapshot, generatedOperation, largeSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { realClock } from '../clock/clock.ts';
 import { createStreamBatcher } from './stream-batcher.ts';
 

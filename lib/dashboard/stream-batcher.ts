@@ -15,7 +15,7 @@ import type { Clock, TimerHandle } from '../clock/clock.ts';
 import { canCompose, createDeltaComposer, type DeltaComposer } from './perf-delta-composer.ts';
 
 /** The default flush interval: at most one render per 250 ms. */
-export const STREAM_FLUSH_INTERVAL_MS = 250;
+const STREAM_FLUSH_INTERVAL_MS = 250;
 
 /** What a batcher needs. */
 export interface StreamBatcherOptions {

@@ -1,7 +1,7 @@
 import { QueryClient } from '@tanstack/react-query';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { encodeSnapshotEvent, normalizeSnapshot, type Snapshot } from '../api/index.ts';
-import { exampleSnapshot } from '../api/snapshot-fixtures.ts';
+import { exampleSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { realClock } from '../clock/clock.ts';
 import { agentKeys, PREFETCHED_UPDATED_AT, type AgentConnectionState } from './queries.ts';
 import { AgentStreamHub, type VisibilitySource } from './stream-hub.ts';

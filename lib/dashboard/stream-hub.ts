@@ -29,7 +29,7 @@ export interface AgentStreamHubDeps {
 }
 
 /** Default linger: long enough to survive a client-side navigation. */
-export const CONNECTION_LINGER_MS = 10_000;
+const CONNECTION_LINGER_MS = 10_000;
 
 interface Entry {
   connection: AgentConnection;
@@ -123,7 +123,7 @@ export class AgentStreamHub {
 }
 
 /** The page's visibility from `document` (`visibilitychange`). */
-export function documentVisibility(doc: Document): VisibilitySource {
+function documentVisibility(doc: Document): VisibilitySource {
   return {
     isHidden: () => doc.visibilityState === 'hidden',
     subscribe(listener) {
@@ -136,7 +136,7 @@ export function documentVisibility(doc: Document): VisibilitySource {
 }
 
 /** The browser's dependencies: global fetch, the real clock, `Math.random`, `document`. */
-export function browserHubDeps(): AgentStreamHubDeps {
+function browserHubDeps(): AgentStreamHubDeps {
   return {
     fetch: (input, init) => fetch(input, init),
     clock: realClock,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountPod1, startServer, TEST_TOKEN, type ServerFixture } from '../../agent/server/testing/server-fixture.ts';
 import { SnapshotSchema, summarizeSnapshot } from '../api/index.ts';
-import { exampleSnapshot } from '../api/snapshot-fixtures.ts';
+import { exampleSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { AgentContactRegistry, type AgentProxyDeps } from './agent-proxy.ts';
 import { AgentsConfigError, readAgentToken, type AgentConfig, type AgentsConfig } from './agents-config.ts';
 import { SummaryRelay, mapBounded, relaySummaries } from './summary-relay.ts';

@@ -26,11 +26,11 @@ import { AgentUnavailableError, isAgentUnavailableError, type DashboardErrorCode
 import type { AgentSummaries, AgentSummaryEntry } from './summary.ts';
 
 /** How many agents are asked at once. */
-export const SUMMARY_CONCURRENCY = 16;
+const SUMMARY_CONCURRENCY = 16;
 /** How long one agent may take to answer its summary (headers and body). */
-export const SUMMARY_AGENT_TIMEOUT_MS = 3_000;
+const SUMMARY_AGENT_TIMEOUT_MS = 3_000;
 /** How long a finished round is reused for later requests. */
-export const SUMMARY_REUSE_MS = 1_000;
+const SUMMARY_REUSE_MS = 1_000;
 
 export interface SummaryRelayOptions {
   readonly concurrency: number;
@@ -161,7 +161,7 @@ export class SummaryRelay {
  * One agent's summary (from its snapshot when it has no summary route). Throws an
  * `AgentUnavailableError` for every failure; records contact and failures in the registry.
  */
-export async function fetchAgentSummary(deps: AgentProxyDeps, agent: AgentConfig, timeoutMs: number): Promise<AgentSummary> {
+async function fetchAgentSummary(deps: AgentProxyDeps, agent: AgentConfig, timeoutMs: number): Promise<AgentSummary> {
   const fail = (code: Exclude<DashboardErrorCode, 'unknown-agent' | 'forbidden'>, message: string): AgentUnavailableError => {
     deps.registry.markFailed(agent.name, message);
     return new AgentUnavailableError(code, agent.name, message, deps.registry.get(agent.name).lastSeenAt);

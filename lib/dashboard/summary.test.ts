@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { summarizeSnapshot, type Snapshot } from '../api/index.ts';
-import { FIXTURE_T0, emptySnapshot, exampleSnapshot, largeSnapshot } from '../api/snapshot-fixtures.ts';
+import { FIXTURE_T0, emptySnapshot, exampleSnapshot, largeSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { isAgentUnavailableError } from './dashboard-error.ts';
 import { summarizeNode } from './node-summary.ts';
 import {

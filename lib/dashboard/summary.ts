@@ -21,10 +21,10 @@ import { overviewKeys, type ConnectionPhase } from './queries.ts';
 // THE RELAY'S ANSWER
 
 /** The dashboard route the overview polls. */
-export const SUMMARIES_PATH = '/api/agents/summary';
+const SUMMARIES_PATH = '/api/agents/summary';
 
 /** One agent in the relay's answer. Times are the dashboard server's clock. */
-export const AgentSummaryEntrySchema = z.object({
+const AgentSummaryEntrySchema = z.object({
   name: z.string(),
   url: z.string(),
   /** The last summary received from the agent (from an earlier round when `error` is set); `null` if none yet. */
@@ -70,7 +70,7 @@ export function isSummariesResponseError(err: unknown): err is SummariesResponse
 /** How often the overview polls while visible. */
 export const SUMMARY_POLL_INTERVAL_MS = 3_000;
 /** How long the browser waits for one poll. */
-export const SUMMARY_REQUEST_TIMEOUT_MS = 10_000;
+const SUMMARY_REQUEST_TIMEOUT_MS = 10_000;
 /**
  * A poll answer older than this (browser clock) no longer counts as live, even without an error
  * (polls that hang): about three missed polls.

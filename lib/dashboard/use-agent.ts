@@ -10,7 +10,7 @@ import { INITIAL_CONNECTION_STATE, agentConnectionOptions, agentSnapshotOptions,
 import { getAgentStreamHub } from './stream-hub.ts';
 
 /** Keeps the tab's live connection to `agent` open while the calling component is mounted. */
-export function useAgentStream(agent: string): void {
+function useAgentStream(agent: string): void {
   const client = useQueryClient();
   useEffect(() => getAgentStreamHub(client).subscribe(agent), [client, agent]);
 }

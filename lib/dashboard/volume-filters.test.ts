@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import { exampleSnapshot, generatedOperation, largeSnapshot } from '../api/snapshot-fixtures.ts';
+import { exampleSnapshot, generatedOperation, largeSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { VOLUME_STATES, deriveVolumeRows, type VolumeRow } from './pipeline.ts';
 import {
   DEFAULT_VOLUME_FILTERS,

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake-clock.ts';
 import { FakeApiServer } from '../sources/kube/testing/fake-apiserver.ts';
 import { fakeKubeConfig } from '../sources/kube/testing/kubeconfig-file.ts';
-import { waitFor } from '../sources/kube/testing/wait-for.ts';
+import { waitFor } from '../clock/testing/wait-for.ts';
 import { isKubeApiRequestError, isKubeRequestTimeoutError } from './api-errors.ts';
 import { RequestDeadlines } from './request-deadline.ts';
 

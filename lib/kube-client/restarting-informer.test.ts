@@ -6,7 +6,7 @@ import { FakeClock } from '../clock/fake-clock.ts';
 import { FakeApiServer } from '../sources/kube/testing/fake-apiserver.ts';
 import { pod } from '../sources/kube/testing/fixtures.ts';
 import { fakeKubeConfig } from '../sources/kube/testing/kubeconfig-file.ts';
-import { waitFor } from '../sources/kube/testing/wait-for.ts';
+import { waitFor } from '../clock/testing/wait-for.ts';
 import { apiErrorStatus, isConnectionRefused } from './api-errors.ts';
 import type { Backoff } from './backoff.ts';
 import { RequestDeadlines } from './request-deadline.ts';

@@ -2,35 +2,14 @@ import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake-clock.ts';
-import { cleanUpTempDir, makeTempDir, mountMode, pathExists as exists, testMounter, writeLayout } from '../mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, pathExists as exists, testMounter, writeLayout } from '../mount-utils/testing/mount-test-env.ts';
 import type { Mounter } from '../mount-utils/mounter.ts';
 import type { SafeRemoveFs, SafeRemoveStat } from '../mount-utils/safe-remove.ts';
 import type { Pod } from '../volume/k8s-types.ts';
 import type { Logger } from '../volume/logger.ts';
 import { uniquePodName, type UniquePodName } from '../volume/types.ts';
 import { housekeepingPeriodMs, OrphanedPodDirs, type OrphanedPodDirsVolumeManager } from './orphaned-pod-dirs.ts';
-
-interface LogLine {
-  level: 'debug' | 'info' | 'warn' | 'error';
-  msg: string;
-  fields: Record<string, unknown> | undefined;
-}
-
-class RecordingLogger implements Logger {
-  readonly lines: LogLine[] = [];
-  debug(msg: string, fields?: Record<string, unknown>): void {
-    this.lines.push({ level: 'debug', msg, fields });
-  }
-  info(msg: string, fields?: Record<string, unknown>): void {
-    this.lines.push({ level: 'info', msg, fields });
-  }
-  warn(msg: string, fields?: Record<string, unknown>): void {
-    this.lines.push({ level: 'warn', msg, fields });
-  }
-  error(msg: string, fields?: Record<string, unknown>): void {
-    this.lines.push({ level: 'error', msg, fields });
-  }
-}
+import { RecordingLogger } from '../volume/testing/recording-logger.ts';
 
 /** The volume manager's answers, set by each test. */
 class StubVolumeManager implements OrphanedPodDirsVolumeManager {
@@ -276,8 +255,8 @@ describe('OrphanedPodDirs housekeeping loop', () => {
     // Assert
     expect(fs.podsDirReads).toBe(2);
     expect(logger.lines).toEqual([
-      { level: 'error', msg: 'Orphaned pod directory cleanup failed: desired state unavailable', fields: undefined },
-      { level: 'error', msg: 'Orphaned pod directory cleanup failed: desired state unavailable', fields: undefined },
+      { level: 'error', msg: 'Orphaned pod directory cleanup failed: desired state unavailable', fields: {} },
+      { level: 'error', msg: 'Orphaned pod directory cleanup failed: desired state unavailable', fields: {} },
     ]);
   });
 });

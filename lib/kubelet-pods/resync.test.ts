@@ -2,7 +2,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake-clock.ts';
-import { cleanUpTempDir, makeTempDir, writeLayout } from '../mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, writeLayout } from '../mount-utils/testing/mount-test-env.ts';
 import type { MountLister } from '../mount-utils/mounter.ts';
 import type { MountInfo } from '../mount-utils/mountinfo.ts';
 import type { PendingOperationView } from '../operationexecutor/nested-pending-operations.ts';

@@ -40,7 +40,7 @@ export interface DetectedMounter extends MounterDescription {
 }
 
 /** Source name of the probe mount, so a leaked probe is recognisable in mountinfo. */
-export const PROBE_SOURCE = 'volumescope-mount-probe';
+const PROBE_SOURCE = 'volumescope-mount-probe';
 
 export async function detectMounter(opts: DetectMounterOptions): Promise<DetectedMounter> {
   const mountInfoPath = opts.mountInfoPath ?? PROC_SELF_MOUNTINFO;

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DurableFile, DurableWriteFs } from './durable-write.ts';
 import { DurableWriteError, isDurableWriteError, nodeDurableWriteFs, writeFileDurably } from './durable-write.ts';
-import { errnoError, fullFilesystem, type FullFilesystem } from './full-fs-test-env.ts';
-import { cleanUpTempDir, makeTempDir, mountMode } from './mount-test-env.ts';
+import { errnoError, fullFilesystem, type FullFilesystem } from './testing/full-fs-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode } from './testing/mount-test-env.ts';
 
 let dir: string;
 let tiny: FullFilesystem | null;

@@ -112,7 +112,7 @@ function errnoCode(err: unknown): string | undefined {
 }
 
 /** The temporary name beside `path`: hidden, random, never the target's name. */
-export function durableTempPath(path: string): string {
+function durableTempPath(path: string): string {
   return join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
 }
 

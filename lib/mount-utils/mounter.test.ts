@@ -5,7 +5,7 @@ import type { ExecFn, ExecResult } from './exec.ts';
 import { LinuxMounter, makeBindOpts, makeMountArgs } from './linux-mounter.ts';
 import { isMountError } from './mount-error.ts';
 import type { MountError } from './mount-error.ts';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed, testMounter } from './mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed, testMounter } from './testing/mount-test-env.ts';
 import { detectMounter } from './mounter.ts';
 import type { Mounter } from './mounter.ts';
 import { readMountInfo } from './mountinfo.ts';

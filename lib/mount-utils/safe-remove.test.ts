@@ -1,7 +1,7 @@
 import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cleanUpTempDir, makeTempDir, mountMode, pathExists as exists, realMountsAllowed, testMounter, writeLayout as layout } from './mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, pathExists as exists, realMountsAllowed, testMounter, writeLayout as layout } from './testing/mount-test-env.ts';
 import type { Mounter } from './mounter.ts';
 import { formatMountInfoLine, readMountInfo } from './mountinfo.ts';
 import type { MountInfo, MountInfoReader } from './mountinfo.ts';

@@ -32,10 +32,10 @@ import type { MountLister } from './mounter.ts';
 import type { MountInfo, MountInfoReader } from './mountinfo.ts';
 
 /** Metadata files removed by default: the CSI plugin's per-volume record. */
-export const DEFAULT_METADATA_FILES: readonly string[] = ['vol_data.json'];
+const DEFAULT_METADATA_FILES: readonly string[] = ['vol_data.json'];
 
 /** Directories of a pod directory that hold (or held) volume mounts. */
-export const VOLUME_DIR_NAMES: readonly string[] = ['volumes', 'volume-subpaths', 'volumeDevices'];
+const VOLUME_DIR_NAMES: readonly string[] = ['volumes', 'volume-subpaths', 'volumeDevices'];
 
 /** The part of `fs.Stats` the remover reads. */
 export interface SafeRemoveStat {

@@ -26,13 +26,13 @@ import { FailedAttachVolume, FailedMapVolume, FailedMountVolume } from '../volum
 import { parseGoDuration, parseGoTime, parseRfc3339, readGoQuoted, unquoteGoString } from './go-text.ts';
 
 /** Event reasons whose messages report a failed volume operation that enters back-off. */
-export const VOLUME_BACKOFF_EVENT_REASONS: readonly string[] = [FailedMountVolume, FailedAttachVolume, FailedMapVolume];
+const VOLUME_BACKOFF_EVENT_REASONS: readonly string[] = [FailedMountVolume, FailedAttachVolume, FailedMapVolume];
 
 /**
  * The client-go event aggregator's prefix for a message that stands for several similar events
  * (`EventAggregatorByReasonMessageFunc`); stripped before parsing.
  */
-export const COMBINED_EVENTS_PREFIX = '(combined from similar events): ';
+const COMBINED_EVENTS_PREFIX = '(combined from similar events): ';
 
 /** A back-off deadline read from a kubelet message. */
 export interface KubeletBackoff {
@@ -333,7 +333,7 @@ export function backoffRemainingMs(backoff: Pick<VolumeBackoff, 'retryAt'>, now:
 }
 
 /** The last time an event was observed: series, then lastTimestamp, eventTime, firstTimestamp, creation. */
-export function eventObservedAt(event: CoreEvent): number | null {
+function eventObservedAt(event: CoreEvent): number | null {
   const candidates = [event.series?.lastObservedTime, event.lastTimestamp, event.eventTime, event.firstTimestamp, event.metadata?.creationTimestamp];
   for (const c of candidates) {
     const t = parseRfc3339(c);

@@ -33,12 +33,13 @@ import { DefaultKubeletPodsDirName } from '../kubelet-constants.ts';
 import { mountsAt, pathWithinOrEqual, splitDev } from '../mount-utils/mount-table.ts';
 import type { MountInfo } from '../mount-utils/mountinfo.ts';
 import type { WalkStat } from './pod-dir-walk.ts';
+import { errorMessage } from '../volume/errors.ts';
 
 /** The CSI plugin's directory name under a pod's `volumes/` (`kubernetes.io/csi`, escaped). */
 const CSI_PLUGIN_DIR = 'kubernetes.io~csi';
 
 /** Paths stat'ed at most per check (listed mounts plus pod volume directories). */
-export const MAX_MOUNT_TABLE_PROBES = 4096;
+const MAX_MOUNT_TABLE_PROBES = 4096;
 
 /** The read-only calls of the check. */
 export interface MountTableCheckFs {
@@ -62,7 +63,7 @@ function sameDev(a: { major: number; minor: number }, b: { major: number; minor:
 }
 
 function errText(err: unknown): string {
-  return (err as NodeJS.ErrnoException | null)?.code ?? (err instanceof Error ? err.message : String(err));
+  return (err as NodeJS.ErrnoException | null)?.code ?? (errorMessage(err));
 }
 
 /** Lists a directory; [] when it is missing or unreadable (nothing below it can be checked, nor needs to be). */

@@ -1,7 +1,7 @@
 import { access, mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed, testMounter } from '../mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed, testMounter } from '../mount-utils/testing/mount-test-env.ts';
 import { mountsAtOrBelow } from '../mount-utils/mount-table.ts';
 import type { Mounter } from '../mount-utils/mounter.ts';
 import type { MountInfo } from '../mount-utils/mountinfo.ts';

@@ -47,6 +47,7 @@ import { VOL_DATA_FILE_NAME } from '../volume/csi/vol-data.ts';
 import { checkMountTableShowsRootDir } from './mount-table-check.ts';
 import { nodeReadOnlyFs, walkOneFilesystem } from './pod-dir-walk.ts';
 import type { WalkEntry, WalkStat } from './pod-dir-walk.ts';
+import { errorMessage } from '../volume/errors.ts';
 
 /**
  * What the caller knows about the pod; each may be async. Throwing (the API cannot be asked)
@@ -206,14 +207,10 @@ export interface OrphanCleanupExecuted extends ResultBase {
 export type OrphanCleanupResult = OrphanCleanupNotFound | OrphanCleanupRefused | OrphanCleanupPlanned | OrphanCleanupExecuted;
 
 /** Default of {@link OrphanCleanupOptions.maxEntries}. */
-export const DEFAULT_CLEANUP_MAX_ENTRIES = 10_000;
+const DEFAULT_CLEANUP_MAX_ENTRIES = 10_000;
 
 function errnoCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | null)?.code;
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function plural(n: number, one: string, many = `${one}s`): string {
@@ -252,7 +249,7 @@ class Cleanup {
     try {
       root = await this.fs.realpath(rootDir);
     } catch (err) {
-      return { code: 'invalid-root-dir', message: `The kubelet root dir ${rootDir} cannot be resolved (${errnoCode(err) ?? errText(err)}).` };
+      return { code: 'invalid-root-dir', message: `The kubelet root dir ${rootDir} cannot be resolved (${errnoCode(err) ?? errorMessage(err)}).` };
     }
     if (root === '/') return { code: 'invalid-root-dir', message: 'The kubelet root dir must not be /.' };
     const podsDir = join(root, DefaultKubeletPodsDirName);
@@ -261,7 +258,7 @@ class Cleanup {
       resolvedPods = await this.fs.realpath(podsDir);
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') return 'not-found';
-      return { code: 'invalid-root-dir', message: `${podsDir} cannot be resolved (${errnoCode(err) ?? errText(err)}).` };
+      return { code: 'invalid-root-dir', message: `${podsDir} cannot be resolved (${errnoCode(err) ?? errorMessage(err)}).` };
     }
     if (resolvedPods !== podsDir) return { code: 'invalid-root-dir', message: `${podsDir} is a symlink (to ${resolvedPods}); refusing to act through it.` };
     const podDir = join(podsDir, podUID);
@@ -285,8 +282,8 @@ class Cleanup {
       try {
         return { ok: true, value: await fn() };
       } catch (err) {
-        this.record(check, false, `the check failed: ${errText(err)}`);
-        refused.push({ code: 'guard-check-failed', message: `Could not check ${check}: ${errText(err)}. Refusing rather than guessing.` });
+        this.record(check, false, `the check failed: ${errorMessage(err)}`);
+        refused.push({ code: 'guard-check-failed', message: `Could not check ${check}: ${errorMessage(err)}. Refusing rather than guessing.` });
         return { ok: false };
       }
     };
@@ -317,8 +314,8 @@ class Cleanup {
       this.record('mount-table-read', true, `${plural(t.length, 'mount')} listed`);
       return t;
     } catch (err) {
-      this.record('mount-table-read', false, errText(err));
-      return { code: 'mount-table-unreadable', message: `The mount table cannot be read (${errText(err)}); nothing is done without it.` };
+      this.record('mount-table-read', false, errorMessage(err));
+      return { code: 'mount-table-unreadable', message: `The mount table cannot be read (${errorMessage(err)}); nothing is done without it.` };
     }
   }
 
@@ -328,7 +325,7 @@ class Cleanup {
     try {
       r = await checkMountTableShowsRootDir(root, table, this.fs);
     } catch (err) {
-      r = { ok: false as const, reason: `the check failed: ${errText(err)}` };
+      r = { ok: false as const, reason: `the check failed: ${errorMessage(err)}` };
     }
     this.record('mount-table-shows-root-dir', r.ok, r.ok ? r.detail : r.reason);
     return r.ok ? null : { code: 'mount-table-not-for-root-dir', message: `The mount table does not describe the kubelet root dir: ${r.reason}. Nothing is done while mounts may be invisible.` };
@@ -356,7 +353,7 @@ class Cleanup {
         try {
           live = (await this.opts.guards.podKnownToApi(other)) || (await this.opts.guards.podInDesiredState(other));
         } catch (err) {
-          refused.push({ code: 'guard-check-failed', message: `Could not check pod ${other}, which shares ${m.mountPoint}: ${errText(err)}.` });
+          refused.push({ code: 'guard-check-failed', message: `Could not check pod ${other}, which shares ${m.mountPoint}: ${errorMessage(err)}.` });
           continue;
         }
         if (live) {
@@ -543,8 +540,8 @@ export async function executeOrphanCleanup(plan: OrphanCleanupPlan, opts: Orphan
       done.unmounted.push(u.mountPoint);
       c.record(`unmount ${u.mountPoint}`, true, `${u.fsType} from ${u.source} unmounted`);
     } catch (err) {
-      c.record(`unmount ${u.mountPoint}`, false, errText(err));
-      done.failures.push({ path: u.mountPoint, step: 'unmount', message: errText(err) });
+      c.record(`unmount ${u.mountPoint}`, false, errorMessage(err));
+      done.failures.push({ path: u.mountPoint, step: 'unmount', message: errorMessage(err) });
       done.outcome = 'aborted';
       return done;
     }
@@ -583,8 +580,8 @@ export async function executeOrphanCleanup(plan: OrphanCleanupPlan, opts: Orphan
       if (isSafeRemoveRefusedError(err)) {
         done.kept.push({ path: r.path, code: 'remove-refused', reason: err.reason });
       } else {
-        done.failures.push({ path: r.path, step: 'remove', message: errText(err) });
-        done.kept.push({ path: r.path, code: 'remove-refused', reason: `removal failed: ${errText(err)}` });
+        done.failures.push({ path: r.path, step: 'remove', message: errorMessage(err) });
+        done.kept.push({ path: r.path, code: 'remove-refused', reason: `removal failed: ${errorMessage(err)}` });
       }
     }
   }

@@ -1,7 +1,7 @@
 import { lstat, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed, testMounter } from '../mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed, testMounter } from '../mount-utils/testing/mount-test-env.ts';
 import type { Mounter } from '../mount-utils/mounter.ts';
 import { inspectOrphanedPods, isOrphanInspectionError } from './orphan-inspector.ts';
 import type { OrphanInspection, OrphanInspectorOptions, OrphanPod } from './orphan-inspector.ts';

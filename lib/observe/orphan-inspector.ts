@@ -35,10 +35,10 @@ import { nodeReadOnlyFs, walkOneFilesystem } from './pod-dir-walk.ts';
 import type { ReadOnlyFs, WalkEntry, WalkEntryKind, WalkStat } from './pod-dir-walk.ts';
 
 /** The kubelet's default `--root-dir`. */
-export const DEFAULT_KUBELET_ROOT_DIR = '/var/lib/kubelet';
+const DEFAULT_KUBELET_ROOT_DIR = '/var/lib/kubelet';
 
 /** The pod sub-directory holding subPath bind mounts (`config.DefaultKubeletVolumeSubpathsDirName`). */
-export const VOLUME_SUBPATHS_DIR_NAME = 'volume-subpaths';
+const VOLUME_SUBPATHS_DIR_NAME = 'volume-subpaths';
 
 export interface OrphanInspectorLimits {
   /** Pod directories inspected at most (orphans only); default 500. */
@@ -51,7 +51,7 @@ export interface OrphanInspectorLimits {
   maxVolDataBytes: number;
 }
 
-export const DEFAULT_ORPHAN_INSPECTOR_LIMITS: Readonly<OrphanInspectorLimits> = {
+const DEFAULT_ORPHAN_INSPECTOR_LIMITS: Readonly<OrphanInspectorLimits> = {
   maxPods: 500,
   maxEntriesPerPath: 1000,
   maxEntriesTotal: 100_000,
@@ -220,7 +220,7 @@ function unescapePluginDir(dir: string): string {
   return dir.replaceAll('~', '/');
 }
 
-export function toOrphanMount(e: MountInfo): OrphanMount {
+function toOrphanMount(e: MountInfo): OrphanMount {
   return { mountPoint: e.mountPoint, id: e.id, fsType: e.fsType, source: e.source, root: e.root, major: e.major, minor: e.minor };
 }
 
@@ -228,7 +228,7 @@ export function toOrphanMount(e: MountInfo): OrphanMount {
  * The mounts that concern `path` inside `podDir`: those at or below it, and those on `podDir` or
  * a directory between `podDir` and `path` (the path then lies inside them).
  */
-export function mountsConcerning(table: readonly MountInfo[], path: string, podDir: string): MountInfo[] {
+function mountsConcerning(table: readonly MountInfo[], path: string, podDir: string): MountInfo[] {
   return table.filter((e) => pathWithinOrEqual(e.mountPoint, path) || (pathWithinOrEqual(path, e.mountPoint) && pathWithinOrEqual(e.mountPoint, podDir)));
 }
 

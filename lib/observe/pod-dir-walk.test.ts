@@ -1,7 +1,7 @@
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cleanUpTempDir, makeTempDir } from '../mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir } from '../mount-utils/testing/mount-test-env.ts';
 import { nodeReadOnlyFs, walkOneFilesystem } from './pod-dir-walk.ts';
 import type { ReadOnlyFs } from './pod-dir-walk.ts';
 import { layout } from './testing/kubelet-root.ts';

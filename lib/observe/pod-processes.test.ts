@@ -1,7 +1,7 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../mount-utils/mount-test-env.ts';
+import { makeTempDir } from '../mount-utils/testing/mount-test-env.ts';
 import { isPodProcessScanError, podCgroupMarkers, podHasRunningProcesses } from './pod-processes.ts';
 
 const uid = '3f2b8c1e-6a4d-4e2f-9b7a-1c0d5e6f7a8b';

@@ -9,6 +9,7 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { errorMessage } from '../volume/errors.ts';
 
 /** /proc cannot be listed: the caller must treat the pod as possibly running. */
 export class PodProcessScanError extends Error {
@@ -33,7 +34,7 @@ export async function podHasRunningProcesses(podUid: string, procRoot = '/proc')
   try {
     entries = await readdir(procRoot);
   } catch (err) {
-    throw new PodProcessScanError(`cannot list ${procRoot} to look for processes of pod ${podUid}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new PodProcessScanError(`cannot list ${procRoot} to look for processes of pod ${podUid}: ${errorMessage(err)}`);
   }
   const markers = podCgroupMarkers(podUid);
   for (const entry of entries) {

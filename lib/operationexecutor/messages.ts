@@ -15,7 +15,7 @@ export interface Messages {
 }
 
 /** `errSuffix`: ": <err>" or "" for no error. */
-export function errSuffix(err: unknown): string {
+function errSuffix(err: unknown): string {
   return err === undefined || err === null ? '' : `: ${errorMessage(err)}`;
 }
 

@@ -20,6 +20,8 @@ import {
 } from '../volume/types.ts';
 import { goQuote } from '../volume/util/go-format.ts';
 import { ExponentialBackoff } from './exponential-backoff.ts';
+import { errorMessage } from '../volume/errors.ts';
+import type { Logger } from '../volume/logger.ts';
 
 /** The key of a pending operation. Empty pod or node names are wildcards; see {@link NestedPendingOperations}. */
 export interface OperationKey {
@@ -106,7 +108,7 @@ export interface NestedPendingOperationsOptions {
   clock: Clock;
   /** When false, a failed operation's entry is deleted like a successful one (no backoff). */
   exponentialBackOffOnError: boolean;
-  logger?: { error(msg: string): void; info?(msg: string): void };
+  logger?: Pick<Logger, 'error'> & Partial<Pick<Logger, 'info'>>;
   /** Called after any entry is added, started, completed or cleared. */
   onChange?: () => void;
 }
@@ -149,7 +151,7 @@ function toError(thrown: unknown): Error {
 }
 
 function describeThrown(thrown: unknown): string {
-  return thrown instanceof Error ? thrown.message : String(thrown);
+  return errorMessage(thrown);
 }
 
 /**
@@ -166,7 +168,7 @@ function describeThrown(thrown: unknown): string {
 export class NestedPendingOperations {
   private readonly clock: Clock;
   private readonly exponentialBackOffOnError: boolean;
-  private readonly logger: { error(msg: string): void; info?(msg: string): void } | undefined;
+  private readonly logger: (Pick<Logger, 'error'> & Partial<Pick<Logger, 'info'>>) | undefined;
   private readonly onChange: (() => void) | undefined;
   private operations: Operation[] = [];
   /** Entries by volume name, so lookups cost O(entries of that volume), not O(all entries). */

@@ -62,6 +62,7 @@ import type {
   VolumeToAttach,
   VolumeToMount,
 } from './types.ts';
+import type { Logger } from '../volume/logger.ts';
 
 /** Operation names (the `operation_name` label of storage_operation_duration_seconds). */
 export const OperationNames = {
@@ -91,7 +92,7 @@ export interface BlockVolumePathHandler {
   removeMapPath(globalMapPath: string): Promise<void>;
 }
 
-export const noopBlockVolumePathHandler: BlockVolumePathHandler = {
+const noopBlockVolumePathHandler: BlockVolumePathHandler = {
   mapBlockVolume: () => Promise.resolve(),
   unmapBlockVolume: () => Promise.resolve(),
   getDeviceBindMountRefs: () => Promise.resolve([]),
@@ -112,7 +113,7 @@ export interface OperationGeneratorOptions {
   subpather?: Subpather;
   /** Latency hook for `volume_operation_total_seconds{operation_name="overall_volume_mount"}`. */
   observeOverallMount?: (pluginName: string, seconds: number) => void;
-  logger?: { info(msg: string): void; warn(msg: string): void; error(msg: string): void };
+  logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
 }
 
 /** A generated operation plus what records and metrics need to know about it. */

@@ -5,7 +5,7 @@ import { FakeClock } from '../clock/fake-clock.ts';
 import type { KubeSource } from './kube/index.ts';
 import { ManifestSource } from './manifest/index.ts';
 import { deriveManifestPodUID } from './manifest/pod-uid.ts';
-import { makeTempDir, removeDir } from './manifest/test-support/manifest-dir.ts';
+import { makeTempDir, removeDir } from './manifest/testing/manifest-dir.ts';
 import type { ObjectSource, ObjectSourceChange } from './source.ts';
 
 const podYAML = (name: string, image: string) => `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\nspec:\n  containers:\n  - name: app\n    image: ${image}\n`;

@@ -9,8 +9,16 @@
  */
 import type { ConfigMap, CSIDriver, PersistentVolume, PersistentVolumeClaim, Pod, Secret } from '../volume/k8s-types.ts';
 
-/** A problem the source has right now; `file` names the manifest file or the API path at fault. */
-export interface ObjectSourceError {
+/**
+ * A problem the source has right now, `{file, message}` as the snapshot shows it. `file` names
+ * what is at fault: for the manifest source a file relative to the manifest directory ("." for
+ * the directory itself); for the API source an API path, the collection an informer watches
+ * (`/api/v1/pods?fieldSelector=spec.nodeName=node-a`) or one object
+ * (`/api/v1/namespaces/prod/persistentvolumeclaims/data`). `message` is self-contained; a
+ * manifest file's starts with the file name, e.g.
+ * `pods.yaml: document 2 (Pod default/web): spec.volumes[0].name: must be a DNS-1123 label`.
+ */
+export interface SourceError {
   file: string;
   message: string;
 }
@@ -35,7 +43,7 @@ export interface ObjectSource {
   getSecret(namespace: string, name: string): Secret | undefined;
   getCSIDriver(name: string): CSIDriver | undefined;
   /** Current problems; empty when there are none. */
-  sourceErrors(): ObjectSourceError[];
+  sourceErrors(): SourceError[];
   /** Registers a listener for published changes; returns its unsubscribe function. */
   onChange(listener: (change: ObjectSourceChange) => void): () => void;
   /** Re-reads everything (rescan of the directory, relist from the API server). */

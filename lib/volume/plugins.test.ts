@@ -11,6 +11,7 @@ import {
 import { specFromPersistentVolume, specFromVolume, type Spec } from './spec.ts';
 import { FakeFileVolumePlugin, FakeVolumePlugin } from './testing/fake-volume-plugin.ts';
 import { nodeName } from './types.ts';
+import { errorMessage } from './errors.ts';
 
 const gceSpec = (): Spec => specFromVolume({ name: 'volume-name', gcePersistentDisk: { pdName: 'fake-device1' } });
 
@@ -22,10 +23,6 @@ function thrown(fn: () => unknown): unknown {
     return err;
   }
   return undefined;
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 describe('VolumePluginMgr lookups by spec', () => {
@@ -48,7 +45,7 @@ describe('VolumePluginMgr lookups by spec', () => {
 
     // Assert
     expect(isPluginNotFoundError(err)).toBe(true);
-    expect(messageOf(err)).toBe(error);
+    expect(errorMessage(err)).toBe(error);
   });
 
   it('findPluginBySpec returns the one plugin that claims the spec', () => {
@@ -105,7 +102,7 @@ describe('VolumePluginMgr lookups by spec', () => {
     ];
 
     // Assert
-    expect(errors.map(messageOf)).toEqual(Array(4).fill('no volume plugin matched'));
+    expect(errors.map(errorMessage)).toEqual(Array(4).fill('no volume plugin matched'));
   });
 });
 
@@ -119,7 +116,7 @@ describe('VolumePluginMgr lookups by name', () => {
 
     // Assert
     expect(isPluginNotFoundError(err)).toBe(true);
-    expect(messageOf(err)).toBe('no volume plugin matched name: kubernetes.io/csi');
+    expect(errorMessage(err)).toBe('no volume plugin matched name: kubernetes.io/csi');
   });
 
   it.each([
@@ -156,7 +153,7 @@ describe('VolumePluginMgr registration', () => {
     const err = thrown(() => new VolumePluginMgr([new FakeVolumePlugin(), new FakeVolumePlugin()], null));
 
     // Assert
-    expect(messageOf(err)).toBe('volume plugin "fake-plugin" was registered more than once');
+    expect(errorMessage(err)).toBe('volume plugin "fake-plugin" was registered more than once');
   });
 
   it('initializes each plugin with the host, and lists them in registration order', () => {

@@ -206,11 +206,11 @@ export interface NodeExpandableVolumePlugin extends VolumePlugin {
   nodeExpand(options: NodeResizeOptions): Promise<boolean>;
 }
 
-export function isDeviceMountablePlugin(p: VolumePlugin): p is DeviceMountableVolumePlugin {
+function isDeviceMountablePlugin(p: VolumePlugin): p is DeviceMountableVolumePlugin {
   return 'newDeviceMounter' in p && typeof p.newDeviceMounter === 'function';
 }
 
-export function isAttachablePlugin(p: VolumePlugin): p is AttachableVolumePlugin {
+function isAttachablePlugin(p: VolumePlugin): p is AttachableVolumePlugin {
   return 'newAttacher' in p && typeof p.newAttacher === 'function' && isDeviceMountablePlugin(p);
 }
 
@@ -218,11 +218,11 @@ export function isDeviceMountReconstructablePlugin(p: VolumePlugin): p is Device
   return isDeviceMountablePlugin(p) && 'reconstructDeviceVolumes' in p && typeof p.reconstructDeviceVolumes === 'function';
 }
 
-export function isBlockVolumePlugin(p: VolumePlugin): p is BlockVolumePlugin {
+function isBlockVolumePlugin(p: VolumePlugin): p is BlockVolumePlugin {
   return 'newBlockVolumeMapper' in p && typeof p.newBlockVolumeMapper === 'function';
 }
 
-export function isNodeExpandablePlugin(p: VolumePlugin): p is NodeExpandableVolumePlugin {
+function isNodeExpandablePlugin(p: VolumePlugin): p is NodeExpandableVolumePlugin {
   return 'nodeExpand' in p && typeof p.nodeExpand === 'function';
 }
 

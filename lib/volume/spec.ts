@@ -42,11 +42,6 @@ export function specAccessModes(spec: Spec): readonly PersistentVolumeAccessMode
   return spec.persistentVolume?.spec.accessModes ?? [];
 }
 
-/** Returns true for an inline (pod-level) spec, including inline volumes migrated to CSI. */
-export function isInlineSpec(spec: Spec): boolean {
-  return spec.volume !== undefined || spec.inlineVolumeSpecForCSIMigration === true;
-}
-
 /**
  * `util.IsMultiAttachAllowed`: for a PV, true when its access modes include ReadWriteMany or
  * ReadOnlyMany; for inline volumes, true except for single-attach volume types (none of the

@@ -46,6 +46,7 @@ import { EmptyNodeName, EmptyUniquePodName, uniquePodName, type PodUID, type Uni
 import type { ActualStateOfWorld } from './cache/actual-state-of-world.ts';
 import type { DesiredStateOfWorld } from './cache/desired-state-of-world.ts';
 import type { ReconstructionReport } from './reconciler/reconstruct-report.ts';
+import { errorMessage } from '../volume/errors.ts';
 
 // PORTS
 
@@ -170,7 +171,7 @@ export interface OperatorActionsOptions {
 }
 
 /** The name of the TearDown operation of a mount: unmap for block volumes. */
-export function tearDownOperationName(mount: Pick<MountedVolume, 'volumeSpec'>): string {
+function tearDownOperationName(mount: Pick<MountedVolume, 'volumeSpec'>): string {
   return isBlockSpec(mount.volumeSpec) ? OperationNames.unmap : OperationNames.unmount;
 }
 
@@ -214,7 +215,7 @@ export class OperatorActions {
     try {
       lookup = await ports.source.lookupPod(podUID);
     } catch (err) {
-      lookup = { error: err instanceof Error ? err.message : String(err) };
+      lookup = { error: errorMessage(err) };
     }
 
     const { dsw, asw, pendingOperations } = this.options;
@@ -384,7 +385,7 @@ export class OperatorActions {
         list.add('operation-lock', false, message, message);
         return { kind: 'refused', checks: list.checks, message };
       }
-      return { kind: 'not-started', checks: list.checks, volumeName: mount.volumeName, error: err instanceof Error ? err.message : String(err), startedAt, finishedAt: clock.now() };
+      return { kind: 'not-started', checks: list.checks, volumeName: mount.volumeName, error: errorMessage(err), startedAt, finishedAt: clock.now() };
     }
     list.pass('operation-lock', `${operationName} started through the operation executor under the key of volume ${mount.volumeName} and pod ${keyPod}`);
     return { kind: 'started', checks: list.checks, volumeName: mount.volumeName, podName: keyPod, operationName, startedAt, outcome };

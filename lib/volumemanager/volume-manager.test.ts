@@ -6,6 +6,7 @@ import { FakeVolumePlugin, TimeoutOnSetupVolumeName } from '../volume/testing/fa
 import { uniquePodName, uniqueVolumeName } from '../volume/types.ts';
 import { gcePdVolume, Harness, makeKubeletDir, makePod, syncHostFs, testNodeName, type HarnessOptions } from './testing/harness.ts';
 import { isWaitForVolumesError } from './volume-manager.ts';
+import { errorMessage } from '../volume/errors.ts';
 
 describe('VolumeManager', () => {
   let h: Harness | undefined;
@@ -53,7 +54,7 @@ describe('VolumeManager facade', () => {
     const { result, elapsedMs } = await harness.settle(p, limitMs, stepMs);
     if (result.status === 'fulfilled') throw new Error('expected the wait to fail');
     const reason: unknown = result.reason;
-    return { message: reason instanceof Error ? reason.message : String(reason), elapsedMs, isWaitError: isWaitForVolumesError(reason) };
+    return { message: errorMessage(reason), elapsedMs, isWaitError: isWaitForVolumesError(reason) };
   }
 
   it('scenario 41: states are not synced while the Node GET keeps failing after reconstruction, and no reconstructed volume is unmounted meanwhile', async () => {

@@ -21,6 +21,7 @@ import { startObserver, type Observer } from './observer.ts';
 import { isStartError, pause } from './process.ts';
 import { Stack, describeTeardown, isRoot, mountsAllowedHere, nodeDirs, teardownClean } from './stack.ts';
 import { DemoWorkload } from './workload.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DEMO_DIR = join(REPO_ROOT, '.volumescope', 'demo');
@@ -87,7 +88,7 @@ async function main(): Promise<number> {
     say(`starting ${OBSERVER}: an observe-mode agent beside a simulated kubelet…`);
     observer = await startObserver({ name: OBSERVER, repoRoot: REPO_ROOT, baseDir: DEMO_DIR, logDir: join(DEMO_DIR, 'logs'), mountsAllowed, port: OBSERVER_PORT });
   } catch (err) {
-    process.stderr.write(`volumescope: the demo could not start ${OBSERVER}: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`volumescope: the demo could not start ${OBSERVER}: ${errorMessage(err)}\n`);
     return 1;
   }
   try {
@@ -174,7 +175,7 @@ main().then(
     process.exit(code);
   },
   async (err: unknown) => {
-    process.stderr.write(`volumescope: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`volumescope: ${errorMessage(err)}\n`);
     await rm(PID_FILE, { force: true }).catch(() => undefined);
     process.exit(1);
   },

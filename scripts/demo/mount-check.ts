@@ -17,6 +17,7 @@ import { unprivilegedMounterDirName } from '../../agent/node/node-agent.ts';
 import { mountsAtOrBelow, pathWithinOrEqual } from '../../lib/mount-utils/mount-table.ts';
 import { LinuxMounter, UnprivilegedMounter } from '../../lib/mount-utils/mounter.ts';
 import { readMountInfo } from '../../lib/mount-utils/mountinfo.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 export interface LeftoverMount {
   mountPoint: string;
@@ -77,7 +78,7 @@ export async function unmountLeftovers(leftovers: readonly LeftoverMount[]): Pro
       else await standInMounter(m.agentRoot ?? '').unmount(m.mountPoint);
       report.unmounted.push(m.mountPoint);
     } catch (err) {
-      report.failed.push({ mountPoint: m.mountPoint, error: err instanceof Error ? err.message : String(err) });
+      report.failed.push({ mountPoint: m.mountPoint, error: errorMessage(err) });
     }
   }
   return report;

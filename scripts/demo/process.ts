@@ -20,6 +20,7 @@ import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { dirname } from 'node:path';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 export interface ExitInfo {
   code: number | null;
@@ -188,7 +189,7 @@ export async function waitUntil<T>(
       const value = await probe();
       if (value !== undefined && value !== false) return value;
     } catch (err) {
-      lastError = err instanceof Error ? err.message : String(err);
+      lastError = errorMessage(err);
     }
     const exit = opts.process?.exitInfo ?? null;
     if (opts.process !== undefined && exit !== null) {

@@ -16,6 +16,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findLeftoverMounts, loopDevicesBackedBelow } from './mount-check.ts';
 import { nodeDirs } from './stack.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DEMO_DIR = join(REPO_ROOT, '.volumescope', 'demo');
@@ -60,6 +61,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`volumescope: demo:reset failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`volumescope: demo:reset failed: ${errorMessage(err)}\n`);
   process.exit(1);
 });

@@ -28,6 +28,7 @@ import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
 import { CSI_DRIVER_NAME, removePodManifests } from './manifests.ts';
 import { findLeftoverMounts, loopDevicesBackedBelow, unmountLeftovers, type LeftoverMount } from './mount-check.ts';
 import { ManagedProcess, assertPortFree, childEnv, httpStatus, pause, waitUntil, type ExitInfo } from './process.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 export const LOOPBACK = '127.0.0.1';
 
@@ -391,7 +392,7 @@ export class Stack {
             if (s.desired.pods.length === 0 && s.actual.volumes.length === 0) return;
             last = `${s.desired.pods.length} pods, ${s.actual.volumes.length} volumes: ${s.actual.volumes.map((v) => v.uniqueVolumeName).join(', ')}`;
           } catch (err) {
-            last = err instanceof Error ? err.message : String(err);
+            last = errorMessage(err);
             if (!a.running) break;
           }
           if (performance.now() >= deadline) break;

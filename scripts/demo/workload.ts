@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { configMap, csiClaim, csiDriverObject, pod, podFileName, removeManifest, secret, writeManifest, type VolumeSource } from './manifests.ts';
 import { findLeftoverMounts } from './mount-check.ts';
 import type { AgentHandle, Stack } from './stack.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 export const DEMO_NAMESPACE = 'demo';
 
@@ -155,7 +156,7 @@ export class DemoWorkload {
       this.timers.delete(timer);
       if (this.stopped) return;
       this.inFlight = this.inFlight.then(step).catch((err: unknown) => {
-        this.o.say(`demo workload step failed: ${err instanceof Error ? err.message : String(err)}`);
+        this.o.say(`demo workload step failed: ${errorMessage(err)}`);
       });
     }, ms);
     this.timers.add(timer);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { AgentProcess, standInMounter } from '../../agent/node/testing/agent-process.ts';
 import { podManifest, type VolumeSource } from '../../agent/node/testing/pod-manifest.ts';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
-import { cleanUpTempDir, makeTempDir, realMountsAllowed } from '../../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, realMountsAllowed } from '../../lib/mount-utils/testing/mount-test-env.ts';
 import type { Campaign, CampaignSize } from './campaign.ts';
 
 /** A valid pod the campaigns keep running: its file, uid and volumes. */

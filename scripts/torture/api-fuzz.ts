@@ -36,6 +36,7 @@ import { operationKey, type AuditEntry, type Snapshot } from '../../lib/api/snap
 import { podManifest } from '../../agent/node/testing/pod-manifest.ts';
 import { KEPT_PODS, residentSetBytes, runStandalone, startAgentUnderTest, unmountedKeptVolumes } from './agent-under-test.ts';
 import type { Campaign, CampaignOptions, CampaignResult } from './campaign.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 // SIZES
 
@@ -563,7 +564,7 @@ async function runApiFuzz(options: CampaignOptions): Promise<CampaignResult> {
         try {
           res = await send(keepAlive, port, req);
         } catch (err) {
-          fail(`${req.method} ${req.path.slice(0, 80)} (${req.label}): no answer: ${err instanceof Error ? err.message : String(err)}`);
+          fail(`${req.method} ${req.path.slice(0, 80)} (${req.label}): no answer: ${errorMessage(err)}`);
           sent++;
           if (agent.hasExited) break;
           continue;

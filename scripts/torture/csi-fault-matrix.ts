@@ -34,7 +34,8 @@ import type { ActualVolume, Operation, Snapshot } from '../../lib/api/snapshot.t
 import type { DriverCall, FaultSpec } from '../../lib/volume/csi/testing/csi-loop-process.ts';
 import { csiClaim, pod, podFileName, removeManifest } from '../demo/manifests.ts';
 import type { Campaign, CampaignOptions, CampaignResult } from './campaign.ts';
-import { CSI_DRIVER_NAME, TortureNode, errorText, pause } from './harness.ts';
+import { CSI_DRIVER_NAME, TortureNode, pause } from './harness.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 const NAME = 'csi-fault-matrix';
 const NAMESPACE = 'fm';
@@ -210,7 +211,7 @@ class Lane {
         return op.failures >= 3 && op.state === 'backoff';
       });
     } catch (err) {
-      fail(`${errorText(err)}; last operation: ${JSON.stringify(last ?? null)}`);
+      fail(`${errorMessage(err)}; last operation: ${JSON.stringify(last ?? null)}`);
     }
     if (mismatches > 0) fail(`${mismatches} snapshot(s) with the wrong actual state; first ${firstMismatch}`);
     result.windows = windows.slice(0, 3).map((w) => w ?? -1);
@@ -222,7 +223,7 @@ class Lane {
     try {
       await this.waitSnapshot('recovery', (s) => (plan.phase === 'setup' ? this.mountedFor(s, handle, uid) : this.gone(s, handle)));
     } catch (err) {
-      fail(`no recovery after the fault stopped: ${errorText(err)}`);
+      fail(`no recovery after the fault stopped: ${errorMessage(err)}`);
     }
     result.recoveryMs = Math.round(performance.now() - stopped);
 
@@ -236,7 +237,7 @@ class Lane {
       try {
         await this.waitSnapshot('the volume is gone after the cell', (s) => this.gone(s, handle));
       } catch (err) {
-        fail(`cleanup: ${errorText(err)}`);
+        fail(`cleanup: ${errorMessage(err)}`);
       }
     }
     await removeManifest(this.node.manifestDir, `claim-${handle}.yaml`);
@@ -277,7 +278,7 @@ async function runLane(kind: FaultKind, opts: CampaignOptions): Promise<CellResu
       try {
         r = await lane.cell(rpc);
       } catch (err) {
-        r = { cell: `${rpc} × ${kind}`, failures: [`${rpc} × ${kind}: aborted: ${errorText(err)}`], windows: [], gaps: [], recoveryMs: 0 };
+        r = { cell: `${rpc} × ${kind}`, failures: [`${rpc} × ${kind}: aborted: ${errorMessage(err)}`], windows: [], gaps: [], recoveryMs: 0 };
         await node.driver.clearFaults();
       }
       opts.log(`${r.cell}: ${r.failures.length === 0 ? 'ok' : 'FAILED'} windows ${r.windows.join('/')} gaps ${r.gaps.join('/')} recovery ${r.recoveryMs} ms`);
@@ -304,7 +305,7 @@ async function run(opts: CampaignOptions): Promise<CampaignResult> {
       try {
         return await runLane(kind, opts);
       } catch (err) {
-        return [{ cell: `lane ${kind}`, failures: [`lane ${kind}: ${errorText(err)}`], windows: [], gaps: [], recoveryMs: 0 }];
+        return [{ cell: `lane ${kind}`, failures: [`lane ${kind}: ${errorMessage(err)}`], windows: [], gaps: [], recoveryMs: 0 }];
       }
     }),
   );

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import { CsiLoopProcess, driverPrivileged } from '../../lib/volume/csi/testing/csi-loop-process.ts';
 import { AgentProcess, mountsBelow, standInMounter } from '../../agent/node/testing/agent-process.ts';
-import { cleanUpTempDir, realMountsAllowed } from '../../lib/mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, realMountsAllowed } from '../../lib/mount-utils/testing/mount-test-env.ts';
 import { CSI_DRIVER_NAME, writeManifest, type KubeObject } from '../demo/manifests.ts';
 
 export { CSI_DRIVER_NAME };
@@ -41,11 +41,6 @@ export function quantile(values: readonly number[], q: number): number {
   if (values.length === 0) return 0;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
-}
-
-/** The message of an error value. */
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 export interface NodeOptions {

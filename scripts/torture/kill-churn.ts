@@ -25,7 +25,8 @@ import { join } from 'node:path';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import { pod, podFileName, removeManifest, csiClaim, configMap, type KubeObject } from '../demo/manifests.ts';
 import type { Campaign, CampaignOptions, CampaignResult } from './campaign.ts';
-import { TortureNode, errorText, pause, prng, quantile } from './harness.ts';
+import { TortureNode, pause, prng, quantile } from './harness.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 const NAME = 'kill-churn';
 const NAMESPACE = 'torture';
@@ -257,7 +258,7 @@ class KillChurn {
       try {
         last = await this.divergence(await this.node.snapshot());
       } catch (err) {
-        last = errorText(err);
+        last = errorMessage(err);
       }
       const ms = performance.now() - since;
       if (last === null || ms > CONVERGE_GIVE_UP_MS) return { ms, last };
@@ -276,7 +277,7 @@ class KillChurn {
         this.markers.set(slot.claim, content);
         continue;
       }
-      const found = await readFile(path, 'utf8').catch((err: unknown) => `(unreadable: ${errorText(err)})`);
+      const found = await readFile(path, 'utf8').catch((err: unknown) => `(unreadable: ${errorMessage(err)})`);
       if (found === expected) {
         this.markersVerified++;
       } else {
@@ -350,7 +351,7 @@ async function run(opts: CampaignOptions): Promise<CampaignResult> {
     await node.stop();
     leftovers = await node.leftovers();
   } catch (err) {
-    campaign.failures.push(`aborted: ${errorText(err)}`);
+    campaign.failures.push(`aborted: ${errorMessage(err)}`);
   } finally {
     await node.destroy();
   }

@@ -22,6 +22,7 @@ import { stringify } from 'yaml';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import { KEPT_PODS, residentSetBytes, runStandalone, startAgentUnderTest, unmountedKeptVolumes } from './agent-under-test.ts';
 import type { Campaign, CampaignOptions, CampaignResult } from './campaign.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 // CASES
 
@@ -354,7 +355,7 @@ async function runMalformedManifests(options: CampaignOptions): Promise<Campaign
     failures.push(
       agent.hasExited
         ? `the agent exited (${JSON.stringify(await agent.exited)}): ${agent.stderr.slice(-800)}`
-        : `the campaign failed: ${err instanceof Error ? err.message : String(err)}`,
+        : `the campaign failed: ${errorMessage(err)}`,
     );
   } finally {
     const healthFigures = await health.stop();

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mountNamespaceCommand } from '../mount-namespace.mjs';
 import type { Campaign, CampaignResult, CampaignSize } from './campaign.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 const CAMPAIGN_NAMES = ['kill-churn', 'csi-fault-matrix', 'api-fuzz', 'malformed-manifests', 'soak'] as const;
 
@@ -64,7 +65,7 @@ function log(line: string): void {
 
 /** Runs one campaign in its own work directory; a throw becomes a failed result. */
 async function runCampaign(campaign: Campaign, size: CampaignSize): Promise<CampaignResult> {
-  const { cleanUpTempDir } = await import('../../lib/mount-utils/mount-test-env.ts');
+  const { cleanUpTempDir } = await import('../../lib/mount-utils/testing/mount-test-env.ts');
   const workDir = await realpath(await mkdtemp(join(tmpdir(), `volumescope-torture-${campaign.name}-`)));
   const started = performance.now();
   log(`${campaign.name} (${size}) in ${workDir}`);
@@ -80,7 +81,7 @@ async function runCampaign(campaign: Campaign, size: CampaignSize): Promise<Camp
   try {
     leaked = await cleanUpTempDir(workDir);
   } catch (err) {
-    leaked = [`cleanup failed: ${err instanceof Error ? err.message : String(err)}`];
+    leaked = [`cleanup failed: ${errorMessage(err)}`];
   }
   const durationMs = Math.round(performance.now() - started);
   const failures = [...result.failures, ...leaked.map((m) => `left mounted after the campaign: ${m}`)];
@@ -93,7 +94,7 @@ async function main(argv: readonly string[]): Promise<number> {
   try {
     args = parseArgs(argv);
   } catch (err) {
-    process.stderr.write(`torture: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`torture: ${errorMessage(err)}\n`);
     return 2;
   }
   const cmd = mountNamespaceCommand(['--import', 'tsx', fileURLToPath(import.meta.url), ...argv], process.env);

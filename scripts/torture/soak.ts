@@ -17,7 +17,8 @@ import { join } from 'node:path';
 import { applyDelta, decodeAgentStreamEvent, jsonEqual, normalizeSnapshot, createSseParser, type Snapshot, type SseMessage } from '../../lib/api/index.ts';
 import { configMap, pod, podFileName, removeManifest } from '../demo/manifests.ts';
 import type { Campaign, CampaignOptions, CampaignResult } from './campaign.ts';
-import { TortureNode, errorText, pause, prng, quantile, rssBytes } from './harness.ts';
+import { TortureNode, pause, prng, quantile, rssBytes } from './harness.ts';
+import { errorMessage } from '../../lib/volume/errors.ts';
 
 const NAME = 'soak';
 const NAMESPACE = 'soak';
@@ -71,7 +72,7 @@ class StreamClient {
       this.state = applyDelta(this.state, event.delta);
       this.deltas++;
     } catch (err) {
-      this.errors.push(`event ${message.id}: ${errorText(err)}`);
+      this.errors.push(`event ${message.id}: ${errorMessage(err)}`);
     }
   }
 
@@ -86,7 +87,7 @@ class StreamClient {
       }
       if (!this.closing) this.errors.push('the agent ended the stream');
     } catch (err) {
-      if (!this.closing) this.errors.push(`the stream broke: ${errorText(err)}`);
+      if (!this.closing) this.errors.push(`the stream broke: ${errorMessage(err)}`);
     }
   }
 
@@ -218,7 +219,7 @@ async function run(opts: CampaignOptions): Promise<CampaignResult> {
     figures['deltasPerClientMin'] = Math.min(...clients.map((c) => c.deltas));
     figures['finalSeq'] = Math.max(...clients.map((c) => c.state?.seq ?? 0));
   } catch (err) {
-    soak.failures.push(`aborted: ${errorText(err)}`);
+    soak.failures.push(`aborted: ${errorMessage(err)}`);
   } finally {
     for (const c of clients) c.close();
   }
@@ -233,7 +234,7 @@ async function run(opts: CampaignOptions): Promise<CampaignResult> {
     const left = await node.leftovers();
     for (const m of left.mounts) soak.failures.push(`leaked mount: ${m}`);
   } catch (err) {
-    soak.failures.push(`drain: ${errorText(err)}`);
+    soak.failures.push(`drain: ${errorMessage(err)}`);
   } finally {
     await node.destroy();
   }

@@ -4,11 +4,12 @@
  * (GET /api/v1/snapshot).
  *
  * Mounting: the agent may probe for real mounts only when the tests run in a private mount
- * namespace (VOLUMESCOPE_MOUNT_NS=1, see lib/mount-utils/mount-test-env.ts); the child inherits
+ * namespace (VOLUMESCOPE_MOUNT_NS=1, see lib/mount-utils/testing/mount-test-env.ts); the child inherits
  * that namespace. Everywhere else `--allow-mount=false` is passed, so a test run as root on a
  * host can never mount there. The mode is passed explicitly, never left to the probe alone.
  *
- * Waiting: {@link waitFor} polls every 50 ms with a deadline; no test sleeps to synchronise.
+ * Waiting: lib/clock/testing/wait-for.ts `waitFor`, polling the snapshot every 50 ms with a
+ * deadline; no test sleeps to synchronise.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -17,7 +18,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SnapshotSchema, type Snapshot } from '../../../lib/api/snapshot.ts';
 import { realClock } from '../../../lib/clock/clock.ts';
-import { realMountsAllowed } from '../../../lib/mount-utils/mount-test-env.ts';
+import { defaultWaitTimeoutMs, waitFor } from '../../../lib/clock/testing/wait-for.ts';
+import { realMountsAllowed } from '../../../lib/mount-utils/testing/mount-test-env.ts';
 import { mountsAtOrBelow } from '../../../lib/mount-utils/mount-table.ts';
 import type { MountInfo } from '../../../lib/mount-utils/mountinfo.ts';
 import { readMountInfo } from '../../../lib/mount-utils/mountinfo.ts';
@@ -48,53 +50,15 @@ export function agentNodeFlags(): string[] {
 /** The mounter kind the agent must report in this test run. */
 export const expectedMounterKind = realMountsAllowed ? 'linux' : 'unprivileged';
 
-/** Poll period and default deadline of {@link waitFor}. */
-export const pollMs = 50;
-export const defaultDeadlineMs = 10_000;
+/** How often the snapshot is polled, and the default deadline of a wait for the agent. */
+const pollMs = 50;
+export const defaultDeadlineMs = defaultWaitTimeoutMs;
 
 /** Agents started by this process and still running; killed if the test process exits first. */
 const running = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
-
-export class WaitTimeoutError extends Error {
-  override readonly name = 'WaitTimeoutError';
-}
-
-export function isWaitTimeoutError(err: unknown): err is WaitTimeoutError {
-  return err instanceof WaitTimeoutError;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => realClock.setTimeout(resolve, ms));
-}
-
-/**
- * Polls `probe` every 50 ms until it returns a value other than undefined/false and resolves
- * with it; rejects after `deadlineMs` naming `what` and the last thing `describe` said.
- */
-export async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  opts: { deadlineMs?: number; describe?: () => string } = {},
-): Promise<T> {
-  const deadline = realClock.monotonic() + (opts.deadlineMs ?? defaultDeadlineMs);
-  for (;;) {
-    let lastError: unknown = null;
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      lastError = err;
-    }
-    if (realClock.monotonic() >= deadline) {
-      const detail = opts.describe?.() ?? (lastError instanceof Error ? lastError.message : '');
-      throw new WaitTimeoutError(`${what}: not reached within ${opts.deadlineMs ?? defaultDeadlineMs} ms${detail === '' ? '' : `; last: ${detail}`}`);
-    }
-    await delay(pollMs);
-  }
-}
 
 export interface ExitResult {
   code: number | null;
@@ -214,12 +178,11 @@ export class AgentProcess {
   static async start(a: AgentArgs): Promise<AgentProcess> {
     const agent = new AgentProcess(spawnAgent(agentArgs(a)), a);
     const serving = await waitFor(
-      'the agent serves its API',
       () => {
         if (agent.exit !== null) throw new Error(`the agent exited early (${JSON.stringify(agent.exit)}): ${agent.stderr}`);
         return agent.logs.find((l) => typeof l['port'] === 'number' && l.msg.startsWith('Serving the agent API'));
       },
-      { deadlineMs: 20_000, describe: () => `stderr: ${agent.stderr.slice(-2000)}` },
+      { what: 'the agent serves its API', timeoutMs: 20_000, pollMs, describe: () => `stderr: ${agent.stderr.slice(-2000)}` },
     );
     agent.baseUrl = `http://127.0.0.1:${String(serving['port'])}`;
     agent.token = (await readFile(a.tokenFile ?? join(a.rootDir, 'agent-token'), 'utf8')).trim();
@@ -258,16 +221,15 @@ export class AgentProcess {
     return { status: res.status, body: (await res.json()) as unknown };
   }
 
-  /** Polls the snapshot until `probe` returns something (see {@link waitFor}). */
+  /** Polls the snapshot until `probe` returns something (see `waitFor`). */
   async waitForSnapshot<T>(what: string, probe: (s: Snapshot) => T | undefined | false, deadlineMs?: number): Promise<T> {
     let last: Snapshot | null = null;
     return waitFor(
-      what,
       async () => {
         last = await this.snapshot();
         return probe(last);
       },
-      { ...(deadlineMs !== undefined ? { deadlineMs } : {}), describe: () => summarise(last) },
+      { what, ...(deadlineMs !== undefined ? { timeoutMs: deadlineMs } : {}), pollMs, describe: () => summarise(last) },
     );
   }
 

@@ -1,18 +1,9 @@
 /**
  * Test support: a small HTTP client for the agent API over real sockets (global `fetch`), an
- * event-stream reader built on lib/api's SSE parser, and a real-time deadline wait for
- * conditions that depend on socket I/O.
+ * event-stream reader built on lib/api's SSE parser.
  */
 import { createSseParser, type SseMessage } from '../../../lib/api/sse.ts';
-
-/** Waits until `condition` holds, checking every few ms of real time; fails after `timeoutMs`. */
-export async function waitFor(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
+import { waitFor } from '../../../lib/clock/testing/wait-for.ts';
 
 function parseJsonOrNull(text: string): unknown {
   try {
@@ -112,7 +103,7 @@ export class EventStreamReader {
 
   /** Waits until at least `count` events arrived. */
   async waitForEvents(count: number, timeoutMs = 5_000): Promise<SseMessage[]> {
-    await waitFor(() => this.events.length >= count, `${count} stream events (have ${this.events.length})`, timeoutMs);
+    await waitFor(() => this.events.length >= count, { what: `${count} stream events (have ${this.events.length})`, timeoutMs });
     return this.events.slice(0, count);
   }
 

@@ -5,47 +5,20 @@
  */
 import type { Driver, RecentEvent, SourceError } from '../../../lib/api/snapshot.ts';
 import type { FakeClock } from '../../../lib/clock/fake-clock.ts';
-import type { Logger } from '../../../lib/volume/logger.ts';
 import type { NodeName, PodUID } from '../../../lib/volume/types.ts';
 import type { Harness } from '../../../lib/volumemanager/testing/harness.ts';
 import type { PodSourceLookup, PodSourceProbe, VolumeManager } from '../../../lib/volumemanager/index.ts';
 import type { AgentRuntime, MounterInfo, ResyncFindings } from '../../runtime.ts';
+import { RecordingLogger } from '../../../lib/volume/testing/recording-logger.ts';
 
 /** One logged line. */
-export interface LogLine {
-  level: 'debug' | 'info' | 'warn' | 'error';
-  msg: string;
-  fields: Record<string, unknown>;
-}
-
-/** A logger that keeps every line, for assertions. */
-export class CollectingLogger implements Logger {
-  readonly lines: LogLine[] = [];
-
-  debug(msg: string, fields: Record<string, unknown> = {}): void {
-    this.lines.push({ level: 'debug', msg, fields });
-  }
-
-  info(msg: string, fields: Record<string, unknown> = {}): void {
-    this.lines.push({ level: 'info', msg, fields });
-  }
-
-  warn(msg: string, fields: Record<string, unknown> = {}): void {
-    this.lines.push({ level: 'warn', msg, fields });
-  }
-
-  error(msg: string, fields: Record<string, unknown> = {}): void {
-    this.lines.push({ level: 'error', msg, fields });
-  }
-}
-
 /** The runtime the server tests run against. */
 export class FakeAgentRuntime implements AgentRuntime {
   readonly nodeName: NodeName;
   readonly version = '0.1.0-test';
   readonly startedAt: number;
   readonly clock: FakeClock;
-  readonly logger = new CollectingLogger();
+  readonly logger = new RecordingLogger();
   readonly volumeManager: VolumeManager;
   readonly mounter: MounterInfo = { kind: 'unprivileged', privileged: false, reason: 'tests' };
   readonly rootDir: string;

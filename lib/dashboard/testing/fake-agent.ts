@@ -47,7 +47,7 @@ import {
   type RecentEvent,
   type Snapshot,
 } from '../../api/index.ts';
-import { FIXTURE_T0, emptySnapshot, exampleSnapshot } from '../../api/snapshot-fixtures.ts';
+import { FIXTURE_T0, emptySnapshot, exampleSnapshot } from '../../api/testing/snapshot-fixtures.ts';
 import { realClock, type Clock } from '../../clock/clock.ts';
 
 // TYPES

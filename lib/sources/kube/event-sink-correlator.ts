@@ -29,17 +29,17 @@ import type { Millis } from '../../clock/clock.ts';
 import type { EventType } from '../../volume/events.ts';
 
 /** `maxLruCacheEntries`: the size of each of the three caches. */
-export const maxLruCacheEntries = 4096;
+const maxLruCacheEntries = 4096;
 /** `defaultAggregateMaxEvents`: distinct messages before similar events are combined. */
-export const defaultAggregateMaxEvents = 10;
+const defaultAggregateMaxEvents = 10;
 /** `defaultAggregateIntervalInSeconds` (600) in ms. */
-export const defaultAggregateIntervalMs = 600_000;
+const defaultAggregateIntervalMs = 600_000;
 /** `defaultSpamBurst`: events a source may send about one object at once. */
-export const defaultSpamBurst = 25;
+const defaultSpamBurst = 25;
 /** `defaultSpamQPS` = 1/300: one more event per object every 5 minutes. */
-export const defaultSpamRefillIntervalMs = 300_000;
+const defaultSpamRefillIntervalMs = 300_000;
 /** `EventAggregatorByReasonMessageFunc`'s prefix. */
-export const combinedEventMessagePrefix = '(combined from similar events): ';
+const combinedEventMessagePrefix = '(combined from similar events): ';
 
 /** A core/v1 `ObjectReference`, as an event's `involvedObject`. */
 export interface EventObjectReference {
@@ -183,19 +183,19 @@ interface EventLog {
 const keySeparator = '\u0000';
 
 /** `getEventKey`: identical events share it. */
-export function eventKey(event: EventRecord): string {
+function eventKey(event: EventRecord): string {
   const o = event.involvedObject;
   return [event.source.component, event.source.host, o.kind, o.namespace, o.name, '', o.uid, o.apiVersion, event.type, event.reason, event.message].join(keySeparator);
 }
 
 /** `getSpamKey`: the source and the involved object. */
-export function spamKey(event: EventRecord): string {
+function spamKey(event: EventRecord): string {
   const o = event.involvedObject;
   return [event.source.component, event.source.host, o.kind, o.namespace, o.name, o.uid, o.apiVersion].join(keySeparator);
 }
 
 /** `EventAggregatorByReasonFunc`: the group key (everything but the message) and the local key (the message). */
-export function aggregateKeys(event: EventRecord): { aggregateKey: string; localKey: string } {
+function aggregateKeys(event: EventRecord): { aggregateKey: string; localKey: string } {
   const o = event.involvedObject;
   const aggregateKey = [
     event.source.component,

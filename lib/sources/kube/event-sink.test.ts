@@ -9,7 +9,8 @@ import type { JsonObject } from './plain-json.ts';
 import { isJsonObject, toRFC3339 } from './plain-json.ts';
 import { FakeApiServer } from './testing/fake-apiserver.ts';
 import { fakeKubeConfig } from './testing/kubeconfig-file.ts';
-import { waitFor } from './testing/wait-for.ts';
+import { waitFor } from '../../clock/testing/wait-for.ts';
+import { discardLogger } from '../../volume/logger.ts';
 
 // The real @kubernetes/client-node writes to a FakeApiServer over real HTTP; the sink runs on a
 // FakeClock (timestamps, names, correlation windows, retry timers, deadlines). Waits for the
@@ -38,8 +39,9 @@ async function setup(options: Partial<KubeEventSinkOptions> = {}) {
     nodeName: 'node-a',
     clock,
     logger: {
-      info: (_obj, msg) => logs.push({ level: 'info', msg }),
-      warn: (_obj, msg) => logs.push({ level: 'warn', msg }),
+      ...discardLogger,
+      info: (msg) => logs.push({ level: 'info', msg }),
+      warn: (msg) => logs.push({ level: 'warn', msg }),
     },
     random: () => 0.5,
     ...options,
@@ -150,6 +152,7 @@ describe('KubeEventSink writes core/v1 Events', () => {
       nodeName: 'node-a',
       clock: new FakeClock(),
       logger: {
+        ...discardLogger,
         info: () => {
           throw new Error('logger down');
         },

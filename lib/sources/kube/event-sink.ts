@@ -41,7 +41,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Clock, Millis, TimerHandle } from '../../clock/clock.ts';
 import { EVENT_NOTE_LENGTH_LIMIT, truncateMessage } from '../../truncate-message.ts';
 import type { EventRecorder, EventType, InvolvedObject } from '../../volume/events.ts';
-import type { SourceLogger } from '../manifest/index.ts';
+import { discardLogger, type Logger } from '../../volume/logger.ts';
 import { describeApiError } from '../../kube-client/api-errors.ts';
 import { RequestDeadlines } from '../../kube-client/request-deadline.ts';
 import { EventCorrelator } from './event-sink-correlator.ts';
@@ -49,19 +49,19 @@ import type { CorrelateResult, EventCorrelatorOptions, EventPatch, EventRecord, 
 import { toRFC3339 } from './plain-json.ts';
 
 /** client-go's `maxTriesPerEvent`: attempts per event, the first included. */
-export const maxTriesPerEvent = 12;
+const maxTriesPerEvent = 12;
 /** client-go's `defaultSleepDuration`: the wait between attempts (the first one randomized). */
-export const defaultEventRetrySleepMs = 10_000;
+const defaultEventRetrySleepMs = 10_000;
 /** client-go's `maxQueuedEvents`: events waiting to be written; more are dropped. */
-export const maxQueuedEvents = 1000;
+const maxQueuedEvents = 1000;
 /** Deadline of one POST or PATCH; a hung API server must not hold the queue forever. */
-export const defaultEventRequestTimeoutMs = 30_000;
+const defaultEventRequestTimeoutMs = 30_000;
 /** How long `stop()` tries to write what is pending by default. */
-export const defaultEventStopTimeoutMs = 5_000;
+const defaultEventStopTimeoutMs = 5_000;
 /** `source.component` of our Events (the kubelet writes `kubelet`). */
-export const defaultEventSourceComponent = 'volumescope-agent';
+const defaultEventSourceComponent = 'volumescope-agent';
 /** `reportingComponent` of our Events. */
-export const defaultEventReportingController = 'volumescope.io/agent';
+const defaultEventReportingController = 'volumescope.io/agent';
 
 /** Statuses that mean "the API server cannot take it now", retried like transport failures. */
 const retryableStatuses: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
@@ -85,7 +85,7 @@ export interface KubeEventSinkOptions {
   /** Time source for timestamps, names, correlation windows, retries and deadlines. */
   clock: Clock;
   /** Receives warn lines for failed and dropped events, info lines for expected rejections. */
-  logger?: SourceLogger;
+  logger?: Logger;
   /** Default {@link defaultEventSourceComponent}. */
   component?: string;
   /** Default {@link defaultEventReportingController}. */
@@ -147,12 +147,11 @@ export function isKubeEventSinkOptionsError(err: unknown): err is KubeEventSinkO
 type Phase = 'running' | 'stopping' | 'stopped';
 type WriteOutcome = 'done' | 'retry';
 
-const silentLogger: SourceLogger = { info: () => undefined, warn: () => undefined };
 
 export class KubeEventSink implements EventRecorder {
   readonly nodeName: string;
   private readonly clock: Clock;
-  private readonly logger: SourceLogger;
+  private readonly logger: Logger;
   private readonly component: string;
   private readonly reportingController: string;
   private readonly maxTries: number;
@@ -180,7 +179,7 @@ export class KubeEventSink implements EventRecorder {
     if (options.nodeName.trim() === '') throw new KubeEventSinkOptionsError('KubeEventSink: nodeName must not be empty');
     this.nodeName = options.nodeName;
     this.clock = options.clock;
-    this.logger = options.logger ?? silentLogger;
+    this.logger = options.logger ?? discardLogger;
     this.component = options.component ?? defaultEventSourceComponent;
     this.reportingController = options.reportingController ?? defaultEventReportingController;
     this.maxTries = positiveInteger('maxTries', options.maxTries ?? maxTriesPerEvent);
@@ -203,7 +202,7 @@ export class KubeEventSink implements EventRecorder {
     } catch (err) {
       // A recorder must not fail its caller; a bug here only costs the event.
       this.counts.dropped += 1;
-      this.log('warn', { err, reason }, 'Unable to record event (will not retry!)');
+      this.log('warn', 'Unable to record event (will not retry!)', { err, reason });
     }
   }
 
@@ -226,9 +225,9 @@ export class KubeEventSink implements EventRecorder {
   }
 
   /** Logs; a throwing logger must neither reach the recorder's caller nor stop the worker. */
-  private log(level: 'info' | 'warn', fields: object, msg: string): void {
+  private log(level: 'info' | 'warn', msg: string, fields: Record<string, unknown>): void {
     try {
-      this.logger[level](fields, msg);
+      this.logger[level](msg, fields);
     } catch {
       // Nothing left to report to.
     }
@@ -241,22 +240,22 @@ export class KubeEventSink implements EventRecorder {
     const described = { kind: object.kind, namespace: object.namespace, name: object.name, type, reason, message };
     if (this.phase !== 'running') {
       this.counts.dropped += 1;
-      this.log('warn', { event: described }, 'Unable to record event: the event sink is stopped, dropped event');
+      this.log('warn', 'Unable to record event: the event sink is stopped, dropped event', { event: described });
       return;
     }
     if (type !== 'Normal' && type !== 'Warning') {
       this.counts.dropped += 1;
-      this.log('warn', { eventType: type as string, event: described }, 'Unsupported event type');
+      this.log('warn', 'Unsupported event type', { eventType: type, event: described });
       return;
     }
     if (object.name === '' || !Object.hasOwn(apiVersions, object.kind)) {
       this.counts.dropped += 1;
-      this.log('warn', { event: described }, 'Could not construct reference, will not report event');
+      this.log('warn', 'Could not construct reference, will not report event', { event: described });
       return;
     }
     if (this.queue.length >= this.maxQueued) {
       this.counts.dropped += 1;
-      this.log('warn', { event: described }, 'Unable to record event: too many queued events, dropped event');
+      this.log('warn', 'Unable to record event: too many queued events, dropped event', { event: described });
       return;
     }
     const now = this.clock.now();
@@ -303,7 +302,7 @@ export class KubeEventSink implements EventRecorder {
       } catch (err) {
         // Not expected (write failures are outcomes, not exceptions); keep the queue moving.
         this.counts.failed += 1;
-        this.log('warn', { err, event: describe(next) }, 'Unable to write event (will not retry!)');
+        this.log('warn', 'Unable to write event (will not retry!)', { err, event: describe(next) });
       }
     }
     this.running = false;
@@ -326,19 +325,19 @@ export class KubeEventSink implements EventRecorder {
       tries += 1;
       if (tries >= this.maxTries) {
         this.counts.failed += 1;
-        this.log('warn', { event: describe(result.event), tries }, 'Unable to write event (retry limit exceeded!)');
+        this.log('warn', 'Unable to write event (retry limit exceeded!)', { event: describe(result.event), tries });
         return;
       }
       if (this.phase !== 'running') {
         this.counts.failed += 1;
-        this.log('warn', { event: describe(result.event) }, 'Unable to write event (broadcaster is shut down)');
+        this.log('warn', 'Unable to write event (broadcaster is shut down)', { event: describe(result.event) });
         return;
       }
       // Randomize the first wait so that agents do not all come back at once after an outage.
       await this.sleep(tries === 1 ? this.retrySleepMs * this.random() : this.retrySleepMs);
       if (this.abandoned) {
         this.counts.failed += 1;
-        this.log('warn', { event: describe(result.event) }, 'Unable to write event (broadcaster is shut down)');
+        this.log('warn', 'Unable to write event (broadcaster is shut down)', { event: describe(result.event) });
         return;
       }
       this.counts.retries += 1;
@@ -374,10 +373,10 @@ export class KubeEventSink implements EventRecorder {
         this.counts.failed += 1;
         const fields = { event: describe(event), err: info.message };
         // An Event that already exists is not a problem worth a warning (client-go: V(5)).
-        this.log(info.status === 409 ? 'info' : 'warn', fields, 'Server rejected event (will not retry!)');
+        this.log(info.status === 409 ? 'info' : 'warn', 'Server rejected event (will not retry!)', fields);
         return 'done';
       }
-      this.log('warn', { event: describe(event), err: info.message }, 'Unable to write event (may retry after sleeping)');
+      this.log('warn', 'Unable to write event (may retry after sleeping)', { event: describe(event), err: info.message });
       return 'retry';
     } finally {
       this.writing = false;
@@ -467,7 +466,7 @@ export class KubeEventSink implements EventRecorder {
     if (left > 0) {
       this.counts.dropped += left;
       this.queue.length = 0;
-      this.log('warn', { dropped: left }, 'Unable to write events before the stop deadline, dropped events');
+      this.log('warn', 'Unable to write events before the stop deadline, dropped events', { dropped: left });
     }
     this.deadlines.abortAll();
     this.retryWait?.wake();

@@ -28,7 +28,6 @@ export {
   defaultReferencedObjectTtlMs,
 } from './kube-source.ts';
 export type { KubeSourceChange, KubeSourceChangeListener, KubeSourceOptions } from './kube-source.ts';
-export type { KubeSourceError } from './source-error.ts';
 export type { ObjectRef, ReferencedKind } from './object-references.ts';
 export { persistentVolumeSecretReferences, podReferences } from './object-references.ts';
 export { KubeSourceStateError, isKubeSourceStateError } from './errors.ts';

@@ -10,7 +10,8 @@ import { FakeApiServer } from './testing/fake-apiserver.ts';
 import type { FakeApiServerOptions, GoneStyle } from './testing/fake-apiserver.ts';
 import { claim, configMap, csiDriver, csiPersistentVolume, node, pod, secret } from './testing/fixtures.ts';
 import { fakeKubeConfig } from './testing/kubeconfig-file.ts';
-import { waitFor } from './testing/wait-for.ts';
+import { waitFor } from '../../clock/testing/wait-for.ts';
+import { discardLogger } from '../../volume/logger.ts';
 
 // Every test runs the real @kubernetes/client-node against a FakeApiServer over real HTTP on
 // 127.0.0.1. Waits poll with deadlines of a few seconds; backoffs are shortened so recovery
@@ -41,8 +42,9 @@ function newSource(server: FakeApiServer, options: Partial<KubeSourceOptions> = 
     nodeName: 'node-a',
     clock: realClock,
     logger: {
-      info: (_obj, msg) => logs.push({ level: 'info', msg }),
-      warn: (_obj, msg) => logs.push({ level: 'warn', msg }),
+      ...discardLogger,
+      info: (msg) => logs.push({ level: 'info', msg }),
+      warn: (msg) => logs.push({ level: 'warn', msg }),
     },
     restartBackoff: { initialMs: 50, maxMs: 200 },
     referencedObjectTtlMs: 10_000,

@@ -40,7 +40,7 @@ import type {
   Secret,
 } from '../../volume/k8s-types.ts';
 import { isPodTerminated } from '../manifest/index.ts';
-import type { SourceLogger } from '../manifest/index.ts';
+import { discardLogger, type Logger } from '../../volume/logger.ts';
 import { apiErrorStatus } from '../../kube-client/api-errors.ts';
 import type { Backoff } from '../../kube-client/backoff.ts';
 import { RequestDeadlines } from '../../kube-client/request-deadline.ts';
@@ -61,7 +61,7 @@ import { ReferencedObjectCache } from './referenced-objects.ts';
 import type { ReferencedObject } from './referenced-objects.ts';
 import { ResilientInformer } from './resilient-informer.ts';
 import type { InformerControl, InformerHandlers } from './resilient-informer.ts';
-import type { KubeSourceError } from './source-error.ts';
+import type { SourceError } from '../source.ts';
 
 /** Informer restarts after a failure: 1 s, doubling up to 30 s (client-go's watch backoff range). */
 export const defaultKubeRestartBackoff: Backoff = { initialMs: 1000, maxMs: 30_000 };
@@ -72,7 +72,7 @@ export const defaultReferencedObjectRetry: Backoff = { initialMs: 1000, maxMs: 3
 /** GETs of referenced objects in flight at once. */
 export const defaultMaxConcurrentFetches = 8;
 /** A LIST or GET that has not answered after 60 s is abandoned (and retried like a failure). */
-export const defaultKubeRequestTimeoutMs = 60_000;
+const defaultKubeRequestTimeoutMs = 60_000;
 
 export interface KubeSourceOptions {
   /** Where and how to reach the API server (see `loadKubeConfig`). */
@@ -82,7 +82,7 @@ export interface KubeSourceOptions {
   /** Time source for restart and refresh timers. */
   clock: Clock;
   /** Receives warn lines for failures and info lines for sync and recovery. */
-  logger?: SourceLogger;
+  logger?: Logger;
   restartBackoff?: Backoff;
   referencedObjectTtlMs?: number;
   referencedObjectRetry?: Backoff;
@@ -118,12 +118,11 @@ export type KubeSourceChangeListener = (change: KubeSourceChange) => void;
 
 type Phase = 'new' | 'running' | 'stopped';
 
-const silentLogger: SourceLogger = { info: () => undefined, warn: () => undefined };
 
 export class KubeSource {
   readonly nodeName: string;
   private readonly clock: Clock;
-  private readonly logger: SourceLogger;
+  private readonly logger: Logger;
   private readonly core: CoreV1Api;
 
   private readonly podInformer: ResilientInformer<V1Pod>;
@@ -156,7 +155,7 @@ export class KubeSource {
   private objectsDirty = false;
   private nodeDirty = false;
   private publishedPods = new Map<string, Pod>();
-  private publishedErrors: KubeSourceError[] = [];
+  private publishedErrors: SourceError[] = [];
   private readonly listeners = new Set<KubeSourceChangeListener>();
   private readonly syncWaiters: { resolve: () => void; reject: (err: Error) => void }[] = [];
 
@@ -164,7 +163,7 @@ export class KubeSource {
     this.nodeName = options.nodeName;
     this.claimsOnly = options.claimsOnly === true;
     this.clock = options.clock;
-    this.logger = options.logger ?? silentLogger;
+    this.logger = options.logger ?? discardLogger;
     const kc = options.kubeConfig;
     this.core = kc.makeApiClient(CoreV1Api);
     const storage = kc.makeApiClient(StorageV1Api);
@@ -255,7 +254,7 @@ export class KubeSource {
   async start(): Promise<void> {
     if (this.phase !== 'new') throw new KubeSourceStateError(`the API source for node ${this.nodeName} was already started (a source runs once)`);
     this.phase = 'running';
-    this.logger.info({ node: this.nodeName }, 'API source starting');
+    this.logger.info('API source starting', { node: this.nodeName });
     await Promise.all(this.informers.map((informer) => informer.start()));
   }
 
@@ -357,8 +356,8 @@ export class KubeSource {
   }
 
   /** Current problems, sorted by `file`: failing informers, failing GETs, unreadable objects. */
-  sourceErrors(): KubeSourceError[] {
-    const errors: KubeSourceError[] = [];
+  sourceErrors(): SourceError[] {
+    const errors: SourceError[] = [];
     for (const informer of this.informers) {
       const message = informer.error();
       if (message !== undefined) errors.push({ file: informer.target, message });
@@ -489,7 +488,7 @@ export class KubeSource {
       this.conversionErrors.delete(file);
     } else {
       this.conversionErrors.set(file, message);
-      if (message !== previous) this.logger.warn({ object: file, error: message }, 'API object not fully usable');
+      if (message !== previous) this.logger.warn('API object not fully usable', { object: file, error: message });
     }
     if (message !== previous) this.queueFlush();
     return result;
@@ -519,7 +518,7 @@ export class KubeSource {
     try {
       fn();
     } catch (err) {
-      this.logger.warn({ err }, 'API source failed to apply an informer event');
+      this.logger.warn('API source failed to apply an informer event', { err });
     }
   }
 
@@ -598,7 +597,7 @@ export class KubeSource {
     if (!this.synced && this.informers.every((informer) => informer.hasListed()) && this.references.allFetchedOnce()) {
       this.synced = true;
       syncedChanged = true;
-      this.logger.info({ node: this.nodeName, pods: this.pods.size }, 'API source synced');
+      this.logger.info('API source synced', { node: this.nodeName, pods: this.pods.size });
       for (const waiter of this.syncWaiters.splice(0)) waiter.resolve();
     }
 
@@ -635,7 +634,7 @@ export class KubeSource {
       try {
         listener(change);
       } catch (err) {
-        this.logger.warn({ err }, 'API source change listener failed');
+        this.logger.warn('API source change listener failed', { err });
       }
     }
   }

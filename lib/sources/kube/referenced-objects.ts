@@ -31,7 +31,7 @@ import type { Backoff } from '../../kube-client/backoff.ts';
 import { nextBackoffMs } from '../../kube-client/backoff.ts';
 import type { ObjectRef } from './object-references.ts';
 import { refKey, refPath } from './object-references.ts';
-import type { KubeSourceError } from './source-error.ts';
+import type { SourceError } from '../source.ts';
 
 export type ReferencedObject = PersistentVolumeClaim | ConfigMap | Secret;
 
@@ -173,8 +173,8 @@ export class ReferencedObjectCache {
   }
 
   /** One error per referenced object whose last GET failed, by path. */
-  errors(): KubeSourceError[] {
-    const out: KubeSourceError[] = [];
+  errors(): SourceError[] {
+    const out: SourceError[] = [];
     for (const entry of this.entries.values()) {
       if (entry.error !== undefined) out.push({ file: refPath(entry.ref), message: entry.error });
     }

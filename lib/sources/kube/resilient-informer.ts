@@ -11,7 +11,7 @@ import { describeApiError } from '../../kube-client/api-errors.ts';
 import type { Backoff } from '../../kube-client/backoff.ts';
 import { RestartingInformer } from '../../kube-client/restarting-informer.ts';
 import type { InformerPhase } from '../../kube-client/restarting-informer.ts';
-import type { SourceLogger } from '../manifest/index.ts';
+import type { Logger } from '../../volume/logger.ts';
 
 export interface InformerHandlers<T> {
   /** An object appeared or got a new resourceVersion. Must not throw. */
@@ -25,7 +25,7 @@ export interface InformerHandlers<T> {
 export interface ResilientInformerOptions<T extends KubernetesObject> {
   kubeConfig: KubeConfig;
   clock: Clock;
-  logger: SourceLogger;
+  logger: Logger;
   /** The collection path, e.g. `/api/v1/pods`. */
   path: string;
   fieldSelector?: string;
@@ -76,14 +76,14 @@ export class ResilientInformer<T extends KubernetesObject> implements InformerCo
         },
         established: () => {
           if (this.lastError === undefined) return;
-          logger.info({ informer: this.target }, `${description}: watching again`);
+          logger.info(`${description}: watching again`, { informer: this.target });
           this.lastError = undefined;
           handlers.stateChanged();
         },
         failed: (err: unknown, phase: InformerPhase, retryInMs: number) => {
           const info = describeApiError(err);
           const message = `${description}: ${phase} failed: ${info.message} (keeping the cached objects; retrying)`;
-          logger.warn({ informer: this.target, error: info.message, retryInMs }, `${description}: ${phase} failed`);
+          logger.warn(`${description}: ${phase} failed`, { informer: this.target, error: info.message, retryInMs });
           if (message === this.lastError) return;
           this.lastError = message;
           handlers.stateChanged();

@@ -1,6 +1,7 @@
+import { errorMessage } from '../../volume/errors.ts';
 /**
  * Errors the manifest source throws. Problems with manifest contents are not thrown: they are
- * data (`SourceError`, see manifest-object.ts).
+ * data (`SourceError`, see lib/sources/source.ts).
  */
 
 /**
@@ -13,7 +14,7 @@ export class ManifestDirError extends Error {
   readonly dir: string;
 
   constructor(dir: string, cause: unknown) {
-    super(`manifest directory ${dir} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    super(`manifest directory ${dir} cannot be read: ${errorMessage(cause)}`, { cause });
     this.dir = dir;
   }
 }

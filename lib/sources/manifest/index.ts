@@ -14,13 +14,12 @@ export { ManifestSource, defaultManifestDebounceMs, defaultManifestResyncInterva
 export type { ManifestChange, ManifestChangeListener, ManifestSourceOptions } from './manifest-source.ts';
 export { parseManifestFile } from './parse-manifest-file.ts';
 export type { ManifestFileParseResult } from './parse-manifest-file.ts';
-export type { DocumentLocation, ManifestKind, ManifestObject, SourceError } from './manifest-object.ts';
+export type { DocumentLocation, ManifestKind, ManifestObject } from './manifest-object.ts';
 export { supportedKinds } from './manifest-object.ts';
 export { isManifestFileName } from './manifest-file-name.ts';
 export { deriveManifestPodUID } from './pod-uid.ts';
 export { isPodTerminated } from '../pod-lifecycle.ts';
 export { ManifestDirError, ManifestSourceStateError, isManifestDirError, isManifestSourceStateError } from './errors.ts';
-export type { SourceLogger } from './source-logger.ts';
 export {
   configMapSchema,
   csiDriverSchema,

@@ -175,7 +175,7 @@ function clusterMetadata(name: z.ZodType<string>) {
 // ---------------------------------------------------------------------------------------------
 // Shared PV/PVC pieces
 
-export const accessModes = ['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOncePod'] as const;
+const accessModes = ['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOncePod'] as const;
 const accessModeList = z.array(z.enum(accessModes)).min(1, { error: 'must have at least one access mode' });
 const volumeMode = z.enum(['Filesystem', 'Block']);
 
@@ -245,7 +245,7 @@ const hostPathTypes = ['', 'DirectoryOrCreate', 'Directory', 'FileOrCreate', 'Fi
 const hostPathSource = z.object({ path: hostPathString, type: z.enum(hostPathTypes).optional() });
 
 /** The volume sources a pod volume may use: the ones lib/volume/k8s-types.ts models. */
-export const podVolumeSources = [
+const podVolumeSources = [
   'emptyDir',
   'hostPath',
   'configMap',
@@ -324,7 +324,7 @@ const container = z.object({
   securityContext: z.object({ seLinuxOptions: seLinuxOptions.optional() }).optional(),
 });
 
-export const podPhases = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'] as const;
+const podPhases = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'] as const;
 
 const podSpec = z
   .object({
@@ -386,7 +386,7 @@ export const podSchema = z.object({
 const secretReference = z.object({ name: dns1123Subdomain, namespace: dns1123Label.optional() });
 
 /** The PV sources lib/volume/k8s-types.ts models; exactly one must be set. */
-export const persistentVolumeSources = ['csi', 'local', 'hostPath', 'gcePersistentDisk'] as const;
+const persistentVolumeSources = ['csi', 'local', 'hostPath', 'gcePersistentDisk'] as const;
 
 const persistentVolumeSpec = z
   .object({

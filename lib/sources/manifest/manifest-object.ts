@@ -53,16 +53,6 @@ export function isManifestKind(kind: string): kind is ManifestKind {
   return Object.hasOwn(supportedKinds, kind);
 }
 
-/**
- * A problem with one manifest file. `file` is relative to the manifest directory ("." for the
- * directory itself); `message` is self-contained and starts with the file name, e.g.
- * `pods.yaml: document 2 (Pod default/web): spec.volumes[0].name: must be a DNS-1123 label`.
- */
-export interface SourceError {
-  file: string;
-  message: string;
-}
-
 /** "document 2" or "document 0 items[3]". */
 export function formatLocation(location: DocumentLocation): string {
   return location.item === undefined ? `document ${location.document}` : `document ${location.document} items[${location.item}]`;

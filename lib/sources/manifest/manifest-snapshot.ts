@@ -12,7 +12,8 @@ import type {
   Secret,
 } from '../../volume/k8s-types.ts';
 import { describeObject, formatLocation, objectKey } from './manifest-object.ts';
-import type { DocumentLocation, ManifestObject, SourceError } from './manifest-object.ts';
+import type { SourceError } from '../source.ts';
+import type { DocumentLocation, ManifestObject } from './manifest-object.ts';
 
 /** What the source knows about one file. */
 export interface ManifestFileState {

@@ -8,8 +8,9 @@ import { isManifestDirError, isManifestSourceStateError } from './errors.ts';
 import { ManifestSource } from './manifest-source.ts';
 import type { ManifestChange, ManifestSourceOptions } from './manifest-source.ts';
 import { deriveManifestPodUID } from './pod-uid.ts';
-import { makeTempDir, RecordingLogger, removeDir, writeAtomically } from './test-support/manifest-dir.ts';
-import { waitFor } from './test-support/wait-for.ts';
+import { makeTempDir, removeDir, writeAtomically } from './testing/manifest-dir.ts';
+import { RecordingLogger } from '../../volume/testing/recording-logger.ts';
+import { waitFor } from '../../clock/testing/wait-for.ts';
 
 // Watcher tests on a real temporary directory. Deadlines are generous (2 s) so a loaded machine
 // does not fail them; the observed latency is printed, and the 100 ms target is checked by eye
@@ -22,8 +23,11 @@ const brokenPodYAML = (name: string) => `apiVersion: v1\nkind: Pod\nmetadata:\n 
 const uidOf = (name: string) => deriveManifestPodUID('node-a', 'default', name);
 const imageOf = (source: ManifestSource, name: string) => source.getPodByUID(uidOf(name))?.spec.containers[0]?.image;
 
-function reportLatency(what: string, ms: number): void {
-  console.info(`[manifest-source] ${what} took effect after ${ms.toFixed(1)} ms`);
+/** Runs `wait` and logs how long the change took to take effect (informational). */
+async function reportLatency(what: string, wait: () => Promise<unknown>): Promise<void> {
+  const start = realClock.monotonic();
+  await wait();
+  console.info(`[manifest-source] ${what} took effect after ${(realClock.monotonic() - start).toFixed(1)} ms`);
 }
 
 let cleanups: (() => Promise<void>)[] = [];
@@ -125,7 +129,7 @@ describe('ManifestSource watching', () => {
     await source.start();
 
     await writeFile(join(dir, 'web.yaml'), podYAML('web'));
-    reportLatency('add', await waitFor(() => source.getPodByUID(uidOf('web')) !== undefined, deadlineMs, 'pod added'));
+    await reportLatency('add', () => waitFor(() => source.getPodByUID(uidOf('web')) !== undefined, { what: 'pod added', timeoutMs: deadlineMs }));
 
     expect(changes.at(-1)?.pods).toEqual({ added: [uidOf('web')], updated: [], removed: [] });
   });
@@ -137,7 +141,7 @@ describe('ManifestSource watching', () => {
     await source.start();
 
     await writeFile(join(dir, 'web.yaml'), podYAML('web', 'v2'));
-    reportLatency('change', await waitFor(() => imageOf(source, 'web') === 'v2', deadlineMs, 'pod updated'));
+    await reportLatency('change', () => waitFor(() => imageOf(source, 'web') === 'v2', { what: 'pod updated', timeoutMs: deadlineMs }));
 
     expect(changes.at(-1)?.pods).toEqual({ added: [], updated: [uidOf('web')], removed: [] });
   });
@@ -149,7 +153,7 @@ describe('ManifestSource watching', () => {
     await source.start();
 
     await unlink(join(dir, 'web.yaml'));
-    reportLatency('delete', await waitFor(() => source.listPods().length === 0, deadlineMs, 'pod removed'));
+    await reportLatency('delete', () => waitFor(() => source.listPods().length === 0, { what: 'pod removed', timeoutMs: deadlineMs }));
 
     expect(changes.at(-1)?.pods).toEqual({ added: [], updated: [], removed: [uidOf('web')] });
   });
@@ -163,7 +167,7 @@ describe('ManifestSource watching', () => {
 
     // Act: break the file.
     await writeFile(join(dir, 'web.yaml'), brokenPodYAML('web'));
-    reportLatency('invalid file', await waitFor(() => source.sourceErrors().length > 0, deadlineMs, 'source error'));
+    await reportLatency('invalid file', () => waitFor(() => source.sourceErrors().length > 0, { what: 'source error', timeoutMs: deadlineMs }));
 
     // Assert: the last valid version stays; the error and a log line say why.
     expect(imageOf(source, 'web')).toBe('v1');
@@ -173,15 +177,15 @@ describe('ManifestSource watching', () => {
     expect(logger.warnings()).toEqual([
       {
         level: 'warn',
-        obj: { file: 'web.yaml', error: source.sourceErrors()[0]?.message, keptObjects: 1 },
         msg: 'manifest source error; keeping the last valid version of the file',
+        fields: { file: 'web.yaml', error: source.sourceErrors()[0]?.message, keptObjects: 1 },
       },
     ]);
     expect(changes.flatMap((c) => c.pods.removed)).toEqual([]);
 
     // Act: fix it.
     await writeFile(join(dir, 'web.yaml'), podYAML('web', 'v2'));
-    reportLatency('fixed file', await waitFor(() => source.sourceErrors().length === 0, deadlineMs, 'error cleared'));
+    await reportLatency('fixed file', () => waitFor(() => source.sourceErrors().length === 0, { what: 'error cleared', timeoutMs: deadlineMs }));
 
     // Assert
     expect(imageOf(source, 'web')).toBe('v2');
@@ -194,7 +198,7 @@ describe('ManifestSource watching', () => {
     await source.start();
 
     await writeFile(join(dir, 'bad.yaml'), 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n');
-    await waitFor(() => source.sourceErrors().length > 0, deadlineMs, 'source error');
+    await waitFor(() => source.sourceErrors().length > 0, { what: 'source error', timeoutMs: deadlineMs });
 
     expect(source.sourceErrors()).toEqual([
       {
@@ -212,7 +216,7 @@ describe('ManifestSource watching', () => {
     await source.start();
 
     await writeAtomically(dir, 'web.yaml', podYAML('web', 'v2'));
-    reportLatency('atomic save', await waitFor(() => imageOf(source, 'web') === 'v2', deadlineMs, 'pod updated'));
+    await reportLatency('atomic save', () => waitFor(() => imageOf(source, 'web') === 'v2', { what: 'pod updated', timeoutMs: deadlineMs }));
 
     expect(changes.slice(1).map((c) => c.pods)).toEqual([{ added: [], updated: [uidOf('web')], removed: [] }]);
     expect(source.sourceErrors()).toEqual([]);
@@ -237,7 +241,7 @@ describe('ManifestSource watching', () => {
     await rename(join(dir, '..data_tmp'), join(dir, '..data'));
 
     // Assert
-    reportLatency('symlink swap', await waitFor(() => imageOf(source, 'web') === 'v2', deadlineMs, 'pod updated'));
+    await reportLatency('symlink swap', () => waitFor(() => imageOf(source, 'web') === 'v2', { what: 'pod updated', timeoutMs: deadlineMs }));
   });
 
   it('gives a pod defined in two files to the first file and reports the second, until the first is deleted', async () => {
@@ -249,7 +253,7 @@ describe('ManifestSource watching', () => {
 
     // Act
     await writeFile(join(dir, 'b.yaml'), podYAML('web', 'from-b'));
-    await waitFor(() => source.sourceErrors().length > 0, deadlineMs, 'duplicate error');
+    await waitFor(() => source.sourceErrors().length > 0, { what: 'duplicate error', timeoutMs: deadlineMs });
 
     // Assert
     expect(imageOf(source, 'web')).toBe('from-a');
@@ -259,7 +263,7 @@ describe('ManifestSource watching', () => {
 
     // Act: the winner goes away, so the other definition takes over.
     await unlink(join(dir, 'a.yaml'));
-    await waitFor(() => imageOf(source, 'web') === 'from-b', deadlineMs, 'b.yaml takes over');
+    await waitFor(() => imageOf(source, 'web') === 'from-b', { what: 'b.yaml takes over', timeoutMs: deadlineMs });
     expect(source.sourceErrors()).toEqual([]);
   });
 
@@ -270,7 +274,7 @@ describe('ManifestSource watching', () => {
     await source.start();
 
     await writeFile(join(dir, 'web.yaml'), `${podYAML('web', 'v2')}# ${'x'.repeat(1000)}\n`);
-    await waitFor(() => source.sourceErrors().length > 0, deadlineMs, 'source error');
+    await waitFor(() => source.sourceErrors().length > 0, { what: 'source error', timeoutMs: deadlineMs });
 
     expect(imageOf(source, 'web')).toBe('v1');
     expect(source.sourceErrors()[0]?.message).toMatch(/^web\.yaml: is \d+ bytes, larger than the limit of 1000$/);
@@ -397,7 +401,7 @@ describe('ManifestSource timing on a fake clock', () => {
 
     // Act: three files at once; wait until the watcher has armed the debounce timer.
     await Promise.all(['a', 'b', 'c'].map((name) => writeFile(join(dir, `${name}.yaml`), podYAML(name))));
-    await waitFor(() => clock.pendingTimers() === 1, deadlineMs, 'debounce timer armed');
+    await waitFor(() => clock.pendingTimers() === 1, { what: 'debounce timer armed', timeoutMs: deadlineMs });
     await clock.advance(49);
 
     // Assert: nothing yet, the timer is still pending.
@@ -406,7 +410,7 @@ describe('ManifestSource timing on a fake clock', () => {
 
     // Act: the window ends.
     await clock.advance(1);
-    await waitFor(() => source.generation === 1, deadlineMs, 'burst applied');
+    await waitFor(() => source.generation === 1, { what: 'burst applied', timeoutMs: deadlineMs });
 
     // Assert: one change with all three pods.
     expect(changes).toHaveLength(1);
@@ -425,6 +429,6 @@ describe('ManifestSource timing on a fake clock', () => {
     await clock.advance(1000);
 
     // Assert
-    await waitFor(() => source.listPods().length === 1, deadlineMs, 'resync applied');
+    await waitFor(() => source.listPods().length === 1, { what: 'resync applied', timeoutMs: deadlineMs });
   });
 });

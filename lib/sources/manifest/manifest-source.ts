@@ -31,7 +31,6 @@ import type {
 } from '../../volume/k8s-types.ts';
 import { ManifestDirError, ManifestSourceStateError } from './errors.ts';
 import { isManifestFileName } from './manifest-file-name.ts';
-import type { SourceError } from './manifest-object.ts';
 import {
   buildManifestSnapshot,
   diffManifestSnapshots,
@@ -41,9 +40,9 @@ import {
 } from './manifest-snapshot.ts';
 import type { ManifestDiff, ManifestFileState, ManifestSnapshot } from './manifest-snapshot.ts';
 import { parseManifestFile } from './parse-manifest-file.ts';
-import { silentLogger } from './source-logger.ts';
-import type { SourceLogger } from './source-logger.ts';
-import type { ObjectSource } from '../source.ts';
+import { discardLogger, type Logger } from '../../volume/logger.ts';
+import type { ObjectSource, SourceError } from '../source.ts';
+import { errorMessage } from '../../volume/errors.ts';
 
 /**
  * Default debounce window: a burst of events is applied 50 ms after its first event, so with a
@@ -64,7 +63,7 @@ export const defaultMaxManifestFileBytes = 8 * 1024 * 1024;
  * ConfigMap's or Secret's data (1 MiB). JSON parses natively and may be larger (up to
  * {@link defaultMaxManifestFileBytes}).
  */
-export const defaultMaxYamlManifestFileBytes = 1024 * 1024;
+const defaultMaxYamlManifestFileBytes = 1024 * 1024;
 
 export interface ManifestSourceOptions {
   /** The manifest directory. Only its top level is read; subdirectories are ignored. */
@@ -74,7 +73,7 @@ export interface ManifestSourceOptions {
   /** Time source for the debounce and resync timers. */
   clock: Clock;
   /** Receives one warn line per new source error and info lines for loads and changes. */
-  logger?: SourceLogger;
+  logger?: Logger;
   /** Debounce window in ms (see {@link defaultManifestDebounceMs}); 0 rescans on the next tick. */
   debounceMs?: number;
   /** Period of the full rescan in ms (see {@link defaultManifestResyncIntervalMs}); 0 disables it. */
@@ -130,7 +129,7 @@ export class ManifestSource implements ObjectSource {
   readonly dir: string;
   private readonly nodeName: string;
   private readonly clock: Clock;
-  private readonly logger: SourceLogger;
+  private readonly logger: Logger;
   private readonly debounceMs: number;
   private readonly resyncIntervalMs: number;
   private readonly maxFileBytes: number;
@@ -153,7 +152,7 @@ export class ManifestSource implements ObjectSource {
     this.dir = options.dir;
     this.nodeName = options.nodeName;
     this.clock = options.clock;
-    this.logger = options.logger ?? silentLogger;
+    this.logger = options.logger ?? discardLogger;
     this.debounceMs = options.debounceMs ?? defaultManifestDebounceMs;
     this.resyncIntervalMs = options.resyncIntervalMs ?? defaultManifestResyncIntervalMs;
     this.maxFileBytes = options.maxFileBytes ?? defaultMaxManifestFileBytes;
@@ -183,7 +182,7 @@ export class ManifestSource implements ObjectSource {
         this.onFileEvent();
       });
       watcher.on('error', (err) => {
-        this.logger.warn({ err, dir: this.dir }, 'manifest directory watch error');
+        this.logger.warn('manifest directory watch error', { err, dir: this.dir });
       });
       // An error before the watcher is ready (the directory vanished, no permission) fails start.
       await new Promise<void>((resolve, reject) => {
@@ -202,8 +201,8 @@ export class ManifestSource implements ObjectSource {
     this.synced = true;
     this.armResync();
     this.logger.info(
-      { dir: this.dir, files: this.files.size, pods: this.snapshot.pods.size, errors: this.snapshot.errors.length },
       'manifest source synced',
+      { dir: this.dir, files: this.files.size, pods: this.snapshot.pods.size, errors: this.snapshot.errors.length },
     );
   }
 
@@ -309,7 +308,7 @@ export class ManifestSource implements ObjectSource {
 
   private enqueueScan(): Promise<void> {
     this.scanChain = this.scanChain.then(() => this.scan()).catch((err: unknown) => {
-      this.logger.warn({ err, dir: this.dir }, 'manifest directory scan failed');
+      this.logger.warn('manifest directory scan failed', { err, dir: this.dir });
     });
     return this.scanChain;
   }
@@ -324,7 +323,7 @@ export class ManifestSource implements ObjectSource {
     } catch (err) {
       this.dirError = {
         file: '.',
-        message: `.: manifest directory ${this.dir} cannot be read: ${messageOf(err)} (keeping the objects loaded before)`,
+        message: `.: manifest directory ${this.dir} cannot be read: ${errorMessage(err)} (keeping the objects loaded before)`,
       };
       this.publish();
       return;
@@ -398,7 +397,7 @@ export class ManifestSource implements ObjectSource {
     } catch (err) {
       // Deleted (or a dangling symlink) between listing and reading: the file is gone.
       if (isErrnoException(err) && err.code === 'ENOENT') return { kind: 'absent' };
-      return { kind: 'error', message: `cannot be read: ${messageOf(err)}` };
+      return { kind: 'error', message: `cannot be read: ${errorMessage(err)}` };
     }
   }
 
@@ -426,7 +425,7 @@ export class ManifestSource implements ObjectSource {
       try {
         listener(change);
       } catch (err) {
-        this.logger.warn({ err }, 'manifest source change listener failed');
+        this.logger.warn('manifest source change listener failed', { err });
       }
     }
   }
@@ -435,8 +434,8 @@ export class ManifestSource implements ObjectSource {
     const { added, updated, removed } = diff.pods;
     if (added.length + updated.length + removed.length > 0 || diff.objectsChanged) {
       this.logger.info(
-        { generation: this.generationValue, podsAdded: added, podsUpdated: updated, podsRemoved: removed, objectsChanged: diff.objectsChanged },
         'manifest objects changed',
+        { generation: this.generationValue, podsAdded: added, podsUpdated: updated, podsRemoved: removed, objectsChanged: diff.objectsChanged },
       );
     }
     if (!diff.errorsChanged) return;
@@ -448,18 +447,14 @@ export class ManifestSource implements ObjectSource {
       const record = this.files.get(e.file);
       const keptObjects = record !== undefined && record.state.errors.includes(e) ? record.state.objects.length : 0;
       this.logger.warn(
-        { file: e.file, error: e.message, keptObjects },
         keptObjects > 0 ? 'manifest source error; keeping the last valid version of the file' : 'manifest source error',
+        { file: e.file, error: e.message, keptObjects },
       );
     }
     for (const e of previous.errors) {
-      if (!after.has(e.message)) this.logger.info({ file: e.file, error: e.message }, 'manifest source error resolved');
+      if (!after.has(e.message)) this.logger.info('manifest source error resolved', { file: e.file, error: e.message });
     }
   }
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function entryKind(info: Stats): string {

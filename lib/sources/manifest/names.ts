@@ -10,14 +10,14 @@
  * specific message before the (stricter) syntax rules run.
  */
 
-export const dns1123LabelMaxLength = 63;
-export const dns1123SubdomainMaxLength = 253;
+const dns1123LabelMaxLength = 63;
+const dns1123SubdomainMaxLength = 253;
 /** CSI driver names (and CSIDriver object names) are limited to 63 characters by Kubernetes. */
-export const csiDriverNameMaxLength = 63;
+const csiDriverNameMaxLength = 63;
 /** Longest accepted uid: a UUID is 36 characters; 64 leaves room for other generators. */
-export const uidMaxLength = 64;
+const uidMaxLength = 64;
 /** Kubernetes limits ConfigMap and Secret keys to 253 characters. */
-export const configKeyMaxLength = 253;
+const configKeyMaxLength = 253;
 
 const dns1123LabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const dns1123SubdomainPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -30,11 +30,6 @@ const csiDriverNamePattern = /^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?(\.[a-zA-Z0
 const uidPattern = /^[a-zA-Z0-9][a-zA-Z0-9-]*$/;
 /** ConfigMap/Secret keys (`IsConfigMapKey`): they become file names inside the volume. */
 const configKeyPattern = /^[-._a-zA-Z0-9]+$/;
-
-/** Rejects NUL anywhere: no string with NUL can be passed safely to a syscall or a CLI. */
-export function nulProblem(value: string): string | undefined {
-  return value.includes('\0') ? 'must not contain NUL' : undefined;
-}
 
 /** A value that becomes a single path component: non-empty, no '/', not '.' or '..', no NUL. */
 export function pathComponentProblem(value: string): string | undefined {

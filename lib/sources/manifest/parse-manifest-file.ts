@@ -16,8 +16,10 @@ import {
 import { describeIssue, formatFieldPath, normalizeDocument } from './manifest-document.ts';
 import type { FieldProblem } from './manifest-document.ts';
 import { describeObject, formatLocation, isManifestKind, objectKey, supportedKinds } from './manifest-object.ts';
-import type { DocumentLocation, ManifestKind, ManifestObject, SourceError } from './manifest-object.ts';
+import type { SourceError } from '../source.ts';
+import type { DocumentLocation, ManifestKind, ManifestObject } from './manifest-object.ts';
 import { deriveManifestPodUID } from './pod-uid.ts';
+import { errorMessage } from '../../volume/errors.ts';
 
 /**
  * The outcome of parsing one file. A file is valid only as a whole: when `errors` is non-empty,
@@ -114,7 +116,7 @@ function decodeDocuments(fileName: string, text: string): DecodedDocument[] {
     } catch (err) {
       // V8 quotes a piece of the text ('Unexpected token 'h', "…hunter2…" is not valid JSON');
       // that piece may be Secret data, so it is cut off.
-      return [{ index: 0, error: `invalid JSON: ${messageOf(err).replace(/, .* is not valid JSON$/s, '')}` }];
+      return [{ index: 0, error: `invalid JSON: ${errorMessage(err).replace(/, .* is not valid JSON$/s, '')}` }];
     }
   }
   const decoded: DecodedDocument[] = [];
@@ -141,7 +143,7 @@ function decodeDocuments(fileName: string, text: string): DecodedDocument[] {
       // A document with only comments (or nothing) between separators holds no object.
       if (value !== null && value !== undefined) decoded.push({ index, value });
     } catch (err) {
-      decoded.push({ index, error: `document ${index}: invalid YAML: ${firstLine(messageOf(err))}` });
+      decoded.push({ index, error: `document ${index}: invalid YAML: ${firstLine(errorMessage(err))}` });
     }
   });
   return decoded;
@@ -174,10 +176,6 @@ function duplicateKey(doc: Document.Parsed, lineCounter: LineCounter): string | 
     },
   });
   return found;
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function isListKind(kind: string): boolean {

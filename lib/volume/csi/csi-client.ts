@@ -51,6 +51,7 @@ import type {
   RegistrationStatus,
 } from './csi-types.ts';
 import { collectSecretValues, redactSecrets, scrubSecretValues } from './redact.ts';
+import { errorMessage } from '../errors.ts';
 
 /** `csiTimeout`: the kubelet's deadline for each CSI call. */
 export const DEFAULT_CSI_TIMEOUT_MS = 2 * 60_000;
@@ -127,7 +128,7 @@ export class GrpcUnixClient {
       def = methodDefinition(service, method);
       channel = this.getChannel();
     } catch (err) {
-      return Promise.reject(new CsiTransportError(method, `${method}: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+      return Promise.reject(new CsiTransportError(method, `${method}: ${errorMessage(err)}`, { cause: err }));
     }
     const started = this.clock.monotonic();
     return new Promise<Res>((resolve, reject) => {
@@ -149,7 +150,7 @@ export class GrpcUnixClient {
       try {
         call = channel.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, request, new grpc.Metadata(), {}, done);
       } catch (err) {
-        reject(new CsiTransportError(method, `${method}: ${truncateMessage(scrubSecretValues(err instanceof Error ? err.message : String(err), secrets))}`, { cause: err }));
+        reject(new CsiTransportError(method, `${method}: ${truncateMessage(scrubSecretValues(errorMessage(err), secrets))}`, { cause: err }));
         return;
       }
       deadline.timer = this.clock.setTimeout(() => {
@@ -165,7 +166,7 @@ export class GrpcUnixClient {
     if (e !== null && typeof e.code === 'number') {
       return new CsiRpcError(method, e.code, truncateMessage(scrubSecretValues(e.details ?? '', secrets)));
     }
-    const text = err instanceof Error ? err.message : String(err);
+    const text = errorMessage(err);
     return new CsiTransportError(method, `${method}: ${truncateMessage(scrubSecretValues(text, secrets))}`);
   }
 

@@ -34,7 +34,7 @@
  */
 import type { Clock, TimerHandle } from '../../clock/clock.ts';
 import { truncateMessage } from '../../truncate-message.ts';
-import { TransientOperationFailure } from '../errors.ts';
+import { errorMessage, TransientOperationFailure } from '../errors.ts';
 import { discardLogger, type Logger } from '../logger.ts';
 import { CsiClient, DEFAULT_CSI_TIMEOUT_MS, unixEndpoint } from './csi-client.ts';
 import {
@@ -102,7 +102,7 @@ export function isCsiDriverRegistrationRefusedError(err: unknown): err is CsiDri
 }
 
 /** Longest driver name a PV or inline volume may reference (the API's CSI driver name validation). */
-export const MAX_CSI_DRIVER_NAME_LENGTH = 63;
+const MAX_CSI_DRIVER_NAME_LENGTH = 63;
 
 /** A `--csi-driver` value that is not `<name>=<unix socket path>`. */
 export class InvalidCsiDriverFlagError extends Error {
@@ -422,7 +422,7 @@ export class CsiDriverRegistry {
       try {
         return await call();
       } catch (err) {
-        throw new Error(`${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        throw new Error(`${what} failed: ${errorMessage(err)}`, { cause: err });
       }
     };
     let error: Error | null = null;
@@ -451,7 +451,7 @@ export class CsiDriverRegistry {
         controllerCapabilities: controllerCaps,
       });
     } catch (err) {
-      const text = truncateMessage(`RegisterPlugin error -- CSI driver ${name} at ${entry.endpoint}: ${err instanceof Error ? err.message : String(err)}`);
+      const text = truncateMessage(`RegisterPlugin error -- CSI driver ${name} at ${entry.endpoint}: ${errorMessage(err)}`);
       error = new Error(text, { cause: err });
     }
     if (entry.generation !== generation || this.entries.get(name) !== entry) return error;
@@ -523,7 +523,7 @@ export class CsiDriverRegistry {
       try {
         listener();
       } catch (err) {
-        this.log.error('CSI driver registry listener failed', { error: err instanceof Error ? err.message : String(err) });
+        this.log.error('CSI driver registry listener failed', { error: errorMessage(err) });
       }
     }
   }

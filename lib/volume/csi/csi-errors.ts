@@ -11,11 +11,11 @@
  * safe). Every other code is final.
  */
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { UncertainProgressError } from '../errors.ts';
+import { errorMessage, UncertainProgressError } from '../errors.ts';
 import type { CsiMethod, RegistrationMethod } from './csi-proto.ts';
 
 /** gRPC status codes by number, with the names Go's `codes.Code.String()` prints (`rpc error: code = …`). */
-export const GO_CODE_NAMES: Readonly<Record<number, string>> = {
+const GO_CODE_NAMES: Readonly<Record<number, string>> = {
   [GrpcStatus.OK]: 'OK',
   [GrpcStatus.CANCELLED]: 'Canceled',
   [GrpcStatus.UNKNOWN]: 'Unknown',
@@ -119,7 +119,7 @@ export function isFinalCsiError(err: unknown): boolean {
  * any unmount or attach error as uncertain.
  */
 export function classifyCsiError(err: unknown, prefix = ''): Error {
-  const message = `${prefix}${err instanceof Error ? err.message : String(err)}`;
+  const message = `${prefix}${errorMessage(err)}`;
   if (!isFinalCsiError(err)) return new UncertainProgressError(message, { cause: err });
   return csiCallError(err, prefix);
 }
@@ -131,10 +131,5 @@ export function classifyCsiError(err: unknown, prefix = ''): Error {
  */
 export function csiCallError(err: unknown, prefix = ''): Error {
   if (prefix === '' && err instanceof Error) return err;
-  return new Error(`${prefix}${err instanceof Error ? err.message : String(err)}`, { cause: err });
-}
-
-/** The gRPC code of a CSI error, or undefined when it has none (transport errors, others). */
-export function csiErrorCode(err: unknown): GrpcStatus | undefined {
-  return isCsiRpcError(err) ? err.code : undefined;
+  return new Error(`${prefix}${errorMessage(err)}`, { cause: err });
 }

@@ -17,7 +17,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { isOperationFinishedError, TransientOperationFailure } from '../errors.ts';
+import { errorMessage, isOperationFinishedError, TransientOperationFailure } from '../errors.ts';
 import type { Pod } from '../k8s-types.ts';
 import type { Mounter, MounterArgs, Unmounter } from '../plugins.ts';
 import { specName, type Spec } from '../spec.ts';
@@ -46,12 +46,8 @@ import {
   type VolumeLifecycleMode,
 } from './vol-data.ts';
 
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /** `getPodInfoAttrs`: the volume attributes a CSIDriver with `podInfoOnMount` receives. */
-export function podInfoAttributes(pod: Pod, mode: VolumeLifecycleMode): StringMap {
+function podInfoAttributes(pod: Pod, mode: VolumeLifecycleMode): StringMap {
   const spec = pod.spec as Pod['spec'] & { serviceAccountName?: string };
   return {
     'csi.storage.k8s.io/pod.name': pod.metadata.name,
@@ -144,7 +140,7 @@ export class CsiMounter implements Mounter {
           known = await this.ctx.publishContextFor(this.driverName, this.volumeHandle);
         } catch (err) {
           // We could have a transient error associated with fetching the publish context (upstream).
-          throw new TransientOperationFailure(log(`mounter.SetUpAt failed to fetch publishContext: ${errText(err)}`), { cause: err });
+          throw new TransientOperationFailure(log(`mounter.SetUpAt failed to fetch publishContext: ${errorMessage(err)}`), { cause: err });
         }
         if (known === null) {
           const attachID = attachmentName(this.volumeHandle, this.driverName, this.ctx.nodeName);
@@ -164,7 +160,7 @@ export class CsiMounter implements Mounter {
       caps = await this.ctx.nodeCapabilities(this.driverName);
     } catch (err) {
       throw new TransientOperationFailure(
-        log(`mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability: ${errText(err)}`),
+        log(`mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability: ${errorMessage(err)}`),
         { cause: err },
       );
     }
@@ -173,7 +169,7 @@ export class CsiMounter implements Mounter {
     try {
       await mkdir(parentDir, { recursive: true, mode: 0o750 });
     } catch (err) {
-      throw new Error(log(`mounter.SetUpAt failed to create dir "${parentDir}":  ${errText(err)}`), { cause: err });
+      throw new Error(log(`mounter.SetUpAt failed to create dir "${parentDir}":  ${errorMessage(err)}`), { cause: err });
     }
 
     let secrets: StringMap = {};
@@ -181,7 +177,7 @@ export class CsiMounter implements Mounter {
       try {
         secrets = getCredentialsFromSecret(this.ctx.objects, secretRef.namespace, secretRef.name);
       } catch (err) {
-        throw new TransientOperationFailure(`fetching NodePublishSecretRef ${secretRef.namespace}/${secretRef.name} failed: ${errText(err)}`, { cause: err });
+        throw new TransientOperationFailure(`fetching NodePublishSecretRef ${secretRef.namespace}/${secretRef.name} failed: ${errorMessage(err)}`, { cause: err });
       }
     }
     if (this.ctx.csiDriver(this.driverName)?.spec.podInfoOnMount === true) {
@@ -209,7 +205,7 @@ export class CsiMounter implements Mounter {
       await saveVolumeData(parentDir, volData);
     } catch (err) {
       await this.cleanUp(dir);
-      throw new TransientOperationFailure(log(`mounter.SetUpAt failed to save volume info data: ${errText(err)}`), { cause: err });
+      throw new TransientOperationFailure(log(`mounter.SetUpAt failed to save volume info data: ${errorMessage(err)}`), { cause: err });
     }
 
     try {
@@ -257,7 +253,7 @@ export class CsiMounter implements Mounter {
         this.ctx.log.warn(log(`mounter.SetupAt left mount dir [${dir}] in place after a NodePublish() error: it is mounted`));
       }
     } catch (err) {
-      this.ctx.log.error(log(`mounter.SetupAt failed to remove mount dir after a NodePublish() error [${dir}]: ${errText(err)}`));
+      this.ctx.log.error(log(`mounter.SetupAt failed to remove mount dir after a NodePublish() error [${dir}]: ${errorMessage(err)}`));
     }
   }
 }
@@ -281,7 +277,7 @@ export class CsiUnmounter implements Unmounter {
     try {
       data = await loadVolumeData(dataDir);
     } catch (err) {
-      throw new Error(log(`unmounter failed to load volume data file [${dir}]: ${errText(err)}`), { cause: err });
+      throw new Error(log(`unmounter failed to load volume data file [${dir}]: ${errorMessage(err)}`), { cause: err });
     }
     const driver = data[volDataKey.driverName] ?? '';
     const volumeHandle = data[volDataKey.volHandle] ?? '';
@@ -300,7 +296,7 @@ export class CsiUnmounter implements Unmounter {
     try {
       removed = await removeMountDir(this.ctx.rootDir, this.ctx.mounter, dir);
     } catch (err) {
-      throw new Error(log(`Unmounter.TearDownAt failed to clean mount dir [${dir}]: ${errText(err)}`), { cause: err });
+      throw new Error(log(`Unmounter.TearDownAt failed to clean mount dir [${dir}]: ${errorMessage(err)}`), { cause: err });
     }
     if (!removed) this.ctx.log.warn(log(`Unmounter.TearDownAt left [${dir}] in place: it is still mounted after NodeUnpublishVolume succeeded`));
     this.ctx.log.info(log(`Unmounter.TearDownAt successfully unmounted dir [${dir}]`));

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { realClock } from '../../clock/clock.ts';
-import { testMounter } from '../../mount-utils/mount-test-env.ts';
+import { testMounter } from '../../mount-utils/testing/mount-test-env.ts';
 import type { Mounter as HostMounter } from '../../mount-utils/mounter.ts';
 import { readMountInfo } from '../../mount-utils/mountinfo.ts';
 import {
@@ -33,7 +33,8 @@ import { CsiPlugin, type CsiPluginOptions, type VolumeAttachmentReader } from '.
 import type { NodeCapability } from './csi-types.ts';
 import { PLUGINS_REGISTRATION_DIR_NAME, PluginWatcher } from './plugin-watcher.ts';
 import { STRIPPED } from './redact.ts';
-import { CsiLoopProcess, driverMode, driverPrivileged, waitFor, type FaultSpec } from './testing/csi-loop-process.ts';
+import { CsiLoopProcess, driverMode, driverPrivileged, type FaultSpec } from './testing/csi-loop-process.ts';
+import { waitFor } from '../../clock/testing/wait-for.ts';
 import { DRIVER, FakeObjects, finishSuite, finishTestDir, inlineSpec, pod, pvSpec, RecordingLogger, suiteDir, testDir } from './testing/fixtures.ts';
 import { attachmentName, makeVolumeHandle, podVolumeDir } from './vol-data.ts';
 
@@ -122,7 +123,7 @@ async function rejection(p: Promise<unknown>): Promise<Error> {
 async function duringCall<T>(method: string, volumeId: string, op: () => Promise<T>, during: () => Promise<void>): Promise<T> {
   await driver.fault(method, { delayMs: 400, failNext: 1 });
   const pending = op();
-  await waitFor(async () => (await driver.state()).inFlight.includes(volumeId), `${method} of ${volumeId} in flight`);
+  await waitFor(async () => (await driver.state()).inFlight.includes(volumeId), { what: `${method} of ${volumeId} in flight` });
   await during();
   return pending;
 }
@@ -286,7 +287,7 @@ describe(`kubernetes.io/csi plugin against csi-loop (${driverMode})`, () => {
     expect(await exists(dirname(staging))).toBe(kept);
 
     // Clean up as the reconciler would: unstage the uncertain device (a no-op for the driver), detach.
-    await waitFor(async () => !(await driver.state()).inFlight.includes(vol), 'the driver to release the volume');
+    await waitFor(async () => !(await driver.state()).inFlight.includes(vol), { what: 'the driver to release the volume' });
     await plugin.newDeviceUnmounter().unmountDevice(staging);
     expect(await exists(dirname(staging))).toBe(false);
     await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);

@@ -12,7 +12,8 @@ import {
   parseCsiDriverFlag,
 } from './csi-driver-registry.ts';
 import { PLUGINS_REGISTRATION_DIR_NAME, PluginWatcher, validateVersions } from './plugin-watcher.ts';
-import { CsiLoopProcess, driverMode, waitFor } from './testing/csi-loop-process.ts';
+import { CsiLoopProcess, driverMode } from './testing/csi-loop-process.ts';
+import { waitFor } from '../../clock/testing/wait-for.ts';
 import { DRIVER, finishTestDir, suiteDir, testDir } from './testing/fixtures.ts';
 
 const NODE_ID = 'csi-node-reg';
@@ -184,13 +185,13 @@ describe(`CSI driver registration against csi-loop (${driverMode})`, () => {
 
     expect(registry.drivers()).toEqual([expect.objectContaining({ name: DRIVER, endpoint: driver.endpoint, registered: true, nodeId: NODE_ID })]);
     expect(registry.details(DRIVER)?.source).toBe('plugin-watcher');
-    await waitFor(async () => (await driver.state()).registration?.pluginRegistered === true, 'NotifyRegistrationStatus(registered)');
+    await waitFor(async () => (await driver.state()).registration?.pluginRegistered === true, { what: 'NotifyRegistrationStatus(registered)' });
     expect(watcher.status()).toEqual([
       { socketPath: join(registrationDir, `${DRIVER}-reg.sock`), driverName: DRIVER, registered: true, lastError: null },
     ]);
 
     await driver.stop();
-    await waitFor(() => registry.drivers().length === 0, 'the driver to be deregistered');
+    await waitFor(() => registry.drivers().length === 0, { what: 'the driver to be deregistered' });
     expect(() => registry.client(DRIVER)).toThrow('driver name csi-loop.volumescope.dev not found in the list of registered CSI drivers');
   });
 
@@ -204,12 +205,12 @@ describe(`CSI driver registration against csi-loop (${driverMode})`, () => {
     cleanups.push(() => watcher.stop());
 
     await watcher.start();
-    await waitFor(async () => (await driver.state()).registration !== null, 'the first NotifyRegistrationStatus');
+    await waitFor(async () => (await driver.state()).registration !== null, { what: 'the first NotifyRegistrationStatus' });
     const firstStatus = (await driver.state()).registration;
     await registry.whenRegistered(DRIVER);
 
     expect(firstStatus?.pluginRegistered).toBe(false);
     expect(firstStatus?.error).toContain('NodeGetInfo failed: rpc error: code = Unavailable desc = node service starting');
-    await waitFor(async () => (await driver.state()).registration?.pluginRegistered === true, 'NotifyRegistrationStatus(registered)');
+    await waitFor(async () => (await driver.state()).registration?.pluginRegistered === true, { what: 'NotifyRegistrationStatus(registered)' });
   });
 });

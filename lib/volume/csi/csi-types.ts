@@ -135,10 +135,6 @@ export interface ListVolumesResponse {
   next_token: string;
 }
 
-export interface ControllerGetVolumeRequest {
-  volume_id: string;
-}
-
 export interface ControllerGetVolumeResponse {
   volume: CsiVolume | null;
   status: ControllerVolumeStatus | null;

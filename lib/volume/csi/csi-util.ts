@@ -37,12 +37,6 @@ export function getPVSourceFromSpec(spec: Spec): CSIPersistentVolumeSource {
   return pvSrc;
 }
 
-/** `GetCSIDriverName`. */
-export function getCSIDriverName(spec: Spec): string {
-  const { volSrc, pvSrc } = getSourceFromSpec(spec);
-  return volSrc?.driver ?? pvSrc?.driver ?? '';
-}
-
 /** `getVolumeLifecycleMode`: inline CSI volumes are Ephemeral, PV-backed ones Persistent. */
 export function getVolumeLifecycleMode(spec: Spec): VolumeLifecycleMode {
   return getSourceFromSpec(spec).volSrc !== null ? 'Ephemeral' : 'Persistent';

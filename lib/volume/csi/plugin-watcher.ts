@@ -28,6 +28,7 @@ import { discardLogger, type Logger } from '../logger.ts';
 import { PluginRegistrationClient } from './csi-client.ts';
 import type { CsiDriverRegistry } from './csi-driver-registry.ts';
 import type { PluginInfo } from './csi-types.ts';
+import { errorMessage } from '../errors.ts';
 
 /** `<root-dir>/plugins_registry`: kubelet's `config.DefaultKubeletPluginsRegistrationDirName`. */
 export const PLUGINS_REGISTRATION_DIR_NAME = 'plugins_registry';
@@ -38,7 +39,7 @@ export function pluginsRegistrationDir(rootDir: string): string {
 }
 
 /** The plugin type CSI drivers register as. */
-export const CSI_PLUGIN_TYPE = 'CSIPlugin';
+const CSI_PLUGIN_TYPE = 'CSIPlugin';
 
 export interface PluginWatcherOptions {
   /** The registration directory; created (0750) when missing. */
@@ -163,7 +164,7 @@ export class PluginWatcher {
         try {
           await this.scanOnce();
         } catch (err) {
-          this.log.warn(`plugin watcher: scanning ${this.dir} failed`, { error: err instanceof Error ? err.message : String(err) });
+          this.log.warn(`plugin watcher: scanning ${this.dir} failed`, { error: errorMessage(err) });
         }
       } while (this.rescanRequested && !this.stopped);
     })().finally(() => {
@@ -224,7 +225,7 @@ export class PluginWatcher {
       try {
         info = await client.getInfo();
       } catch (err) {
-        const text = `failed to get plugin info using RPC GetInfo at socket ${state.socketPath}, err: ${errText(err)}`;
+        const text = `failed to get plugin info using RPC GetInfo at socket ${state.socketPath}, err: ${errorMessage(err)}`;
         // Once per distinct failure: a broken socket is retried every resync.
         if (text !== state.lastError) this.log.warn(text);
         state.lastError = text;
@@ -244,7 +245,7 @@ export class PluginWatcher {
       try {
         await client.notifyRegistrationStatus({ plugin_registered: error === null, error: error ?? '' });
       } catch (err) {
-        this.log.warn(`plugin watcher: NotifyRegistrationStatus to ${state.socketPath} failed`, { error: errText(err) });
+        this.log.warn(`plugin watcher: NotifyRegistrationStatus to ${state.socketPath} failed`, { error: errorMessage(err) });
       }
     } finally {
       client.close();
@@ -263,7 +264,7 @@ export class PluginWatcher {
       this.log.info(`plugin watcher: registered CSI driver ${info.name} from ${state.socketPath}`, { endpoint });
       return null;
     } catch (err) {
-      return errText(err);
+      return errorMessage(err);
     }
   }
 }
@@ -283,6 +284,3 @@ export function validateVersions(driverName: string, versions: readonly string[]
   return null;
 }
 
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

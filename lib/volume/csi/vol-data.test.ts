@@ -2,8 +2,8 @@ import { link, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isDurableWriteError } from '../../mount-utils/durable-write.ts';
-import { fullFilesystem, type FullFilesystem } from '../../mount-utils/full-fs-test-env.ts';
-import { cleanUpTempDir, makeTempDir, mountMode } from '../../mount-utils/mount-test-env.ts';
+import { fullFilesystem, type FullFilesystem } from '../../mount-utils/testing/full-fs-test-env.ts';
+import { cleanUpTempDir, makeTempDir, mountMode } from '../../mount-utils/testing/mount-test-env.ts';
 import {
   attachIntentDir,
   attachIntentPath,

@@ -4,7 +4,7 @@
  */
 
 /** The part of every plugin directory below the kubelet root dir. */
-export const KUBERNETES_PLUGIN_PATH_PREFIX = '/plugins/kubernetes.io/';
+const KUBERNETES_PLUGIN_PATH_PREFIX = '/plugins/kubernetes.io/';
 
 /**
  * True when some reference does not contain the mount path's plugin suffix. A mount path looks

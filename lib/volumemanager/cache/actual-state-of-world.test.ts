@@ -17,6 +17,7 @@ import {
   SELinuxMountMismatchError,
   VolumeNotAttachedError,
 } from './actual-state-of-world.ts';
+import { errorMessage } from '../../volume/errors.ts';
 
 const node = nodeName('mynodename');
 const Gi = 2 ** 30;
@@ -31,7 +32,7 @@ function thrownMessage(fn: () => unknown): string {
   try {
     fn();
   } catch (err) {
-    return err instanceof Error ? err.message : String(err);
+    return errorMessage(err);
   }
   return '';
 }

@@ -15,7 +15,7 @@ import type { DecisionPhases } from './reconciler.ts';
  * unmount → unmount device → detach; a round that still plans something new after this many
  * steps is cut short (and logged) rather than looping.
  */
-export const maxPlanningSteps = 8;
+const maxPlanningSteps = 8;
 
 /** An operation of plan-only mode was asked of an engine that runs operations, or the reverse. */
 export class PlanOnlyModeError extends Error {

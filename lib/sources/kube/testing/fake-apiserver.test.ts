@@ -29,7 +29,7 @@ import { FakeApiServer } from './fake-apiserver.ts';
 import type { AccessRequest, FakeApiServerOptions, GoneStyle } from './fake-apiserver.ts';
 import { configMap, node, pod } from './fixtures.ts';
 import { fakeKubeConfig, writeKubeconfigFile } from './kubeconfig-file.ts';
-import { waitFor } from './wait-for.ts';
+import { waitFor } from '../../../clock/testing/wait-for.ts';
 
 // The fake API server is exercised only through the real @kubernetes/client-node over HTTP.
 const token = 'fake-server-test-token';

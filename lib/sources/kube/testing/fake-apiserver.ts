@@ -45,6 +45,7 @@ import type { FakeResource, StoreEvent, WatchEventType } from './object-store.ts
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, isPatchError } from './patches.ts';
 import { isSelectorError, matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import type { FieldRequirement, LabelRequirement } from './selectors.ts';
+import { errorMessage } from '../../../volume/errors.ts';
 
 export interface FakeApiServerOptions {
   /** Time source for watch timeouts, bookmarks and creation timestamps; default the real clock. */
@@ -370,7 +371,7 @@ export class FakeApiServer {
   private createHttpServer(): Server {
     const server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => {
-        if (!res.headersSent) sendStatus(res, 500, 'InternalError', err instanceof Error ? err.message : String(err));
+        if (!res.headersSent) sendStatus(res, 500, 'InternalError', errorMessage(err));
         else res.destroy();
       });
     });
@@ -408,7 +409,7 @@ export class FakeApiServer {
       try {
         body = await readJsonBody(req);
       } catch (err) {
-        bodyError = err instanceof Error ? err.message : String(err);
+        bodyError = errorMessage(err);
       }
     }
     const record: RecordedRequest = {

@@ -12,9 +12,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { realClock } from '../../../clock/clock.ts';
+import { waitFor } from '../../../clock/testing/wait-for.ts';
 import { execFileNoShell } from '../../../mount-utils/exec.ts';
-import { realMountsAllowed } from '../../../mount-utils/mount-test-env.ts';
+import { realMountsAllowed } from '../../../mount-utils/testing/mount-test-env.ts';
 import { mountsAtOrBelow } from '../../../mount-utils/mount-table.ts';
 import { readMountInfo } from '../../../mount-utils/mountinfo.ts';
 
@@ -89,18 +89,6 @@ export interface StartCsiLoopOptions {
   mode?: 'privileged' | 'unprivileged';
 }
 
-/**
- * Polls `condition` every 10 ms on the process Clock until it holds; throws after `timeoutMs`.
- * Not a sleep: it waits for a state, with a deadline.
- */
-export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = realClock.monotonic() + timeoutMs;
-  while (!(await condition())) {
-    if (realClock.monotonic() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise<void>((resolve) => realClock.setTimeout(resolve, 10));
-  }
-}
-
 export class CsiLoopProcess {
   readonly stderrLines: string[] = [];
   private exited: Promise<number | null>;
@@ -155,7 +143,7 @@ export class CsiLoopProcess {
     child.once('exit', () => running.delete(child));
     const driver = new CsiLoopProcess(child, driverName, opts.nodeId, socketPath, stateDir, opts.registrationDir);
     try {
-      await waitFor(() => driver.controlPortOrNull() !== null || driver.exitCode !== undefined, 'the csi-loop driver to start', 20_000);
+      await waitFor(() => driver.controlPortOrNull() !== null || driver.exitCode !== undefined, { what: 'the csi-loop driver to start', timeoutMs: 20_000 });
     } catch (err) {
       child.kill('SIGKILL');
       throw new Error(`${(err as Error).message}; stderr: ${driver.stderrLines.join('\n')}`, { cause: err });

@@ -7,6 +7,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { CSI_METHODS, CSI_PROTO_PATH, PLUGIN_REGISTRATION_PROTO_PATH, PROTO_LOADER_OPTIONS, REGISTRATION_METHODS, type CsiMethod, type RegistrationMethod } from '../csi-proto.ts';
+import { errorMessage } from '../../errors.ts';
 
 export type FakeMethod = CsiMethod | RegistrationMethod;
 
@@ -65,7 +66,7 @@ export class FakeCsiServer {
               },
               (err: unknown) => {
                 if (err instanceof FakeStatus) callback({ code: err.code, details: err.details });
-                else callback({ code: grpc.status.INTERNAL, details: err instanceof Error ? err.message : String(err) });
+                else callback({ code: grpc.status.INTERNAL, details: errorMessage(err) });
               },
             );
         };

@@ -5,7 +5,7 @@
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { makeTempDir } from '../../../mount-utils/mount-test-env.ts';
+import { makeTempDir } from '../../../mount-utils/testing/mount-test-env.ts';
 import type { CSIDriver, CSIPersistentVolumeSource, Pod, Secret } from '../../k8s-types.ts';
 import type { Logger } from '../../logger.ts';
 import type { VolumeObjectGetter } from '../../object-getter.ts';

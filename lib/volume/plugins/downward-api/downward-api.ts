@@ -33,7 +33,7 @@ export function defaultNodeAllocatable(): ResourceList {
 }
 
 /** The kubelet's `sortLines`: the lines of a value in Go string order. */
-export function sortLines(value: string): string {
+function sortLines(value: string): string {
   return value.split('\n').sort(byteOrder).join('\n');
 }
 

@@ -24,7 +24,7 @@ export function byteOrder(a: string, b: string): number {
 }
 
 /** `SplitMaybeSubscriptedPath`: `metadata.labels['app']` → {path: `metadata.labels`, subscript: `app`}. */
-export function splitMaybeSubscriptedPath(fieldPath: string): { path: string; subscript: string } | null {
+function splitMaybeSubscriptedPath(fieldPath: string): { path: string; subscript: string } | null {
   if (!fieldPath.endsWith("']")) return null;
   const inner = fieldPath.slice(0, -2);
   const open = inner.indexOf("['");
@@ -38,7 +38,7 @@ const NAME_MESSAGE =
   "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 
 /** apimachinery's `IsQualifiedName`: the problems with a label or annotation key, [] when it is valid. */
-export function qualifiedNameErrors(value: string): string[] {
+function qualifiedNameErrors(value: string): string[] {
   const parts = value.split('/');
   let name: string;
   const errs: string[] = [];

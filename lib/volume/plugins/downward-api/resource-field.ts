@@ -54,14 +54,14 @@ function ceilDiv(a: bigint, b: bigint): bigint {
 }
 
 /** The container of a pod by name, init containers included (`container x not found` otherwise). */
-export function findContainerInPod(pod: Pod, containerName: string): Container {
+function findContainerInPod(pod: Pod, containerName: string): Container {
   const found = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].find((c) => c.name === containerName);
   if (found === undefined) throw new ResourceFieldError(`container ${containerName} not found`);
   return found;
 }
 
 /** The container's limits with CPU, memory and ephemeral-storage filled from `allocatable` where unset or zero. */
-export function mergedLimits(container: Container, allocatable: ResourceList): ResourceList {
+function mergedLimits(container: Container, allocatable: ResourceList): ResourceList {
   const limits: ResourceList = { ...(container.resources?.limits ?? {}) };
   for (const name of ['cpu', 'memory', 'ephemeral-storage']) {
     const set = limits[name];
@@ -75,7 +75,7 @@ export function mergedLimits(container: Container, allocatable: ResourceList): R
  * `ExtractContainerResourceValue` after `MergeContainerResourceLimits`: the value as the decimal
  * text the file holds.
  */
-export function extractResourceValue(selector: ResourceFieldSelector, container: Container, allocatable: ResourceList): string {
+function extractResourceValue(selector: ResourceFieldSelector, container: Container, allocatable: ResourceList): string {
   const divisorText = selector.divisor ?? '';
   const divisorIsZero = divisorText === '' || scaledQuantity(divisorText, 3) === 0n;
   const divisor = divisorIsZero ? '1' : divisorText;

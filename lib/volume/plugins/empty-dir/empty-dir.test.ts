@@ -1,7 +1,7 @@
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mountMode, realMountsAllowed } from '../../../mount-utils/mount-test-env.ts';
+import { mountMode, realMountsAllowed } from '../../../mount-utils/testing/mount-test-env.ts';
 import type { Volume } from '../../k8s-types.ts';
 import { specFromPersistentVolume, specFromVolume } from '../../spec.ts';
 import {

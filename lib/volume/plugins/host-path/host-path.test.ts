@@ -2,7 +2,7 @@ import { chmod, lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeF
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mountMode } from '../../../mount-utils/mount-test-env.ts';
+import { mountMode } from '../../../mount-utils/testing/mount-test-env.ts';
 import { specFromPersistentVolume, specFromVolume } from '../../spec.ts';
 import { exists, initPlugin, makePluginTestEnv, makePod, modeOf, mountsAtOrBelow, noArgs, POD_UID, rejectionOf, type PluginTestEnv } from '../testing/plugin-test-env.ts';
 import { isTearDownRefusedError } from '../util/errors.ts';

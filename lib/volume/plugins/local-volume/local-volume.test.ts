@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mountMode, realMountsAllowed } from '../../../mount-utils/mount-test-env.ts';
+import { mountMode, realMountsAllowed } from '../../../mount-utils/testing/mount-test-env.ts';
 import { specFromPersistentVolume, specFromVolume, type Spec } from '../../spec.ts';
 import { exists, initPlugin, makePluginTestEnv, makePod, mountsAtOrBelow, noArgs, POD_UID, rejectionOf, type PluginTestEnv } from '../testing/plugin-test-env.ts';
 import { isTearDownRefusedError } from '../util/errors.ts';

@@ -26,7 +26,7 @@ import { ensureDir, isWithin, mountsAt, mountTablePath, removeEmptyDirQuietly, t
 export const LOCAL_VOLUME_PLUGIN_NAME = pluginName('kubernetes.io/local-volume');
 
 /** Mode of the pod volume dir a local volume is bind-mounted on (upstream's). */
-export const LOCAL_VOLUME_DIR_MODE = 0o750;
+const LOCAL_VOLUME_DIR_MODE = 0o750;
 
 /** The local path of a PV cannot be used (missing, empty, not a directory, a `..` element). */
 export class LocalVolumePathError extends Error {
@@ -48,7 +48,7 @@ function joinMountOptions(base: readonly string[], extra: readonly string[]): st
  * other mount of that file system whose root contains it. The unprivileged mounter's bind is a
  * symlink to the source. "" when nothing is mounted or the source cannot be located.
  */
-export async function bindSourceOf(mounter: MountUtilsMounter, volumePath: string): Promise<string> {
+async function bindSourceOf(mounter: MountUtilsMounter, volumePath: string): Promise<string> {
   const st = await lstat(volumePath).catch((err: unknown) => {
     if (hasErrnoCode(err, 'ENOENT')) return null;
     throw err;

@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mountMode } from '../../../mount-utils/mount-test-env.ts';
+import { mountMode } from '../../../mount-utils/testing/mount-test-env.ts';
 import type { VolumeProjection } from '../../k8s-types.ts';
 import { specFromVolume } from '../../spec.ts';
 import { exists, initPlugin, makePluginTestEnv, makePod, modeOf, mountsAtOrBelow, noArgs, POD_UID, rejectionOf, type PluginTestEnv } from '../testing/plugin-test-env.ts';

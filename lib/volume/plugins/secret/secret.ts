@@ -23,7 +23,7 @@ import type { VolumePluginDeps } from '../util/plugin-deps.ts';
 export const SECRET_PLUGIN_NAME = pluginName('kubernetes.io/secret');
 
 /** The decoded values of a Secret: `data` (base64) overlaid with `stringData` (plain). */
-export function secretValues(secret: Secret): Map<string, Buffer> {
+function secretValues(secret: Secret): Map<string, Buffer> {
   const values = new Map<string, Buffer>();
   for (const [key, value] of Object.entries(secret.data ?? {})) {
     values.set(key, decodeBase64Value(value, `secret "${secret.metadata.name}" data key "${key}"`));

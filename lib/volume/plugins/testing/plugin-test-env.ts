@@ -7,7 +7,7 @@
 import { lstat, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FakeClock } from '../../../clock/fake-clock.ts';
-import { cleanUpTempDir, makeTempDir, testMounter } from '../../../mount-utils/mount-test-env.ts';
+import { cleanUpTempDir, makeTempDir, testMounter } from '../../../mount-utils/testing/mount-test-env.ts';
 import type { Mounter } from '../../../mount-utils/mounter.ts';
 import type { MountInfo } from '../../../mount-utils/mountinfo.ts';
 import type { ConfigMap, CSIDriver, Pod, Secret, Volume } from '../../k8s-types.ts';

@@ -2,8 +2,8 @@ import { lstat, mkdir, readdir, readFile, readlink, symlink, writeFile } from 'n
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nodeDurableWriteFs, type DurableWriteFs } from '../../../mount-utils/durable-write.ts';
-import { errnoError, fullFilesystem } from '../../../mount-utils/full-fs-test-env.ts';
-import { mountMode } from '../../../mount-utils/mount-test-env.ts';
+import { errnoError, fullFilesystem } from '../../../mount-utils/testing/full-fs-test-env.ts';
+import { mountMode } from '../../../mount-utils/testing/mount-test-env.ts';
 import { makePluginTestEnv, modeOf, rejectionOf, type PluginTestEnv } from '../testing/plugin-test-env.ts';
 import {
   AtomicWriter,

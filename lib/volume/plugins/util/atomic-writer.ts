@@ -55,7 +55,7 @@ export type Payload = Map<string, FileProjection>;
 /** The link naming the current data dir. */
 export const DATA_DIR_NAME = '..data';
 /** The link that is renamed over {@link DATA_DIR_NAME}. */
-export const NEW_DATA_DIR_NAME = '..data_tmp';
+const NEW_DATA_DIR_NAME = '..data_tmp';
 /** Data dir names: `..` + UTC timestamp + `.` + a random suffix (the kubelet's suffix is digits). */
 export const DATA_DIR_PATTERN = /^\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.[^/]+$/;
 /** Entries being removed (see the module comment); never a payload name, which cannot start with `..` but can with `.`, hence the long prefix. */
@@ -104,7 +104,7 @@ export function validatePayloadPath(targetPath: string): void {
 }
 
 /** Validates every path and returns the payload keyed by cleaned paths (`./a//b/` → `a/b`). */
-export function validatePayload(payload: Payload): Payload {
+function validatePayload(payload: Payload): Payload {
   const clean: Payload = new Map();
   for (const [path, file] of payload) {
     validatePayloadPath(path);

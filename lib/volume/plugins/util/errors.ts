@@ -1,3 +1,4 @@
+import { errorMessage } from '../../errors.ts';
 /**
  * Errors of the in-tree volume plugins. Texts are the kubelet's where the kubelet has one, so a
  * MountVolume.SetUp failure reads the same in VolumeScope as in `kubectl describe pod`. No error
@@ -145,7 +146,7 @@ const errnoTexts: Record<string, string> = {
 export function goPathErrorText(op: string, path: string, err: unknown): string {
   const code = (err as NodeJS.ErrnoException | null)?.code;
   const text = code === undefined ? undefined : errnoTexts[code];
-  return `${op} ${path}: ${text ?? (err instanceof Error ? err.message : String(err))}`;
+  return `${op} ${path}: ${text ?? (errorMessage(err))}`;
 }
 
 /** True when `err` is a Node fs error with the given code. */

@@ -55,7 +55,7 @@ export async function mountsAt(mounter: Mounter, path: string): Promise<MountInf
 }
 
 /** The mount-table entries (read now) strictly below `path`. */
-export async function mountsBelow(mounter: Mounter, path: string): Promise<MountInfo[]> {
+async function mountsBelow(mounter: Mounter, path: string): Promise<MountInfo[]> {
   const at = await mountTablePath(path);
   if (at === null) return [];
   return (await mounter.list()).filter((e) => e.mountPoint !== at && isWithin(e.mountPoint, at));
@@ -122,7 +122,7 @@ export async function removeEmptyDirQuietly(ctx: RemovalContext, dir: string): P
  * Unmounts whatever is mounted exactly at `dir` (mount table read fresh before each step), the
  * top-most first, until nothing is. Throws the mounter's error when an unmount fails.
  */
-export async function unmountAt(mounter: Mounter, dir: string): Promise<void> {
+async function unmountAt(mounter: Mounter, dir: string): Promise<void> {
   for (let i = 0; i < MAX_STACKED_UNMOUNTS; i++) {
     if ((await mountsAt(mounter, dir)).length === 0) return;
     await mounter.unmount(dir);

@@ -1,11 +1,9 @@
 /**
- * Test support for watcher tests: temporary manifest directories, atomic saves and a logger that
- * records what it is given.
+ * Test support for watcher tests: temporary manifest directories and atomic saves.
  */
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SourceLogger } from '../source-logger.ts';
 
 /** A fresh empty directory under the OS temp dir; remove it with {@link removeDir}. */
 export function makeTempDir(): Promise<string> {
@@ -21,27 +19,4 @@ export async function writeAtomically(dir: string, name: string, text: string): 
   const temp = join(dir, `.${name}.tmp-${process.pid}`);
   await writeFile(temp, text);
   await rename(temp, join(dir, name));
-}
-
-export interface LogEntry {
-  level: 'info' | 'warn';
-  obj: object;
-  msg: string;
-}
-
-/** A SourceLogger that keeps every entry, for assertions on log lines. */
-export class RecordingLogger implements SourceLogger {
-  readonly entries: LogEntry[] = [];
-
-  info(obj: object, msg: string): void {
-    this.entries.push({ level: 'info', obj, msg });
-  }
-
-  warn(obj: object, msg: string): void {
-    this.entries.push({ level: 'warn', obj, msg });
-  }
-
-  warnings(): LogEntry[] {
-    return this.entries.filter((e) => e.level === 'warn');
-  }
 }

@@ -7,9 +7,9 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DurableFile, DurableWriteFs } from './durable-write.ts';
-import { nodeDurableWriteFs } from './durable-write.ts';
-import { LinuxMounter } from './linux-mounter.ts';
+import type { DurableFile, DurableWriteFs } from '../durable-write.ts';
+import { nodeDurableWriteFs } from '../durable-write.ts';
+import { LinuxMounter } from '../linux-mounter.ts';
 import { realMountsAllowed } from './mount-test-env.ts';
 
 /** Size of the tiny tmpfs, in KiB. */

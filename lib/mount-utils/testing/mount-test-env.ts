@@ -6,12 +6,12 @@
 import { access, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { execFileNoShell } from './exec.ts';
-import { LinuxMounter } from './linux-mounter.ts';
-import { mountsAtOrBelow } from './mount-table.ts';
-import type { Mounter } from './mounter.ts';
-import { readMountInfo } from './mountinfo.ts';
-import { SYNTHETIC_MOUNT_ID_BASE, UnprivilegedMounter } from './unprivileged-mounter.ts';
+import { execFileNoShell } from '../exec.ts';
+import { LinuxMounter } from '../linux-mounter.ts';
+import { mountsAtOrBelow } from '../mount-table.ts';
+import type { Mounter } from '../mounter.ts';
+import { readMountInfo } from '../mountinfo.ts';
+import { SYNTHETIC_MOUNT_ID_BASE, UnprivilegedMounter } from '../unprivileged-mounter.ts';
 
 /** True when the tests run inside a private mount namespace and may make real mounts. */
 export const realMountsAllowed = process.env.VOLUMESCOPE_MOUNT_NS === '1';

@@ -2,7 +2,7 @@
  * Hand-written snapshots for tests, stories and docs: an empty node, a small realistic node, and
  * a generated large node. Pure data builders; nothing here reads a clock.
  */
-import type { ActualVolume, DesiredPod, Operation, Snapshot } from './snapshot.ts';
+import type { ActualVolume, DesiredPod, Operation, Snapshot } from '../snapshot.ts';
 
 /** A fixed instant (2026-11-30T08:00:00Z) the fixtures' times are relative to. */
 export const FIXTURE_T0 = 1_796_025_600_000;
