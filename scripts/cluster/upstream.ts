@@ -87,7 +87,8 @@ export const UPSTREAM_TARGETS: readonly UpstreamTarget[] = [
     moduleDir: 'upstream/csi',
     pkg: 'github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity',
     versionOf: 'github.com/kubernetes-csi/csi-test/v5',
-    stamps: mainVersion,
+    // csi-sanity keeps it in main.VERSION and prints it with -version.
+    stamps: (version) => [`main.VERSION=${version}`],
     components: ['csi-sanity'],
   },
 ];
