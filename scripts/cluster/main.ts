@@ -260,7 +260,7 @@ async function main(): Promise<number> {
       '--secure-port=0',
       `--root-ca-file=${pki.caCert}`,
       `--service-account-private-key-file=${pki.serviceAccountKey}`,
-      '--use-service-account-credentials=false',
+      '--use-service-account-credentials=true',
     ]);
 
     const nodeRoot = join(state, 'nodes', NODE);
