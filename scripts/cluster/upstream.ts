@@ -128,6 +128,11 @@ export function requiredVersion(goModText: string, goModName: string, module: st
   throw new PinNotFoundError(goModName, module);
 }
 
+/** Flags every binary is built with (besides -p and the -X stamps). */
+export const BUILD_FLAGS = ['-trimpath'] as const;
+/** Linker flags besides the stamps: strip the symbol table and the DWARF data. */
+export const LINK_FLAGS = ['-s', '-w'] as const;
+
 /** The files whose content decides the binaries: go.mod, go.sum and the Go sources of upstream/. */
 function keyedFiles(root: string): string[] {
   const files: string[] = [];
@@ -165,16 +170,11 @@ export function cacheKey(root: string, toolchain: Toolchain): string {
   for (const t of UPSTREAM_TARGETS) {
     const goMod = readFileSync(join(root, t.moduleDir, 'go.mod'), 'utf8');
     const version = requiredVersion(goMod, `${t.moduleDir}/go.mod`, t.versionOf);
-    hash.update(JSON.stringify([t.binary, t.moduleDir, t.pkg, t.stamps(version), BUILD_FLAGS]));
+    hash.update(JSON.stringify([t.binary, t.moduleDir, t.pkg, t.stamps(version), BUILD_FLAGS, LINK_FLAGS]));
   }
   hash.update(JSON.stringify(toolchain));
   return hash.digest('hex').slice(0, 16);
 }
-
-/** Flags every binary is built with (besides -p and the -X stamps). */
-export const BUILD_FLAGS = ['-trimpath'] as const;
-/** Linker flags besides the stamps: strip the symbol table and DWARF (a third of the size). */
-export const LINK_FLAGS = ['-s', '-w'] as const;
 
 /** `${XDG_CACHE_HOME:-$HOME/.cache}/volumescope/upstream`: outside any work tree. */
 export function cacheRoot(env: NodeJS.ProcessEnv): string {
