@@ -162,7 +162,7 @@ async function main(): Promise<number> {
     saved = JSON.parse(readFileSync(stateFile, 'utf8')) as ClusterState;
     if (saved.key !== manifest.key) {
       console.error(
-        `cluster: ${state} was made with upstream build ${saved.key}, this is ${manifest.key} (other pinned versions): ` +
+        `cluster: ${state} was made with upstream build ${saved.key}, this is ${manifest.key} (other pins, build flags or Go toolchain): ` +
           'its etcd data and certificates are not reused across versions. Run `npm run cluster -- --reset` for a fresh cluster.',
       );
       return 1;
