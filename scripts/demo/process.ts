@@ -2,7 +2,7 @@
  * Child processes of the demo (`npm start`) and of the e2e stack.
  *
  * Contract:
- * - Every child is ONE node process (`process.execPath <args>`), never an npx/npm/sh chain, so its
+ * - Every child is ONE process (`process.execPath <args>`, or a given executable), never an npx/npm/sh chain, so its
  *   pid is the process that holds the port and a signal reaches the program itself (stack notes,
  *   pitfall 8: killing an npx pid left the real server orphaned).
  * - Children run in their own process group (`detached`), so a Ctrl-C in the terminal reaches only
@@ -30,8 +30,10 @@ export interface ExitInfo {
 export interface ManagedProcessOptions {
   /** For messages: `agent demo-node-a`, `dashboard`. */
   name: string;
-  /** Arguments after `process.execPath` (node flags, script, program flags). */
+  /** Arguments after `process.execPath` (node flags, script, program flags), or after `command`. */
   args: readonly string[];
+  /** An executable to run instead of node (the upstream Go components); `args` are then its own. */
+  command?: string;
   cwd: string;
   env: NodeJS.ProcessEnv;
   /** stdout and stderr are appended here. */
@@ -81,7 +83,8 @@ export class ManagedProcess {
     const fd = openSync(options.logFile, 'a');
     let child: ChildProcess;
     try {
-      const [file, args] = SETPRIV === undefined ? [process.execPath, [...options.args]] : [SETPRIV, ['--pdeathsig', 'SIGTERM', '--', process.execPath, ...options.args]];
+      const program = options.command ?? process.execPath;
+      const [file, args] = SETPRIV === undefined ? [program, [...options.args]] : [SETPRIV, ['--pdeathsig', 'SIGTERM', '--', program, ...options.args]];
       child = spawn(file, args, {
         cwd: options.cwd,
         env: options.env,
