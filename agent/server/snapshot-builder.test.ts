@@ -5,7 +5,7 @@ import { normalizeSnapshot } from '../../lib/api/normalize-snapshot.ts';
 import { SnapshotSchema, type ActualVolume } from '../../lib/api/snapshot.ts';
 import type { Pod } from '../../lib/volume/k8s-types.ts';
 import { specFromVolume } from '../../lib/volume/spec.ts';
-import { pluginName, podUID, uniquePodName, type UniqueVolumeName } from '../../lib/volume/types.ts';
+import { pluginName, podUID, uniquePodName, uniqueVolumeName, type UniqueVolumeName } from '../../lib/volume/types.ts';
 import { gcePdVolume, Harness, makeKubeletDir, makePod, syncHostFs, testNodeName } from '../../lib/volumemanager/testing/harness.ts';
 import { SnapshotBuilder } from './snapshot-builder.ts';
 import { FakeAgentRuntime } from './testing/fake-agent-runtime.ts';
@@ -299,7 +299,7 @@ describe('SnapshotBuilder', () => {
     expect(snapshot.desired.pods.map((p) => p.uid)).toEqual(['uid-1', 'uid-3', 'uid-5', 'uid-9']);
   });
 
-  it('keeps the namespace of a pod that left the desired state while its mount remains, and forgets it afterwards', () => {
+  it('keeps the namespace of a pod that left the desired state while its mount remains, also in a snapshot built from scratch', () => {
     // Arrange
     const { h, builder } = setup();
     const [volume] = populate(h, 1, 'team-a');
@@ -309,26 +309,50 @@ describe('SnapshotBuilder', () => {
     // Act
     h.vm.dsw.deletePodFromVolume(uniquePodName('uid-0'), volume);
     const orphan = builder.build(first, 1);
-    h.vm.asw.markVolumeAsUnmounted(uniquePodName('uid-0'), volume);
-    const gone = builder.build(orphan, 2);
+    const fresh = builder.build(null, 1);
 
     // Assert
     expect(orphan.snapshot.desired.pods).toEqual([]);
     expect(orphan.snapshot.actual.volumes[0]?.pods[0]?.podNamespace).toBe('team-a');
-    expect(orphan.index.orphanNamespaces.get('uid-0')).toBe('team-a');
-    expect(gone.index.orphanNamespaces.size).toBe(0);
+    expect(fresh.snapshot).toEqual(orphan.snapshot);
   });
 
-  it('reports pod errors, which change without a notification, through the light-parts probe', () => {
+  it('shows no namespace for a mount of a pod the desired state never had (found by reconstruction only)', () => {
+    // Arrange: a mount in the actual state only
+    const { h, builder } = setup();
+    const volume = gcePdVolume('vol-r', 'pd-r');
+    const spec = specFromVolume(volume);
+    const volumeName = uniqueVolumeName('fake-plugin/pd-r');
+    h.vm.asw.markVolumeAsAttached(volumeName, spec, testNodeName, '/dev/sdr');
+    h.vm.asw.markVolumeAsMounted({
+      podName: uniquePodName('uid-r'),
+      podUID: podUID('uid-r'),
+      volumeName,
+      mounter: null,
+      blockVolumeMapper: null,
+      outerVolumeSpecName: volume.name,
+      volumeGidValue: '',
+      volumeSpec: spec,
+      volumeMountState: 'VolumeMountUncertain',
+      seLinuxMountContext: '',
+    });
+
+    // Act
+    const { snapshot } = builder.initial();
+
+    // Assert
+    expect(snapshot.actual.volumes[0]?.pods[0]).not.toHaveProperty('podNamespace');
+  });
+
+  it('reads pod errors from the engine at every build', () => {
     const { h, builder } = setup();
     const first = builder.initial();
 
     h.vm.dsw.addErrorToPod(uniquePodName('uid-x'), 'error processing PVC ns/c: PVC is not bound');
-
-    expect(builder.lightPartsChanged(first)).toBe(true);
     const next = builder.build(first, 1);
+
     expect(next.snapshot.podErrors).toEqual({ 'uid-x': ['error processing PVC ns/c: PVC is not bound'] });
-    expect(builder.lightPartsChanged(next)).toBe(false);
+    expect(builder.build(next, 2).snapshot.podErrors).toBe(next.snapshot.podErrors);
   });
 
   it.each([

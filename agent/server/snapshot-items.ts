@@ -5,7 +5,7 @@
  * previous object of every unchanged item. The two must agree field for field
  * (snapshot-items.test.ts checks every field).
  */
-import { compareKeys, sortByKey } from '../../lib/api/normalize-snapshot.ts';
+import { sortByKey } from '../../lib/api/normalize-snapshot.ts';
 import {
   podMountKey,
   type ActualVolume,
@@ -19,6 +19,7 @@ import type { DeviceMountState } from '../../lib/operationexecutor/types.ts';
 import type { ActualVolumeView } from '../../lib/volumemanager/cache/actual-state-of-world.ts';
 import type { DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
+import { findByKey } from './keyed-collection.ts';
 import type { ReconstructionEntry, ReconstructionOutcome } from '../../lib/volumemanager/reconciler/reconciler.ts';
 
 /** The namespace of a pod by UID, when known. */
@@ -120,21 +121,6 @@ function podMountMatchesView(mount: PodMount, pod: ActualPodView, namespaceOf: N
   );
 }
 
-/** The mount of `podUid` in `mounts` (sorted by `podUid`), or undefined. */
-function findPodMount(mounts: readonly PodMount[], podUid: string): PodMount | undefined {
-  let lo = 0;
-  let hi = mounts.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1;
-    const mount = mounts[mid] as PodMount;
-    const order = compareKeys(mount.podUid, podUid);
-    if (order === 0) return mount;
-    if (order < 0) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return undefined;
-}
-
 export function actualVolumeFromView(view: ActualVolumeView, namespaceOf: NamespaceOf): ActualVolume {
   const pods = view.pods.map((pod) => podMountFromView(pod, namespaceOf));
   return {
@@ -166,7 +152,7 @@ export function actualVolumeMatchesView(volume: ActualVolume, view: ActualVolume
     return false;
   }
   for (const pod of view.pods) {
-    const mount = findPodMount(volume.pods, pod.podUID);
+    const mount = findByKey(volume.pods, pod.podUID, podMountKey);
     if (mount === undefined || !podMountMatchesView(mount, pod, namespaceOf)) return false;
   }
   return true;

@@ -162,6 +162,13 @@ export interface ReconcilerOptions {
   logger?: Logger;
   /** Counts reconstruct_volume_operations_total / _errors_total and force-cleanup metrics. */
   metrics?: ReconcilerMetrics;
+  /**
+   * Called after every change of what {@link Reconciler.getReconstructionReport} or
+   * {@link Reconciler.statesHasBeenSynced} answer (views subscribe here instead of polling).
+   * Called synchronously, possibly from inside a change of the actual state: it must not call
+   * back into the reconciler.
+   */
+  onChange?: () => void;
 }
 
 export interface ReconcilerMetrics {
@@ -376,8 +383,10 @@ export class Reconciler {
   }
 
   private updateLastSyncTime(): void {
-    if (this.timeOfLastSync === 0) this.log.info('Reconciler: states have been synced');
+    const first = this.timeOfLastSync === 0;
+    if (first) this.log.info('Reconciler: states have been synced');
     this.timeOfLastSync = this.o.clock.now();
+    if (first) this.o.onChange?.();
   }
 
   /** Unmount only when the desired state is complete and device paths came from node status. */
@@ -528,6 +537,7 @@ export class Reconciler {
   async reconstructVolumes(): Promise<void> {
     this.report.state = 'running';
     this.report.startedAt = this.o.clock.now();
+    this.o.onChange?.();
     const target: ReconstructionTarget = {
       asw: this.o.asw,
       report: this.report,
@@ -593,6 +603,7 @@ export class Reconciler {
     if (this.report.state === 'pending') {
       this.report.state = 'running';
       this.report.startedAt = startedAt;
+      this.o.onChange?.();
     }
     // Scan into a scratch world and a new report; the live ones stay as they are meanwhile.
     const report: ReconstructionReport = { state: 'running', startedAt, finishedAt: null, error: null, entries: [] };
@@ -624,6 +635,7 @@ export class Reconciler {
       // An unreadable pods/ says nothing about what is mounted: keep the previous world and its
       // report entries, and record the error.
       this.report = { ...this.report, state: 'done', finishedAt: this.o.clock.now(), error: report.error, entries: this.report.entries };
+      this.o.onChange?.();
       return result(report.error, { added: [], removed: [], changed: [] });
     }
 
@@ -647,6 +659,7 @@ export class Reconciler {
     this.openReportEntries = target.open;
     this.volumesFailedReconstruction = failed;
     this.volumesNeedUpdateFromNodeStatus = resolved ? [] : pending;
+    this.o.onChange?.();
     const diff = this.o.asw.replaceContent(scratch);
     // Re-plan everything: the refresh is also when every plan's lastPlannedAt moves on.
     this.markDirty(null);
@@ -721,6 +734,7 @@ export class Reconciler {
   private finishReport(): void {
     this.report.state = 'done';
     this.report.finishedAt = this.o.clock.now();
+    this.o.onChange?.();
   }
 
   private async updateStates(
@@ -899,5 +913,6 @@ export class Reconciler {
     entry.outcome = outcome;
     entry.resolvedAt = now;
     this.openReportEntries--;
+    this.o.onChange?.();
   }
 }
