@@ -3,12 +3,31 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { computeDelta } from '../../lib/api/delta.ts';
 import { normalizeSnapshot } from '../../lib/api/normalize-snapshot.ts';
 import { SnapshotSchema, type ActualVolume } from '../../lib/api/snapshot.ts';
-import type { Pod } from '../../lib/volume/k8s-types.ts';
+import type { Pod, Volume } from '../../lib/volume/k8s-types.ts';
+import type { VolumeMountState } from '../../lib/operationexecutor/types.ts';
 import { specFromVolume } from '../../lib/volume/spec.ts';
 import { pluginName, podUID, uniquePodName, uniqueVolumeName, type UniqueVolumeName } from '../../lib/volume/types.ts';
 import { gcePdVolume, Harness, makeKubeletDir, makePod, syncHostFs, testNodeName } from '../../lib/volumemanager/testing/harness.ts';
 import { SnapshotBuilder } from './snapshot-builder.ts';
 import { FakeAgentRuntime } from './testing/fake-agent-runtime.ts';
+
+/** Attaches `volume` and mounts it for the pod `uid` in the actual state only. */
+function mountInActual(harness: Harness, uid: string, volume: Volume, volumeName: UniqueVolumeName, mountState: VolumeMountState, devicePath: string): void {
+  const spec = specFromVolume(volume);
+  harness.vm.asw.markVolumeAsAttached(volumeName, spec, testNodeName, devicePath);
+  harness.vm.asw.markVolumeAsMounted({
+    podName: uniquePodName(uid),
+    podUID: podUID(uid),
+    volumeName,
+    mounter: null,
+    blockVolumeMapper: null,
+    outerVolumeSpecName: volume.name,
+    volumeGidValue: '',
+    volumeSpec: spec,
+    volumeMountState: mountState,
+    seLinuxMountContext: '',
+  });
+}
 
 /** Fills both worlds directly: `pods` pods with one GCE PD each, attached and mounted. */
 function populate(harness: Harness, pods: number, namespace = 'default'): UniqueVolumeName[] {
@@ -16,22 +35,8 @@ function populate(harness: Harness, pods: number, namespace = 'default'): Unique
   for (let i = 0; i < pods; i++) {
     const volume = gcePdVolume(`vol-${i}`, `pd-${i}`);
     const pod: Pod = makePod([volume], { uid: `uid-${i}`, name: `pod-${i}`, namespace });
-    const podName = uniquePodName(`uid-${i}`);
-    const spec = specFromVolume(volume);
-    const volumeName = harness.vm.dsw.addPodToVolume(podName, pod, spec, volume.name, '', []);
-    harness.vm.asw.markVolumeAsAttached(volumeName, spec, testNodeName, `/dev/sd${i}`);
-    harness.vm.asw.markVolumeAsMounted({
-      podName,
-      podUID: podUID(`uid-${i}`),
-      volumeName,
-      mounter: null,
-      blockVolumeMapper: null,
-      outerVolumeSpecName: volume.name,
-      volumeGidValue: '',
-      volumeSpec: spec,
-      volumeMountState: 'VolumeMounted',
-      seLinuxMountContext: '',
-    });
+    const volumeName = harness.vm.dsw.addPodToVolume(uniquePodName(`uid-${i}`), pod, specFromVolume(volume), volume.name, '', []);
+    mountInActual(harness, `uid-${i}`, volume, volumeName, 'VolumeMounted', `/dev/sd${i}`);
     names.push(volumeName);
   }
   return names;
@@ -320,22 +325,7 @@ describe('SnapshotBuilder', () => {
   it('shows no namespace for a mount of a pod the desired state never had (found by reconstruction only)', () => {
     // Arrange: a mount in the actual state only
     const { h, builder } = setup();
-    const volume = gcePdVolume('vol-r', 'pd-r');
-    const spec = specFromVolume(volume);
-    const volumeName = uniqueVolumeName('fake-plugin/pd-r');
-    h.vm.asw.markVolumeAsAttached(volumeName, spec, testNodeName, '/dev/sdr');
-    h.vm.asw.markVolumeAsMounted({
-      podName: uniquePodName('uid-r'),
-      podUID: podUID('uid-r'),
-      volumeName,
-      mounter: null,
-      blockVolumeMapper: null,
-      outerVolumeSpecName: volume.name,
-      volumeGidValue: '',
-      volumeSpec: spec,
-      volumeMountState: 'VolumeMountUncertain',
-      seLinuxMountContext: '',
-    });
+    mountInActual(h, 'uid-r', gcePdVolume('vol-r', 'pd-r'), uniqueVolumeName('fake-plugin/pd-r'), 'VolumeMountUncertain', '/dev/sdr');
 
     // Act
     const { snapshot } = builder.initial();
