@@ -17,7 +17,7 @@ import {
 import type { PendingOperationView } from '../../lib/operationexecutor/nested-pending-operations.ts';
 import type { DeviceMountState } from '../../lib/operationexecutor/types.ts';
 import type { ActualVolumeView } from '../../lib/volumemanager/cache/actual-state-of-world.ts';
-import type { DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
+import { podNamespace, type DesiredVolumeView } from '../../lib/volumemanager/cache/desired-state-of-world.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
 import { findByKey } from './keyed-collection.ts';
 import type { ReconstructionEntry, ReconstructionOutcome } from '../../lib/volumemanager/reconciler/reconciler.ts';
@@ -71,7 +71,7 @@ export function desiredPodUid(entry: DesiredPodEntry): string {
 
 /** The pod's namespace as the snapshot shows it (`default` when the manifest leaves it out). */
 export function desiredPodNamespace(entry: DesiredPodEntry): string {
-  return entry.pod.metadata.namespace ?? 'default';
+  return podNamespace(entry.pod);
 }
 
 export function desiredVolumeFromView(view: DesiredVolumeView, entry: DesiredPodEntry): DesiredVolume {

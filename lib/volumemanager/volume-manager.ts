@@ -322,7 +322,8 @@ export class VolumeManager {
    * Registers a listener called after any change of what the views below answer: either world,
    * the pod errors, the operations table, the planned operations, the reconstruction report, the
    * reconciler's sync flag and the last attach verification. Views subscribe here; none needs to
-   * poll. Called synchronously from inside the change: a listener must not change the engine.
+   * poll. Called synchronously, from inside the change: a listener takes note (marks itself dirty,
+   * schedules work) and reads the views later.
    */
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);

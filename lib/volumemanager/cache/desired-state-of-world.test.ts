@@ -541,12 +541,20 @@ describe('DesiredStateOfWorld pod errors', () => {
 
 describe('DesiredStateOfWorld.onPodErrorsChange', () => {
   it.each([
-    { name: 'a new error', act: (d: DesiredStateOfWorld) => {
+    {
+      name: 'a new error',
+      act: (d: DesiredStateOfWorld) => {
         d.addErrorToPod(uniquePodName('a'), 'second');
-      }, want: ['a'] },
-    { name: 'an error the pod already has (no change)', act: (d: DesiredStateOfWorld) => {
+      },
+      want: ['a'],
+    },
+    {
+      name: 'an error the pod already has (no change)',
+      act: (d: DesiredStateOfWorld) => {
         d.addErrorToPod(uniquePodName('a'), 'first');
-      }, want: [] },
+      },
+      want: [],
+    },
     { name: 'popping the errors', act: (d: DesiredStateOfWorld) => void d.popPodErrors(uniquePodName('a')), want: ['a'] },
     { name: 'popping a pod without errors (no change)', act: (d: DesiredStateOfWorld) => void d.popPodErrors(uniquePodName('b')), want: [] },
     { name: 'peeking (no change)', act: (d: DesiredStateOfWorld) => void d.getPodErrors(uniquePodName('a')), want: [] },

@@ -94,8 +94,9 @@ export class DesiredStateOfWorld {
   private readonly pairs: { entry: VolumeToMountEntry; pod: PodToMount }[] = [];
   private readonly podErrors = new Map<UniquePodName, Set<string>>();
   /**
-   * The namespace of every pod removed from a volume, by pod: views of the actual state still show a departed pod's mounts until they are torn down, and only the
-   * desired state ever knew the pod's namespace. Pruned by {@link forgetDepartedPods}.
+   * The namespace of every pod removed from a volume, by pod: views of the actual state show a
+   * departed pod's mounts until they are torn down, and only the desired state knew the pod's
+   * namespace. Pruned by {@link forgetDepartedPods} (the volume manager, which sees both worlds).
    */
   private readonly departedNamespaces = new Map<UniquePodName, string>();
   private readonly listeners = new Set<(volumeName: UniqueVolumeName) => void>();
