@@ -49,7 +49,12 @@ export interface AgentRuntime {
   sourcesSynced(): boolean;
   /** Runs a verification pass now and reports what it found. */
   resync(): Promise<ResyncFindings>;
-  /** Registers a listener for changes that the engine's own onChange does not cover (sources, drivers, events). */
+  /**
+   * Registers a listener called after every change of what the methods above and `observe()`
+   * answer and the engine's own `onChange` does not cover: source errors, source sync, drivers,
+   * recent events, the observe section. The snapshot is rebuilt on these notifications only:
+   * a part that changed without one would not be published.
+   */
   onChange(listener: () => void): () => void;
   /** Observe mode only: the snapshot's `observe` section. Absent in managed mode. */
   observe?(): Observe;

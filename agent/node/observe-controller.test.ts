@@ -40,7 +40,10 @@ function pod(name: string, uid: string) {
 }
 
 /** An API server, a synced source whose pod watch is held (it sees no later pod), a kubelet root with one pod dir. */
-async function setup(readTable: MountInfoReader = () => readMountInfo()): Promise<{ api: FakeApiServer; controller: ObserveController; rootDir: string }> {
+async function setup(
+  readTable: MountInfoReader = () => readMountInfo(),
+  onChange: () => void = () => undefined,
+): Promise<{ api: FakeApiServer; controller: ObserveController; rootDir: string }> {
   const base = await makeTempDir('volumescope-observe-controller-');
   cleanups.push(async () => {
     await cleanUpTempDir(base);
@@ -82,7 +85,7 @@ async function setup(readTable: MountInfoReader = () => readMountInfo()): Promis
     allowCleanup: true,
     logger: discardLogger,
     procRoot,
-    onChange: () => undefined,
+    onChange,
   });
   return { api, controller, rootDir };
 }
@@ -90,6 +93,28 @@ async function setup(readTable: MountInfoReader = () => readMountInfo()): Promis
 function refusalCodes(r: OrphanCleanupResult): string[] {
   return 'refused' in r ? r.refused.map((x) => x.code) : [];
 }
+
+describe('ObserveController change notifications', { timeout: 30_000 }, () => {
+  it('drops its section and notifies when the source changes, so the snapshot sees the change without a poll', async () => {
+    // Arrange: a controller whose first refresh is done, and its section read
+    let notified = 0;
+    const { api, controller } = await setup(undefined, () => {
+      notified++;
+    });
+    controller.start();
+    cleanups.push(() => controller.stop());
+    await waitFor(() => notified === 1, { what: 'the first refresh' });
+    const before = controller.section();
+
+    // Act: the node object changes in the API (the source's node watch sees it)
+    api.put('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE }, status: { volumesAttached: [], volumesInUse: [] } });
+    await waitFor(() => notified > 1, { what: 'a notification for the source change' });
+
+    // Assert: a new section object (rebuilt from the changed source), with no refresh run meanwhile
+    expect(controller.section()).not.toBe(before);
+    expect(controller.section().refreshedAt).toBe(before.refreshedAt);
+  });
+});
 
 describe('ObserveController orphan cleanup: pod gone is decided live', { timeout: 30_000 }, () => {
   it('refuses a pod the API server has but the informer has not seen (live GET of the node\'s pods)', async () => {

@@ -82,7 +82,10 @@ export interface ObserveControllerOptions {
   logger: Logger;
   /** `/proc` of the host (the running-container guard of the cleanup). */
   procRoot?: string;
-  /** Called after every refresh that changed the section. */
+  /**
+   * Called after every change of {@link ObserveController.section} that the volume manager's own
+   * `onChange` does not announce: a refresh, and a change of the source (pod names in the plan).
+   */
   onChange: () => void;
 }
 
@@ -101,16 +104,22 @@ export class ObserveController {
   private cleanupBlocked: string | null = 'the mount table has not been checked against the kubelet root dir yet (first refresh pending)';
   /** The last built section; dropped on every change of the plan, the worlds or a refresh. */
   private cached: Observe | null = null;
-  private unsubscribe: (() => void) | null = null;
+  private readonly unsubscribe: (() => void)[] = [];
 
   constructor(options: ObserveControllerOptions) {
     this.o = options;
   }
 
   start(): void {
-    this.unsubscribe = this.o.volumeManager.onChange(() => {
-      this.cached = null;
-    });
+    this.unsubscribe.push(
+      this.o.volumeManager.onChange(() => {
+        this.cached = null;
+      }),
+      this.o.source.onChange(() => {
+        this.cached = null;
+        this.o.onChange();
+      }),
+    );
     const tick = (): void => {
       if (this.stopped) return;
       void this.refresh().finally(() => {
@@ -122,7 +131,7 @@ export class ObserveController {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.unsubscribe?.();
+    for (const off of this.unsubscribe.splice(0)) off();
     if (this.timer !== null) this.o.clock.clearTimeout(this.timer);
     this.timer = null;
     await this.running;

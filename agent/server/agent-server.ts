@@ -54,8 +54,6 @@ export interface AgentServerOptions {
   unmountOutcomeTimeoutMs?: number;
   /** Shortest time between two snapshot rebuilds caused by change notifications (default 50 ms). */
   minRebuildIntervalMs?: number;
-  /** How often parts that change without a notification are probed (default 1 s). */
-  probeIntervalMs?: number;
 }
 
 /** The address the server listens on. */
@@ -113,10 +111,9 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     logger,
     ...(opts.journalSize !== undefined ? { journalSize: opts.journalSize } : {}),
     ...(opts.minRebuildIntervalMs !== undefined ? { minIntervalMs: opts.minRebuildIntervalMs } : {}),
-    ...(opts.probeIntervalMs !== undefined ? { probeIntervalMs: opts.probeIntervalMs } : {}),
   });
+  // Every part of the snapshot changes with one of these notifications (snapshot-feed.ts).
   const unsubscribers = [vm.onChange(markChanged), runtime.onChange(markChanged)];
-  liveFeed.start();
 
   const streams = new EventStreams({
     feed: liveFeed,

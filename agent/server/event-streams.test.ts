@@ -4,6 +4,7 @@ import { applyDelta, type Delta } from '../../lib/api/delta.ts';
 import { normalizeSnapshot } from '../../lib/api/normalize-snapshot.ts';
 import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
 import type { SseMessage } from '../../lib/api/sse.ts';
+import { uniquePodName } from '../../lib/volume/types.ts';
 import { gcePdVolume, makePod } from '../../lib/volumemanager/testing/harness.ts';
 import { parseLastEventId } from './event-streams.ts';
 import { streamEventId } from '../../lib/api/agent-stream.ts';
@@ -120,6 +121,23 @@ describe('GET /api/v1/events', () => {
     expect(Object.keys(delta).sort()).toEqual(['fromSeq', 'recentEvents', 'seq']);
     expect(delta.recentEvents?.append.map((e) => e.reason)).toEqual(['Only']);
     expect(applyDelta(snapshot, delta)).toEqual(normalizeSnapshot(await getSnapshot(f)));
+  });
+
+  it('streams a pod error, which changes neither world, as a delta within one coalescing interval', async () => {
+    // Arrange
+    const f = await start();
+    const reader = await open(f);
+    const snapshot = decodeSnapshot((await reader.waitForEvents(1))[0]);
+
+    // Act: the populator records a pod error; one coalescing interval of the agent clock passes
+    f.harness.dsw.addErrorToPod(uniquePodName('uid-x'), 'error processing PVC ns/c: PVC is not bound');
+    await f.harness.clock.advance(50);
+    const [, message] = await reader.waitForEvents(2);
+
+    // Assert
+    const delta = decodeDelta(message);
+    expect(Object.keys(delta).sort()).toEqual(['fromSeq', 'podErrors', 'seq']);
+    expect(applyDelta(snapshot, delta).podErrors).toEqual({ 'uid-x': ['error processing PVC ns/c: PVC is not bound'] });
   });
 
   it('coalesces a burst of notifications into one rebuild per 50 ms of the agent clock', async () => {

@@ -3,12 +3,31 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { computeDelta } from '../../lib/api/delta.ts';
 import { normalizeSnapshot } from '../../lib/api/normalize-snapshot.ts';
 import { SnapshotSchema, type ActualVolume } from '../../lib/api/snapshot.ts';
-import type { Pod } from '../../lib/volume/k8s-types.ts';
+import type { Pod, Volume } from '../../lib/volume/k8s-types.ts';
+import type { VolumeMountState } from '../../lib/volumemanager/index.ts';
 import { specFromVolume } from '../../lib/volume/spec.ts';
-import { pluginName, podUID, uniquePodName, type UniqueVolumeName } from '../../lib/volume/types.ts';
+import { pluginName, podUID, uniquePodName, uniqueVolumeName, type UniqueVolumeName } from '../../lib/volume/types.ts';
 import { gcePdVolume, Harness, makeKubeletDir, makePod, syncHostFs, testNodeName } from '../../lib/volumemanager/testing/harness.ts';
 import { SnapshotBuilder } from './snapshot-builder.ts';
 import { FakeAgentRuntime } from './testing/fake-agent-runtime.ts';
+
+/** Attaches `volume` and mounts it for the pod `uid` in the actual state only. */
+function mountInActual(harness: Harness, uid: string, volume: Volume, volumeName: UniqueVolumeName, mountState: VolumeMountState, devicePath: string): void {
+  const spec = specFromVolume(volume);
+  harness.asw.markVolumeAsAttached(volumeName, spec, testNodeName, devicePath);
+  harness.asw.markVolumeAsMounted({
+    podName: uniquePodName(uid),
+    podUID: podUID(uid),
+    volumeName,
+    mounter: null,
+    blockVolumeMapper: null,
+    outerVolumeSpecName: volume.name,
+    volumeGidValue: '',
+    volumeSpec: spec,
+    volumeMountState: mountState,
+    seLinuxMountContext: '',
+  });
+}
 
 /** Fills both worlds directly: `pods` pods with one GCE PD each, attached and mounted. */
 function populate(harness: Harness, pods: number, namespace = 'default'): UniqueVolumeName[] {
@@ -16,22 +35,8 @@ function populate(harness: Harness, pods: number, namespace = 'default'): Unique
   for (let i = 0; i < pods; i++) {
     const volume = gcePdVolume(`vol-${i}`, `pd-${i}`);
     const pod: Pod = makePod([volume], { uid: `uid-${i}`, name: `pod-${i}`, namespace });
-    const podName = uniquePodName(`uid-${i}`);
-    const spec = specFromVolume(volume);
-    const volumeName = harness.dsw.addPodToVolume(podName, pod, spec, volume.name, '', []);
-    harness.asw.markVolumeAsAttached(volumeName, spec, testNodeName, `/dev/sd${i}`);
-    harness.asw.markVolumeAsMounted({
-      podName,
-      podUID: podUID(`uid-${i}`),
-      volumeName,
-      mounter: null,
-      blockVolumeMapper: null,
-      outerVolumeSpecName: volume.name,
-      volumeGidValue: '',
-      volumeSpec: spec,
-      volumeMountState: 'VolumeMounted',
-      seLinuxMountContext: '',
-    });
+    const volumeName = harness.dsw.addPodToVolume(uniquePodName(`uid-${i}`), pod, specFromVolume(volume), volume.name, '', []);
+    mountInActual(harness, `uid-${i}`, volume, volumeName, 'VolumeMounted', `/dev/sd${i}`);
     names.push(volumeName);
   }
   return names;
@@ -299,7 +304,7 @@ describe('SnapshotBuilder', () => {
     expect(snapshot.desired.pods.map((p) => p.uid)).toEqual(['uid-1', 'uid-3', 'uid-5', 'uid-9']);
   });
 
-  it('keeps the namespace of a pod that left the desired state while its mount remains, and forgets it afterwards', () => {
+  it('keeps the namespace of a pod that left the desired state while its mount remains, also in a snapshot built from scratch', () => {
     // Arrange
     const { h, builder } = setup();
     const [volume] = populate(h, 1, 'team-a');
@@ -309,26 +314,35 @@ describe('SnapshotBuilder', () => {
     // Act
     h.dsw.deletePodFromVolume(uniquePodName('uid-0'), volume);
     const orphan = builder.build(first, 1);
-    h.asw.markVolumeAsUnmounted(uniquePodName('uid-0'), volume);
-    const gone = builder.build(orphan, 2);
+    const fresh = builder.build(null, 1);
 
     // Assert
     expect(orphan.snapshot.desired.pods).toEqual([]);
     expect(orphan.snapshot.actual.volumes[0]?.pods[0]?.podNamespace).toBe('team-a');
-    expect(orphan.index.orphanNamespaces.get('uid-0')).toBe('team-a');
-    expect(gone.index.orphanNamespaces.size).toBe(0);
+    expect(fresh.snapshot).toEqual(orphan.snapshot);
   });
 
-  it('reports pod errors, which change without a notification, through the light-parts probe', () => {
+  it('shows no namespace for a mount of a pod the desired state never had (found by reconstruction only)', () => {
+    // Arrange: a mount in the actual state only
+    const { h, builder } = setup();
+    mountInActual(h, 'uid-r', gcePdVolume('vol-r', 'pd-r'), uniqueVolumeName('fake-plugin/pd-r'), 'VolumeMountUncertain', '/dev/sdr');
+
+    // Act
+    const { snapshot } = builder.initial();
+
+    // Assert
+    expect(snapshot.actual.volumes[0]?.pods[0]).not.toHaveProperty('podNamespace');
+  });
+
+  it('reads pod errors from the engine at every build', () => {
     const { h, builder } = setup();
     const first = builder.initial();
 
     h.dsw.addErrorToPod(uniquePodName('uid-x'), 'error processing PVC ns/c: PVC is not bound');
-
-    expect(builder.lightPartsChanged(first)).toBe(true);
     const next = builder.build(first, 1);
+
     expect(next.snapshot.podErrors).toEqual({ 'uid-x': ['error processing PVC ns/c: PVC is not bound'] });
-    expect(builder.lightPartsChanged(next)).toBe(false);
+    expect(builder.build(next, 2).snapshot.podErrors).toBe(next.snapshot.podErrors);
   });
 
   it.each([

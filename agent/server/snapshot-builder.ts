@@ -9,11 +9,16 @@
  * are produced in key order (the normalized form) and indexed by key → position, so a build
  * where only items changed copies one array and sorts nothing. `computeDelta` compares by
  * reference first: diffing two snapshots of 10k volumes where one changed touches one item.
+ * The generic part (reconciling a keyed collection with its sources) is keyed-collection.ts.
+ *
+ * A build reads the engine and the runtime only, never what an earlier build saw: a snapshot
+ * built from scratch equals one built incrementally. When to build is the feed's business
+ * (snapshot-feed.ts): every part read here has an owner that notifies its changes.
  *
  * The builder only reads; it never mutates the engine or a snapshot it returned.
  */
 import { jsonEqual } from '../../lib/api/json-equal.ts';
-import { compareKeys, sortByKey } from '../../lib/api/normalize-snapshot.ts';
+import { compareKeys } from '../../lib/api/normalize-snapshot.ts';
 import {
   actualVolumeKey,
   desiredPodKey,
@@ -26,7 +31,6 @@ import {
   type AttachVerification,
   type AuditEntry,
   type DesiredPod,
-  type DesiredVolume,
   type Driver,
   type Mounter,
   type Operation,
@@ -37,7 +41,9 @@ import {
   type SourceError,
 } from '../../lib/api/snapshot.ts';
 import type { PendingOperationView, DesiredVolumeView, ReconstructionEntry } from '../../lib/volumemanager/index.ts';
+import { uniquePodName } from '../../lib/volume/types.ts';
 import type { AgentRuntime } from '../runtime.ts';
+import { findByKey, reconcileKeyed, reuseList, reuseValue, uniqueSortedByKey, type Keyed, type KeyedSource, type Positions } from './keyed-collection.ts';
 import {
   actualVolumeFromView,
   actualVolumeMatchesView,
@@ -56,140 +62,18 @@ import {
 
 // TYPES
 
-/** Item positions of a keyed collection (sorted by key) by key. */
-type Positions = ReadonlyMap<string, number>;
-
 /** The lookups the next build reuses items through. */
 export interface SnapshotIndex {
   desiredPods: Positions;
   actualVolumes: Positions;
   operations: Positions;
   reconstructedVolumes: Positions;
-  /** Namespaces of pods that left the desired state while a mount of theirs remains. */
-  orphanNamespaces: ReadonlyMap<string, string>;
 }
 
 /** A snapshot plus the index the next build reuses items through. */
 export interface BuiltSnapshot {
   snapshot: Snapshot;
   index: SnapshotIndex;
-}
-
-/** A keyed collection in key order and its positions. */
-interface Keyed<T> {
-  items: T[];
-  positions: Positions;
-}
-
-/** The parts of a snapshot that are cheap to rebuild (everything but the two worlds and the table). */
-type LightParts = Pick<
-  Snapshot,
-  | 'nodeName'
-  | 'statesSynced'
-  | 'agent'
-  | 'mounter'
-  | 'reconstruction'
-  | 'podErrors'
-  | 'sourceErrors'
-  | 'recentEvents'
-  | 'audit'
-  | 'drivers'
-  | 'attachVerification'
-  | 'observe'
->;
-
-// COLLECTIONS
-
-function positionsOf<T>(items: readonly T[], key: (item: T) => string): Map<string, number> {
-  const positions = new Map<string, number>();
-  items.forEach((item, i) => positions.set(key(item), i));
-  return positions;
-}
-
-/** Two lists sorted by key merged into one (keys are distinct across them). */
-function mergeByKey<T>(a: readonly T[], b: readonly T[], key: (item: T) => string): T[] {
-  if (b.length === 0) return [...a];
-  const out: T[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
-    if (compareKeys(key(a[i] as T), key(b[j] as T)) <= 0) out.push(a[i++] as T);
-    else out.push(b[j++] as T);
-  }
-  while (i < a.length) out.push(a[i++] as T);
-  while (j < b.length) out.push(b[j++] as T);
-  return out;
-}
-
-/**
- * The collection for the current `sources`, reusing `prev` (sorted, indexed by `positions`):
- * - every source whose previous item matches keeps that item object;
- * - when only items changed, the previous array is copied once (or kept when none changed)
- *   and the previous positions are kept;
- * - when keys came or went, the kept items and the new ones are merged in key order.
- * A key seen twice keeps its first source.
- */
-function reconcileKeyed<S, T>(
-  prev: readonly T[],
-  positions: Positions,
-  sources: Iterable<S>,
-  sourceKey: (source: S) => string,
-  matches: (item: T, source: S) => boolean,
-  make: (source: S) => T,
-  itemKey: (item: T) => string,
-): Keyed<T> {
-  let items: T[] | null = null;
-  const seen = new Uint8Array(prev.length);
-  let seenCount = 0;
-  let added: T[] | null = null;
-  let addedKeys: Set<string> | null = null;
-  for (const source of sources) {
-    const key = sourceKey(source);
-    const pos = positions.get(key);
-    if (pos === undefined) {
-      addedKeys ??= new Set();
-      if (addedKeys.has(key)) continue;
-      addedKeys.add(key);
-      (added ??= []).push(make(source));
-      continue;
-    }
-    if (seen[pos] === 1) continue;
-    seen[pos] = 1;
-    seenCount++;
-    if (!matches(prev[pos] as T, source)) (items ??= prev.slice())[pos] = make(source);
-  }
-  if (added === null && seenCount === prev.length) {
-    return { items: items ?? (prev as T[]), positions };
-  }
-  const current = items ?? prev;
-  const kept = current.filter((_, i) => seen[i] === 1);
-  const merged = mergeByKey(kept, sortByKey(added ?? [], itemKey), itemKey);
-  return { items: merged, positions: positionsOf(merged, itemKey) };
-}
-
-/** `fresh` when it differs from `prev` (item by item), else `prev`. For small lists (rings, errors, drivers). */
-function reuseList<T>(prev: T[], fresh: T[]): T[] {
-  if (prev.length !== fresh.length) return fresh;
-  for (let i = 0; i < prev.length; i++) {
-    if (prev[i] !== fresh[i] && !jsonEqual(prev[i], fresh[i])) return fresh;
-  }
-  return prev;
-}
-
-/** `fresh` unless it is JSON-equal to `prev`. */
-function reuseValue<T>(prev: T | undefined, fresh: T): T {
-  return prev !== undefined && jsonEqual(prev, fresh) ? prev : fresh;
-}
-
-/** Keeps the first item of each key. */
-function firstOfEachKey<T>(items: readonly T[], key: (item: T) => string): T[] {
-  const seen = new Set<string>();
-  return items.filter((item) => {
-    const k = key(item);
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
 }
 
 // DESIRED PODS
@@ -207,25 +91,8 @@ function desiredPodFromPairs(uid: string, pairs: readonly DesiredPair[]): Desire
     uid,
     namespace: desiredPodNamespace(first.entry),
     name: first.entry.pod.metadata.name,
-    volumes: volumes.length > 1 ? sortByKey(firstOfEachKey(volumes, desiredVolumeKey), desiredVolumeKey) : volumes,
+    volumes: volumes.length > 1 ? uniqueSortedByKey(volumes, desiredVolumeKey) : volumes,
   };
-}
-
-/** The volume of `pod` named `name` (volumes are sorted by name), or undefined. */
-function findDesiredVolume(pod: DesiredPod, name: string): DesiredVolume | undefined {
-  const { volumes } = pod;
-  if (volumes.length <= 8) return volumes.find((v) => v.name === name);
-  let lo = 0;
-  let hi = volumes.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1;
-    const volume = volumes[mid] as DesiredVolume;
-    const order = compareKeys(volume.name, name);
-    if (order === 0) return volume;
-    if (order < 0) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return undefined;
 }
 
 /**
@@ -249,7 +116,7 @@ function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, vie
       counts[pos] = (counts[pos] ?? 0) + 1;
       if (dirty[pos] === 1) continue;
       const pod = prev[pos] as DesiredPod;
-      const volume = findDesiredVolume(pod, entry.outerVolumeSpecName);
+      const volume = findByKey(pod.volumes, entry.outerVolumeSpecName, desiredVolumeKey);
       if (
         volume === undefined ||
         !desiredVolumeMatchesView(volume, view, entry) ||
@@ -284,15 +151,12 @@ function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, vie
     }
   }
   const rebuilt = [...groups].map(([uid, pairs]) => desiredPodFromPairs(uid, pairs));
-  return reconcileKeyed(
-    prev,
-    positions,
-    [...prev.filter((_, pos) => (counts[pos] ?? 0) > 0 && dirty[pos] !== 1), ...rebuilt],
-    desiredPodKey,
-    (item, source) => item === source,
-    (source) => source,
-    desiredPodKey,
-  );
+  return reconcileKeyed(prev, positions, [...prev.filter((_, pos) => (counts[pos] ?? 0) > 0 && dirty[pos] !== 1), ...rebuilt], {
+    sourceKey: desiredPodKey,
+    matches: (item, source) => item === source,
+    make: (source) => source,
+    itemKey: desiredPodKey,
+  });
 }
 
 // CLASS
@@ -302,7 +166,20 @@ const emptyIndex: SnapshotIndex = {
   actualVolumes: new Map(),
   operations: new Map(),
   reconstructedVolumes: new Map(),
-  orphanNamespaces: new Map(),
+};
+
+const operationItems: KeyedSource<PendingOperationView, Operation> = {
+  sourceKey: operationViewKey,
+  matches: operationMatchesView,
+  make: operationFromView,
+  itemKey: operationKey,
+};
+
+const reconstructedVolumeItems: KeyedSource<ReconstructionEntry, ReconstructedVolume> = {
+  sourceKey: reconstructionEntryKey,
+  matches: reconstructedVolumeMatchesEntry,
+  make: reconstructedVolumeFromEntry,
+  itemKey: reconstructedVolumeKey,
 };
 
 /** Builds snapshots of one runtime; see the module comment. */
@@ -325,60 +202,47 @@ export class SnapshotBuilder {
   build(base: BuiltSnapshot | null, seq: number): BuiltSnapshot {
     const prev = base?.snapshot ?? null;
     const index = base?.index ?? emptyIndex;
-    const vm = this.runtime.volumeManager;
-    const light = this.buildLight(prev, index);
+    const rt = this.runtime;
+    const vm = rt.volumeManager;
 
     const desired = buildDesiredPods(prev?.desired.pods ?? [], index.desiredPods, vm.getDesiredVolumes());
+    // A desired pod's namespace is in its pod object; a departed pod's, in the desired state's memory.
     const namespaceOf = (uid: string): string | undefined => {
       const pos = desired.positions.get(uid);
-      if (pos !== undefined) return desired.items[pos]?.namespace;
-      const before = index.desiredPods.get(uid);
-      return index.orphanNamespaces.get(uid) ?? (before === undefined ? undefined : prev?.desired.pods[before]?.namespace);
+      return pos !== undefined ? desired.items[pos]?.namespace : vm.getDepartedPodNamespace(uniquePodName(uid));
     };
-    const actual = reconcileKeyed(
-      prev?.actual.volumes ?? [],
-      index.actualVolumes,
-      vm.getActualVolumes(),
-      (view) => view.volumeName,
-      (item, view) => actualVolumeMatchesView(item, view, namespaceOf),
-      (view) => actualVolumeFromView(view, namespaceOf),
-      actualVolumeKey,
-    );
-    const operations = reconcileKeyed<PendingOperationView, Operation>(
-      prev?.operations ?? [],
-      index.operations,
-      vm.getPendingOperations(),
-      operationViewKey,
-      operationMatchesView,
-      operationFromView,
-      operationKey,
-    );
-
-    // Remember the namespaces of pods that are mounted but no longer desired (usually none).
-    const orphanNamespaces = new Map<string, string>();
-    for (const volume of actual.items) {
-      for (const pod of volume.pods) {
-        if (pod.podNamespace !== undefined && !desired.positions.has(pod.podUid)) orphanNamespaces.set(pod.podUid, pod.podNamespace);
-      }
-    }
+    const actual = reconcileKeyed(prev?.actual.volumes ?? [], index.actualVolumes, vm.getActualVolumes(), {
+      sourceKey: (view) => view.volumeName,
+      matches: (item, view) => actualVolumeMatchesView(item, view, namespaceOf),
+      make: (view) => actualVolumeFromView(view, namespaceOf),
+      itemKey: actualVolumeKey,
+    });
+    const operations = reconcileKeyed(prev?.operations ?? [], index.operations, vm.getPendingOperations(), operationItems);
+    const reconstruction = this.buildReconstruction(prev, index);
+    const verification = vm.getLastAttachVerification();
+    const attachVerification: AttachVerification =
+      verification === null
+        ? { lastRunAt: null, checked: 0, foundDetached: [] }
+        : { lastRunAt: verification.finishedAt, checked: verification.checked.length, foundDetached: [...verification.foundDetached].sort(compareKeys) };
 
     const snapshot: Snapshot = {
-      nodeName: light.nodeName,
+      nodeName: rt.nodeName,
       seq,
-      statesSynced: light.statesSynced,
-      agent: light.agent,
-      mounter: light.mounter,
+      statesSynced: vm.reconcilerStatesHasBeenSynced() && rt.sourcesSynced(),
+      agent: reuseValue<AgentInfo>(prev?.agent, { version: rt.version, startedAt: rt.startedAt }),
+      mounter: reuseValue<Mounter>(prev?.mounter, { kind: rt.mounter.kind, privileged: rt.mounter.privileged }),
       desired: prev !== null && desired.items === prev.desired.pods ? prev.desired : { pods: desired.items },
       actual: prev !== null && actual.items === prev.actual.volumes ? prev.actual : { volumes: actual.items },
       operations: operations.items,
-      reconstruction: light.reconstruction.value,
-      podErrors: light.podErrors,
-      sourceErrors: light.sourceErrors,
-      recentEvents: light.recentEvents,
-      audit: light.audit,
-      drivers: light.drivers,
-      attachVerification: light.attachVerification,
-      ...(light.observe === undefined ? {} : { observe: light.observe }),
+      reconstruction: reconstruction.value,
+      podErrors: this.buildPodErrors(prev),
+      sourceErrors: reuseList<SourceError>(prev?.sourceErrors ?? [], uniqueSortedByKey(rt.sourceErrors(), sourceErrorKey)),
+      // Copied: the runtime may append to its ring in place, and a published snapshot must not change.
+      recentEvents: reuseList(prev?.recentEvents ?? [], [...rt.recentEvents()]),
+      audit: reuseList(prev?.audit ?? [], this.audit()),
+      drivers: reuseList<Driver>(prev?.drivers ?? [], uniqueSortedByKey(rt.drivers(), driverKey)),
+      attachVerification: reuseValue(prev?.attachVerification, attachVerification),
+      ...(rt.observe === undefined ? {} : { observe: reuseValue(prev?.observe, rt.observe()) }),
     };
     return {
       snapshot,
@@ -386,68 +250,17 @@ export class SnapshotBuilder {
         desiredPods: desired.positions,
         actualVolumes: actual.positions,
         operations: operations.positions,
-        reconstructedVolumes: light.reconstruction.positions,
-        orphanNamespaces,
+        reconstructedVolumes: reconstruction.positions,
       },
     };
   }
 
-  /**
-   * True when a cheap part (sync flags, reconstruction, pod errors, source errors, drivers,
-   * events, audit, attach verification) differs from `base`. Some of these change without any
-   * change notification (pod errors, the reconciler's sync flag), so the publisher probes them
-   * periodically instead of rebuilding the two worlds.
-   */
-  lightPartsChanged(base: BuiltSnapshot): boolean {
-    const { reconstruction, ...rest } = this.buildLight(base.snapshot, base.index);
-    if (reconstruction.value !== base.snapshot.reconstruction) return true;
-    return (Object.keys(rest) as (keyof typeof rest)[]).some((part) => rest[part] !== base.snapshot[part]);
-  }
-
   // PARTS
-
-  private buildLight(
-    prev: Snapshot | null,
-    index: SnapshotIndex,
-  ): Omit<LightParts, 'reconstruction'> & { reconstruction: { value: Reconstruction; positions: Positions } } {
-    const rt = this.runtime;
-    const vm = rt.volumeManager;
-    const agent: AgentInfo = { version: rt.version, startedAt: rt.startedAt };
-    const mounter: Mounter = { kind: rt.mounter.kind, privileged: rt.mounter.privileged };
-    const verification = vm.getLastAttachVerification();
-    const attachVerification: AttachVerification =
-      verification === null
-        ? { lastRunAt: null, checked: 0, foundDetached: [] }
-        : { lastRunAt: verification.finishedAt, checked: verification.checked.length, foundDetached: [...verification.foundDetached].sort(compareKeys) };
-    return {
-      nodeName: rt.nodeName,
-      statesSynced: vm.reconcilerStatesHasBeenSynced() && rt.sourcesSynced(),
-      agent: reuseValue(prev?.agent, agent),
-      mounter: reuseValue(prev?.mounter, mounter),
-      reconstruction: this.buildReconstruction(prev, index),
-      podErrors: this.buildPodErrors(prev),
-      sourceErrors: reuseList<SourceError>(prev?.sourceErrors ?? [], sortByKey(firstOfEachKey(rt.sourceErrors(), sourceErrorKey), sourceErrorKey)),
-      // Copied: the runtime may append to its ring in place, and a published snapshot must not change.
-      recentEvents: reuseList(prev?.recentEvents ?? [], [...rt.recentEvents()]),
-      audit: reuseList(prev?.audit ?? [], this.audit()),
-      drivers: reuseList<Driver>(prev?.drivers ?? [], sortByKey(firstOfEachKey(rt.drivers(), driverKey), driverKey)),
-      attachVerification: reuseValue(prev?.attachVerification, attachVerification),
-      ...(rt.observe === undefined ? {} : { observe: reuseValue(prev?.observe, rt.observe()) }),
-    };
-  }
 
   private buildReconstruction(prev: Snapshot | null, index: SnapshotIndex): { value: Reconstruction; positions: Positions } {
     const report = this.runtime.volumeManager.getReconstructionReport();
     const before = prev?.reconstruction;
-    const volumes = reconcileKeyed<ReconstructionEntry, ReconstructedVolume>(
-      before?.volumes ?? [],
-      index.reconstructedVolumes,
-      report.entries,
-      reconstructionEntryKey,
-      reconstructedVolumeMatchesEntry,
-      reconstructedVolumeFromEntry,
-      reconstructedVolumeKey,
-    );
+    const volumes = reconcileKeyed(before?.volumes ?? [], index.reconstructedVolumes, report.entries, reconstructedVolumeItems);
     if (
       before !== undefined &&
       volumes.items === before.volumes &&

@@ -8,8 +8,8 @@
  * more often than keeps rebuilding under {@link MAX_PUBLISH_DUTY} of the time (on a large node
  * under constant change the interval stretches instead of the agent spending its time diffing). A
  * rebuild that changed nothing visible publishes nothing, so `seq` grows by exactly one per
- * published delta. Some parts change without a notification (pod errors, the reconciler's sync
- * flag); a periodic probe compares those cheap parts and marks the state dirty when they moved.
+ * published delta. Every part of the snapshot has an owner that notifies its changes, so nothing
+ * is polled: with no change, the feed has no timer scheduled and costs nothing.
  */
 import { encodeDeltaEvent, SNAPSHOT_EVENT, streamEventId } from '../../lib/api/agent-stream.ts';
 import { computeDelta, type Delta } from '../../lib/api/delta.ts';
@@ -22,7 +22,6 @@ import type { BuiltSnapshot, SnapshotBuilder } from './snapshot-builder.ts';
 /** Defaults of {@link SnapshotFeedOptions}. */
 export const DEFAULT_JOURNAL_SIZE = 256;
 export const DEFAULT_MIN_REBUILD_INTERVAL_MS = 50;
-export const DEFAULT_PROBE_INTERVAL_MS = 1_000;
 /**
  * The largest share of time rebuilding may take under constant change: after a rebuild that took
  * `d` ms the next one waits at least `d / MAX_PUBLISH_DUTY` ms (12 ms at 10k volumes → 120 ms).
@@ -46,8 +45,6 @@ export interface SnapshotFeedOptions {
   journalSize?: number;
   /** The shortest time between two rebuilds caused by notifications (default 50 ms). */
   minIntervalMs?: number;
-  /** How often the cheap parts are probed for changes that come without a notification (default 1 s). */
-  probeIntervalMs?: number;
 }
 
 function hasChanges(delta: Delta): boolean {
@@ -68,10 +65,8 @@ export class SnapshotFeed {
   private readonly logger: Logger;
   private readonly journalSize: number;
   private readonly minIntervalMs: number;
-  private readonly probeIntervalMs: number;
   private dirty = false;
   private rebuildTimer: TimerHandle | null = null;
-  private probeTimer: TimerHandle | null = null;
   private lastRebuildAt = Number.NEGATIVE_INFINITY;
   /** The gap the last rebuild asks for before the next one (min interval, stretched by its duration). */
   private nextGapMs: number;
@@ -83,24 +78,15 @@ export class SnapshotFeed {
     this.logger = opts.logger;
     this.journalSize = Math.max(0, opts.journalSize ?? DEFAULT_JOURNAL_SIZE);
     this.minIntervalMs = opts.minIntervalMs ?? DEFAULT_MIN_REBUILD_INTERVAL_MS;
-    this.probeIntervalMs = opts.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
     this.nextGapMs = this.minIntervalMs;
     this.built = this.builder.initial();
   }
 
-  /** Starts the periodic probe. */
-  start(): void {
-    if (this.stopped || this.probeTimer !== null) return;
-    this.scheduleProbe();
-  }
-
-  /** Cancels timers; later notifications are ignored and listeners are dropped. */
+  /** Cancels the pending rebuild; later notifications are ignored and listeners are dropped. */
   stop(): void {
     this.stopped = true;
     if (this.rebuildTimer !== null) this.clock.clearTimeout(this.rebuildTimer);
-    if (this.probeTimer !== null) this.clock.clearTimeout(this.probeTimer);
     this.rebuildTimer = null;
-    this.probeTimer = null;
     this.listeners.clear();
   }
 
@@ -203,18 +189,5 @@ export class SnapshotFeed {
         this.logger.error('snapshot listener failed', { err: err instanceof Error ? err.message : String(err) });
       }
     }
-  }
-
-  private scheduleProbe(): void {
-    this.probeTimer = this.clock.setTimeout(() => {
-      this.probeTimer = null;
-      if (this.stopped) return;
-      try {
-        if (!this.dirty && this.builder.lightPartsChanged(this.built)) this.markChanged();
-      } catch (err) {
-        this.logger.error('snapshot probe failed', { err: err instanceof Error ? err.message : String(err) });
-      }
-      this.scheduleProbe();
-    }, this.probeIntervalMs);
   }
 }

@@ -5,7 +5,7 @@
  * previous object of every unchanged item. The two must agree field for field
  * (snapshot-items.test.ts checks every field).
  */
-import { compareKeys, sortByKey } from '../../lib/api/normalize-snapshot.ts';
+import { sortByKey } from '../../lib/api/normalize-snapshot.ts';
 import {
   podMountKey,
   type ActualVolume,
@@ -14,8 +14,9 @@ import {
   type PodMount,
   type ReconstructedVolume,
 } from '../../lib/api/snapshot.ts';
-import type { PendingOperationView, DeviceMountState, ActualVolumeView, DesiredVolumeView, ReconstructionEntry, ReconstructionOutcome } from '../../lib/volumemanager/index.ts';
+import { type PendingOperationView, type DeviceMountState, type ActualVolumeView, type DesiredVolumeView, podNamespace, type ReconstructionEntry, type ReconstructionOutcome } from '../../lib/volumemanager/index.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
+import { findByKey } from './keyed-collection.ts';
 
 /** The namespace of a pod by UID, when known. */
 export type NamespaceOf = (podUid: string) => string | undefined;
@@ -66,7 +67,7 @@ export function desiredPodUid(entry: DesiredPodEntry): string {
 
 /** The pod's namespace as the snapshot shows it (`default` when the manifest leaves it out). */
 export function desiredPodNamespace(entry: DesiredPodEntry): string {
-  return entry.pod.metadata.namespace ?? 'default';
+  return podNamespace(entry.pod);
 }
 
 export function desiredVolumeFromView(view: DesiredVolumeView, entry: DesiredPodEntry): DesiredVolume {
@@ -116,21 +117,6 @@ function podMountMatchesView(mount: PodMount, pod: ActualPodView, namespaceOf: N
   );
 }
 
-/** The mount of `podUid` in `mounts` (sorted by `podUid`), or undefined. */
-function findPodMount(mounts: readonly PodMount[], podUid: string): PodMount | undefined {
-  let lo = 0;
-  let hi = mounts.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1;
-    const mount = mounts[mid] as PodMount;
-    const order = compareKeys(mount.podUid, podUid);
-    if (order === 0) return mount;
-    if (order < 0) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return undefined;
-}
-
 export function actualVolumeFromView(view: ActualVolumeView, namespaceOf: NamespaceOf): ActualVolume {
   const pods = view.pods.map((pod) => podMountFromView(pod, namespaceOf));
   return {
@@ -162,7 +148,7 @@ export function actualVolumeMatchesView(volume: ActualVolume, view: ActualVolume
     return false;
   }
   for (const pod of view.pods) {
-    const mount = findPodMount(volume.pods, pod.podUID);
+    const mount = findByKey(volume.pods, pod.podUID, podMountKey);
     if (mount === undefined || !podMountMatchesView(mount, pod, namespaceOf)) return false;
   }
   return true;

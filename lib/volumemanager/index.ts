@@ -34,7 +34,7 @@ export type { ActualStateRefresh } from './reconciler/reconstruct.ts';
 // READ-ONLY VIEWS
 
 export type { ActualStateView, DesiredStateView } from './state-views.ts';
-export type { DesiredVolumeView } from './cache/desired-state-of-world.ts';
+export { podNamespace, type DesiredVolumeView } from './cache/desired-state-of-world.ts';
 export type { ActualVolumeView, AttachabilityState } from './cache/actual-state-of-world.ts';
 export type { AttachedVolume, DeviceMountState, MountedVolume, VolumeMountState, VolumeToMount } from '../operationexecutor/types.ts';
 export type { ClearBackoffResult, PendingOperationView } from '../operationexecutor/nested-pending-operations.ts';

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Pod } from '../volume/k8s-types.ts';
 import { specFromVolume, type Spec } from '../volume/spec.ts';
 import { FakeVolumePlugin, TimeoutOnSetupVolumeName } from '../volume/testing/fake-volume-plugin.ts';
-import { uniquePodName, uniqueVolumeName } from '../volume/types.ts';
+import { podUID, uniquePodName, uniqueVolumeName } from '../volume/types.ts';
 import { gcePdVolume, Harness, makeKubeletDir, makePod, syncHostFs, testNodeName, type HarnessOptions } from './testing/harness.ts';
 import { isWaitForVolumesError } from './volume-manager.ts';
 import { errorMessage } from '../volume/errors.ts';
@@ -297,6 +297,88 @@ describe('VolumeManager facade', () => {
 
       // Assert
       expect(result).toBe('not-found');
+    });
+  });
+
+  // Views subscribe to onChange and never poll.
+  describe('onChange', () => {
+    /** Everything the views answer that neither world's own listeners cover. */
+    const views = (vm: Harness['vm']): string =>
+      JSON.stringify({
+        report: vm.getReconstructionReport(),
+        synced: vm.reconcilerStatesHasBeenSynced(),
+        podErrors: [...vm.getPodErrors()],
+        verification: vm.getLastAttachVerification(),
+      });
+
+    it('is called after every change of the reconstruction report, the sync flag and the pod errors, through reconstruction, cleanup and mounting', async () => {
+      // Arrange: one reconstructed volume of a desired pod (confirmed by its mount), one of a pod
+      // that is gone (cleaned up), and a desired pod whose claim is not bound (a pod error)
+      const root = makeKubeletDir(['pod1uid/volumes/fake-plugin/fake-device1', 'gone-uid/volumes/fake-plugin/pvc-gone']);
+      tempDirs.push(root);
+      const harness = newHarness({ rootDir: root, hostFs: syncHostFs });
+      harness.kube.setVolumesAttached([]);
+      harness.pods.add(makePod([gcePdVolume()]));
+      harness.pods.add(makePod([{ name: 'data', persistentVolumeClaim: { claimName: 'unbound' } }], { uid: 'pvc-pod-uid', name: 'pvc-pod' }));
+      let notified = views(harness.vm);
+      let notifications = 0;
+      harness.vm.onChange(() => {
+        notifications++;
+        notified = views(harness.vm);
+      });
+      const unnotified: string[] = [];
+
+      // Act: between any two steps of fake time, the views must be what the last notification saw
+      harness.start();
+      await harness.until(() => {
+        const now = views(harness.vm);
+        if (now !== notified) unnotified.push(now);
+        const report = harness.vm.getReconstructionReport();
+        return harness.vm.reconcilerStatesHasBeenSynced() && report.state === 'done' && report.entries.every((e) => e.resolvedAt !== null) && harness.vm.getPodErrors().size > 0;
+      });
+
+      // Assert
+      expect(unnotified).toEqual([]);
+      expect(notifications).toBeGreaterThan(0);
+      expect(harness.vm.getReconstructionReport().entries.map((e) => [e.podName, e.outcome])).toEqual([
+        ['gone-uid', 'cleaned-up'],
+        ['pod1uid', 'confirmed-mounted'],
+      ]);
+    });
+
+    it('forgets departed pods whose mounts are gone once many pods departed, and keeps those still mounted', () => {
+      // Arrange: 300 pods desired; pod 0 also mounted
+      const harness = newHarness();
+      const { dsw, asw } = harness;
+      const names = Array.from({ length: 300 }, (_, i) => {
+        const volume = gcePdVolume(`vol-${i}`, `pd-${i}`);
+        const pod = makePod([volume], { uid: `uid-${i}`, name: `pod-${i}`, namespace: 'team-a' });
+        return { podName: uniquePodName(`uid-${i}`), spec: specFromVolume(volume), volumeName: dsw.addPodToVolume(uniquePodName(`uid-${i}`), pod, specFromVolume(volume), volume.name, '', []) };
+      });
+      const first = names[0];
+      if (first === undefined) throw new Error('no pods');
+      asw.markVolumeAsAttached(first.volumeName, first.spec, testNodeName, '/dev/sda');
+      asw.markVolumeAsMounted({
+        podName: first.podName,
+        podUID: podUID('uid-0'),
+        volumeName: first.volumeName,
+        mounter: null,
+        blockVolumeMapper: null,
+        outerVolumeSpecName: 'vol-0',
+        volumeGidValue: '',
+        volumeSpec: first.spec,
+        volumeMountState: 'VolumeMounted',
+        seLinuxMountContext: '',
+      });
+
+      // Act: every pod leaves the desired state
+      for (const { podName, volumeName } of names) dsw.deletePodFromVolume(podName, volumeName);
+
+      // Assert: pruned past 256 departures; the mounted pod kept its namespace throughout
+      expect(dsw.countDepartedPods()).toBeLessThan(300 - 256 + 1);
+      expect(harness.vm.getDepartedPodNamespace(first.podName)).toBe('team-a');
+      expect(harness.vm.getDepartedPodNamespace(uniquePodName('uid-1'))).toBeUndefined();
+      expect(harness.vm.getDepartedPodNamespace(uniquePodName('uid-299'))).toBe('team-a');
     });
   });
 });

@@ -73,6 +73,9 @@ export interface AttachVerificationResult {
   errors: string[];
 }
 
+/** The fewest departed pods' namespaces kept before pruning (a few KB). */
+const minDepartedPodsPruneAt = 256;
+
 export class WaitForVolumesError extends Error {
   override readonly name = 'WaitForVolumesError';
 }
@@ -141,6 +144,8 @@ export class VolumeManager {
   private readonly podsDir: string;
   private readonly records: OperationRecord[] = [];
   private readonly listeners = new Set<() => void>();
+  /** {@link pruneDepartedPods} runs once the desired state remembers more departed pods than this. */
+  private departedPodsPruneAt = minDepartedPodsPruneAt;
   private readonly recordListeners = new Set<(record: OperationRecord) => void>();
   private readonly operatorActions: OperatorActions;
   private lastAttachVerification: AttachVerificationResult | null = null;
@@ -240,10 +245,17 @@ export class VolumeManager {
       kubeClient: opts.kubeClient,
       logger: this.log,
       ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
+      onChange: () => {
+        this.notify();
+      },
     });
     this.dsw.onChange((volumeName) => {
       this.reconciler.markDirty(volumeName);
       this.reconciler.kick();
+      this.pruneDepartedPods();
+      this.notify();
+    });
+    this.dsw.onPodErrorsChange(() => {
       this.notify();
     });
     this.asw.onChange((volumeName) => {
@@ -315,7 +327,13 @@ export class VolumeManager {
     this.populator.reprocessPod(podName);
   }
 
-  /** Registers a listener called after any change of either world or of the operations table. */
+  /**
+   * Registers a listener called after any change of what the views below answer: either world,
+   * the pod errors, the operations table, the planned operations, the reconstruction report, the
+   * reconciler's sync flag and the last attach verification. Views subscribe here; none needs to
+   * poll. Called synchronously, from inside the change: a listener takes note (marks itself dirty,
+   * schedules work) and reads the views later.
+   */
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -480,6 +498,16 @@ export class VolumeManager {
     return out;
   }
 
+  /**
+   * The namespace of a pod that left the desired state (see
+   * `DesiredStateOfWorld.getDepartedPodNamespace`): views of the actual state show it for the
+   * mounts the pod still has. Undefined for a pod never desired since the start (found by
+   * reconstruction only); a desired pod's namespace is in its pod object.
+   */
+  getDepartedPodNamespace(podName: UniquePodName): string | undefined {
+    return this.dsw.getDepartedPodNamespace(podName);
+  }
+
   /** Current pod errors (not cleared). */
   getPodErrors(): Map<UniquePodName, string[]> {
     return new Map(this.dsw.getPodsWithErrors().map((p) => [p, this.dsw.getPodErrors(p)]));
@@ -579,6 +607,19 @@ export class VolumeManager {
           if (this.verifyTimer !== null) this.scheduleVerification(periodMs);
         });
     }, periodMs);
+  }
+
+  /**
+   * Forgets the namespaces of departed pods that have no entry in the actual state any more (no
+   * view needs them), once there are more than twice as many as after the last pruning: one walk
+   * of the actual state per that many departures, so a departure costs O(1) amortized.
+   */
+  private pruneDepartedPods(): void {
+    if (this.dsw.countDepartedPods() <= this.departedPodsPruneAt) return;
+    const inActual = new Set<UniquePodName>();
+    for (const mounted of this.asw.getAllMountedVolumes()) inActual.add(mounted.podName);
+    this.dsw.forgetDepartedPods((podName) => inActual.has(podName));
+    this.departedPodsPruneAt = Math.max(minDepartedPodsPruneAt, 2 * this.dsw.countDepartedPods());
   }
 
   private onRecord(record: OperationRecord): void {

@@ -22,8 +22,18 @@ export class FakeAgentRuntime implements AgentRuntime {
   readonly volumeManager: VolumeManager;
   readonly mounter: MounterInfo = { kind: 'unprivileged', privileged: false, reason: 'tests' };
   readonly rootDir: string;
-  /** What `sourcesSynced()` answers. */
-  synced = true;
+  /** What `sourcesSynced()` answers; setting it notifies as a source does. */
+  get synced(): boolean {
+    return this.sourcesAreSynced;
+  }
+
+  set synced(value: boolean) {
+    if (value === this.sourcesAreSynced) return;
+    this.sourcesAreSynced = value;
+    this.notify();
+  }
+
+  private sourcesAreSynced = true;
   /** How many times `resync()` ran. */
   resyncs = 0;
   /** When set, `resync()` rejects with it. */
@@ -78,7 +88,7 @@ export class FakeAgentRuntime implements AgentRuntime {
   }
 
   sourcesSynced(): boolean {
-    return this.synced;
+    return this.sourcesAreSynced;
   }
 
   /** A verification pass: the engine's batched attach verification, nothing rescanned. */

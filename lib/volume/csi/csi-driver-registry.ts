@@ -378,8 +378,11 @@ export class CsiDriverRegistry {
 
   /** Stops retries and probes and closes every client. Idempotent. */
   close(): void {
+    if (this.closed) return;
     this.closed = true;
     for (const entry of this.entries.values()) this.drop(entry);
+    // Every driver reads as not registered now.
+    if (this.entries.size > 0) this.changed();
   }
 
   private upsert(name: string, endpoint: string, source: CsiDriverSource, registrationSocket: string | null): DriverEntry {

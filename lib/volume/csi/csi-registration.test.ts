@@ -120,6 +120,23 @@ describe(`CSI driver registration against csi-loop (${driverMode})`, () => {
     expect(registry.client(DRIVER).endpoint).toBe(driver.endpoint);
   });
 
+  it('notifies its listeners when closing, after which every driver reads as not registered', async () => {
+    // Arrange
+    await newTestDir();
+    const driver = await startDriver();
+    const registry = newRegistry();
+    await registry.addDriver(DRIVER, driver.socketPath);
+    const seen: boolean[] = [];
+    registry.onChange(() => seen.push(registry.drivers().some((d) => d.registered)));
+
+    // Act
+    registry.close();
+    registry.close();
+
+    // Assert
+    expect(seen).toEqual([false]);
+  });
+
   it('keeps retrying a --csi-driver driver that is not up yet and registers it once it answers', async () => {
     const root = await newTestDir();
     const socketPath = join(root, 'late.sock');

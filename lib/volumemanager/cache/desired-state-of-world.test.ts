@@ -539,6 +539,111 @@ describe('DesiredStateOfWorld pod errors', () => {
   });
 });
 
+describe('DesiredStateOfWorld.onPodErrorsChange', () => {
+  it.each([
+    {
+      name: 'a new error',
+      act: (d: DesiredStateOfWorld) => {
+        d.addErrorToPod(uniquePodName('a'), 'second');
+      },
+      want: ['a'],
+    },
+    {
+      name: 'an error the pod already has (no change)',
+      act: (d: DesiredStateOfWorld) => {
+        d.addErrorToPod(uniquePodName('a'), 'first');
+      },
+      want: [],
+    },
+    { name: 'popping the errors', act: (d: DesiredStateOfWorld) => void d.popPodErrors(uniquePodName('a')), want: ['a'] },
+    { name: 'popping a pod without errors (no change)', act: (d: DesiredStateOfWorld) => void d.popPodErrors(uniquePodName('b')), want: [] },
+    { name: 'peeking (no change)', act: (d: DesiredStateOfWorld) => void d.getPodErrors(uniquePodName('a')), want: [] },
+  ])('notifies the pod for $name', ({ act, want }) => {
+    // Arrange: pod a has one error
+    const { dsw } = newDsw();
+    dsw.addErrorToPod(uniquePodName('a'), 'first');
+    const changed: string[] = [];
+    dsw.onPodErrorsChange((pod) => changed.push(pod));
+
+    // Act
+    act(dsw);
+
+    // Assert
+    expect(changed).toEqual(want);
+  });
+
+  it('notifies when deleting the pod from a volume drops its errors, and not the volume listeners for an error', () => {
+    // Arrange
+    const { dsw } = newDsw();
+    const pod = makePod('pod1', [gcePd('vol1', 'pd1')]);
+    const [volume] = addPod(dsw, pod);
+    if (volume === undefined) throw new Error('no volume');
+    const volumeChanges: string[] = [];
+    dsw.onChange((v) => volumeChanges.push(v));
+    const errorChanges: string[] = [];
+    dsw.onPodErrorsChange((p) => errorChanges.push(p));
+
+    // Act
+    dsw.addErrorToPod(podNameOf(pod), 'error');
+    const afterError = [...volumeChanges];
+    dsw.deletePodFromVolume(podNameOf(pod), volume);
+
+    // Assert
+    expect(afterError).toEqual([]);
+    expect(errorChanges).toEqual(['pod1uid', 'pod1uid']);
+    expect(volumeChanges).toEqual([volume]);
+  });
+});
+
+describe('DesiredStateOfWorld departed pods', () => {
+  it('remembers the namespace of a pod removed from a volume until it is desired again or forgotten', () => {
+    // Arrange
+    const { dsw } = newDsw();
+    const pod: Pod = { ...makePod('pod1', [gcePd('vol1', 'pd1')]), metadata: { name: 'pod1', uid: 'pod1uid', namespace: 'team-a' } };
+    const [volume] = addPod(dsw, pod);
+    if (volume === undefined) throw new Error('no volume');
+    const podName = podNameOf(pod);
+    const never = dsw.getDepartedPodNamespace(podName);
+
+    // Act + Assert: removed, remembered
+    dsw.deletePodFromVolume(podName, volume);
+    expect([never, dsw.getDepartedPodNamespace(podName), dsw.countDepartedPods()]).toEqual([undefined, 'team-a', 1]);
+
+    // Act + Assert: desired again, its pod object tells
+    addPod(dsw, pod);
+    expect([dsw.getDepartedPodNamespace(podName), dsw.countDepartedPods()]).toEqual([undefined, 0]);
+
+    // Act + Assert: removed again, then forgotten
+    dsw.deletePodFromVolume(podName, volume);
+    dsw.forgetDepartedPods((p) => p !== podName);
+    expect([dsw.getDepartedPodNamespace(podName), dsw.countDepartedPods()]).toEqual([undefined, 0]);
+  });
+
+  it('remembers a pod without a namespace in its manifest as in the default namespace', () => {
+    const { dsw } = newDsw();
+    const pod: Pod = { ...makePod('pod1', [gcePd('vol1', 'pd1')]), metadata: { name: 'pod1', uid: 'pod1uid' } };
+    const [volume] = addPod(dsw, pod);
+    if (volume === undefined) throw new Error('no volume');
+
+    dsw.deletePodFromVolume(podNameOf(pod), volume);
+
+    expect(dsw.getDepartedPodNamespace(podNameOf(pod))).toBe('default');
+  });
+
+  it('keeps the departed pods forgetDepartedPods is told to keep', () => {
+    const { dsw } = newDsw();
+    const pods = ['a', 'b', 'c'].map((n) => makePod(n, [gcePd(`vol-${n}`, `pd-${n}`)]));
+    for (const pod of pods) {
+      const [volume] = addPod(dsw, pod);
+      if (volume !== undefined) dsw.deletePodFromVolume(podNameOf(pod), volume);
+    }
+
+    dsw.forgetDepartedPods((p) => p === uniquePodName('buid'));
+
+    expect(pods.map((p) => dsw.getDepartedPodNamespace(podNameOf(p)) ?? null)).toEqual([null, 'default', null]);
+  });
+});
+
 describe('DesiredStateOfWorld volume attributes', () => {
   it('copies the PV capacity as desired size and updates it only for existing volumes', () => {
     // Arrange

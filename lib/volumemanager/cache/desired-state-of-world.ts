@@ -28,6 +28,11 @@ import {
 /** `maxPodErrors`: a pod keeps at most 11 distinct error strings (insert allowed while size <= 10). */
 export const maxPodErrors = 10;
 
+/** The namespace of a pod object as the API server defaults it (`metav1.NamespaceDefault` when unset). */
+export function podNamespace(pod: Pod): string {
+  return pod.metadata.namespace ?? 'default';
+}
+
 interface PodToMount {
   /** Position of this (volume, pod) pair in the flat scan index. */
   pairIndex: number;
@@ -88,7 +93,14 @@ export class DesiredStateOfWorld {
    */
   private readonly pairs: { entry: VolumeToMountEntry; pod: PodToMount }[] = [];
   private readonly podErrors = new Map<UniquePodName, Set<string>>();
+  /**
+   * The namespace of every pod removed from a volume, by pod: views of the actual state show a
+   * departed pod's mounts until they are torn down, and only the desired state knew the pod's
+   * namespace. Pruned by {@link forgetDepartedPods} (the volume manager, which sees both worlds).
+   */
+  private readonly departedNamespaces = new Map<UniquePodName, string>();
   private readonly listeners = new Set<(volumeName: UniqueVolumeName) => void>();
+  private readonly podErrorListeners = new Set<(podName: UniquePodName) => void>();
   private readonly pluginMgr: VolumePluginMgr;
   private readonly translator: SELinuxLabelTranslator;
   private readonly gates: FeatureGates;
@@ -108,6 +120,15 @@ export class DesiredStateOfWorld {
   onChange(listener: (volumeName: UniqueVolumeName) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Registers a listener called after every change of the pod errors ({@link getPodErrors}), with
+   * the pod whose errors changed. Adding an error a pod already has, or popping none, is no change.
+   */
+  onPodErrorsChange(listener: (podName: UniquePodName) => void): () => void {
+    this.podErrorListeners.add(listener);
+    return () => this.podErrorListeners.delete(listener);
   }
 
   /**
@@ -187,17 +208,22 @@ export class DesiredStateOfWorld {
     if (existing === undefined) this.pairs.push({ entry, pod: record });
     else this.pairs[record.pairIndex] = { entry, pod: record };
     entry.podsToMount.set(podName, record);
+    this.departedNamespaces.delete(podName);
     this.notify(volumeName);
     return volumeName;
   }
 
-  /** Removes the pod from the volume, and the volume when no pods remain. Always drops the pod's errors. */
+  /**
+   * Removes the pod from the volume, and the volume when no pods remain. Always drops the pod's
+   * errors. The pod's namespace is remembered ({@link getDepartedPodNamespace}).
+   */
   deletePodFromVolume(podName: UniquePodName, volumeName: UniqueVolumeName): void {
-    this.podErrors.delete(podName);
+    if (this.podErrors.delete(podName)) this.notifyPodErrors(podName);
     const entry = this.volumesToMount.get(volumeName);
     const record = entry?.podsToMount.get(podName);
     if (entry === undefined || record === undefined) return;
     entry.podsToMount.delete(podName);
+    this.departedNamespaces.set(podName, podNamespace(record.pod));
     this.removePair(record.pairIndex);
     if (entry.podsToMount.size === 0) this.volumesToMount.delete(volumeName);
     this.notify(volumeName);
@@ -352,7 +378,9 @@ export class DesiredStateOfWorld {
       errors = new Set();
       this.podErrors.set(podName, errors);
     }
-    if (errors.size <= maxPodErrors) errors.add(message);
+    if (errors.size > maxPodErrors || errors.has(message)) return;
+    errors.add(message);
+    this.notifyPodErrors(podName);
   }
 
   /** Returns the pod's errors sorted, and clears them. */
@@ -360,6 +388,7 @@ export class DesiredStateOfWorld {
     const errors = this.podErrors.get(podName);
     if (errors === undefined) return [];
     this.podErrors.delete(podName);
+    if (errors.size > 0) this.notifyPodErrors(podName);
     return [...errors].sort();
   }
 
@@ -370,6 +399,27 @@ export class DesiredStateOfWorld {
 
   getPodsWithErrors(): UniquePodName[] {
     return [...this.podErrors.keys()];
+  }
+
+  /**
+   * The namespace a pod had when it was last removed from a volume, or undefined when it never
+   * was (or was forgotten). For views of pods that left the desired state while the actual state
+   * still holds their mounts; a pod still desired has its namespace in its pod object.
+   */
+  getDepartedPodNamespace(podName: UniquePodName): string | undefined {
+    return this.departedNamespaces.get(podName);
+  }
+
+  /** How many departed pods' namespaces are remembered. */
+  countDepartedPods(): number {
+    return this.departedNamespaces.size;
+  }
+
+  /** Forgets the namespace of every departed pod for which `keep` answers false. */
+  forgetDepartedPods(keep: (podName: UniquePodName) => boolean): void {
+    for (const podName of [...this.departedNamespaces.keys()]) {
+      if (!keep(podName)) this.departedNamespaces.delete(podName);
+    }
   }
 
   private toVolumeToMount(entry: VolumeToMountEntry, pod: PodToMount): VolumeToMount {
@@ -401,6 +451,10 @@ export class DesiredStateOfWorld {
 
   private notify(volumeName: UniqueVolumeName): void {
     for (const listener of this.listeners) listener(volumeName);
+  }
+
+  private notifyPodErrors(podName: UniquePodName): void {
+    for (const listener of this.podErrorListeners) listener(podName);
   }
 }
 

@@ -101,6 +101,13 @@ export interface ReconcilerOptions {
   logger?: Logger;
   /** Counts reconstruct_volume_operations_total / _errors_total and force-cleanup metrics. */
   metrics?: ReconcilerMetrics;
+  /**
+   * Called after every change of what {@link Reconciler.getReconstructionReport} or
+   * {@link Reconciler.statesHasBeenSynced} answer (views subscribe here instead of polling).
+   * Called synchronously, possibly from inside a change of the actual state: it must not call
+   * back into the reconciler.
+   */
+  onChange?: () => void;
 }
 
 export class Reconciler {
@@ -164,6 +171,7 @@ export class Reconciler {
         this.markDirty(null);
         this.kick();
       },
+      ...(config.onChange !== undefined ? { onChange: config.onChange } : {}),
     });
   }
 
@@ -321,8 +329,10 @@ export class Reconciler {
   }
 
   private updateLastSyncTime(): void {
-    if (this.timeOfLastSync === 0) this.log.info('Reconciler: states have been synced');
+    const first = this.timeOfLastSync === 0;
+    if (first) this.log.info('Reconciler: states have been synced');
     this.timeOfLastSync = this.config.clock.now();
+    if (first) this.config.onChange?.();
   }
 
   /** Unmount only when the desired state is complete and device paths came from node status. */

@@ -87,6 +87,12 @@ export interface ReconstructionOptions {
   metrics?: ReconcilerMetrics;
   /** Called after a plan-only rebuild replaced the actual world's content (re-plan everything). */
   onActualStateReplaced: () => void;
+  /**
+   * Called after every change of what {@link Reconstruction.getReconstructionReport} answers
+   * (views subscribe here instead of polling). Called synchronously, possibly from inside a change
+   * of the actual state: it must not call back into the reconstruction.
+   */
+  onChange?: () => void;
 }
 
 /** Where one reconstruction scan puts what it finds. */
@@ -144,6 +150,7 @@ export class Reconstruction {
   async reconstructVolumes(): Promise<void> {
     this.report.state = 'running';
     this.report.startedAt = this.options.clock.now();
+    this.options.onChange?.();
     const target: ReconstructionTarget = {
       asw: this.options.asw,
       report: this.report,
@@ -212,6 +219,7 @@ export class Reconstruction {
     if (this.report.state === 'pending') {
       this.report.state = 'running';
       this.report.startedAt = startedAt;
+      this.options.onChange?.();
     }
     // Scan into a scratch world and a new report; the live ones stay as they are meanwhile.
     const report: ReconstructionReport = { state: 'running', startedAt, finishedAt: null, error: null, entries: [] };
@@ -243,6 +251,7 @@ export class Reconstruction {
       // An unreadable pods/ says nothing about what is mounted: keep the previous world and its
       // report entries, and record the error.
       this.report = { ...this.report, state: 'done', finishedAt: clock.now(), error: report.error, entries: this.report.entries };
+      this.options.onChange?.();
       return result(report.error, { added: [], removed: [], changed: [] });
     }
 
@@ -266,6 +275,7 @@ export class Reconstruction {
     this.openReportEntries = target.open;
     this.volumesFailedReconstruction = failed;
     this.volumesNeedUpdateFromNodeStatus = resolved ? [] : pending;
+    this.options.onChange?.();
     const diff = asw.replaceContent(scratch);
     // Re-plan everything: the refresh is also when every plan's lastPlannedAt moves on.
     this.options.onActualStateReplaced();
@@ -337,6 +347,7 @@ export class Reconstruction {
   private finishReport(): void {
     this.report.state = 'done';
     this.report.finishedAt = this.options.clock.now();
+    this.options.onChange?.();
   }
 
   private async updateStates(
@@ -512,6 +523,8 @@ export class Reconstruction {
   refreshReconstructionReport(record?: OperationRecord): void {
     // While the scan is still adding volumes to the actual state, "not mounted" only means "not added yet".
     if (this.openReportEntries === 0 || this.report.state !== 'done') return;
-    this.openReportEntries -= resolveReportEntries(this.report, this.options.asw, record, this.options.clock.now());
+    const resolved = resolveReportEntries(this.report, this.options.asw, record, this.options.clock.now());
+    this.openReportEntries -= resolved;
+    if (resolved > 0) this.options.onChange?.();
   }
 }

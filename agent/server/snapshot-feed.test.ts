@@ -1,0 +1,161 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Snapshot } from '../../lib/api/snapshot.ts';
+import { uniquePodName } from '../../lib/volume/types.ts';
+import { gcePdVolume, Harness, makePod } from '../../lib/volumemanager/testing/harness.ts';
+import { SnapshotBuilder } from './snapshot-builder.ts';
+import { SnapshotFeed } from './snapshot-feed.ts';
+import { FakeAgentRuntime } from './testing/fake-agent-runtime.ts';
+
+/** A feed over a fake runtime, subscribed to the two notifications the server subscribes it to. */
+function setup(): { h: Harness; runtime: FakeAgentRuntime; feed: SnapshotFeed; builder: SnapshotBuilder; close(): Promise<void> } {
+  const h = new Harness();
+  const runtime = new FakeAgentRuntime(h);
+  const builder = new SnapshotBuilder(runtime, () => []);
+  const feed = new SnapshotFeed({ builder, clock: h.clock, logger: runtime.logger });
+  const markChanged = (): void => {
+    feed.markChanged();
+  };
+  const unsubscribe = [h.vm.onChange(markChanged), runtime.onChange(markChanged)];
+  return {
+    h,
+    runtime,
+    feed,
+    builder,
+    close: async () => {
+      for (const off of unsubscribe) off();
+      feed.stop();
+      await h.close();
+    },
+  };
+}
+
+describe('SnapshotFeed', () => {
+  let close: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await close?.();
+    close = undefined;
+  });
+
+  const start = (): ReturnType<typeof setup> => {
+    const s = setup();
+    close = () => s.close();
+    return s;
+  };
+
+  it('keeps no timer and builds nothing while nothing changes', async () => {
+    // Arrange
+    const timersBefore = new Harness().clock.pendingTimers();
+    const { h, feed, builder } = start();
+    const build = vi.spyOn(builder, 'build');
+
+    // Act: ten minutes of an idle agent
+    await h.clock.advance(600_000);
+
+    // Assert
+    expect(h.clock.pendingTimers()).toBe(timersBefore);
+    expect(build).not.toHaveBeenCalled();
+    expect(feed.current().seq).toBe(0);
+  });
+
+  // Each change is made outside the two worlds and the operations table, then published by a
+  // flush without advancing time: only a change notification marks the feed dirty.
+  it.each<{ name: string; change: (s: ReturnType<typeof setup>) => void | Promise<void>; shows: (snapshot: Snapshot) => unknown; want: unknown }>([
+    {
+      name: 'a pod error the populator adds',
+      change: ({ h }) => {
+        h.dsw.addErrorToPod(uniquePodName('uid-x'), 'error processing PVC ns/c: PVC is not bound');
+      },
+      shows: (s) => s.podErrors,
+      want: { 'uid-x': ['error processing PVC ns/c: PVC is not bound'] },
+    },
+    {
+      name: 'source errors',
+      change: ({ runtime }) => {
+        runtime.setSourceErrors([{ file: 'bad.yaml', message: 'bad.yaml: not YAML' }]);
+      },
+      shows: (s) => s.sourceErrors,
+      want: [{ file: 'bad.yaml', message: 'bad.yaml: not YAML' }],
+    },
+    {
+      name: 'drivers',
+      change: ({ runtime }) => {
+        runtime.setDrivers([{ name: 'd.example.com', endpoint: '/csi.sock', registered: true, nodeId: 'n', capabilities: [], lastProbeAt: 1, lastError: null }]);
+      },
+      shows: (s) => s.drivers.map((d) => d.name),
+      want: ['d.example.com'],
+    },
+    {
+      name: 'an attach verification',
+      change: async ({ h }) => {
+        await h.vm.verifyAttachedVolumes();
+      },
+      shows: (s) => s.attachVerification.lastRunAt !== null,
+      want: true,
+    },
+  ])('publishes $name without a poll', async ({ change, shows, want }) => {
+    // Arrange
+    const s = start();
+    const before = s.feed.current();
+
+    // Act
+    await change(s);
+    const after = s.feed.flush();
+
+    // Assert
+    expect(shows(after)).toEqual(want);
+    expect(shows(after)).not.toEqual(shows(before));
+    expect(after.seq).toBe(1);
+  });
+
+  it('publishes pod errors popped by a wait for the pod', () => {
+    const { h, feed } = start();
+    h.dsw.addErrorToPod(uniquePodName('uid-x'), 'no plugin');
+    expect(feed.flush().podErrors).toEqual({ 'uid-x': ['no plugin'] });
+
+    h.dsw.popPodErrors(uniquePodName('uid-x'));
+
+    expect(feed.flush().podErrors).toEqual({});
+  });
+
+  it("publishes the reconciler's sync and the finished reconstruction, which change neither world", async () => {
+    // Arrange: an engine with nothing to mount
+    const { h, feed } = start();
+    const notified = vi.fn();
+    h.vm.onChange(notified);
+
+    // Act
+    h.start();
+    await h.until(() => h.vm.reconcilerStatesHasBeenSynced() && h.vm.getReconstructionReport().state === 'done');
+    const snapshot = feed.flush();
+
+    // Assert
+    expect(h.vm.getActualVolumes()).toEqual([]);
+    expect(h.vm.getDesiredVolumes()).toEqual([]);
+    expect(notified).toHaveBeenCalled();
+    expect(snapshot.statesSynced).toBe(true);
+    expect(snapshot.reconstruction.state).toBe('done');
+  });
+
+  it('publishes a pod source that is no longer synced', async () => {
+    const { h, runtime, feed } = start();
+    h.start();
+    await h.until(() => h.vm.reconcilerStatesHasBeenSynced());
+    expect(feed.flush().statesSynced).toBe(true);
+
+    runtime.synced = false;
+
+    expect(feed.flush().statesSynced).toBe(false);
+  });
+
+  it('publishes a mounted pod of the engine after the coalescing interval, and then schedules nothing', async () => {
+    const { h, feed } = start();
+    h.pods.add(makePod([gcePdVolume()]));
+    h.start();
+    await h.until(() => h.asw.getMountedVolumes().length === 1);
+
+    await h.clock.advance(50);
+
+    expect(feed.current().actual.volumes.map((v) => v.uniqueVolumeName)).toEqual(['fake-plugin/fake-device1']);
+    expect(feed.flush()).toBe(feed.current());
+  });
+});

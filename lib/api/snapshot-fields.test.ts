@@ -1,0 +1,91 @@
+/**
+ * Every top-level snapshot field travels in deltas. The table below needs an entry per field (a
+ * new field without one is a type error): a change of that field alone, applied to the example
+ * snapshot. Each change must make a delta with only the field's part, and applying the delta in
+ * either direction must reproduce the other snapshot. This is the check behind "Adding a
+ * snapshot field" in docs/api.md.
+ */
+import { describe, expect, it } from 'vitest';
+import { applyDelta, computeDelta, DeltaSchema, snapshotFieldTransport, type Delta } from './delta.ts';
+import { normalizeSnapshot } from './normalize-snapshot.ts';
+import { exampleSnapshot, FIXTURE_T0, generatedOperation, generatedPod, generatedVolume } from './testing/snapshot-fixtures.ts';
+import { SnapshotSchema, type Snapshot } from './snapshot.ts';
+
+/** A change of one field, and the delta part (`set.<field>` for values replaced whole) it travels in. */
+interface FieldChange {
+  change: (s: Snapshot) => Partial<Snapshot>;
+  part: keyof Delta | `set.${string}`;
+}
+
+const changes: Record<Exclude<keyof Snapshot, 'seq'>, FieldChange> = {
+  nodeName: { change: () => ({ nodeName: 'node-b' }), part: 'set.nodeName' },
+  statesSynced: { change: (s) => ({ statesSynced: !s.statesSynced }), part: 'set.statesSynced' },
+  agent: { change: (s) => ({ agent: { ...s.agent, version: '0.2.0' } }), part: 'set.agent' },
+  mounter: { change: (s) => ({ mounter: { ...s.mounter, privileged: !s.mounter.privileged } }), part: 'set.mounter' },
+  desired: { change: (s) => ({ desired: { pods: [...s.desired.pods, generatedPod(1)] } }), part: 'desiredPods' },
+  actual: { change: (s) => ({ actual: { volumes: [...s.actual.volumes, generatedVolume(1)] } }), part: 'actualVolumes' },
+  operations: { change: (s) => ({ operations: [...s.operations, generatedOperation(1, 2)] }), part: 'operations' },
+  reconstruction: { change: (s) => ({ reconstruction: { ...s.reconstruction, volumes: [] } }), part: 'reconstructionVolumes' },
+  podErrors: { change: (s) => ({ podErrors: { ...s.podErrors, 'uid-x': ['error processing PVC ns/c: PVC is not bound'] } }), part: 'podErrors' },
+  sourceErrors: { change: () => ({ sourceErrors: [{ file: 'bad.yaml', message: 'bad.yaml: not YAML' }] }), part: 'sourceErrors' },
+  recentEvents: {
+    change: (s) => ({ recentEvents: [...s.recentEvents, { time: FIXTURE_T0 + 70_000, type: 'Normal', reason: 'SuccessfulMountVolume', podUid: null, message: 'm' }] }),
+    part: 'recentEvents',
+  },
+  audit: {
+    change: (s) => ({ audit: [...s.audit, { time: FIXTURE_T0 + 70_000, caller: 'c', action: 'resync', target: null, checks: [], result: 'succeeded', message: null }] }),
+    part: 'audit',
+  },
+  drivers: { change: () => ({ drivers: [] }), part: 'drivers' },
+  attachVerification: { change: (s) => ({ attachVerification: { ...s.attachVerification, checked: s.attachVerification.checked + 1 } }), part: 'set.attachVerification' },
+  observe: {
+    change: () => ({
+      observe: {
+        kubeletRootDir: '/var/lib/kubelet',
+        refreshedAt: FIXTURE_T0,
+        refreshError: null,
+        plan: [],
+        orphans: [],
+        orphansTruncated: false,
+        truthDiff: [],
+        cleanupAllowed: false,
+        cleanupBlocked: null,
+      },
+    }),
+    part: 'set.observe',
+  },
+};
+
+/** The parts a delta carries, `set` split by field. */
+function partsOf(delta: Delta): string[] {
+  return Object.keys(delta)
+    .filter((k) => k !== 'fromSeq' && k !== 'seq')
+    .flatMap((k) => (k === 'set' ? Object.keys(delta.set ?? {}).map((f) => `set.${f}`) : [k]));
+}
+
+describe('every snapshot field travels in deltas', () => {
+  it('has a change for every field that is not the sequence number', () => {
+    expect(Object.keys(changes).sort()).toEqual(Object.keys(snapshotFieldTransport).filter((f) => snapshotFieldTransport[f as keyof Snapshot] !== 'seq').sort());
+  });
+
+  it.each(Object.entries(changes).map(([field, c]) => ({ field, ...c })))(
+    'a change of $field alone travels in $part and applies both ways',
+    ({ change, part }) => {
+      // Arrange
+      const base = normalizeSnapshot(exampleSnapshot());
+      const changed = SnapshotSchema.parse(normalizeSnapshot({ ...base, ...change(base), seq: base.seq + 1 }));
+      const back = { ...base, seq: base.seq + 2 };
+
+      // Act
+      const forward = DeltaSchema.parse(computeDelta(base, changed));
+      const backward = DeltaSchema.parse(computeDelta(changed, back));
+
+      // Assert
+      expect(changed).not.toEqual({ ...base, seq: changed.seq });
+      expect(partsOf(forward)).toEqual([part]);
+      expect(partsOf(backward)).toEqual([part]);
+      expect(applyDelta(base, forward)).toEqual(changed);
+      expect(applyDelta(changed, backward)).toEqual(normalizeSnapshot(back));
+    },
+  );
+});
