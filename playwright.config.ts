@@ -6,7 +6,7 @@
  *   e2e/global-setup.ts starts on free ports in a temporary directory; the tests pass its URLs
  *   through environment variables (e2e/fixtures.ts).
  * - Browser: Debian's Chromium (`/usr/bin/chromium`, or the binary in VOLUMESCOPE_CHROMIUM), never
- *   a downloaded one (stack notes §4). VOLUMESCOPE_CHROMIUM=playwright uses Playwright's own build
+ *   a downloaded one (no browser download works offline). VOLUMESCOPE_CHROMIUM=playwright uses Playwright's own build
  *   instead, for a laptop where `npx playwright install chromium` was run.
  */
 import { defineConfig, devices } from '@playwright/test';

@@ -1,7 +1,7 @@
 /**
  * `POST /api/v1/orphans/cleanup`: the guarded cleanup of one orphaned pod directory, the only
  * mutating action of observe mode. The runtime (agent/node/observe-controller.ts) runs every
- * Part E check right before acting; this handler maps its result to the API and audits it.
+ * safety check (docs/safety.md) right before acting; this handler maps its result to the API and audits it.
  *
  * Answers: 200 with the plan (dry run) or what was done; 409 `conflict` with every check when a
  * check refused (nothing was done); 404 when the agent is not in observe mode; 409 when the

@@ -1,6 +1,6 @@
 /**
- * The only way VolumeScope removes anything under the kubelet root (operators-and-csi.md,
- * Part E, "Remove a pod or volume directory"). Community `rm -rf` scripts and old kubelet bugs
+ * The only way VolumeScope removes anything under the kubelet root (docs/safety.md,
+ * "Removing a pod or volume directory"). Community `rm -rf` scripts and old kubelet bugs
  * deleted live volume data because a path was still mounted, because a removal crossed into
  * another filesystem, or because it followed a symlink. The rules, all enforced here:
  *

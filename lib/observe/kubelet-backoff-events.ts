@@ -1,5 +1,5 @@
 /**
- * Reads a real kubelet's per-operation back-off (operators-and-csi.md C6) out of the texts it
+ * Reads a real kubelet's per-operation back-off ("No retries permitted until …") out of the texts it
  * leaves behind, for observe mode, where the agent cannot see the kubelet's pending-operations
  * table. Two kinds of text carry it:
  *

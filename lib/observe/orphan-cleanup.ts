@@ -1,6 +1,6 @@
 /**
- * Guarded cleanup of ONE orphaned pod directory (operators-and-csi.md C7; Part E rows "Remove a
- * pod or volume directory" and "Unmount a pod's volume"). Community `rm -rf` scripts wiped live
+ * Guarded cleanup of ONE orphaned pod directory (docs/safety.md, "Observe mode:
+ * cleaning up an orphaned pod directory" and "Removing a pod or volume directory"). Community `rm -rf` scripts wiped live
  * volume data because a path was still mounted (kubernetes#60987); this does the opposite:
  *
  * 1. Refuse unless the pod is gone: not known to the API, not in the desired state, no running

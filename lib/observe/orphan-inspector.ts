@@ -1,5 +1,5 @@
 /**
- * The orphan inspector of observe mode (operators-and-csi.md C7): for every `<root>/pods/<uid>`
+ * The orphan inspector of observe mode: for every `<root>/pods/<uid>`
  * directory whose pod the API no longer knows, what is still there and why the kubelet keeps
  * logging "Orphaned pod … found, but volume paths are still present on disk".
  *
@@ -162,7 +162,7 @@ export interface OrphanLeftover {
  * - `mounted`: a mount (or an unlisted filesystem boundary) under the pod dir; unmount first;
  * - `volume-data`: a volume path holds files, links or unreadable parts; a human must look;
  * - `vol-data-only`: volume paths hold only directories and CSI `vol_data.json` files;
- * - `empty-volume-dirs`: volume paths exist but are empty directories (the kubelet's C7 spam);
+ * - `empty-volume-dirs`: volume paths exist but are empty directories (the kubelet's "Orphaned pod … found" spam);
  * - `no-volume-dirs`: no volume paths left; only leftovers such as `etc-hosts`.
  */
 export type OrphanPodVerdict = 'mounted' | 'volume-data' | 'vol-data-only' | 'empty-volume-dirs' | 'no-volume-dirs';

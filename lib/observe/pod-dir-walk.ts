@@ -1,6 +1,6 @@
 /**
  * A bounded, read-only walk of a directory tree under the kubelet root, shared by the orphan
- * inspector and the guarded cleanup. The walk obeys the rules of operators-and-csi.md Part E for
+ * inspector and the guarded cleanup. The walk obeys the rules of docs/safety.md for
  * anything that may later be acted on:
  *
  * - symlinks are reported, never followed (`lstat` only);

@@ -1,5 +1,6 @@
 /**
- * The node truth diff of observe mode (operators-and-csi.md C13, D item 5): per volume, what each
+ * The node truth diff of observe mode (the volumesInUse/volumesAttached handshake and
+ * VolumeAttachments, see docs/api.md `truthDiff`): per volume, what each
  * source of truth says, and a verdict per disagreement, phrased for operators.
  *
  * Sources, all passed in as plain data (any may be left out; its checks are then skipped):

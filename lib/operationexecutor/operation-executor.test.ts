@@ -1,6 +1,6 @@
 /**
- * The operation executor (§3): operation keys and names per call (§3.2), conflicts and backoff
- * (scenarios 38–40 of §8.5), the OperationRecord of every finished operation, the kubelet's
+ * The operation executor (kubernetes/kubernetes pkg/volume/util/operationexecutor@v1.34): operation
+ * keys and names per call, conflicts and backoff (scenarios 38–40, from its operation_executor_test.go), the OperationRecord of every finished operation, the kubelet's
  * events, and the batched attach verification.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -111,7 +111,7 @@ const rwo = pv('pv-rwo', { gcePd: 'disk-rwo' });
 const rwx = pv('pv-rwx', { gcePd: 'disk-rwx', accessModes: ['ReadWriteMany'] });
 const blockPv = pv('pv-blk', { gcePd: 'disk-blk', mode: 'Block' });
 
-describe('operation keys (§3.2)', () => {
+describe('operation keys (operation_executor.go)', () => {
   it.each<KeyCase>([
     {
       name: 'AttachVolume of a RWO PV is keyed by volume only',
@@ -265,7 +265,7 @@ describe('operation keys (§3.2)', () => {
 
 // SCENARIOS 38–40
 
-describe('executor behaviour (§8.5)', () => {
+describe('executor behaviour (operation_executor_test.go)', () => {
   it('scenario 38: a second MountVolume of an attachable volume is refused while the first runs, even for another pod; unmounts of two pods run in parallel', async () => {
     // Arrange
     const h = newHarness();
@@ -645,7 +645,7 @@ describe('verifyVolumesAreAttached', () => {
   });
 
   it('runs under one per-node key, so a second verification is refused while the first runs', () => {
-    // Deliberate deviation from §3.2 (upstream keys VerifyVolumesAreAttachedPerNode by ("", "", "")
+    // Deliberate deviation from operation_executor.go (upstream keys VerifyVolumesAreAttachedPerNode by ("", "", "")
     // so it never conflicts): VolumeScope verifies from the node agent on a timer and serialises runs.
     // Arrange
     const { h } = twoPluginHarness();

@@ -3,8 +3,8 @@
  *
  * Contract:
  * - Every child is ONE process (`process.execPath <args>`, or a given executable), never an npx/npm/sh chain, so its
- *   pid is the process that holds the port and a signal reaches the program itself (stack notes,
- *   pitfall 8: killing an npx pid left the real server orphaned).
+ *   pid is the process that holds the port and a signal reaches the program itself (killing
+ *   an npx pid leaves the real server orphaned, holding the port).
  * - Children run in their own process group (`detached`), so a Ctrl-C in the terminal reaches only
  *   the orchestrator, which then stops them in the order that leaves no mounts behind (the agents
  *   keep their mounts on SIGTERM by design, so they must not see the Ctrl-C first).

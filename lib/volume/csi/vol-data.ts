@@ -1,6 +1,6 @@
 /**
  * The CSI plugin's on-disk layout under the kubelet root and its `vol_data.json` files
- * (pkg/volume/csi/csi_util.go, csi_mounter.go, csi_attacher.go; operators-and-csi.md B.1):
+ * (pkg/volume/csi/csi_util.go, csi_mounter.go, csi_attacher.go @v1.34):
  *
  * - staging (one per volume and node):
  *   `<root>/plugins/kubernetes.io/csi/<driver>/<sha256(volumeHandle) hex>/globalmount`, with

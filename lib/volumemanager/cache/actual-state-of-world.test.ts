@@ -84,7 +84,7 @@ function attached(asw: ActualStateOfWorld): Record<string, unknown>[] {
   }));
 }
 
-describe('ActualStateOfWorld scenarios (§8.4)', () => {
+describe('ActualStateOfWorld scenarios (actual_state_of_world_test.go)', () => {
   it('scenario 36: an uncertain mount is possibly mounted but neither mounted nor removed', () => {
     // Arrange
     const asw = newAsw();

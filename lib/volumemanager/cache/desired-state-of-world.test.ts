@@ -59,7 +59,7 @@ function reportedInUse(dsw: DesiredStateOfWorld): Record<string, boolean> {
   return Object.fromEntries(dsw.getVolumesToMount().map((v) => [v.volumeName, v.reportedInUse]));
 }
 
-describe('DesiredStateOfWorld scenarios (§8.4)', () => {
+describe('DesiredStateOfWorld scenarios (desired_state_of_world_test.go)', () => {
   it('scenario 33: MarkVolumesReportedInUse sets reportedInUse exactly for the listed volumes', () => {
     // Arrange
     const { dsw } = newDsw();

@@ -52,7 +52,7 @@ function failPod(rig: PopulatorRig, pod: Pod): void {
   if (stored !== undefined) stored.status = { phase: 'Failed' };
 }
 
-describe('DesiredStateOfWorldPopulator scenarios (§8.3)', () => {
+describe('DesiredStateOfWorldPopulator scenarios (desired_state_of_world_populator_test.go)', () => {
   it.each([
     { hasAddedPods: false, state: 'removed', added: false },
     { hasAddedPods: false, state: 'terminating', added: true },

@@ -1,6 +1,7 @@
 /**
- * Reconciler tests. First the acceptance scenarios 1–19 of the volume manager spec (§8.1, the
- * kubelet's `reconciler_test.go`), then focused tests of one pass (§2.2–§2.6) and of the loop's
+ * Reconciler tests. First the acceptance scenarios 1–19 (the kubelet's
+ * pkg/kubelet/volumemanager/reconciler/reconciler_test.go@v1.34), then focused tests of one pass
+ * (reconciler_common.go) and of the loop's
  * scheduling contract.
  *
  * Scenario tests drive the desired state directly, as upstream does: the populator is never
@@ -228,9 +229,9 @@ async function startUncertainFixture(
   return { h, vol };
 }
 
-// ACCEPTANCE SCENARIOS (§8.1)
+// ACCEPTANCE SCENARIOS (reconciler_test.go)
 
-describe('reconciler acceptance scenarios (§8.1)', () => {
+describe('reconciler acceptance scenarios (reconciler_test.go)', () => {
   it('scenario 01: DoNothing — empty worlds with kubelet attach make no plugin call', async () => {
     const h = harness({ controllerAttachDetachEnabled: false });
 
@@ -742,7 +743,7 @@ describe('reconciler acceptance scenarios (§8.1)', () => {
   });
 });
 
-// ONE PASS (§2.2–§2.6)
+// ONE PASS (reconciler_common.go)
 
 type ExecutorEntry =
   | 'attachVolume'
@@ -837,8 +838,8 @@ function passHarness(opts: HarnessOptions = {}) {
   return { h, oe: stubExecutor(h) };
 }
 
-describe('one reconciler pass (§2.2–§2.6)', () => {
-  describe('pass order and gating (§2.2)', () => {
+describe('one reconciler pass (reconciler_common.go)', () => {
+  describe('pass order and gating (reconcile)', () => {
     it('runs unmountVolumes, then mountOrAttachVolumes, then unmountDetachDevices, then cleanOrphanVolumes', async () => {
       // Arrange: one volume for each step, and a volume that failed reconstruction.
       let root = '';
@@ -948,7 +949,7 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
     });
   });
 
-  describe('unmountVolumes (§2.3)', () => {
+  describe('unmountVolumes', () => {
     it('unmounts every Mounted or Uncertain pod entry that is not desired, and only those', async () => {
       const { h, oe } = passHarness();
       const { spec, volumeName } = gcePd('volume-name', 'fake-device1');
@@ -965,7 +966,7 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
     });
   });
 
-  describe('mountOrAttachVolumes decision table (§2.4)', () => {
+  describe('mountOrAttachVolumes decision table', () => {
     const seLinuxLabel = 'system_u:object_r:container_file_t:s0:c1,c2';
     const rows: {
       name: string;
@@ -1123,7 +1124,7 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
     });
   });
 
-  describe('isExpectedError (§2.4)', () => {
+  describe('isExpectedError', () => {
     const key = { volumeName: fakeDevice1, podName: EmptyUniquePodName, nodeName: EmptyNodeName };
     const backoff = new ExponentialBackoff();
     backoff.update(new Error('mount failed'), Date.UTC(2024, 0, 1));
@@ -1188,7 +1189,7 @@ describe('one reconciler pass (§2.2–§2.6)', () => {
     });
   });
 
-  describe('unmountDetachDevices decision table (§2.5)', () => {
+  describe('unmountDetachDevices decision table', () => {
     const rows: {
       name: string;
       controllerAttachDetachEnabled: boolean;

@@ -295,7 +295,7 @@ export class Reconciler {
   }
 
   /**
-   * Which volumes this pass examines. The decisions of §2.3–§2.5 depend only on a volume's own
+   * Which volumes this pass examines. The decisions of unmountVolumes, mountOrAttachVolumes and unmountDetachDevices depend only on a volume's own
    * entries in both worlds and on the operations table, so a volume that needed no action in
    * the last pass and has not changed since cannot need one now. A pass therefore looks at the
    * changed ("dirty") volumes, the ones that still needed action ("unsettled": waiting, in

@@ -1,9 +1,10 @@
 /**
- * Reconstruction (§4, scenarios 20–24 of §8.2): the on-disk scan, `reconstructVolume`, the
+ * Reconstruction (kubernetes/kubernetes pkg/kubelet/volumemanager/reconciler/reconstruct.go@v1.34;
+ * scenarios 20–24 from its reconstruct_test.go): the on-disk scan, `reconstructVolume`, the
  * reconciler's `reconstructVolumes` / `cleanOrphanVolumes`, and the reconstruction report.
  *
  * The kubelet's harness also makes the fake mounter list every volume dir as a mount point. The
- * engine has no equivalent: the v1.30 reconstruction flow never checks mount points (§4.3), so
+ * engine has no equivalent: the v1.30 reconstruction flow never checks mount points, so
  * a directory on disk is all a test needs.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -286,7 +287,7 @@ describe('reconstructVolume', () => {
 
 // SCENARIOS 20–24
 
-describe('reconstruction scenarios (§8.2)', () => {
+describe('reconstruction scenarios (reconstruct_test.go)', () => {
   it('scenario 20: two pods using the same volume, both deleted, are reconstructed as uncertain with the duplicate name kept', async () => {
     // Arrange
     const root = kubeletDir(['pod1/volumes/fake-plugin/pvc-abcdef', 'pod2/volumes/fake-plugin/pvc-abcdef']);

@@ -1,6 +1,6 @@
 /**
  * Test support: a volume manager wired to in-memory pod sources, a fake API client and the fake
- * volume plugin, on a fake clock. Mirrors the fixtures of the kubelet's reconciler tests (§8.0):
+ * volume plugin, on a fake clock. Mirrors the fixtures of the kubelet's reconciler tests (reconciler_test.go@v1.34):
  * node `mynodename`, pod `pod1`/UID `pod1uid`, inline GCE PD `volume-name` → `fake-plugin/fake-device1`.
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';

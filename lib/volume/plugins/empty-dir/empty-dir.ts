@@ -12,7 +12,7 @@
  *
  * TearDown unmounts a tmpfs (its contents go with it) and removes the directory only when it is
  * empty. Unlike the kubelet, which deletes an emptyDir recursively, VolumeScope refuses to
- * delete files it did not create (operators-and-csi.md, Part E): a disk-backed emptyDir that
+ * delete files it did not create (docs/safety.md): a disk-backed emptyDir that
  * containers wrote into must be emptied by hand, and so must a Memory one under the unprivileged
  * mounter, whose tmpfs is a plain directory. Hugepages are not supported.
  */

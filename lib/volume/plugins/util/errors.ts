@@ -68,8 +68,7 @@ export function throwAggregate(errors: readonly Error[]): void {
 
 /**
  * TearDown (or a rewrite) found something in a volume directory that the plugin did not create,
- * or a mount it did not make, and removed nothing rather than guess (operators-and-csi.md,
- * Part E). The operator inspects the path and cleans up by hand.
+ * or a mount it did not make, and removed nothing rather than guess (docs/safety.md). The operator inspects the path and cleans up by hand.
  */
 export class TearDownRefusedError extends Error {
   override readonly name = 'TearDownRefusedError';

@@ -4,7 +4,7 @@
  *
  * - {@link ensureDir} / {@link ensureTmpfs}: SetUp's directory and the tmpfs the kubelet's
  *   emptyDir wrapper mounts (emptyDir `medium: Memory`, secret, projected, downward API).
- * - {@link tearDownVolumeDir}: TearDown's rules (operators-and-csi.md, Part E). The mount table
+ * - {@link tearDownVolumeDir}: TearDown's rules (docs/safety.md). The mount table
  *   is read fresh; whatever is mounted exactly at the volume dir is unmounted (SetUp put it
  *   there); a mount below it is refused; then only files the plugin owns and finally the empty
  *   directory are removed, each through `safeRemove`. Anything else in the directory is left
