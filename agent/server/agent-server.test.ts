@@ -107,6 +107,9 @@ describe('agent server HTTP', () => {
         message: 'pod: Unrecognized key: "pod"',
       },
       { name: 'a missing podUid on unmount', path: '/api/v1/unmount', body: '{"volume": "v"}', field: 'podUid', message: 'podUid: Required' },
+      // A NUL is no kubelet identifier: the engine would refuse to build the name (a 500 before).
+      { name: 'a NUL in the podUid of a retry', path: '/api/v1/operations/retry', body: '{"volume": "v", "podUid": "\\u0000"}', field: 'podUid', message: 'podUid: must not contain NUL' },
+      { name: 'a NUL in the volume of an unmount', path: '/api/v1/unmount', body: '{"podUid": "p", "volume": "a\\u0000b"}', field: 'volume', message: 'volume: must not contain NUL' },
       { name: 'malformed JSON', path: '/api/v1/unmount', body: '{"podUid": ', field: 'body', message: null },
       { name: 'an empty body', path: '/api/v1/operations/retry', body: '', field: 'body', message: null },
       { name: 'a body that is not an object', path: '/api/v1/unmount', body: '[1]', field: 'body', message: 'body: expected object, received array' },

@@ -28,11 +28,18 @@ export const ResyncResponseSchema = z.object({
 export type ResyncResponse = z.infer<typeof ResyncResponseSchema>;
 
 /** `POST /api/v1/operations/retry`: clear the backoff of a failed operation so it runs at once. */
+/**
+ * A kubelet identifier in a request (pod UID, unique volume name): non-empty and without NUL, as
+ * the engine's identifiers require, so a bad one is a 400 naming the field, never a 500.
+ */
+// eslint-disable-next-line no-control-regex -- the NUL is exactly what the pattern excludes
+const IdentifierSchema = z.string().min(1).regex(/^[^\u0000]*$/, 'must not contain NUL');
+
 export const RetryOperationRequestSchema = z.strictObject({
   /** The operation's unique volume name (`operations[].volume`). */
-  volume: z.string().min(1),
+  volume: IdentifierSchema,
   /** The operation's pod (`operations[].podUid`); omitted for a volume-level operation. */
-  podUid: z.string().min(1).optional(),
+  podUid: IdentifierSchema.optional(),
 });
 /** The body of a retry request. */
 export type RetryOperationRequest = z.infer<typeof RetryOperationRequestSchema>;
@@ -50,9 +57,9 @@ export type RetryOperationResponse = z.infer<typeof RetryOperationResponseSchema
 
 /** `POST /api/v1/unmount`: unmount one pod's volume that no running pod may still use. */
 export const UnmountRequestSchema = z.strictObject({
-  podUid: z.string().min(1),
+  podUid: IdentifierSchema,
   /** The unique volume name (`actual.volumes[].uniqueVolumeName`). */
-  volume: z.string().min(1),
+  volume: IdentifierSchema,
 });
 /** The body of an unmount request. */
 export type UnmountRequest = z.infer<typeof UnmountRequestSchema>;
@@ -101,7 +108,7 @@ export type UnmountRunningResponse = z.infer<typeof UnmountRunningResponseSchema
  * nothing.
  */
 export const OrphanCleanupRequestSchema = z.strictObject({
-  podUid: z.string().min(1),
+  podUid: IdentifierSchema,
   dryRun: z.boolean().optional(),
 });
 export type OrphanCleanupRequest = z.infer<typeof OrphanCleanupRequestSchema>;
