@@ -375,11 +375,20 @@ export class ManifestSource implements ObjectSource {
       const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
       let bytes: Buffer;
       try {
-        const opened = this.refuseEntry(await handle.stat(), limit, tooLarge);
+        const openedInfo = await handle.stat();
+        const opened = this.refuseEntry(openedInfo, limit, tooLarge);
         if (opened !== null) return opened;
-        bytes = Buffer.alloc(limit + 1);
+        // Sized by the file (one byte more shows growth), grown up to limit + 1 while it still
+        // grows: allocating the limit for every file made each rescan of a directory with many
+        // manifests zero-fill megabytes per file.
+        bytes = Buffer.allocUnsafe(Math.min(limit, openedInfo.size) + 1);
         let length = 0;
         for (;;) {
+          if (length === bytes.length) {
+            const grown = Buffer.allocUnsafe(Math.min(limit + 1, bytes.length * 2));
+            bytes.copy(grown, 0, 0, length);
+            bytes = grown;
+          }
           const { bytesRead } = await handle.read(bytes, length, bytes.length - length, null);
           if (bytesRead === 0) break;
           length += bytesRead;
