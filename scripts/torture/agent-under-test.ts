@@ -4,7 +4,7 @@
  * file the agent writes) with a few valid pods whose volumes are mounted, its RSS, and running a
  * campaign stand-alone (`node --import tsx scripts/torture/<campaign>.ts --size=short`).
  */
-import { readFile, mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AgentProcess, standInMounter } from '../../agent/node/testing/agent-process.ts';
 import { podManifest, type VolumeSource } from '../../agent/node/testing/pod-manifest.ts';
@@ -78,14 +78,6 @@ export async function startAgentUnderTest(workDir: string, extraFiles: Record<st
       await cleanUpTempDir(rootDir, realMountsAllowed ? undefined : standInMounter(rootDir));
     },
   };
-}
-
-/** The resident set size of a process in bytes (Linux /proc). */
-export async function residentSetBytes(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status)?.[1];
-  if (kib === undefined) throw new Error(`no VmRSS in /proc/${pid}/status`);
-  return Number(kib) * 1024;
 }
 
 /** The `--size=` argument of a stand-alone run (default `short`). */

@@ -34,7 +34,8 @@ import { buildOpenApiDocument, openApiSchemaValidator, type JsonSchema, type Ope
 import { MAX_REQUEST_BODY_BYTES } from '../../lib/api/request-body.ts';
 import { operationKey, type AuditEntry, type Snapshot } from '../../lib/api/snapshot.ts';
 import { podManifest } from '../../agent/node/testing/pod-manifest.ts';
-import { KEPT_PODS, residentSetBytes, runStandalone, startAgentUnderTest, unmountedKeptVolumes } from './agent-under-test.ts';
+import { KEPT_PODS, runStandalone, startAgentUnderTest, unmountedKeptVolumes } from './agent-under-test.ts';
+import { rssBytes } from './harness.ts';
 import type { Campaign, CampaignOptions, CampaignResult } from './campaign.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 
@@ -552,7 +553,7 @@ async function runApiFuzz(options: CampaignOptions): Promise<CampaignResult> {
     const checker = new ResponseChecker(doc);
     const initial = await snapshot();
     const arbitrary = requestArbitrary(doc, agent.token, stringsFrom(knownStrings(initial)), knownTargets(initial));
-    const rssStart = await residentSetBytes(agent.pid);
+    const rssStart = await rssBytes(agent.pid);
     let rssMax = rssStart;
 
     for (let batch = 0; sent < total; batch++) {
@@ -592,7 +593,7 @@ async function runApiFuzz(options: CampaignOptions): Promise<CampaignResult> {
       if (health.status !== 200) fail(`/healthz answered ${health.status} after ${String(sent)} requests`);
       const missing = unmountedKeptVolumes(await snapshot());
       if (missing.length > 0) fail(`after ${String(sent)} requests the kept pods lost mounts: ${missing.join('; ')}`);
-      rssMax = Math.max(rssMax, await residentSetBytes(agent.pid));
+      rssMax = Math.max(rssMax, await rssBytes(agent.pid));
       log(`${String(sent)}/${total} requests, ${failureCount} failures`);
     }
     figures['rssStartBytes'] = rssStart;

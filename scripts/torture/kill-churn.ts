@@ -20,7 +20,8 @@
  * end every pod is removed, the agent and the driver stop, and nothing may stay mounted below
  * the work dir, no loop device of the driver may remain, and the driver must hold nothing.
  */
-import { lstat, mkdir, open, readFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile } from 'node:fs/promises';
+import { writeFileDurably } from '../../lib/mount-utils/durable-write.ts';
 import { join } from 'node:path';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import { pod, podFileName, removeManifest, csiClaim, configMap, type KubeObject } from '../demo/manifests.ts';
@@ -88,17 +89,6 @@ function localClaim(i: number, path: string): KubeObject {
 function persistentPath(rootDir: string, slot: Slot, uid: string): string {
   const volumes = join(rootDir, 'pods', uid, 'volumes');
   return slot.kind === 'csi' ? join(volumes, 'kubernetes.io~csi', slot.pvName, 'mount') : join(volumes, 'kubernetes.io~local-volume', slot.pvName);
-}
-
-/** Writes a file and fsyncs it, so the content is on the volume's disk and not only in the page cache. */
-async function writeDurably(path: string, text: string): Promise<void> {
-  const fh = await open(path, 'w');
-  try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
 }
 
 class KillChurn {
@@ -273,7 +263,7 @@ class KillChurn {
       const expected = this.markers.get(slot.claim);
       if (expected === undefined) {
         const content = `claim ${slot.claim} first mounted by ${slot.uid ?? ''} (seed ${this.seed})\n`;
-        await writeDurably(path, content);
+        await writeFileDurably(path, content, { mode: 0o644 });
         this.markers.set(slot.claim, content);
         continue;
       }

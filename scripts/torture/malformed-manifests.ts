@@ -20,7 +20,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
-import { KEPT_PODS, residentSetBytes, runStandalone, startAgentUnderTest, unmountedKeptVolumes } from './agent-under-test.ts';
+import { KEPT_PODS, runStandalone, startAgentUnderTest, unmountedKeptVolumes } from './agent-under-test.ts';
+import { rssBytes } from './harness.ts';
 import type { Campaign, CampaignOptions, CampaignResult } from './campaign.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 
@@ -369,7 +370,7 @@ async function runMalformedManifests(options: CampaignOptions): Promise<Campaign
   }
 
   async function exercise(): Promise<void> {
-    const rssStart = await residentSetBytes(agent.pid);
+    const rssStart = await rssBytes(agent.pid);
     let rssMax = rssStart;
     const keptUids = new Set(KEPT_PODS.map((p) => p.uid));
     let lastLoss = '';
@@ -390,7 +391,7 @@ async function runMalformedManifests(options: CampaignOptions): Promise<Campaign
     for (;;) {
       last = await agent.snapshot();
       watch(last);
-      rssMax = Math.max(rssMax, await residentSetBytes(agent.pid));
+      rssMax = Math.max(rssMax, await rssBytes(agent.pid));
       const files = new Set(last.sourceErrors.map((e) => e.file));
       if (expected.every((c) => files.has(c.file)) || performance.now() > deadline) break;
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -423,7 +424,7 @@ async function runMalformedManifests(options: CampaignOptions): Promise<Campaign
         return null;
       });
     if (cleared !== null) watch(cleared);
-    rssMax = Math.max(rssMax, await residentSetBytes(agent.pid));
+    rssMax = Math.max(rssMax, await rssBytes(agent.pid));
     figures['rssStartBytes'] = rssStart;
     figures['rssMaxBytes'] = rssMax;
     if (rssMax - rssStart > MAX_RSS_GROWTH_BYTES) failures.push(`RSS grew by ${rssMax - rssStart} bytes (bound ${MAX_RSS_GROWTH_BYTES})`);
