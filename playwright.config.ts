@@ -15,6 +15,8 @@ const chromium = process.env['VOLUMESCOPE_CHROMIUM'] ?? '/usr/bin/chromium';
 
 export default defineConfig({
   testDir: './e2e',
+  // e2e/cluster/ holds the vitest tests against a real cluster (npm run test:cluster).
+  testIgnore: '**/e2e/cluster/**',
   outputDir: './test-results',
   globalSetup: './e2e/global-setup.ts',
   workers: 1,

@@ -138,6 +138,14 @@ export class ManagedProcess {
     }
   }
 
+  /** SIGKILL at once (a crash on purpose: nothing runs on the way out); resolves with the exit. */
+  async kill(): Promise<ExitInfo> {
+    this.stopRequested = true;
+    if (this.exit !== null) return this.exit;
+    this.child.kill('SIGKILL');
+    return this.exited;
+  }
+
   /** The last `bytes` of the log file, for error messages. */
   async logTail(bytes = 3000): Promise<string> {
     return readTail(this.options.logFile, bytes);

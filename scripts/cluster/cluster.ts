@@ -1,0 +1,663 @@
+// A real Kubernetes control plane on 127.0.0.1 with VolumeScope agents as its nodes, as a
+// library: `npm run cluster` (main.ts) is a thin CLI over {@link startCluster}, and the cluster
+// tests (`npm run test:cluster`, e2e/cluster/) start one per run from their global setup.
+//
+// Contract:
+// - {@link startCluster} starts etcd, kube-apiserver, kube-controller-manager, the CSI driver with
+//   its sidecars, and node `agent-0` (a managed-mode agent with the identity system:node:agent-0),
+//   in that order, from the upstream build (build.ts), with state in `stateDir` (reused unless
+//   `reset`). It resolves once the agent serves its API and (with `waitForNodeReady`) the node was
+//   waited for; a failed start stops what it started and rejects.
+// - {@link RunningCluster.stop} stops the agents first (they keep their mounts on SIGTERM by
+//   design), unmounts what they left below the state dir, then the CSI processes, the controller
+//   manager, the API server and etcd.
+// - {@link ClusterFacts} is plain data (JSON): what a process that did not start the cluster needs
+//   to use it (a test worker gets it through vitest's provide/inject). The functions that take
+//   facts ({@link kubectl}, {@link issueClientIdentity}, {@link startAgent}, {@link nodeReadiness})
+//   work from any process on the machine.
+// - The processes belong to the process that started them (scripts/demo/process.ts: detached,
+//   killed when it exits); run it inside a private mount namespace (start.mjs) so no mount leaks.
+import { spawn } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { findLeftoverMounts, unmountLeftovers } from '../demo/mount-check.ts';
+import { ManagedProcess, assertPortFree, childEnv, freePort, httpStatus, isStartError, waitUntil, type ExitInfo } from '../demo/process.ts';
+import { ensureUpstreamBuild, type Manifest } from './build.ts';
+import { ensurePki, kubeconfig, type ClientIdentity, type Pki } from './pki.ts';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const HOST = '127.0.0.1';
+/** The node the cluster starts with. */
+export const NODE = 'agent-0';
+
+/**
+ * The CSI driver the cluster runs. The upstream csi-driver-host-path cannot be built here (the
+ * module proxy refuses it, see upstream/README.md), so the project's own CSI test driver stands
+ * in: csi-loop implements the controller publish/unpublish the attacher drives and serves the
+ * kubelet plugin registration itself (in place of node-driver-registrar).
+ */
+export const DRIVER = 'csi-loop.volumescope.dev';
+
+/** The identities of the cluster's clients: CN = user, O = groups. */
+const ADMIN: ClientIdentity = { file: 'admin', user: 'kubernetes-admin', groups: ['system:masters'] };
+const CONTROLLER_MANAGER: ClientIdentity = { file: 'controller-manager', user: 'system:kube-controller-manager', groups: [] };
+/** The sidecars run as cluster admins here: their upstream RBAC manifests are not part of the modules. */
+const SIDECARS: ClientIdentity = { file: 'csi-sidecars', user: 'volumescope:csi-sidecars', groups: ['system:masters'] };
+
+/** A node's identity, as the Node authorizer and NodeRestriction recognise it. */
+export const nodeIdentity = (nodeName: string): ClientIdentity => ({ file: nodeName, user: `system:node:${nodeName}`, groups: ['system:nodes'] });
+
+// TYPES
+
+/** The PKI's files (pki.ts) without the per-client functions, plus the admin's certificate and key. */
+export type PkiPaths = Omit<Pki, 'clientCert' | 'clientKey'> & { readonly adminCert: string; readonly adminKey: string };
+
+/** One agent's facts (see {@link ClusterAgent}). */
+export interface AgentFacts {
+  readonly nodeName: string;
+  readonly url: string;
+  readonly rootDir: string;
+  readonly tokenFile: string;
+  readonly kubeconfig: string;
+  readonly logFile: string;
+}
+
+/** What a process needs to use a running cluster; plain data. */
+export interface ClusterFacts {
+  readonly stateDir: string;
+  /** The upstream build: `bin/` holds kubectl and the components. */
+  readonly buildDir: string;
+  /** The build manifest: the versions of the binaries ({@link componentVersion}). */
+  readonly versions: Manifest;
+  readonly apiServerUrl: string;
+  readonly adminKubeconfig: string;
+  readonly pki: PkiPaths;
+  readonly logsDir: string;
+  readonly csiSocket: string;
+  readonly driverName: string;
+  /** Node {@link NODE}. */
+  readonly agent: AgentFacts;
+}
+
+export interface StartClusterOptions {
+  /** Absolute; created when missing, reused by the next start unless `reset`. */
+  readonly stateDir: string;
+  /** Delete the state dir first (refused while something is mounted below it). */
+  readonly reset?: boolean;
+  /** Wait up to `nodeTimeoutMs` for node agent-0 to become Ready (default true). Not Ready is logged, not an error. */
+  readonly waitForNodeReady?: boolean;
+  /** Default 60 s. */
+  readonly nodeTimeoutMs?: number;
+  /** Appended to agent-0's flags (e.g. `--authentication-token-webhook`). */
+  readonly agentArgs?: readonly string[];
+  /**
+   * Called as soon as the cluster can be stopped, before the start completes, with the same stop
+   * as {@link RunningCluster.stop}: a signal handler can then stop a half-started cluster in order
+   * (the start rejects once its processes are gone).
+   */
+  readonly onStoppable?: (stop: () => Promise<void>) => void;
+  /** Progress lines; default `cluster: <line>` on stdout. */
+  readonly log?: (line: string) => void;
+}
+
+/** A state dir that cannot be used as asked (made by another build, mounts below it on --reset). */
+export class ClusterStateError extends Error {
+  override readonly name = 'ClusterStateError';
+}
+export const isClusterStateError = (e: unknown): e is ClusterStateError => e instanceof ClusterStateError;
+
+/** A kubectl run that exited non-zero; the message quotes the command and its stderr. */
+export class KubectlError extends Error {
+  override readonly name = 'KubectlError';
+  constructor(
+    readonly args: readonly string[],
+    readonly result: KubectlResult,
+  ) {
+    super(`kubectl ${args.join(' ')} exited ${result.code}: ${result.stderr.trim() || result.stdout.trim()}`);
+  }
+}
+export const isKubectlError = (e: unknown): e is KubectlError => e instanceof KubectlError;
+
+interface SavedState {
+  /** The upstream build key the state was made with. */
+  key: string;
+  ports: { etcd: number; etcdPeer: number; apiserver: number; agent: number };
+}
+
+// FACTS-BASED HELPERS (any process)
+
+/** The version of a component of the build (`kube-apiserver` → `v1.34.4`); throws when absent. */
+export function componentVersion(versions: Manifest, component: string): string {
+  const b = versions.binaries.find((x) => x.components.includes(component));
+  if (b === undefined) throw new Error(`the upstream build has no ${component}`);
+  return b.version;
+}
+
+export interface KubectlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface KubectlOptions {
+  /** Written to kubectl's stdin (for `-f -`). */
+  input?: string;
+  /** Default the admin kubeconfig. */
+  kubeconfig?: string;
+}
+
+/** Runs the build's kubectl; resolves with its exit code and output whatever the code. */
+export function kubectlRun(facts: Pick<ClusterFacts, 'buildDir' | 'adminKubeconfig'>, args: readonly string[], options: KubectlOptions = {}): Promise<KubectlResult> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(join(facts.buildDir, 'bin', 'kubectl'), ['--kubeconfig', options.kubeconfig ?? facts.adminKubeconfig, ...args], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      resolvePromise({ code: code ?? (signal === null ? 1 : 128), stdout, stderr });
+    });
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+/** Runs kubectl; resolves with stdout, rejects with a {@link KubectlError} on a non-zero exit. */
+export async function kubectl(facts: Pick<ClusterFacts, 'buildDir' | 'adminKubeconfig'>, args: readonly string[], options: KubectlOptions = {}): Promise<string> {
+  const result = await kubectlRun(facts, args, options);
+  if (result.code !== 0) throw new KubectlError(args, result);
+  return result.stdout;
+}
+
+/**
+ * A client certificate (signed by the cluster CA) and a kubeconfig for any user and groups, e.g.
+ * a second node or a person; kept when it exists. The kubeconfig is `<stateDir>/<file>.kubeconfig`.
+ */
+export function issueClientIdentity(facts: Pick<ClusterFacts, 'stateDir' | 'pki' | 'apiServerUrl'>, id: ClientIdentity): { kubeconfig: string; cert: string; key: string } {
+  const pki = ensurePki(facts.pki.dir, [id]);
+  const file = join(facts.stateDir, `${id.file}.kubeconfig`);
+  writeFileSync(file, kubeconfig(pki, facts.apiServerUrl, id), { mode: 0o600 });
+  return { kubeconfig: file, cert: pki.clientCert(id), key: pki.clientKey(id) };
+}
+
+/**
+ * A kubeconfig that authenticates with a bearer token (a service account's, from `kubectl create
+ * token`), written to `<stateDir>/<file>.kubeconfig`.
+ */
+export function tokenKubeconfig(facts: Pick<ClusterFacts, 'stateDir' | 'pki' | 'apiServerUrl'>, file: string, token: string): string {
+  const path = join(facts.stateDir, `${file}.kubeconfig`);
+  const ca = readFileSync(facts.pki.caCert).toString('base64');
+  writeFileSync(
+    path,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: volumescope',
+      '  cluster:',
+      `    server: ${facts.apiServerUrl}`,
+      `    certificate-authority-data: ${ca}`,
+      'users:',
+      `- name: ${file}`,
+      '  user:',
+      `    token: ${token}`,
+      'contexts:',
+      `- name: ${file}@volumescope`,
+      '  context:',
+      '    cluster: volumescope',
+      `    user: ${file}`,
+      `current-context: ${file}@volumescope`,
+      '',
+    ].join('\n'),
+    { mode: 0o600 },
+  );
+  return path;
+}
+
+interface ApiResponse {
+  status: number;
+  body: string;
+}
+
+/** A GET as the cluster admin. */
+function apiGet(facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>, path: string): Promise<ApiResponse> {
+  const url = new URL(facts.apiServerUrl);
+  return new Promise((resolvePromise, reject) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path,
+        method: 'GET',
+        ca: readFileSync(facts.pki.caCert),
+        cert: readFileSync(facts.pki.adminCert),
+        key: readFileSync(facts.pki.adminKey),
+        timeout: 3000,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => {
+          resolvePromise({ status: res.statusCode ?? 0, body });
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`GET ${path}: no answer within 3 s`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Whether node `nodeName` is Ready now, and what its Ready condition (or the GET) says. */
+export async function nodeReadiness(facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>, nodeName: string): Promise<{ ready: boolean; detail: string }> {
+  const r = await apiGet(facts, `/api/v1/nodes/${nodeName}`);
+  if (r.status !== 200) {
+    let message = r.body;
+    try {
+      message = (JSON.parse(r.body) as { message?: string }).message ?? r.body;
+    } catch {
+      // not JSON: the body as it is
+    }
+    return { ready: false, detail: `GET /api/v1/nodes/${nodeName}: ${r.status} ${message}` };
+  }
+  const node = JSON.parse(r.body) as { status?: { conditions?: { type: string; status: string; reason?: string }[] } };
+  const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+  if (ready === undefined) return { ready: false, detail: `node ${nodeName} exists but has no Ready condition` };
+  return { ready: ready.status === 'True', detail: `Ready=${ready.status} (${ready.reason ?? ''})` };
+}
+
+/**
+ * Polls until node `nodeName` is Ready; rejects after `timeoutMs` (or when `agent` exits) with
+ * what its Ready condition said last.
+ */
+export async function waitForNodeReady(facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>, nodeName: string, timeoutMs: number, agent?: ClusterAgent): Promise<void> {
+  let last = '';
+  const proc = agent?.process ?? null;
+  try {
+    await waitUntil(
+      `node ${nodeName} Ready`,
+      async () => {
+        const r = await nodeReadiness(facts, nodeName);
+        last = r.detail;
+        return r.ready;
+      },
+      { deadlineMs: timeoutMs, ...(proc === null ? {} : { process: proc }), intervalMs: 1000 },
+    );
+  } catch (err) {
+    if (!isStartError(err) || (proc?.exitInfo ?? null) !== null) throw err;
+    throw new NodeNotReadyError(nodeName, timeoutMs, last);
+  }
+}
+
+/** A node that did not become Ready in time; `detail` is its last Ready condition. */
+export class NodeNotReadyError extends Error {
+  override readonly name = 'NodeNotReadyError';
+  constructor(
+    readonly nodeName: string,
+    readonly timeoutMs: number,
+    readonly detail: string,
+  ) {
+    super(`node ${nodeName} is not Ready after ${Math.round(timeoutMs / 1000)} s: ${detail}`);
+  }
+}
+export const isNodeNotReadyError = (e: unknown): e is NodeNotReadyError => e instanceof NodeNotReadyError;
+
+// AGENTS
+
+export interface AgentOptions {
+  readonly nodeName: string;
+  /** Default a free port. */
+  readonly port?: number;
+  /** Appended to the managed-mode flags (see {@link ClusterAgent.args}). */
+  readonly args?: readonly string[];
+  /** Default the node identity system:node:<nodeName> (group system:nodes), issued now. */
+  readonly kubeconfig?: string;
+}
+
+/**
+ * One agent process as a node of the cluster: managed mode, controller attach/detach, its root
+ * dir `<stateDir>/nodes/<node>`, its API on 127.0.0.1. Restartable with the same flags.
+ */
+export class ClusterAgent {
+  readonly facts: AgentFacts;
+  private proc: ManagedProcess | null = null;
+
+  constructor(
+    facts: AgentFacts,
+    private readonly extraArgs: readonly string[],
+  ) {
+    this.facts = facts;
+  }
+
+  get process(): ManagedProcess | null {
+    return this.proc;
+  }
+
+  /** The agent's command line after `node` (agent/node/flags.ts). */
+  args(): string[] {
+    const { nodeName, rootDir, url, tokenFile, kubeconfig: kc } = this.facts;
+    return [
+      '--max-semi-space-size=8',
+      '--import',
+      'tsx',
+      join(root, 'agent', 'main.ts'),
+      '--mode=managed',
+      `--kubeconfig=${kc}`,
+      `--node-name=${nodeName}`,
+      `--root-dir=${rootDir}`,
+      `--listen=${new URL(url).host}`,
+      `--token-file=${tokenFile}`,
+      '--controller-attach-detach=true',
+      ...this.extraArgs,
+    ];
+  }
+
+  /** Starts the process and waits until /healthz answers 200 (rejects when it exits first). */
+  async start(): Promise<void> {
+    mkdirSync(join(this.facts.rootDir, 'plugins_registry'), { recursive: true });
+    this.proc = ManagedProcess.start({ name: `agent ${this.facts.nodeName}`, args: this.args(), cwd: root, env: childEnv(), logFile: this.facts.logFile });
+    await waitUntil(`agent ${this.facts.nodeName} /healthz`, async () => (await httpStatus(`${this.facts.url}/healthz`)) === 200, { deadlineMs: 90_000, process: this.proc, intervalMs: 250 });
+  }
+
+  /**
+   * Stops the agent (SIGTERM; SIGKILL with `kill9`, so nothing runs on its way out) and starts it
+   * again with the same flags, port and directories. The log file gets a marker line between.
+   */
+  async restart(options: { kill9?: boolean } = {}): Promise<ExitInfo | null> {
+    const exit = options.kill9 === true ? ((await this.proc?.kill()) ?? null) : await this.stop();
+    appendFileSync(this.facts.logFile, `\n--- cluster: agent ${this.facts.nodeName} ${options.kill9 === true ? 'killed (SIGKILL)' : 'stopped'}, starting again ---\n`);
+    await this.start();
+    return exit;
+  }
+
+  /** SIGTERM, SIGKILL after 15 s; null when it never ran. Mounts stay (the agent keeps them by design). */
+  async stop(): Promise<ExitInfo | null> {
+    return this.proc === null ? null : this.proc.stop(15_000);
+  }
+
+  /** The whole log (every start, appended). */
+  log(): Promise<string> {
+    return readFile(this.facts.logFile, 'utf8');
+  }
+}
+
+/** The facts of an agent for node `nodeName` of the cluster at `facts`. */
+async function agentFacts(facts: Pick<ClusterFacts, 'stateDir' | 'pki' | 'apiServerUrl' | 'logsDir'>, options: AgentOptions): Promise<AgentFacts> {
+  const port = options.port ?? (await freePort(HOST));
+  const rootDir = join(facts.stateDir, 'nodes', options.nodeName);
+  return {
+    nodeName: options.nodeName,
+    url: `http://${HOST}:${port}`,
+    rootDir,
+    tokenFile: join(rootDir, 'agent-token'),
+    kubeconfig: options.kubeconfig ?? issueClientIdentity(facts, nodeIdentity(options.nodeName)).kubeconfig,
+    logFile: join(facts.logsDir, `agent-${options.nodeName}.log`),
+  };
+}
+
+/**
+ * Starts one more agent as a node of the cluster at `facts` (any process; the agent belongs to
+ * the caller, which must stop it). Resolves once its API answers.
+ */
+export async function startAgent(facts: Pick<ClusterFacts, 'stateDir' | 'pki' | 'apiServerUrl' | 'logsDir'>, options: AgentOptions): Promise<ClusterAgent> {
+  const agent = new ClusterAgent(await agentFacts(facts, options), options.args ?? []);
+  await agent.start();
+  return agent;
+}
+
+// THE CLUSTER
+
+export interface RunningCluster {
+  readonly facts: ClusterFacts;
+  /** Node agent-0. */
+  readonly agent: ClusterAgent;
+  kubectl(args: readonly string[], options?: KubectlOptions): Promise<string>;
+  /** Restarts agent-0 (see {@link ClusterAgent.restart}). */
+  restartAgent(options?: { kill9?: boolean }): Promise<ExitInfo | null>;
+  /** agent-0's whole log. */
+  agentLog(): Promise<string>;
+  /** Rejects with {@link NodeNotReadyError} when agent-0 is not Ready within `timeoutMs`. */
+  waitForNodeReady(timeoutMs: number): Promise<void>;
+  /** Agent first, unmount leftovers, then the rest; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Chooses the ports: the saved ones while free, otherwise new ones (and says which changed). */
+async function choosePorts(saved: SavedState['ports'] | undefined, say: (line: string) => void): Promise<SavedState['ports']> {
+  const pick = async (name: keyof SavedState['ports']): Promise<number> => {
+    const want = saved?.[name];
+    if (want !== undefined) {
+      try {
+        await assertPortFree(HOST, want, name);
+        return want;
+      } catch (err) {
+        say(`${isStartError(err) ? err.message : String(err)}: using another port for ${name}`);
+      }
+    }
+    return freePort(HOST);
+  };
+  return { etcd: await pick('etcd'), etcdPeer: await pick('etcdPeer'), apiserver: await pick('apiserver'), agent: await pick('agent') };
+}
+
+function manifests(): string {
+  return `apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata:
+  name: ${DRIVER}
+spec:
+  attachRequired: true
+  podInfoOnMount: false
+  volumeLifecycleModes: [Persistent]
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: csi-hostpath
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: ${DRIVER}
+allowVolumeExpansion: true
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+`;
+}
+
+/** Prepares the state dir (reset, build-key check) and returns the ports to use. */
+async function prepareState(state: string, key: string, reset: boolean, say: (line: string) => void): Promise<SavedState['ports']> {
+  const stateFile = join(state, 'state.json');
+  if (reset && existsSync(state)) {
+    const mounted = await findLeftoverMounts(state, []);
+    if (mounted.length > 0) {
+      throw new ClusterStateError(`--reset: ${mounted.length} mount(s) below ${state} (e.g. ${mounted[0]?.mountPoint ?? ''}); is another cluster running?`);
+    }
+    rmSync(state, { recursive: true, force: true });
+    say(`--reset: removed ${state}`);
+  }
+  let saved: SavedState | undefined;
+  if (existsSync(stateFile)) {
+    saved = JSON.parse(readFileSync(stateFile, 'utf8')) as SavedState;
+    if (saved.key !== key) {
+      throw new ClusterStateError(
+        `${state} was made with upstream build ${saved.key}, this is ${key} (other pins, build flags or Go toolchain): ` +
+          'its etcd data and certificates are not reused across versions. Run `npm run cluster -- --reset` for a fresh cluster.',
+      );
+    }
+    say(`reusing ${state}`);
+  }
+  const ports = await choosePorts(saved?.ports, say);
+  mkdirSync(state, { recursive: true });
+  writeFileSync(stateFile, `${JSON.stringify({ key, ports } satisfies SavedState, null, 2)}\n`);
+  return ports;
+}
+
+/** Starts the cluster (see the file comment). */
+export async function startCluster(options: StartClusterOptions): Promise<RunningCluster> {
+  const say =
+    options.log ??
+    ((line: string) => {
+      console.log(`cluster: ${line}`);
+    });
+  const { dir: buildDir, manifest } = await ensureUpstreamBuild();
+  const bin = (name: string): string => join(buildDir, 'bin', name);
+  say(`upstream build ${manifest.key}: ${manifest.binaries.map((b) => `${b.binary} ${b.version}`).join(', ')}`);
+
+  const state = options.stateDir;
+  const ports = await prepareState(state, manifest.key, options.reset === true, say);
+  const pki: Pki = ensurePki(join(state, 'pki'), [ADMIN, CONTROLLER_MANAGER, nodeIdentity(NODE), SIDECARS]);
+  const server = `https://${HOST}:${ports.apiserver}`;
+  const kubeconfigOf = (id: ClientIdentity): string => {
+    const file = join(state, `${id.file}.kubeconfig`);
+    writeFileSync(file, kubeconfig(pki, server, id), { mode: 0o600 });
+    return file;
+  };
+  const logs = join(state, 'logs');
+  const csiDir = join(state, 'csi');
+  const pkiPaths: PkiPaths = {
+    dir: pki.dir,
+    caCert: pki.caCert,
+    caKey: pki.caKey,
+    serverCert: pki.serverCert,
+    serverKey: pki.serverKey,
+    serviceAccountKey: pki.serviceAccountKey,
+    serviceAccountPub: pki.serviceAccountPub,
+    adminCert: pki.clientCert(ADMIN),
+    adminKey: pki.clientKey(ADMIN),
+  };
+  const base = { stateDir: state, pki: pkiPaths, apiServerUrl: server, logsDir: logs };
+  const agent = new ClusterAgent(await agentFacts(base, { nodeName: NODE, port: ports.agent, kubeconfig: kubeconfigOf(nodeIdentity(NODE)) }), options.agentArgs ?? []);
+  const facts: ClusterFacts = {
+    ...base,
+    buildDir,
+    versions: manifest,
+    adminKubeconfig: kubeconfigOf(ADMIN),
+    csiSocket: join(csiDir, 'csi.sock'),
+    driverName: DRIVER,
+    agent: agent.facts,
+  };
+
+  const env = childEnv();
+  const started: ManagedProcess[] = [];
+  const startGo = (name: string, binary: string, args: readonly string[]): ManagedProcess => {
+    const p = ManagedProcess.start({ name, command: bin(binary), args, cwd: state, env, logFile: join(logs, `${name}.log`) });
+    started.push(p);
+    return p;
+  };
+
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      say('stopping…');
+      await agent.stop();
+      const nodesDir = join(state, 'nodes');
+      const agentRoots = existsSync(nodesDir) ? readdirSync(nodesDir).map((n) => join(nodesDir, n)) : [];
+      const leftovers = await findLeftoverMounts(state, agentRoots);
+      if (leftovers.length > 0) {
+        say(`unmounting ${leftovers.length} mount(s) the agent left below ${state}…`);
+        const report = await unmountLeftovers(leftovers);
+        for (const f of report.failed) say(`could not unmount ${f.mountPoint}: ${f.error}`);
+      }
+      for (const n of ['csi-attacher', 'csi-provisioner', 'csi-resizer', 'csi-driver', 'kube-controller-manager', 'kube-apiserver', 'etcd']) {
+        await started.find((p) => p.name === n)?.stop(10_000);
+      }
+      say('stopped');
+    })());
+  options.onStoppable?.(stop);
+
+  try {
+    const etcdUrl = `http://${HOST}:${ports.etcd}`;
+    const peerUrl = `http://${HOST}:${ports.etcdPeer}`;
+    const etcd = startGo('etcd', 'etcd', [
+      '--name=default',
+      `--data-dir=${join(state, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${peerUrl}`,
+      `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=default=${peerUrl}`,
+    ]);
+    await waitUntil('etcd /health', async () => (await httpStatus(`${etcdUrl}/health`)) === 200, { deadlineMs: 60_000, process: etcd, intervalMs: 250 });
+    say(`etcd ready at ${etcdUrl}`);
+
+    const apiserver = startGo('kube-apiserver', 'kube-apiserver', [
+      `--etcd-servers=${etcdUrl}`,
+      `--bind-address=${HOST}`,
+      `--advertise-address=${HOST}`,
+      `--secure-port=${ports.apiserver}`,
+      `--tls-cert-file=${pki.serverCert}`,
+      `--tls-private-key-file=${pki.serverKey}`,
+      `--client-ca-file=${pki.caCert}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--endpoint-reconciler-type=none',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${pki.serviceAccountPub}`,
+      `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+      '--authorization-mode=Node,RBAC',
+      '--enable-admission-plugins=NodeRestriction',
+      '--allow-privileged=true',
+      '--profiling=false',
+    ]);
+    await waitUntil('kube-apiserver /readyz', async () => (await apiGet(facts, '/readyz')).status === 200, { deadlineMs: 120_000, process: apiserver, intervalMs: 500 });
+    say(`kube-apiserver ready at ${server}`);
+
+    const applied = await kubectlRun(facts, ['apply', '-f', '-'], { input: manifests() });
+    if (applied.code !== 0) throw new Error(`kubectl apply of the CSIDriver and StorageClass failed: ${applied.stderr.trim()}`);
+    for (const line of applied.stdout.trim().split('\n')) say(`kubectl: ${line}`);
+
+    startGo('kube-controller-manager', 'kube-controller-manager', [
+      `--kubeconfig=${kubeconfigOf(CONTROLLER_MANAGER)}`,
+      '--controllers=attachdetach,persistentvolume-binder,persistentvolume-expander,serviceaccount,root-ca-cert-publisher,pv-protection,pvc-protection',
+      '--leader-elect=false',
+      '--secure-port=0',
+      `--root-ca-file=${pki.caCert}`,
+      `--service-account-private-key-file=${pki.serviceAccountKey}`,
+      '--use-service-account-credentials=true',
+    ]);
+
+    const nodeRoot = agent.facts.rootDir;
+    mkdirSync(join(nodeRoot, 'plugins_registry'), { recursive: true });
+    mkdirSync(csiDir, { recursive: true });
+    const driver = ManagedProcess.start({
+      name: 'csi-driver',
+      args: ['--import', 'tsx', join(root, 'drivers', 'csi-loop', 'main.ts'), `--endpoint=unix://${facts.csiSocket}`, `--state-dir=${join(csiDir, 'state')}`, `--driver-name=${DRIVER}`, `--node-id=${NODE}`, `--registration-dir=${join(nodeRoot, 'plugins_registry')}`],
+      cwd: root,
+      env,
+      logFile: join(logs, 'csi-driver.log'),
+    });
+    started.push(driver);
+    await waitUntil('the CSI driver socket', () => Promise.resolve(existsSync(facts.csiSocket)), { deadlineMs: 60_000, process: driver, intervalMs: 250 });
+    const sidecars = kubeconfigOf(SIDECARS);
+    for (const sidecar of ['csi-attacher', 'csi-provisioner', 'csi-resizer']) {
+      startGo(sidecar, sidecar, [`--csi-address=${facts.csiSocket}`, `--kubeconfig=${sidecars}`, '--leader-election=false', '--timeout=15s']);
+    }
+
+    await agent.start();
+    if (options.waitForNodeReady ?? true) {
+      try {
+        await waitForNodeReady(facts, NODE, options.nodeTimeoutMs ?? 60_000, agent);
+      } catch (err) {
+        if (!isNodeNotReadyError(err)) throw err;
+        say(err.message);
+      }
+    }
+    for (const p of [...started, ...(agent.process === null ? [] : [agent.process])]) {
+      if (p.exitInfo !== null) say(`${p.name} exited (${p.exitInfo.signal ?? `code ${String(p.exitInfo.code)}`}); log ${p.options.logFile}:\n${await p.logTail(1500)}`);
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  return {
+    facts,
+    agent,
+    kubectl: (args, kubectlOptions) => kubectl(facts, args, kubectlOptions),
+    restartAgent: (restartOptions) => agent.restart(restartOptions),
+    agentLog: () => agent.log(),
+    waitForNodeReady: (timeoutMs) => waitForNodeReady(facts, NODE, timeoutMs, agent),
+    stop,
+  };
+}
