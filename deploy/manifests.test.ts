@@ -3,8 +3,8 @@
  * need no cluster: the manifests parse, the kustomizations are complete, observe mode cannot
  * write and managed mode can, every agent flag exists, RBAC stays least-privilege, the dashboard
  * is configured with the variables it reads, and the image runs what the manifests ask of it.
- * `kubectl kustomize deploy/` and `deploy/managed` build offline (checked by hand with kubectl
- * 1.32; kubectl is not a dependency of this project, so the test does not run it).
+ * Applying them to a real API server, and checking the RBAC there by impersonation, is
+ * e2e/cluster/rbac.test.ts (`npm run test:cluster`).
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';

@@ -67,10 +67,12 @@ async function main(): Promise<number> {
       },
     });
   } catch (err) {
+    // After a signal the start fails because its processes were stopped: the handler exits.
+    if (stopRequested) return new Promise<never>(() => {});
     console.error(`cluster: ${err instanceof Error ? err.message : String(err)}`);
     return 1;
   }
-  if (stopRequested) return new Promise<never>(() => {}); // the signal handler exits once stopped
+  if (stopRequested) return new Promise<never>(() => {});
   const { facts } = cluster;
   console.log(`kubeconfig: ${facts.adminKubeconfig}`);
   console.log(`${NODE}: ${facts.agent.rootDir}`);
