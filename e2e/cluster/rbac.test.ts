@@ -80,13 +80,19 @@ function sourceFiles(dir: string): string[] {
 
 /**
  * The client-node methods called in `dirs`: on every variable assigned from `makeApiClient(…)`
- * (`this.core = kc.makeApiClient(CoreV1Api)`, `const storage = …`), each `<variable>.<method>(`.
+ * (`this.core = kc.makeApiClient(CoreV1Api)`, `const storage = …`), each `<variable>.<method>(`,
+ * and each method called on `makeApiClient(…)` directly.
  */
 function apiCallsIn(dirs: readonly string[]): Map<string, string[]> {
   const calls = new Map<string, string[]>();
   for (const file of dirs.flatMap((d) => sourceFiles(join(REPO, d)))) {
     const text = readFileSync(file, 'utf8');
     const clients = [...text.matchAll(/(?:this\.)?(\w+)\s*=\s*[\w.]+\.makeApiClient\(/g)].map((m) => m[1] ?? '');
+    // A client used inline, without a variable: `….makeApiClient(CoreV1Api).readNode(…)`.
+    for (const m of text.matchAll(/\.makeApiClient\([\w.]+\)\.(\w+)\(/g)) {
+      const method = m[1] ?? '';
+      calls.set(method, [...(calls.get(method) ?? []), relative(REPO, file)]);
+    }
     for (const client of new Set(clients)) {
       for (const m of text.matchAll(new RegExp(`\\b${client}\\.(\\w+)\\(`, 'g'))) {
         const method = m[1] ?? '';
