@@ -25,6 +25,7 @@ describe('parseArgs', () => {
         driverName: 'csi-loop.volumescope.dev',
         mode: 'auto',
         registrationDir: undefined,
+        strict: false,
       },
     });
   });
@@ -43,6 +44,7 @@ describe('parseArgs', () => {
         'privileged',
         '--registration-dir',
         '/reg',
+        '--strict',
       ],
       {},
     );
@@ -56,6 +58,7 @@ describe('parseArgs', () => {
         nodeId: 'node-7',
         mode: 'privileged',
         registrationDir: '/reg',
+        strict: true,
       },
     });
   });
@@ -79,6 +82,7 @@ describe('parseArgs', () => {
     [[...REQUIRED, '--control', '127.0.0.1:99999'], '--control'],
     [[...REQUIRED, '--node-id'], '--node-id'],
     [[...REQUIRED, '--node-id', '--mode', 'auto'], '--node-id'],
+    [[...REQUIRED, '--strict=true'], '--strict'],
     [['--endpoint', 'tcp://1.2.3.4:5', '--state-dir', '/s'], '--endpoint'],
   ])('names the offending flag for %j', (argv, flag) => {
     expect(usageFlag(argv)).toBe(flag);

@@ -14,6 +14,7 @@ export interface CliOptions {
   nodeId: string;
   mode: RequestedMode;
   registrationDir: string | undefined;
+  strict: boolean;
 }
 
 export type ParsedArgs = { kind: 'help' } | { kind: 'run'; options: CliOptions };
@@ -48,6 +49,9 @@ Flags:
                                auto (default): privileged only as root outside PID 1's mount
                                namespace where a test tmpfs mount works (logged with the reason)
   --registration-dir <dir>     also serve kubelet plugin registration on <dir>/<name>-reg.sock
+  --strict                     no volume or node comes into being by ControllerPublishVolume: an
+                               unknown volume id or a node other than --node-id is NOT_FOUND (as the
+                               CSI spec and csi-sanity ask); default: both are created on first use
   --help                       show this text
 `;
 
@@ -58,15 +62,31 @@ function isValueFlag(flag: string): flag is ValueFlag {
   return (VALUE_FLAGS as readonly string[]).includes(flag);
 }
 
+/** Flags without a value. */
+const SWITCH_FLAGS = ['--strict'] as const;
+type SwitchFlag = (typeof SWITCH_FLAGS)[number];
+
+function isSwitchFlag(flag: string): flag is SwitchFlag {
+  return (SWITCH_FLAGS as readonly string[]).includes(flag);
+}
+
 export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedArgs {
   const values = new Map<ValueFlag, string>();
+  const switches = new Set<SwitchFlag>();
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i] ?? '';
     if (arg === '--help' || arg === '-h') {
       return { kind: 'help' };
     }
+    if (isSwitchFlag(arg)) {
+      switches.add(arg);
+      continue;
+    }
     const eq = arg.indexOf('=');
     const flag = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
+    if (isSwitchFlag(flag)) {
+      throw new UsageError(flag, 'takes no value');
+    }
     if (!isValueFlag(flag)) {
       throw new UsageError(flag, 'unknown flag');
     }
@@ -106,6 +126,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
       nodeId: values.get('--node-id') ?? os.hostname(),
       mode,
       registrationDir: values.get('--registration-dir'),
+      strict: switches.has('--strict'),
     },
   };
 }

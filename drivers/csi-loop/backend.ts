@@ -50,6 +50,12 @@ export interface VolumeBackend {
   /** Undoes publish and removes what publish created at `targetPath`. */
   unpublish(record: VolumeRecord, targetPath: string): Promise<void>;
 
+  /**
+   * ControllerExpandVolume: grows the disk to `newBytes` (never shrinks it) and lets an attached
+   * device see the new size; the filesystem on it is left alone (that is NodeExpandVolume's part).
+   */
+  growDisk(record: VolumeRecord, newBytes: number): Promise<void>;
+
   /** Grows the disk and, when staged with a filesystem, the filesystem to `newBytes`. */
   expand(record: VolumeRecord, newBytes: number): Promise<void>;
 

@@ -127,7 +127,7 @@ async function route(
       const context: Record<string, string> = { ...(body.volumeContext ?? {}) };
       if (body.capacity !== undefined) context.capacity = body.capacity;
       if (body.capacityBytes !== undefined) context.capacity_bytes = String(body.capacityBytes);
-      const record = await ctx.service.createVolume(body.volumeId, context);
+      const record = await ctx.service.ensureVolume(body.volumeId, context);
       return { status: 200, body: record };
     }
     case 'POST /detach': {

@@ -2,203 +2,17 @@
 // With VOLUMESCOPE_MOUNT_NS=1 (root in a private mount namespace) the privileged backend runs for
 // real: loop devices, ext4, bind mounts. Otherwise the same tests run the unprivileged backend.
 import { promises as fs } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { status } from '@grpc/grpc-js';
-import pino from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { codeOf, control, CsiTestClient } from './csi-test-client.ts';
-import { startCsiLoopDriver, type RunningDriver } from './driver.ts';
-import { loopDevicesOf, readMountPoints, run } from './host-tools.ts';
-
-const PRIVILEGED = process.env.VOLUMESCOPE_MOUNT_NS === '1' && process.getuid?.() === 0;
-const MODE = PRIVILEGED ? 'privileged' : 'unprivileged';
-const NODE = 'node-a';
-const MiB = 2 ** 20;
+import { harnessPerTest, MiB, MODE, MOUNT_CAP, NODE, PRIVILEGED, waitFor, type Harness, type VolumeEntry } from './csi-test-harness.ts';
+import { loopDevicesOf, run } from './host-tools.ts';
 
 const { DEADLINE_EXCEEDED, NOT_FOUND, ALREADY_EXISTS, FAILED_PRECONDITION, ABORTED, OUT_OF_RANGE, INTERNAL, UNAVAILABLE, INVALID_ARGUMENT } =
   status;
 
-const MOUNT_CAP = { mount: { fs_type: 'ext4', mount_flags: [] }, access_mode: { mode: 'SINGLE_NODE_WRITER' } };
-
-interface CallEntry {
-  seq: number;
-  method: string;
-  volumeId?: string;
-  code: string;
-  targetPath?: string;
-  stagingPath?: string;
-}
-
-interface VolumeEntry {
-  volume: { volume_id: string; capacity_bytes: number };
-  status: { published_node_ids: string[] };
-}
-
-class Harness {
-  client: CsiTestClient;
-
-  private constructor(
-    readonly dir: string,
-    public driver: RunningDriver,
-    readonly logLines: string[],
-  ) {
-    this.client = new CsiTestClient(driver.endpoint);
-  }
-
-  static async start(options: { registration?: boolean } = {}): Promise<Harness> {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'csi-loop-test-'));
-    const logLines: string[] = [];
-    const driver = await Harness.startDriver(dir, logLines, options.registration ?? false);
-    return new Harness(dir, driver, logLines);
-  }
-
-  private static startDriver(dir: string, logLines: string[], registration: boolean): Promise<RunningDriver> {
-    const sink = new PassThrough();
-    sink.on('data', (chunk: Buffer) => logLines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== '')));
-    return startCsiLoopDriver({
-      socketPath: path.join(dir, 'csi.sock'),
-      stateDir: path.join(dir, 'state'),
-      driverName: 'csi-loop.volumescope.dev',
-      nodeId: NODE,
-      mode: MODE,
-      controlPort: 0,
-      ...(registration ? { registrationDir: path.join(dir, 'plugins_registry') } : {}),
-      logger: pino(sink),
-    });
-  }
-
-  /** Stops the driver and starts a new one on the same state dir (a driver restart). */
-  async restart(): Promise<void> {
-    this.client.close();
-    await this.driver.close();
-    this.driver = await Harness.startDriver(this.dir, this.logLines, false);
-    this.client = new CsiTestClient(this.driver.endpoint);
-  }
-
-  get port(): number {
-    const port = this.driver.controlPort;
-    if (port === undefined) throw new Error('no control port');
-    return port;
-  }
-
-  staging(volumeId: string): string {
-    return path.join(this.dir, 'kubelet', 'plugins', volumeId, 'globalmount');
-  }
-
-  target(volumeId: string, pod = 'pod-1'): string {
-    return path.join(this.dir, 'kubelet', 'pods', pod, 'volumes', volumeId, 'mount');
-  }
-
-  async image(volumeId: string): Promise<string> {
-    const state = (await control(this.port, 'GET', '/state')).body as { volumes: Record<string, { diskPath: string }> };
-    const record = state.volumes[volumeId];
-    if (record === undefined) throw new Error(`no volume ${volumeId}`);
-    return record.diskPath;
-  }
-
-  async calls(): Promise<CallEntry[]> {
-    return (await control(this.port, 'GET', '/calls')).body as CallEntry[];
-  }
-
-  async fault(method: string, spec: object): Promise<void> {
-    const res = await control(this.port, 'PUT', `/faults/${method}`, spec);
-    expect(res.status).toBe(200);
-  }
-
-  publishController(volumeId: string, extra: object = {}): Promise<{ publish_context: Record<string, string> }> {
-    return this.client.controller('ControllerPublishVolume', { volume_id: volumeId, node_id: NODE, volume_capability: MOUNT_CAP, ...extra });
-  }
-
-  stage(volumeId: string, extra: object = {}): Promise<unknown> {
-    return this.client.node('NodeStageVolume', {
-      volume_id: volumeId,
-      staging_target_path: this.staging(volumeId),
-      volume_capability: MOUNT_CAP,
-      ...extra,
-    });
-  }
-
-  publish(volumeId: string, extra: object = {}): Promise<unknown> {
-    return this.client.node('NodePublishVolume', {
-      volume_id: volumeId,
-      staging_target_path: this.staging(volumeId),
-      target_path: this.target(volumeId),
-      volume_capability: MOUNT_CAP,
-      ...extra,
-    });
-  }
-
-  unpublish(volumeId: string, targetPath = this.target(volumeId)): Promise<unknown> {
-    return this.client.node('NodeUnpublishVolume', { volume_id: volumeId, target_path: targetPath });
-  }
-
-  unstage(volumeId: string): Promise<unknown> {
-    return this.client.node('NodeUnstageVolume', { volume_id: volumeId, staging_target_path: this.staging(volumeId) });
-  }
-
-  unpublishController(volumeId: string, nodeId = NODE): Promise<unknown> {
-    return this.client.controller('ControllerUnpublishVolume', { volume_id: volumeId, node_id: nodeId });
-  }
-
-  /** ControllerPublish → NodeStage → NodePublish. */
-  async setUp(volumeId: string): Promise<void> {
-    await fs.mkdir(this.staging(volumeId), { recursive: true });
-    await this.publishController(volumeId);
-    await this.stage(volumeId);
-    await this.publish(volumeId);
-  }
-
-  /** NodeUnpublish → NodeUnstage → ControllerUnpublish. */
-  async tearDown(volumeId: string): Promise<void> {
-    await this.unpublish(volumeId);
-    await this.unstage(volumeId);
-    await this.unpublishController(volumeId);
-  }
-
-  async mountsUnderDir(): Promise<string[]> {
-    return (await readMountPoints()).filter((p) => p.startsWith(`${this.dir}/`));
-  }
-
-  /** Stops everything; in privileged mode also removes leftovers of a failed test, then the dir. */
-  async close(): Promise<void> {
-    this.client.close();
-    await this.driver.close();
-    if (PRIVILEGED) {
-      for (const mount of (await this.mountsUnderDir()).sort((a, b) => b.length - a.length)) {
-        await run('umount', ['-l', mount]);
-      }
-      const images = path.join(this.dir, 'state', 'images');
-      for (const image of await fs.readdir(images).catch(() => [])) {
-        for (const device of await loopDevicesOf(path.join(images, image))) {
-          await run('losetup', ['-d', device]);
-        }
-      }
-    }
-    await fs.rm(this.dir, { recursive: true, force: true });
-  }
-}
-
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline) throw new Error('condition not met before the deadline');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-let harness: Harness | undefined;
-
-async function start(options: { registration?: boolean } = {}): Promise<Harness> {
-  harness = await Harness.start(options);
-  return harness;
-}
-
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const start = harnessPerTest();
 
 describe(`csi-loop driver (${MODE} mode)`, () => {
   it('answers the identity, capability and node-info calls', async () => {
@@ -211,8 +25,11 @@ describe(`csi-loop driver (${MODE} mode)`, () => {
 
     const controllerCaps = await h.client.controller<{ capabilities: { rpc: { type: string } }[] }>('ControllerGetCapabilities');
     expect(controllerCaps.capabilities.map((c) => c.rpc.type)).toEqual([
+      'CREATE_DELETE_VOLUME',
       'PUBLISH_UNPUBLISH_VOLUME',
       'LIST_VOLUMES',
+      'GET_CAPACITY',
+      'EXPAND_VOLUME',
       'LIST_VOLUMES_PUBLISHED_NODES',
       'GET_VOLUME',
     ]);

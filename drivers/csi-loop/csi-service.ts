@@ -5,10 +5,18 @@
  *
  * Contract (see README.md for the full table):
  * - every call is idempotent: repeating a successful call succeeds without changing anything;
+ * - volumes are made by CreateVolume (dynamic provisioning: the volume id is the CO's name, so a
+ *   repeated CreateVolume finds it again, across restarts too), by the control API, or on demand
+ *   by the first ControllerPublishVolume of an unknown id (static PVs of the tests); with
+ *   `strict` (the `--strict` flag) that last way is off and ControllerPublishVolume answers
+ *   NOT_FOUND for an unknown volume or a node other than this one, as the spec asks;
+ * - DeleteVolume of an unknown volume is OK; of a volume still controller-published, staged or
+ *   published it is FAILED_PRECONDITION (the spec's "volume in use": deleting would pull the
+ *   image out from under a loop device or mount);
  * - a volume id the driver has never seen gives NOT_FOUND where the spec lists it (stage,
- *   unstage, publish, unpublish, stats, expand, get); ControllerPublishVolume creates the volume
- *   on demand instead, and ControllerUnpublishVolume of an unknown volume is OK (it is certainly
- *   not published: the spec's "safely regarded as ControllerUnpublished" case);
+ *   unstage, publish, unpublish, stats, expand, get, validate); ControllerUnpublishVolume of an
+ *   unknown volume is OK (it is certainly not published: the spec's "safely regarded as
+ *   ControllerUnpublished" case);
  * - out-of-order calls give FAILED_PRECONDITION: stage before the volume is attached to this
  *   node, publish before stage (or at another staging path), unstage while publishes remain,
  *   ControllerUnpublishVolume for this node while the volume is still staged here (a deliberate
@@ -24,6 +32,8 @@
  */
 import { promises as fs, type StatsFs } from 'node:fs';
 import type { VolumeBackend } from './backend.ts';
+import { firstUnsupportedReason } from './capabilities.ts';
+import { allocationFor, fitsRange, MIN_VOLUME_BYTES } from './capacity-range.ts';
 import {
   alreadyExists,
   Code,
@@ -37,8 +47,15 @@ import type {
   AccessType,
   ControllerGetVolumeRequest,
   ControllerGetVolumeResponse,
+  ControllerExpandVolumeRequest,
+  ControllerExpandVolumeResponse,
   ControllerPublishVolumeRequest,
   ControllerUnpublishVolumeRequest,
+  CreateVolumeRequest,
+  CreateVolumeResponse,
+  DeleteVolumeRequest,
+  GetCapacityRequest,
+  GetCapacityResponse,
   ListVolumesRequest,
   ListVolumesResponse,
   NodeExpandVolumeRequest,
@@ -49,6 +66,8 @@ import type {
   NodeUnpublishVolumeRequest,
   NodeUnstageVolumeRequest,
   StringMap,
+  ValidateVolumeCapabilitiesRequest,
+  ValidateVolumeCapabilitiesResponse,
   Volume,
   VolumeCapability,
   VolumeStatus,
@@ -75,6 +94,10 @@ export interface CsiServiceOptions {
   nodeId: string;
   store: StateStore;
   backend: VolumeBackend;
+  /** The state dir: its filesystem holds the disks (GetCapacity, the largest volume). */
+  stateDir: string;
+  /** No volume or node comes into being by ControllerPublishVolume (see the contract above). */
+  strict?: boolean;
 }
 
 export class CsiLoopService {
@@ -82,12 +105,16 @@ export class CsiLoopService {
   readonly nodeId: string;
   private readonly store: StateStore;
   private readonly backend: VolumeBackend;
+  private readonly stateDir: string;
+  private readonly strict: boolean;
 
   constructor(options: CsiServiceOptions) {
     this.driverName = options.driverName;
     this.nodeId = options.nodeId;
     this.store = options.store;
     this.backend = options.backend;
+    this.stateDir = options.stateDir;
+    this.strict = options.strict ?? false;
   }
 
   // ---- Identity -------------------------------------------------------------------------------
@@ -112,8 +139,176 @@ export class CsiLoopService {
   // ---- Controller -----------------------------------------------------------------------------
 
   controllerGetCapabilities(): object {
-    const types = ['PUBLISH_UNPUBLISH_VOLUME', 'LIST_VOLUMES', 'LIST_VOLUMES_PUBLISHED_NODES', 'GET_VOLUME'];
+    const types = [
+      'CREATE_DELETE_VOLUME',
+      'PUBLISH_UNPUBLISH_VOLUME',
+      'LIST_VOLUMES',
+      'GET_CAPACITY',
+      'EXPAND_VOLUME',
+      'LIST_VOLUMES_PUBLISHED_NODES',
+      'GET_VOLUME',
+    ];
     return { capabilities: types.map((type) => ({ rpc: { type } })) };
+  }
+
+  /**
+   * Dynamic provisioning. The volume id is the request's name, so a repeated call (the
+   * provisioner retrying, or after a driver restart) finds the volume: OK when it is compatible
+   * (its size fits the capacity range, same parameters), ALREADY_EXISTS otherwise. The size
+   * follows capacity-range.ts (default 64Mi); the parameters are kept and returned as the
+   * volume context. No content source (no snapshots, no clones), no mutable parameters, no
+   * topology (accessibility requirements are ignored: the driver reports none).
+   */
+  async createVolume(req: CreateVolumeRequest): Promise<CreateVolumeResponse> {
+    requireField(req.name, 'Volume name');
+    if (req.volume_capabilities.length === 0) {
+      throw invalidArgument('Volume capabilities missing in request');
+    }
+    const unsupported = firstUnsupportedReason(req.volume_capabilities);
+    if (unsupported !== null) {
+      throw invalidArgument(unsupported);
+    }
+    if (req.volume_content_source !== null) {
+      throw invalidArgument('volume_content_source is not supported: csi-loop offers neither snapshots nor clones');
+    }
+    if (Object.keys(req.mutable_parameters).length > 0) {
+      throw invalidArgument('mutable_parameters are not supported: csi-loop does not offer MODIFY_VOLUME');
+    }
+    const existing = this.store.get(req.name);
+    if (existing !== undefined) {
+      if (existing.ephemeral) {
+        throw alreadyExists(`volume ${req.name} exists as an ephemeral volume`);
+      }
+      if (!fitsRange(existing.capacityBytes, req.capacity_range)) {
+        throw alreadyExists(
+          `volume ${req.name} exists with ${existing.capacityBytes} bytes, outside capacity_range required_bytes=${req.capacity_range?.required_bytes ?? 0} limit_bytes=${req.capacity_range?.limit_bytes ?? 0}`,
+        );
+      }
+      if (!sameMap(existing.parameters, req.parameters)) {
+        throw alreadyExists(`volume ${req.name} exists with other parameters`);
+      }
+      return { volume: toVolume(existing) };
+    }
+    const capacityBytes = allocationFor(req.capacity_range, {
+      defaultBytes: DEFAULT_CAPACITY_BYTES,
+      maximumBytes: await this.maximumVolumeBytes(),
+    });
+    const record = await this.addVolume(req.name, { capacityBytes, volumeContext: { ...req.parameters }, parameters: { ...req.parameters } });
+    return { volume: toVolume(record) };
+  }
+
+  /**
+   * Deletes the volume and its disk. Unknown id: OK (already deleted). Still controller-published
+   * (to any node), staged or published, or an ephemeral volume (its NodeUnpublishVolume deletes
+   * it): FAILED_PRECONDITION.
+   */
+  async deleteVolume(req: DeleteVolumeRequest): Promise<object> {
+    requireField(req.volume_id, 'Volume ID');
+    const record = this.store.get(req.volume_id);
+    if (record === undefined) {
+      return {};
+    }
+    if (record.ephemeral) {
+      throw failedPrecondition(`volume ${req.volume_id} is an ephemeral volume; its NodeUnpublishVolume deletes it`);
+    }
+    const uses = [
+      ...Object.keys(record.publishedNodes).map((node) => `controller-published to node ${node}`),
+      ...(record.staged === null ? [] : [`staged at ${record.staged.path}`]),
+      ...Object.keys(record.publishedTargets).map((target) => `published at ${target}`),
+    ];
+    if (uses.length > 0) {
+      throw failedPrecondition(`volume ${req.volume_id} is in use: ${uses.join(', ')}`);
+    }
+    await this.backend.detach(record);
+    await this.backend.deleteDisk(record);
+    this.store.remove(record.volumeId);
+    await this.store.save();
+    return {};
+  }
+
+  /**
+   * Confirms the capabilities when every one is supported (capabilities.ts) and the volume
+   * context / parameters, if given, are the volume's; otherwise answers unconfirmed with the
+   * reason in `message` (not an error, per spec).
+   */
+  validateVolumeCapabilities(req: ValidateVolumeCapabilitiesRequest): ValidateVolumeCapabilitiesResponse {
+    requireField(req.volume_id, 'Volume ID');
+    if (req.volume_capabilities.length === 0) {
+      throw invalidArgument('Volume capabilities missing in request');
+    }
+    const record = this.requireVolume(req.volume_id);
+    let reason = firstUnsupportedReason(req.volume_capabilities);
+    if (reason === null && Object.keys(req.volume_context).length > 0 && !sameMap(req.volume_context, record.volumeContext)) {
+      reason = `volume_context differs from the context of volume ${req.volume_id}`;
+    }
+    if (reason === null && Object.keys(req.parameters).length > 0 && !sameMap(req.parameters, record.parameters)) {
+      reason = `parameters differ from the parameters volume ${req.volume_id} was created with`;
+    }
+    if (Object.keys(req.mutable_parameters).length > 0) {
+      reason ??= 'mutable_parameters are not supported';
+    }
+    if (reason !== null) {
+      return { confirmed: null, message: reason };
+    }
+    return {
+      confirmed: {
+        volume_context: req.volume_context,
+        volume_capabilities: req.volume_capabilities,
+        parameters: req.parameters,
+        mutable_parameters: {},
+      },
+      message: '',
+    };
+  }
+
+  /**
+   * The free space of the filesystem that holds the disks. Disks are sparse, so this is what can
+   * still be written, not a reservation; CreateVolume does not subtract volumes from it. Zero
+   * for capabilities the driver does not support (spec: the capacity for volumes that satisfy them).
+   */
+  async getCapacity(req: GetCapacityRequest): Promise<GetCapacityResponse> {
+    const stats = await fs.statfs(this.stateDir);
+    const supported = firstUnsupportedReason(req.volume_capabilities) === null;
+    return {
+      available_capacity: supported ? stats.bavail * stats.bsize : 0,
+      maximum_volume_size: { value: stats.blocks * stats.bsize },
+      minimum_volume_size: { value: MIN_VOLUME_BYTES },
+    };
+  }
+
+  /**
+   * Grows the disk (never the filesystem: node_expansion_required is true unless the capability
+   * says block access, and NodeExpandVolume then grows the filesystem). A size the volume already
+   * has is OK with its current size; a limit below its current size is OUT_OF_RANGE (no shrinking).
+   */
+  async controllerExpandVolume(req: ControllerExpandVolumeRequest): Promise<ControllerExpandVolumeResponse> {
+    requireField(req.volume_id, 'Volume ID');
+    if (req.capacity_range === null) {
+      throw invalidArgument('Capacity range not provided');
+    }
+    if (req.volume_capability !== null) {
+      const unsupported = firstUnsupportedReason([req.volume_capability]);
+      if (unsupported !== null) {
+        throw invalidArgument(unsupported);
+      }
+    }
+    const record = this.requireVolume(req.volume_id);
+    if (record.ephemeral) {
+      throw failedPrecondition(`volume ${req.volume_id} is an ephemeral volume; it cannot be expanded`);
+    }
+    const limit = req.capacity_range.limit_bytes;
+    if (limit > 0 && record.capacityBytes > limit) {
+      throw new CsiError(Code.OUT_OF_RANGE, `volume ${req.volume_id} has ${record.capacityBytes} bytes, more than limit_bytes=${limit}; volumes never shrink`);
+    }
+    const bytes = allocationFor(req.capacity_range, { defaultBytes: record.capacityBytes, maximumBytes: await this.maximumVolumeBytes() });
+    const nodeExpansionRequired = req.volume_capability?.access_type !== 'block';
+    if (bytes > record.capacityBytes) {
+      await this.backend.growDisk(record, bytes);
+      record.capacityBytes = bytes;
+      record.nodeExpansionPending ||= nodeExpansionRequired;
+      await this.save(record);
+    }
+    return { capacity_bytes: record.capacityBytes, node_expansion_required: nodeExpansionRequired };
   }
 
   /**
@@ -126,9 +321,12 @@ export class CsiLoopService {
     requireField(req.node_id, 'Node ID');
     const capability = requireCapability(req.volume_capability);
     const accessMode = capability.access_mode?.mode ?? 'UNKNOWN';
-    const record = await this.getOrCreate(req.volume_id, req.volume_context);
+    const record = this.strict ? this.requireVolume(req.volume_id) : await this.getOrCreate(req.volume_id, req.volume_context);
     if (record.ephemeral) {
       throw failedPrecondition(`volume ${req.volume_id} is an ephemeral volume; it is never controller-published`);
+    }
+    if (this.strict && req.node_id !== this.nodeId) {
+      throw notFound(`node ${req.node_id} not found: with --strict csi-loop knows only node ${this.nodeId}`);
     }
 
     const existing = record.publishedNodes[req.node_id];
@@ -373,9 +571,13 @@ export class CsiLoopService {
     if (required < 0 || limit < 0 || (limit > 0 && required > limit)) {
       throw new CsiError(Code.OUT_OF_RANGE, `invalid capacity range required=${required} limit=${limit}`);
     }
-    if (required > record.capacityBytes) {
-      await this.backend.expand(record, required);
-      record.capacityBytes = required;
+    // The filesystem grows to the disk: to `required` when that is more than the disk has (node
+    // expansion without ControllerExpandVolume), or to what ControllerExpandVolume gave the disk.
+    if (required > record.capacityBytes || record.nodeExpansionPending) {
+      const bytes = Math.max(required, record.capacityBytes);
+      await this.backend.expand(record, bytes);
+      record.capacityBytes = bytes;
+      record.nodeExpansionPending = false;
       await this.save(record);
     }
     return { capacity_bytes: record.capacityBytes };
@@ -461,8 +663,8 @@ export class CsiLoopService {
 
   // ---- Used by the control API ----------------------------------------------------------------
 
-  /** Creates a volume without publishing it (control API `POST /volumes`). */
-  async createVolume(volumeId: string, volumeContext: StringMap): Promise<VolumeRecord> {
+  /** Creates a volume without publishing it, or returns the known one (control API `POST /volumes`). */
+  async ensureVolume(volumeId: string, volumeContext: StringMap): Promise<VolumeRecord> {
     return structuredClone(await this.getOrCreate(volumeId, volumeContext));
   }
 
@@ -497,18 +699,28 @@ export class CsiLoopService {
     if (known !== undefined) {
       return known;
     }
+    return this.addVolume(volumeId, { capacityBytes: capacityFromContext(volumeContext), volumeContext: { ...volumeContext }, ephemeral });
+  }
+
+  /** Creates the disk and the record of a new volume, and saves the state. */
+  private async addVolume(
+    volumeId: string,
+    o: { capacityBytes: number; volumeContext: StringMap; parameters?: StringMap; ephemeral?: boolean },
+  ): Promise<VolumeRecord> {
     const record: VolumeRecord = {
       volumeId,
-      capacityBytes: capacityFromContext(volumeContext),
+      capacityBytes: o.capacityBytes,
       diskPath: this.backend.diskPathFor(volumeId),
-      volumeContext: { ...volumeContext },
+      volumeContext: o.volumeContext,
       publishedNodes: {},
       devicePath: null,
       formatted: false,
       staged: null,
       publishedTargets: {},
       createdAt: new Date().toISOString(),
-      ephemeral,
+      ephemeral: o.ephemeral ?? false,
+      parameters: o.parameters ?? {},
+      nodeExpansionPending: false,
     };
     await this.backend.ensureDisk(record);
     this.store.forgetRemovedEphemeral(volumeId);
@@ -532,6 +744,17 @@ export class CsiLoopService {
     this.store.put(record);
     await this.store.save();
   }
+
+  /** The largest volume: the size of the filesystem that holds the disks. */
+  private async maximumVolumeBytes(): Promise<number> {
+    const stats = await fs.statfs(this.stateDir);
+    return stats.blocks * stats.bsize;
+  }
+}
+
+function sameMap(a: StringMap, b: StringMap): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => b[k] === a[k]);
 }
 
 function omit<V>(map: Record<string, V>, key: string): Record<string, V> {

@@ -7,12 +7,14 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 
+const LIB_SPEC = fileURLToPath(new URL('../../lib/csi-spec/', import.meta.url));
 const PROTOS = [
-  fileURLToPath(new URL('../../lib/csi-spec/csi.proto', import.meta.url)),
-  fileURLToPath(new URL('../../lib/csi-spec/pluginregistration.proto', import.meta.url)),
+  `${LIB_SPEC}csi.proto`,
+  `${LIB_SPEC}pluginregistration.proto`,
+  fileURLToPath(new URL('./csi-provisioning.proto', import.meta.url)),
 ];
 
-const definitions = loadSync(PROTOS, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
+const definitions = loadSync(PROTOS, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true, includeDirs: [LIB_SPEC] });
 
 type ServiceName = 'csi.v1.Identity' | 'csi.v1.Controller' | 'csi.v1.Node' | 'pluginregistration.Registration';
 
@@ -30,14 +32,17 @@ export class CsiTestClient {
   /** Calls `service/method` with `request`; rejects with the ServiceError on a non-OK status. */
   call<Res = Record<string, unknown>>(service: ServiceName, method: string, request: object = {}, deadlineMs = 5000): Promise<Res> {
     const def = definitions[service] as grpc.ServiceDefinition | undefined;
-    const methodDef = def?.[method];
+    // csi-provisioning.proto declares the Controller RPCs that lib/csi-spec/csi.proto lacks in a
+    // service of its own; on the wire they are csi.v1.Controller methods.
+    const extra = service === 'csi.v1.Controller' ? (definitions['csi.v1.ControllerProvisioning'] as grpc.ServiceDefinition | undefined) : undefined;
+    const methodDef = def?.[method] ?? extra?.[method];
     if (methodDef === undefined) {
       return Promise.reject(new Error(`no method ${service}/${method}`));
     }
     const client = this.client(service);
     return new Promise((resolve, reject) => {
       client.makeUnaryRequest(
-        methodDef.path,
+        `/${service}/${method}`,
         methodDef.requestSerialize,
         methodDef.responseDeserialize,
         request,

@@ -51,6 +51,69 @@ export interface ControllerPublishVolumeRequest {
   volume_context: StringMap;
 }
 
+export interface CreateVolumeRequest {
+  name: string;
+  capacity_range: CapacityRange | null;
+  volume_capabilities: VolumeCapability[];
+  parameters: StringMap;
+  secrets: StringMap;
+  volume_content_source: { type?: 'snapshot' | 'volume' } | null;
+  accessibility_requirements: { requisite: { segments: StringMap }[]; preferred: { segments: StringMap }[] } | null;
+  mutable_parameters: StringMap;
+}
+
+export interface CreateVolumeResponse {
+  volume: Volume;
+}
+
+export interface DeleteVolumeRequest {
+  volume_id: string;
+  secrets: StringMap;
+}
+
+export interface ValidateVolumeCapabilitiesRequest {
+  volume_id: string;
+  volume_context: StringMap;
+  volume_capabilities: VolumeCapability[];
+  parameters: StringMap;
+  secrets: StringMap;
+  mutable_parameters: StringMap;
+}
+
+export interface ValidateVolumeCapabilitiesResponse {
+  confirmed: {
+    volume_context: StringMap;
+    volume_capabilities: VolumeCapability[];
+    parameters: StringMap;
+    mutable_parameters: StringMap;
+  } | null;
+  message: string;
+}
+
+export interface GetCapacityRequest {
+  volume_capabilities: VolumeCapability[];
+  parameters: StringMap;
+  accessible_topology: { segments: StringMap } | null;
+}
+
+export interface GetCapacityResponse {
+  available_capacity: number;
+  maximum_volume_size: { value: number } | null;
+  minimum_volume_size: { value: number } | null;
+}
+
+export interface ControllerExpandVolumeRequest {
+  volume_id: string;
+  capacity_range: CapacityRange | null;
+  secrets: StringMap;
+  volume_capability: VolumeCapability | null;
+}
+
+export interface ControllerExpandVolumeResponse {
+  capacity_bytes: number;
+  node_expansion_required: boolean;
+}
+
 export interface ControllerUnpublishVolumeRequest {
   volume_id: string;
   node_id: string;
@@ -137,6 +200,11 @@ export interface NodeExpandVolumeRequest {
 export const CSI_METHODS = {
   Identity: ['GetPluginInfo', 'GetPluginCapabilities', 'Probe'],
   Controller: [
+    'CreateVolume',
+    'DeleteVolume',
+    'ValidateVolumeCapabilities',
+    'GetCapacity',
+    'ControllerExpandVolume',
     'ControllerPublishVolume',
     'ControllerUnpublishVolume',
     'ListVolumes',

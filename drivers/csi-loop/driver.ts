@@ -34,6 +34,11 @@ export interface DriverOptions {
   /** Control endpoint port on 127.0.0.1 (0 = any free port); undefined = no control endpoint. */
   controlPort?: number;
   registrationDir?: string;
+  /**
+   * Spec-strict identities (`--strict`): ControllerPublishVolume creates no volume on demand and
+   * answers NOT_FOUND for an unknown volume or a node other than `nodeId` (what csi-sanity checks).
+   */
+  strict?: boolean;
   /** Where the JSON log lines go (default: stderr). */
   logger?: Logger;
 }
@@ -60,7 +65,14 @@ export async function startCsiLoopDriver(options: DriverOptions): Promise<Runnin
   logger.info({ mode, requestedMode: decision.requested, reason: decision.reason }, `csi-loop runs in ${mode} mode: ${decision.reason}`);
   const backend: VolumeBackend = mode === 'privileged' ? new PrivilegedBackend(stateDir) : new UnprivilegedBackend(stateDir);
   const store = await StateStore.open(stateDir, mode);
-  const service = new CsiLoopService({ driverName: options.driverName, nodeId: options.nodeId, store, backend });
+  const service = new CsiLoopService({
+    driverName: options.driverName,
+    nodeId: options.nodeId,
+    store,
+    backend,
+    stateDir,
+    strict: options.strict ?? false,
+  });
   const faults = new FaultRegistry();
   const callLog = new CallLog();
   const locks = new VolumeLocks();
@@ -111,7 +123,7 @@ export async function startCsiLoopDriver(options: DriverOptions): Promise<Runnin
   }
 
   logger.info(
-    { mode, endpoint: `unix://${socketPath}`, stateDir, nodeId: options.nodeId, controlPort: control?.port, registrationSocket: regSocket },
+    { mode, endpoint: `unix://${socketPath}`, stateDir, nodeId: options.nodeId, strict: options.strict ?? false, controlPort: control?.port, registrationSocket: regSocket },
     'csi-loop driver started',
   );
 

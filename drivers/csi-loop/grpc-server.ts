@@ -24,6 +24,9 @@ import { operationExistsMessage, type VolumeLocks } from './volume-locks.ts';
 
 /** Calls that change a volume and therefore take its lock. Reads (stats, get, list) do not. */
 const LOCKED_METHODS: ReadonlySet<CsiMethod> = new Set<CsiMethod>([
+  'CreateVolume',
+  'DeleteVolume',
+  'ControllerExpandVolume',
   'ControllerPublishVolume',
   'ControllerUnpublishVolume',
   'NodeStageVolume',
@@ -58,6 +61,11 @@ export function createCsiServer(ctx: CallContext): grpc.Server {
       Probe: () => s.probe(),
     },
     Controller: {
+      CreateVolume: (r: T.CreateVolumeRequest) => s.createVolume(r),
+      DeleteVolume: (r: T.DeleteVolumeRequest) => s.deleteVolume(r),
+      ValidateVolumeCapabilities: (r: T.ValidateVolumeCapabilitiesRequest) => s.validateVolumeCapabilities(r),
+      GetCapacity: (r: T.GetCapacityRequest) => s.getCapacity(r),
+      ControllerExpandVolume: (r: T.ControllerExpandVolumeRequest) => s.controllerExpandVolume(r),
       ControllerPublishVolume: (r: T.ControllerPublishVolumeRequest) => s.controllerPublishVolume(r),
       ControllerUnpublishVolume: (r: T.ControllerUnpublishVolumeRequest) => s.controllerUnpublishVolume(r),
       ListVolumes: (r: T.ListVolumesRequest) => s.listVolumes(r),
@@ -109,7 +117,8 @@ async function serveCall(
   const time = new Date().toISOString();
   const started = performance.now();
   const request = (call.request ?? {}) as Record<string, unknown>;
-  const volumeId = stringField(request, 'volume_id');
+  // CreateVolume names the volume it makes: its name is the volume id (csi-service.ts).
+  const volumeId = stringField(request, method === 'CreateVolume' ? 'name' : 'volume_id');
   const lockKey = volumeId !== undefined && LOCKED_METHODS.has(method) ? volumeId : undefined;
 
   let outcome: Outcome;

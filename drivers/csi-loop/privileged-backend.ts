@@ -5,6 +5,7 @@
  *   `mount -t ext4 <dev> <staging>`; stage (block access): nothing to do on the host;
  * - publish: `mount --bind <staging> <target>` (+ `remount,bind,ro` when read-only); block
  *   access bind-mounts the loop device onto a file at the target;
+ * - growDisk (ControllerExpandVolume): grow the image, `losetup -c` when attached;
  * - expand: grow the image, `losetup -c`, `resize2fs` online; when online resizing is refused
  *   (it needs CAP_SYS_RESOURCE) the volume is briefly unmounted, checked and resized offline,
  *   then every mount is restored.
@@ -151,13 +152,22 @@ export class PrivilegedBackend implements VolumeBackend {
     await removeCreatedPath(targetPath);
   }
 
+  async growDisk(record: VolumeRecord, newBytes: number): Promise<void> {
+    if ((await fs.stat(record.diskPath)).size < newBytes) {
+      await fs.truncate(record.diskPath, newBytes);
+    }
+    const device = await this.attachedDevice(record);
+    if (device !== null) {
+      await run('losetup', ['-c', device]);
+    }
+  }
+
   async expand(record: VolumeRecord, newBytes: number): Promise<void> {
-    await fs.truncate(record.diskPath, newBytes);
+    await this.growDisk(record, newBytes);
     const device = await this.attachedDevice(record);
     if (device === null) {
       return;
     }
-    await run('losetup', ['-c', device]);
     const staged = record.staged;
     if (staged === null || staged.accessType === 'block' || !(await isMountPoint(staged.path))) {
       return;

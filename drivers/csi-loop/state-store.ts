@@ -34,6 +34,17 @@ const volumeRecordSchema = z.object({
    * its NodeUnpublishVolume. Absent in state files written before ephemeral support (= false).
    */
   ephemeral: z.boolean().default(false),
+  /**
+   * The CreateVolume parameters (StorageClass parameters) of a provisioned volume; a repeated
+   * CreateVolume of the same name must bring the same ones. Empty for volumes created on demand
+   * and in state files written before CreateVolume support.
+   */
+  parameters: z.record(z.string(), z.string()).default({}),
+  /**
+   * True after ControllerExpandVolume grew the disk of a volume that may hold a filesystem, until
+   * NodeExpandVolume grows the filesystem to match (the controller side never touches it).
+   */
+  nodeExpansionPending: z.boolean().default(false),
 });
 
 export type VolumeRecord = z.infer<typeof volumeRecordSchema>;
@@ -111,12 +122,17 @@ export class StateStore {
     this.state.volumes[record.volumeId] = record;
   }
 
+  /** Forgets a deleted volume (DeleteVolume). */
+  remove(volumeId: string): void {
+    this.state.volumes = Object.fromEntries(Object.entries(this.state.volumes).filter(([id]) => id !== volumeId));
+  }
+
   /**
    * Forgets an ephemeral volume that was deleted, remembering its target path so that a repeated
    * NodeUnpublishVolume can be recognised (oldest entries dropped beyond the bound).
    */
   removeEphemeral(volumeId: string, targetPath: string): void {
-    this.state.volumes = Object.fromEntries(Object.entries(this.state.volumes).filter(([id]) => id !== volumeId));
+    this.remove(volumeId);
     // Re-inserting moves the id to the end: insertion order is the age order.
     const entries = [...Object.entries(this.state.removedEphemeral).filter(([id]) => id !== volumeId), [volumeId, targetPath] as const];
     this.state.removedEphemeral = Object.fromEntries(entries.slice(Math.max(0, entries.length - MAX_REMOVED_EPHEMERAL)));

@@ -86,6 +86,10 @@ export class UnprivilegedBackend implements VolumeBackend {
     }
   }
 
+  async growDisk(): Promise<void> {
+    // A directory has no size to grow; the service records the new capacity.
+  }
+
   async expand(): Promise<void> {
     // A directory has no size to grow; the service records the new capacity.
   }

@@ -75,10 +75,13 @@ describe(`CsiClient against csi-loop (${driverMode})`, () => {
         run: async () => { expect(rpcCapabilityTypes(await client.nodeGetCapabilities())).toEqual(['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME', 'GET_VOLUME_STATS']); },
       },
       {
-        name: 'ControllerGetCapabilities lists publish, list (with published nodes) and get',
+        name: 'ControllerGetCapabilities lists create/delete, publish, list (with published nodes), capacity, expand and get',
         run: async () => { expect(rpcCapabilityTypes(await client.controllerGetCapabilities())).toEqual([
+            'CREATE_DELETE_VOLUME',
             'PUBLISH_UNPUBLISH_VOLUME',
             'LIST_VOLUMES',
+            'GET_CAPACITY',
+            'EXPAND_VOLUME',
             'LIST_VOLUMES_PUBLISHED_NODES',
             'GET_VOLUME',
           ]); },
