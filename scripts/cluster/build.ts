@@ -5,7 +5,7 @@
 // the module and version it was building. The build runs one package at a time by default
 // (`-p 1`: the machine is shared); VOLUMESCOPE_BUILD_JOBS=N allows N.
 //
-//   <key>/bin/kube                       etcd, kube-apiserver, kube-controller-manager, kubectl
+//   <key>/bin/kube                       etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet
 //   <key>/bin/{etcd,kube-apiserver,…}    links to bin/kube (it dispatches on its own name)
 //   <key>/bin/csi-{attacher,provisioner,resizer,sanity}
 //   <key>/manifest.json                  versions, sizes, build seconds; written last

@@ -25,7 +25,7 @@ export interface UpstreamTarget {
 }
 
 /** The multi-call binary's components are run as `kube <component> …` or through links by name. */
-export const KUBE_COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl'] as const;
+export const KUBE_COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl', 'kubelet'] as const;
 export type KubeComponent = (typeof KUBE_COMPONENTS)[number];
 
 function kubernetesStamps(version: string): readonly string[] {

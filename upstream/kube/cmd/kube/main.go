@@ -1,5 +1,6 @@
 // Command kube is a multi-call binary holding the pinned upstream control
-// plane: etcd, kube-apiserver, kube-controller-manager and kubectl. Linking
+// plane: etcd, kube-apiserver, kube-controller-manager and kubectl, and a
+// kubelet without a container runtime (kubelet.go). Linking
 // them into one executable links the packages they share (client-go,
 // apimachinery, the apiserver library, gRPC, etcd's client) once, which
 // saves both build time and disk.
@@ -58,6 +59,8 @@ var components = map[string]component{
 		command.SetArgs(args)
 		return cli.Run(command)
 	}},
+	// The upstream kubelet without a container runtime (kubelet.go).
+	"kubelet": {daemon: true, run: runKubelet},
 	"kubectl": {run: func(args []string) int {
 		full := append([]string{"kubectl"}, args...)
 		logs.GlogSetter(kubectlcmd.GetLogVerbosity(full)) //nolint:errcheck // as upstream
