@@ -11,7 +11,7 @@ import pino, { type Logger } from 'pino';
 import type { VolumeBackend } from './backend.ts';
 import { CallLog } from './call-log.ts';
 import { startControlServer } from './control-server.ts';
-import { CsiLoopService } from './csi-service.ts';
+import { CsiLoopService, VENDOR_VERSION } from './csi-service.ts';
 import { FaultRegistry } from './faults.ts';
 import { createCsiServer } from './grpc-server.ts';
 import { lstatOrNull } from './host-tools.ts';
@@ -62,7 +62,7 @@ export async function startCsiLoopDriver(options: DriverOptions): Promise<Runnin
   const decision = await resolveMode(options.mode, stateDir);
   const mode = decision.mode;
   // Always said, with the reason: an unexpected unprivileged driver is otherwise hard to explain.
-  logger.info({ mode, requestedMode: decision.requested, reason: decision.reason }, `csi-loop runs in ${mode} mode: ${decision.reason}`);
+  logger.info({ version: VENDOR_VERSION, mode, requestedMode: decision.requested, reason: decision.reason }, `csi-loop ${VENDOR_VERSION} runs in ${mode} mode: ${decision.reason}`);
   const backend: VolumeBackend = mode === 'privileged' ? new PrivilegedBackend(stateDir) : new UnprivilegedBackend(stateDir);
   const store = await StateStore.open(stateDir, mode);
   const service = new CsiLoopService({

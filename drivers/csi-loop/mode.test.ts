@@ -149,6 +149,6 @@ describe('startCsiLoopDriver', () => {
     await driver.close();
 
     const line = lines.map((l) => JSON.parse(l) as { msg: string; mode?: string; reason?: string }).find((l) => l.reason !== undefined);
-    expect(line).toMatchObject({ mode: 'unprivileged', requestedMode: 'unprivileged', reason: 'requested with --mode unprivileged', msg: 'csi-loop runs in unprivileged mode: requested with --mode unprivileged' });
+    expect(line).toMatchObject({ mode: 'unprivileged', requestedMode: 'unprivileged', reason: 'requested with --mode unprivileged', version: '0.1.0', msg: 'csi-loop 0.1.0 runs in unprivileged mode: requested with --mode unprivileged' });
   });
 });
