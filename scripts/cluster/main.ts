@@ -297,6 +297,7 @@ async function main(): Promise<number> {
         `--listen=${HOST}:${ports.agent}`,
         `--token-file=${tokenFile}`,
         '--controller-attach-detach=true',
+        '--register-node=true',
       ],
       cwd: root,
       env,

@@ -49,6 +49,8 @@ function newSource(server: FakeApiServer, options: Partial<KubeSourceOptions> = 
     restartBackoff: { initialMs: 50, maxMs: 200 },
     referencedObjectTtlMs: 10_000,
     referencedObjectRetry: { initialMs: 50, maxMs: 200 },
+    // The PV informer (observe mode's way); the GET way has its own tests below.
+    persistentVolumes: 'informer',
     ...options,
   });
   const changes: KubeSourceChange[] = [];
