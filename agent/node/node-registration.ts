@@ -194,11 +194,7 @@ function rfc3339(iso: string): string {
   return iso.replace(/\.\d+Z$/, 'Z');
 }
 
-/**
- * `initialNode`: the Node to create, with the first status, in client-node's model shape (its
- * serializer maps model names to JSON names: the one that differs here is
- * `daemonEndpoints.kubeletEndpoint.port`, JSON `Port`).
- */
+/** `initialNode`: the Node to create, with the first status (client-node's model names are the JSON names here). */
 export function initialNode(id: NodeIdentity, status: NodeStatusBuilder): Record<string, unknown> {
   return {
     apiVersion: 'v1',
@@ -209,7 +205,7 @@ export function initialNode(id: NodeIdentity, status: NodeStatusBuilder): Record
       annotations: id.controllerAttachDetach ? { [ControllerManagedAttachAnnotation]: 'true' } : {},
     },
     spec: {},
-    status: { ...status.status(null), daemonEndpoints: { kubeletEndpoint: { port: id.port } } },
+    status: status.status(null),
   };
 }
 

@@ -88,8 +88,10 @@ export interface RecordedRequest {
   verb: FakeVerb | 'review' | undefined;
   contentType: string | undefined;
   authorization: string | undefined;
-  /** The parsed JSON body of POST/PUT/PATCH requests. */
+  /** The parsed JSON body of POST/PUT/PATCH/DELETE requests. */
   body: JsonValue | undefined;
+  /** The HTTP status answered (200 for a watch); undefined while the request is held or open. */
+  status?: number;
 }
 
 export interface FailureRule {
@@ -472,7 +474,9 @@ export class FakeApiServer {
         throw new RequestError(failure.status, reasonFor(failure.status), failure.message ?? `injected failure of ${verb} ${route.resource}`);
       }
       this.serve(req, res, route, verb, query, body);
+      record.status = res.statusCode;
     } catch (err) {
+      record.status = err instanceof RequestError || isStoreError(err) ? err.status : isPatchError(err) ? err.status : isSelectorError(err) ? 400 : undefined;
       if (err instanceof RequestError) sendStatus(res, err.status, err.reason, err.message);
       else if (isStoreError(err)) sendStatus(res, err.status, err.reason, err.message);
       else if (isPatchError(err)) sendStatus(res, err.status, err.status === 400 ? 'BadRequest' : 'Invalid', err.message);

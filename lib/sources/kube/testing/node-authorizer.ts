@@ -75,7 +75,8 @@ export function authorizeNodeRequest(nodeName: string, store: ObjectStore, reque
   const forbidden = (why: string): NodeRefusal => ({
     message: `${resource}${sub}${request.name === undefined ? '' : ` "${request.name}"`} is forbidden: User "${user}" cannot ${verb} resource "${resource}${sub}" in API group "${groupOf(resource)}" ${scope}: ${why}`,
   });
-  const admission = (why: string): NodeRefusal => ({ message: `${resource}${request.name === undefined ? '' : ` "${request.name}"`} is forbidden: ${why}` });
+  const target = request.name ?? objectName(request.object);
+  const admission = (why: string): NodeRefusal => ({ message: `${resource}${target === undefined ? '' : ` "${target}"`} is forbidden: ${why}` });
 
   if (graphResources.has(resource)) {
     if (resource === 'persistentvolumeclaims' && request.subresource === 'status' && (verb === 'update' || verb === 'patch')) {
