@@ -302,6 +302,7 @@ export class NodeRegistration {
       this.o.status.adoptExisting(existing);
       const patch = reconcileExistingNode(id, existing);
       if (patch === null) {
+        logger.info(`Node was previously registered: ${name}`, { node: name });
         this.registeredNode = existing;
         return true;
       }
