@@ -12,6 +12,8 @@
  *   an unchanged entry is not written again.
  * - `UninstallCSIDriver`: the driver's entry leaves the CSINode and the annotation; topology
  *   labels stay (as upstream).
+ * Not done: upstream's `removeMaxAttachLimit` (it deletes the legacy `attachable-volumes-csi-*`
+ * node capacity, which this agent never writes).
  * Writes are read-modify-write with the object's resourceVersion; a 409 Conflict is retried
  * (`retry.RetryOnConflict`, up to 5 tries).
  */
