@@ -41,7 +41,7 @@ afterEach(async () => {
   cleanups = [];
 });
 
-async function startEnv(extraArgs: readonly string[] = []): Promise<Env> {
+async function startEnv(extraArgs: readonly string[] = [], opts: { registerNode?: boolean } = {}): Promise<Env> {
   const base = await makeTempDir('volumescope-kube-');
   const rootDir = join(base, 'root');
   await mkdir(join(base, 'manifests'), { recursive: true });
@@ -51,16 +51,18 @@ async function startEnv(extraArgs: readonly string[] = []): Promise<Env> {
     await driver.forceCleanUp(base);
     await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
   });
-  const api = await FakeApiServer.start({ token: 'agent-sa-token' });
+  // --register-node: the agent is the node's kubelet (identity system:node:<node>), and creates its Node.
+  const registering = opts.registerNode === true;
+  const api = await FakeApiServer.start({ token: 'agent-sa-token', ...(registering ? { nodeAuthorizer: NODE } : {}) });
   cleanups.push(() => api.close());
-  api.put('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE }, status: { volumesAttached: [], volumesInUse: [] } });
+  if (!registering) api.put('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE }, status: { volumesAttached: [], volumesInUse: [] } });
   api.put('csidrivers', csiDriverObject());
   const kubeconfig = await writeKubeconfigFile(join(base, 'kubeconfig'), { server: api.url, token: 'agent-sa-token' });
   const agent = await AgentProcess.start({
     rootDir,
     manifestDir: join(base, 'manifests'),
     nodeName: NODE,
-    extraArgs: ['--kubeconfig', kubeconfig, '--csi-driver', `${csiLoopDriverName}=${driver.socketPath}`, '--csi-timeout', '2s', '--node-status-update-frequency', '1s', ...extraArgs],
+    extraArgs: ['--kubeconfig', kubeconfig, '--csi-driver', `${csiLoopDriverName}=${driver.socketPath}`, '--csi-timeout', '2s', '--node-status-update-frequency', '1s', ...(registering ? ['--register-node'] : []), ...extraArgs],
   });
   cleanups.push(async () => {
     await agent.stop('SIGKILL');
@@ -130,6 +132,37 @@ async function driverCalls(env: Env, handle: string): Promise<string[]> {
 }
 
 describe(`node agent with the Kubernetes API source, managed mode (${mountMode})`, { timeout: 60_000 }, () => {
+  it('as a registered node (system:node, --register-node): creates its Node Ready, its Lease and CSINode, GETs PVs, and deletes a deleted pod once unmounted', async () => {
+    const env = await startEnv([], { registerNode: true });
+    const nodeObject = await waitFor(() => env.api.get('nodes', undefined, NODE), { what: 'the Node is created', timeoutMs: MOUNT_DEADLINE_MS });
+    expect((nodeObject.metadata as { annotations?: Record<string, string> }).annotations).toMatchObject({ 'volumes.kubernetes.io/controller-managed-attach-detach': 'true', 'csi.volume.kubernetes.io/nodeid': `{"${csiLoopDriverName}":"${NODE}"}` });
+    const ready = (): unknown => (env.api.get('nodes', undefined, NODE)?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions?.find((c) => c.type === 'Ready')?.status;
+    await waitFor(() => ready() === 'True', { what: 'the node is Ready', timeoutMs: MOUNT_DEADLINE_MS });
+    await waitFor(() => env.api.get('leases', 'kube-node-lease', NODE), { what: 'the node lease', timeoutMs: MOUNT_DEADLINE_MS });
+    expect((env.api.get('csinodes', undefined, NODE)?.spec as { drivers?: unknown[] }).drivers).toEqual([{ name: csiLoopDriverName, nodeID: NODE, topologyKeys: [] }]);
+
+    addStorage(env, 'vol-1');
+    const uid = addPod(env, 'web', ['vol-1']);
+    await waitFor(() => env.adc.volumesInUse().includes(csiUniqueVolumeName('vol-1')), { what: 'vol-1 reported in use', timeoutMs: MOUNT_DEADLINE_MS });
+    await env.adc.attach('vol-1');
+    await waitMounted(env, 'vol-1', uid);
+
+    // kubectl delete pod: graceful (a deletionTimestamp); the agent unmounts, then deletes it with grace 0.
+    const core = env.api.url;
+    const deleted = await fetch(`${core}/api/v1/namespaces/default/pods/web`, { method: 'DELETE', headers: { authorization: 'Bearer agent-sa-token' } });
+    expect(deleted.status).toBe(200);
+    expect(env.api.get('pods', 'default', 'web')?.metadata).toHaveProperty('deletionTimestamp');
+    await waitFor(() => env.api.get('pods', 'default', 'web') === undefined, { what: 'the pod is deleted by the agent', timeoutMs: MOUNT_DEADLINE_MS });
+    const finalDelete = env.api.requests({ resource: 'pods', verb: 'delete' }).at(-1);
+    expect(finalDelete?.body).toMatchObject({ gracePeriodSeconds: 0, preconditions: { uid } });
+    // The pod's own volume was unpublished before the delete (PodResourcesAreReclaimed); the device follows.
+    expect((await driverCalls(env, 'vol-1')).slice(0, 4)).toEqual(['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume', 'NodeUnpublishVolume']);
+    await waitFor(async () => (await driverCalls(env, 'vol-1')).includes('NodeUnstageVolume'), { what: 'the device is unstaged', timeoutMs: MOUNT_DEADLINE_MS });
+    // Every request was one a kubelet may make: no 403 or 422; a 404 only for a GET of what does not exist yet (Lease, CSINode).
+    expect(env.api.requests({ resource: 'persistentvolumes', verb: 'get' }).length).toBeGreaterThan(0);
+    expect(env.api.requests().filter((r) => r.status === 403 || r.status === 422 || (r.status === 404 && r.verb !== 'get')).map((r) => `${r.method} ${r.path} ${String(r.status)}`)).toEqual([]);
+  });
+
   it('mounts a pod scheduled to the node only after reporting the volume in node.status.volumesInUse and seeing it in volumesAttached', async () => {
     const env = await startEnv();
     addStorage(env, 'vol-1');

@@ -41,6 +41,8 @@ describe('parseAgentFlags', () => {
       observeRefreshPeriodMs: 10_000,
       allowOrphanCleanup: false,
       nodeStatusUpdateFrequencyMs: 10_000,
+      registerNode: false,
+      nodeIp: '127.0.0.1',
       auth: { tokenWebhook: false, tokenWebhookCacheTtlMs: 120_000, authorizationMode: 'AlwaysAllow', authorizedTtlMs: 300_000, unauthorizedTtlMs: 30_000 },
     });
   });
@@ -202,5 +204,19 @@ describe('helpText', () => {
       expect(text).toContain(`--${f.name}`);
       if (f.default !== '') expect(text).toContain(`(default: ${f.default})`);
     }
+  });
+});
+
+describe('parseAgentFlags --register-node and --node-ip', () => {
+  const defaults = { hostname: 'Node-A', cwd: '/work', inCluster: false };
+  it('registers only in managed mode with the kubernetes source', () => {
+    const parsed = parseAgentFlags(['--kubeconfig=/k', '--register-node=true', '--node-ip=10.0.0.5'], defaults);
+    expect(parsed.help ? null : { registerNode: parsed.config.registerNode, nodeIp: parsed.config.nodeIp }).toEqual({ registerNode: true, nodeIp: '10.0.0.5' });
+    expect(() => parseAgentFlags(['--register-node'], defaults)).toThrow(/--register-node: needs --mode=managed and the kubernetes source/);
+    expect(() => parseAgentFlags(['--mode=observe', '--register-node'], defaults)).toThrow(/--register-node: needs --mode=managed/);
+  });
+
+  it('refuses a --node-ip that is not an IP address', () => {
+    expect(() => parseAgentFlags(['--kubeconfig=/k', '--node-ip=agent-0'], defaults)).toThrow(/--node-ip: "agent-0" is not an IP address/);
   });
 });

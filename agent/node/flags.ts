@@ -7,6 +7,7 @@
  * need it (the manifest dir exists, the token file is readable) happen at start and report the
  * flag the same way.
  */
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -93,6 +94,15 @@ export interface AgentConfig {
   allowOrphanCleanup: boolean;
   /** Kubernetes source: period of the `node.status.volumesInUse` report (the kubelet's `--node-status-update-frequency`). */
   nodeStatusUpdateFrequencyMs: number;
+  /**
+   * `--register-node` (kubernetes source, managed mode): the agent is the node's kubelet towards
+   * the API server (agent/node/node-registration.ts). Off by default, unlike the kubelet's flag:
+   * the DaemonSet deployment runs the agent next to a real kubelet, whose Node it must not touch.
+   * Optional so configs built without the flag keep their shape.
+   */
+  registerNode?: boolean;
+  /** `--node-ip`: the InternalIP the registered node reports; default 127.0.0.1. */
+  nodeIp?: string;
   auth: AuthConfig;
 }
 
@@ -145,6 +155,13 @@ export const flagSpecs: readonly FlagSpec[] = [
   { name: 'token-file', type: 'string', value: 'path', default: '<root-dir>/agent-token (observe mode: ./.volumescope/<node-name>/agent-token)', help: 'bearer token of the HTTP API; created (mode 0600, 32 random bytes as hex) if missing' },
   { name: 'reconcile-period', type: 'string', value: 'duration', default: formatGoDuration(defaultReconcilePeriodMs), help: 'period of the reconciler loop; the desired-state populator runs on every manifest change and otherwise every max(this, 1s)' },
   { name: 'controller-attach-detach', type: 'boolean', default: 'true with the kubernetes source, false with manifests', help: 'volumes are attached by the attach/detach controller, not by this agent (=true|false)' },
+  {
+    name: 'register-node',
+    type: 'boolean',
+    default: 'false',
+    help: 'kubernetes source, managed mode: be the node as a kubelet is: create the Node, keep it Ready (status, kube-node-lease Lease), publish the CSINode and delete terminated pods; only where no kubelet runs (=true|false)',
+  },
+  { name: 'node-ip', type: 'string', value: 'ip', default: '127.0.0.1', help: 'with --register-node: the node\'s InternalIP address' },
   { name: 'node-status-update-frequency', type: 'string', value: 'duration', default: formatGoDuration(defaultNodeStatusUpdateFrequencyMs), help: 'kubernetes source, managed mode: period of the node.status.volumesInUse report (it is also sent on every change)' },
   { name: 'csi-driver', type: 'string', multiple: true, value: 'name=socket', default: 'none', help: 'a CSI driver at a unix socket path (repeatable); drivers may also register through <root-dir>/plugins_registry' },
   { name: 'attach-verify-period', type: 'string', value: 'duration', default: formatGoDuration(defaultAttachVerifyPeriodMs), help: 'period of the batched check that attached volumes are still attached; 0 disables it' },
@@ -275,6 +292,12 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       '--allow-orphan-cleanup: cannot be used with --allow-mount=false (the cleanup must read the real mount table given by --mountinfo and unmount for real; with --allow-mount=false the agent reads a stand-in table)',
     );
   }
+  const registerNode = bool('register-node', false);
+  if (registerNode && (source !== 'kubernetes' || mode !== 'managed')) {
+    throw new FlagError('--register-node', '--register-node: needs --mode=managed and the kubernetes source (the node registers with the API server)');
+  }
+  const nodeIp = nonEmpty('--node-ip', str('node-ip')) ?? '127.0.0.1';
+  if (isIP(nodeIp) === 0) throw new FlagError('--node-ip', `--node-ip: ${JSON.stringify(nodeIp)} is not an IP address`);
   const authorizationMode = oneOf('--authorization-mode', str('authorization-mode') ?? 'AlwaysAllow', ['AlwaysAllow', 'Webhook'] as const);
   const tokenWebhook = bool('authentication-token-webhook', false);
   if (authorizationMode === 'Webhook' && !tokenWebhook) {
@@ -296,6 +319,8 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       observeRefreshPeriodMs,
       allowOrphanCleanup,
       nodeStatusUpdateFrequencyMs,
+      registerNode,
+      nodeIp,
       auth: {
         tokenWebhook,
         tokenWebhookCacheTtlMs: duration('--authentication-token-webhook-cache-ttl', str('authentication-token-webhook-cache-ttl'), defaultTokenWebhookCacheTtlMs),

@@ -7,8 +7,9 @@
  *   claims from the API server on every pod (re)process: a claim that was just bound must not be
  *   answered from a stale cache. A failing GET rejects with the API error; the populator then
  *   reports it for that one volume and never removes anything (kubernetes#120150).
- * - persistent volumes, CSIDrivers: the informers' caches (watched, so fresh), a GET for a PV the
- *   informer has not delivered yet.
+ * - persistent volumes: a GET each time in managed mode (a node may only GET individual PVs);
+ *   observe mode's informer cache (watched, so fresh), a GET for a PV it has not delivered yet.
+ * - CSIDrivers: the informer's cache (watched, so fresh).
  * - config maps, secrets: the source's referenced-object cache (GETs with a TTL, like the
  *   kubelet's default `configMapAndSecretChangeDetectionStrategy: Watch`'s cache behaviour).
  * - the Node: `getNode` GETs it (the kubelet's VerifyControllerAttachedVolume reads the node from
@@ -17,7 +18,8 @@
  * - the node's pods for observe mode's orphan cleanup: a live LIST (`listNodePodsLive`), never
  *   the informer, because "the pod is gone" must not rest on a cache that may have missed it.
  */
-import { CoreV1Api, Observable, PatchStrategy, setHeaderOptions, StorageV1Api, type ConfigurationOptions, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, Observable, PatchStrategy, setHeaderOptions, StorageV1Api, V1DeleteOptions, V1Preconditions, type ConfigurationOptions, type KubeConfig } from '@kubernetes/client-node';
+import { model } from '../../lib/kube-client/model.ts';
 import { realClock, type Clock } from '../../lib/clock/clock.ts';
 import { describeApiError, isApiNotFound, KubeApiRequestError } from '../../lib/kube-client/api-errors.ts';
 import { RequestDeadlines } from '../../lib/kube-client/request-deadline.ts';
@@ -107,14 +109,26 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
     return pvc;
   }
 
+  /**
+   * With a PV informer (observe mode) its watched cache, else a GET. Without one (managed mode:
+   * a node may only GET individual PVs) always a GET, as the kubelet's populator `getPVSpec`
+   * (kubernetes/kubernetes pkg/kubelet/volumemanager/populator/desired_state_of_world_populator.go@v1.34):
+   * a PV just bound or changed is never answered from a cache. A failed GET rejects (the volume
+   * waits; nothing is removed).
+   */
   override async getPersistentVolume(name: string): Promise<PersistentVolume> {
-    const cached = this.kube.getPersistentVolume(name);
-    if (cached !== undefined) return cached;
-    const raw = await this.get(`/api/v1/persistentvolumes/${name}`, (options) => this.core.readPersistentVolume({ name }, options));
-    if (raw === undefined) throw new ObjectNotFoundError('persistentvolumes', name);
-    const converted = convertPersistentVolume(raw);
-    if (!converted.ok) throw new KubeObjectGetError(`/api/v1/persistentvolumes/${name}`, undefined, `persistent volume ${name} cannot be read: ${converted.error}`);
-    return converted.object;
+    if (this.kube.watchesPersistentVolumes()) {
+      const cached = this.kube.getPersistentVolume(name);
+      if (cached !== undefined) return cached;
+      const raw = await this.get(`/api/v1/persistentvolumes/${name}`, (options) => this.core.readPersistentVolume({ name }, options));
+      if (raw === undefined) throw new ObjectNotFoundError('persistentvolumes', name);
+      const converted = convertPersistentVolume(raw);
+      if (!converted.ok) throw new KubeObjectGetError(`/api/v1/persistentvolumes/${name}`, undefined, `persistent volume ${name} cannot be read: ${converted.error}`);
+      return converted.object;
+    }
+    const pv = await this.kube.fetchPersistentVolume(name);
+    if (pv === undefined) throw new ObjectNotFoundError('persistentvolumes', name);
+    return pv;
   }
 
   /** GET of this node (the engine passes its own node name). */
@@ -186,6 +200,28 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
   }
 
   /**
+   * The registered node's status report (`--register-node`): a strategic merge patch of the
+   * status subresource with `status` (conditions and addresses merge by `type`; `volumesInUse`,
+   * when present, is replaced). Resolves with the node's `status.volumesInUse` as returned.
+   */
+  async patchNodeStatus(nodeName: NodeName, status: Record<string, unknown>): Promise<string[]> {
+    const node = await this.request('PATCH', `/api/v1/nodes/${nodeName}/status`, (options) =>
+      this.core.patchNodeStatus({ name: nodeName, body: { status } }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch, options)),
+    );
+    return [...(node.status?.volumesInUse ?? [])];
+  }
+
+  /**
+   * The status manager's final delete of a pod (agent/node/pod-deleter.ts): grace period 0, and
+   * only the pod with this UID (a pod recreated under the same name is left alone: 409).
+   */
+  async deletePod(namespace: string, name: string, uid: string): Promise<void> {
+    await this.request('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}`, (options) =>
+      this.core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0, body: model(V1DeleteOptions, { gracePeriodSeconds: 0, preconditions: model(V1Preconditions, { uid }) }) }, options),
+    );
+  }
+
+  /**
    * Every VolumeAttachment of this node (observe mode's truth diff). The list is cluster-wide;
    * the API server has no field selector on `spec.nodeName` for VolumeAttachments.
    */
@@ -252,7 +288,7 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
   }
 
   /** A request with a deadline; {@link KubeObjectGetError} (`<verb> <path>: <API error>`) on any failure. */
-  private async request<T>(verb: 'GET' | 'LIST' | 'PATCH', path: string, call: (options: ConfigurationOptions) => Promise<T>): Promise<T> {
+  private async request<T>(verb: 'GET' | 'LIST' | 'PATCH' | 'DELETE', path: string, call: (options: ConfigurationOptions) => Promise<T>): Promise<T> {
     try {
       return await this.deadlines.run('the request', call);
     } catch (err) {

@@ -53,6 +53,10 @@ import type { AgentSource, AgentSourceChange } from './agent-source.ts';
 import type { KubeObjects } from './kube-objects.ts';
 import { ManifestObjects } from './manifest-objects.ts';
 import { NodeStatusUpdater, type VolumesInUseReport } from './node-status-updater.ts';
+import { KubeCsiNodeInfo } from './csi-node-info.ts';
+import { NodeLeaseController } from './node-lease.ts';
+import { localNodeIdentity, NodeRegistration, NodeStatusBuilder } from './node-registration.ts';
+import { PodDeleter } from './pod-deleter.ts';
 import { ObserveController } from './observe-controller.ts';
 import { kubePodSourceProbe, manifestPodSourceProbe } from './pod-source-probe.ts';
 
@@ -127,6 +131,8 @@ export class NodeAgent implements AgentRuntime {
   /** The API server side of the node (managed mode with the kubernetes source); null standalone. */
   private readonly statusUpdater: NodeStatusUpdater | null;
   private readonly eventSink: KubeEventSink | null;
+  /** `--register-node`: the kubelet's API-server side of the node; null otherwise. */
+  private readonly nodeParts: { registration: NodeRegistration; lease: NodeLeaseController; podDeleter: PodDeleter } | null;
   private readonly registry: CsiDriverRegistry;
   private readonly watcher: PluginWatcher;
   private readonly recorder: RingEventRecorder;
@@ -171,7 +177,9 @@ export class NodeAgent implements AgentRuntime {
     const csiLog = engineLogger(opts.log, 'csi');
     // --csi-timeout: one deadline for the handshake calls (registry) and the volume calls (plugin).
     const csiTimeout = opts.config.csiTimeoutMs === undefined ? {} : { callTimeoutMs: opts.config.csiTimeoutMs };
-    this.registry = new CsiDriverRegistry({ clock: this.clock, logger: csiLog, ...csiTimeout });
+    const registering = parts.kube !== null && !observing && opts.config.registerNode === true;
+    const csiNodeInfo = registering && parts.kube !== null ? new KubeCsiNodeInfo({ kubeConfig: parts.kube.kubeConfig, nodeName: this.nodeName, clock: this.clock, logger: engineLogger(opts.log, 'csinode') }) : null;
+    this.registry = new CsiDriverRegistry({ clock: this.clock, logger: csiLog, ...csiTimeout, ...(csiNodeInfo === null ? {} : { nodeInfo: csiNodeInfo }) });
     const csi = new CsiPlugin({
       objects,
       registry: this.registry,
@@ -215,12 +223,45 @@ export class NodeAgent implements AgentRuntime {
     this.podSource =
       kube === null ? manifestPodSourceProbe(this.source) : kubePodSourceProbe(this.nodeName, (node) => kube.objects.listNodePodsLive(node), this.source);
     this.eventSink = kube?.events ?? null;
+    const identity = localNodeIdentity({
+      nodeName: this.nodeName,
+      internalIp: opts.config.nodeIp ?? '127.0.0.1',
+      agentVersion: opts.version,
+      port: opts.config.listen.port,
+      controllerAttachDetach: opts.config.controllerAttachDetach,
+    });
+    const nodeStatus = new NodeStatusBuilder(identity, this.clock);
+    this.nodeParts =
+      kube === null || !registering
+        ? null
+        : {
+            registration: new NodeRegistration({ kubeConfig: kube.kubeConfig, identity, status: nodeStatus, clock: this.clock, logger: engineLogger(opts.log, 'node-registration') }),
+            lease: new NodeLeaseController({
+              kubeConfig: kube.kubeConfig,
+              nodeName: this.nodeName,
+              clock: this.clock,
+              logger: engineLogger(opts.log, 'node-lease'),
+              nodeUid: () => this.nodeParts?.registration.node()?.metadata?.uid ?? kube.source.getNode()?.metadata.uid ?? null,
+            }),
+            podDeleter: new PodDeleter({
+              listPods: () => this.source.listPods(),
+              hasPossiblyMountedVolumes: (uid) => this.volumeManager.hasPossiblyMountedVolumesForPod(uniquePodName(uid)),
+              volumeStatesSynced: () => this.volumeManager.reconcilerStatesHasBeenSynced(),
+              deletePod: (namespace, name, uid) => kube.objects.deletePod(namespace, name, uid),
+              clock: this.clock,
+              logger: engineLogger(opts.log, 'status-manager'),
+            }),
+          };
     this.statusUpdater =
       kube === null || observing
         ? null
         : new NodeStatusUpdater({
             volumeManager: this.volumeManager,
-            patchVolumesInUse: (volumes) => kube.objects.patchVolumesInUse(this.nodeName, volumes),
+            // One patch path: with --register-node the whole node status, volumesInUse included.
+            patchVolumesInUse: registering
+              ? (volumes) => kube.objects.patchNodeStatus(this.nodeName, nodeStatus.status(volumes))
+              : (volumes) => kube.objects.patchVolumesInUse(this.nodeName, volumes ?? []),
+            reportBeforeSync: registering,
             clock: this.clock,
             periodMs: opts.config.nodeStatusUpdateFrequencyMs,
             logger: engineLogger(opts.log, 'node-status'),
@@ -341,13 +382,25 @@ export class NodeAgent implements AgentRuntime {
     this.orphanedPodDirs?.start();
     this.observer?.start();
     const statusUpdater = this.statusUpdater;
+    const nodeParts = this.nodeParts;
     if (statusUpdater !== null) {
       this.unsubscribe.push(
         this.volumeManager.onChange(() => {
           statusUpdater.kick();
+          nodeParts?.podDeleter.sync();
         }),
       );
-      statusUpdater.start();
+      if (nodeParts === null) {
+        statusUpdater.start();
+      } else {
+        // The lease runs from the start (kubelet.go starts the node lease controller at once);
+        // the status reports begin once the Node exists.
+        nodeParts.lease.start();
+        nodeParts.podDeleter.start();
+        void nodeParts.registration.register().then((registered) => {
+          if (registered && this.stopping === null) statusUpdater.start();
+        });
+      }
     }
     this.log.info(
       {
@@ -377,6 +430,7 @@ export class NodeAgent implements AgentRuntime {
       for (const uid of change.pods.updated) vm.reprocessPod(uniquePodName(uid));
     }
     this.volumeManager.podsChanged();
+    this.nodeParts?.podDeleter.sync();
     this.notify();
   }
 
@@ -464,7 +518,8 @@ export class NodeAgent implements AgentRuntime {
 
   private async doStop(graceMs: number): Promise<{ operationsFinished: boolean }> {
     for (const off of this.unsubscribe.splice(0)) off();
-    await Promise.all([this.source.stop(), this.watcher.stop(), this.orphanedPodDirs?.stop(), this.observer?.stop(), this.volumeManager.stop(), this.statusUpdater?.stop()]);
+    this.nodeParts?.registration.stop();
+    await Promise.all([this.nodeParts?.lease.stop(), this.nodeParts?.podDeleter.stop(), this.source.stop(), this.watcher.stop(), this.orphanedPodDirs?.stop(), this.observer?.stop(), this.volumeManager.stop(), this.statusUpdater?.stop()]);
     const running = this.volumeManager.getPendingOperations().filter((o) => o.pending).length;
     if (running > 0) this.log.info({ running, graceMs }, `Waiting for ${running} running operation(s) to finish`);
     const operationsFinished = await this.waitBounded(this.volumeManager.waitForOperations(), graceMs);
@@ -555,6 +610,9 @@ async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSo
     logger: engineLogger(log, 'kube-source'),
     // Observe mode: the kubelet sets up configMap/secret volumes; the agent needs only their names.
     claimsOnly: config.mode === 'observe',
+    // Observe mode's truth diff reads every PV (its role may list them); managed mode GETs the
+    // PVs of its claims, which is all a node identity (system:node:<name>) may read.
+    persistentVolumes: config.mode === 'observe' ? 'informer' : 'get',
     ...(config.kubeRequestTimeoutMs === undefined ? {} : { requestTimeoutMs: config.kubeRequestTimeoutMs }),
   });
   await source.start();

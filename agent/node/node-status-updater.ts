@@ -32,10 +32,19 @@ export interface VolumesInUseProvider {
 export interface NodeStatusUpdaterOptions {
   volumeManager: VolumesInUseProvider;
   /**
-   * Patches `node.status.volumesInUse` to exactly `volumes`; resolves with the node's
-   * `status.volumesInUse` as the API server returned it.
+   * Patches `node.status.volumesInUse` to exactly `volumes` (with `--register-node`, in the same
+   * patch as the rest of the node status); resolves with the node's `status.volumesInUse` as the
+   * API server returned it. `null` (only with `reportBeforeSync`): the volume manager has not
+   * synced; the rest of the status is sent and `volumesInUse` is left as it is (the kubelet's
+   * VolumesInUse setter skips the field until then).
    */
-  patchVolumesInUse(volumes: readonly string[]): Promise<string[]>;
+  patchVolumesInUse(volumes: readonly string[] | null): Promise<string[]>;
+  /**
+   * The periodic report also runs before the volume manager synced, with `volumes` null (the
+   * registered node's heartbeat must not wait for reconstruction). Default false: nothing is
+   * sent before the sync.
+   */
+  reportBeforeSync?: boolean;
   clock: Clock;
   /** `--node-status-update-frequency`. */
   periodMs: number;
@@ -63,6 +72,7 @@ export class NodeStatusUpdater {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
+  private started = false;
   /** What the API server last confirmed; null before the first successful patch. */
   private confirmed: string[] | null = null;
   private last: VolumesInUseReport | null = null;
@@ -71,19 +81,22 @@ export class NodeStatusUpdater {
     this.o = options;
   }
 
+  /** Starts the periodic report; with `reportBeforeSync` the first one is sent at once. */
   start(): void {
+    this.started = true;
     const tick = (): void => {
       if (this.stopped) return;
       void this.sync(true);
       this.periodTimer = this.o.clock.setTimeout(tick, this.o.periodMs);
     };
-    this.periodTimer = this.o.clock.setTimeout(tick, this.o.periodMs);
+    if (this.o.reportBeforeSync === true) tick();
+    else this.periodTimer = this.o.clock.setTimeout(tick, this.o.periodMs);
     this.kick();
   }
 
-  /** Something changed: report soon (debounced) if the list differs from the confirmed one. */
+  /** Something changed: report soon (debounced) if the list differs from the confirmed one. Ignored before {@link start}. */
   kick(): void {
-    if (this.stopped || this.debounceTimer !== null) return;
+    if (!this.started || this.stopped || this.debounceTimer !== null) return;
     this.debounceTimer = this.o.clock.setTimeout(() => {
       this.debounceTimer = null;
       void this.sync(false);
@@ -127,7 +140,10 @@ export class NodeStatusUpdater {
 
   private async run(force: boolean): Promise<void> {
     const vm = this.o.volumeManager;
-    if (!vm.reconcilerStatesHasBeenSynced()) return;
+    if (!vm.reconcilerStatesHasBeenSynced()) {
+      if (force && this.o.reportBeforeSync === true) await this.reportWithoutVolumes();
+      return;
+    }
     const volumes: string[] = vm.getVolumesInUse();
     if (!force && this.confirmed !== null && sameList(this.confirmed, volumes)) return;
     const at = this.o.clock.now();
@@ -145,6 +161,15 @@ export class NodeStatusUpdater {
       this.o.logger.error(`Error updating node status, will retry: ${message}`);
     }
     this.o.onReport?.(this.last);
+  }
+
+  /** The status without `volumesInUse` (before the sync); nothing is marked reported. */
+  private async reportWithoutVolumes(): Promise<void> {
+    try {
+      await this.o.patchVolumesInUse(null);
+    } catch (err) {
+      this.o.logger.error(`Error updating node status, will retry: ${errorMessage(err)}`);
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Pod, PodPhase } from '../volume/k8s-types.ts';
 import { podUID } from '../volume/types.ts';
-import { isPodTerminated, isTerminalPodPhase, SourcePods, type PodListSource } from './pod-lifecycle.ts';
+import { isPodDeleting, isPodTerminated, isTerminalPodPhase, SourcePods, type PodListSource } from './pod-lifecycle.ts';
 
 function pod(uid: string, phase?: PodPhase): Pod {
   return { metadata: { name: uid, namespace: 'default', uid }, spec: { containers: [{ name: 'c' }] }, ...(phase === undefined ? {} : { status: { phase } }) };
@@ -91,5 +91,21 @@ describe('SourcePods', () => {
     expect(pods.allReady()).toBe(false);
     source.synced = true;
     expect(pods.allReady()).toBe(true);
+  });
+});
+
+describe('SourcePods with a pod being deleted', () => {
+  it('stops the containers of a pod with a deletionTimestamp at once: hidden from the pod manager, runtime removed', () => {
+    const deleting: Pod = { ...pod('old', 'Running'), metadata: { name: 'old', namespace: 'default', uid: 'old', deletionTimestamp: '2026-01-01T00:00:00Z' } };
+    const source = new StubSource([pod('web', 'Running'), deleting]);
+    const pods = new SourcePods(source);
+
+    expect(isPodDeleting(deleting)).toBe(true);
+    expect(isPodDeleting(pod('web', 'Running'))).toBe(false);
+    expect(pods.getPods().map((p) => p.metadata.uid)).toEqual(['web']);
+    expect(pods.getPodByUID(podUID('old'))).toBeUndefined();
+    expect(pods.shouldPodContainersBeTerminating(podUID('old'))).toBe(true);
+    expect(pods.shouldPodRuntimeBeRemoved(podUID('old'))).toBe(true);
+    expect(pods.shouldPodRuntimeBeRemoved(podUID('web'))).toBe(false);
   });
 });

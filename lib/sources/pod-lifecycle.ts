@@ -14,6 +14,12 @@
  *   removed, and the pod manager does not list it. Hiding it matters: the populator keeps the
  *   volumes of pods it still knows until they were mounted once, so a terminated pod that stayed
  *   listed would keep a never-mounted volume desired forever.
+ * - A pod with `metadata.deletionTimestamp` (`kubectl delete pod`) is being deleted: its
+ *   containers must stop (the kubelet kills them within the grace period, pod_workers.go
+ *   `ShouldPodContainersBeTerminating`). Without a runtime there is nothing to wait for, so they
+ *   are stopped at once: containers terminating and runtime removed, not listed by the pod
+ *   manager; its volumes are torn down, after which the agent deletes the pod object as the
+ *   kubelet's status manager does (agent/node/pod-deleter.ts).
  * - A manifest that becomes invalid never removes its pod: the manifest source keeps serving the
  *   last valid version (see ManifestSource).
  */
@@ -36,6 +42,16 @@ export function isPodTerminated(pod: Pod): boolean {
   return isTerminalPodPhase(pod.status?.phase);
 }
 
+/** The pod has a `metadata.deletionTimestamp`: the API server is waiting for the node to stop it. */
+export function isPodDeleting(pod: Pod): boolean {
+  return pod.metadata.deletionTimestamp !== undefined;
+}
+
+/** Terminated, or being deleted: none of its containers runs (see the file comment). */
+function isPodStopped(pod: Pod): boolean {
+  return isPodTerminated(pod) || isPodDeleting(pod);
+}
+
 /** The part of a source the pod adapter reads (tests can hand in a stand-in). */
 export type PodListSource = Pick<ObjectSource, 'listPods' | 'getPodByUID' | 'isSynced'>;
 
@@ -43,15 +59,15 @@ export type PodListSource = Pick<ObjectSource, 'listPods' | 'getPodByUID' | 'isS
 export class SourcePods implements PodManager, PodStateProvider, SourcesReady {
   constructor(private readonly source: PodListSource) {}
 
-  /** Listed, non-terminated pods, in source order. */
+  /** Listed pods that are neither terminated nor being deleted, in source order. */
   getPods(): Pod[] {
-    return this.source.listPods().filter((p) => !isPodTerminated(p));
+    return this.source.listPods().filter((p) => !isPodStopped(p));
   }
 
-  /** The pod while it is listed and not terminated. */
+  /** The pod while it is listed, not terminated and not being deleted. */
   getPodByUID(uid: PodUID): Pod | undefined {
     const pod = this.source.getPodByUID(uid);
-    return pod === undefined || isPodTerminated(pod) ? undefined : pod;
+    return pod === undefined || isPodStopped(pod) ? undefined : pod;
   }
 
   shouldPodContainersBeTerminating(uid: PodUID): boolean {

@@ -352,6 +352,8 @@ export class ClusterAgent {
       `--listen=${new URL(url).host}`,
       `--token-file=${tokenFile}`,
       '--controller-attach-detach=true',
+      // The agent is this node's volume manager and no kubelet runs beside it: it registers the Node.
+      '--register-node=true',
       ...this.extraArgs,
     ];
   }

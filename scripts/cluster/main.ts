@@ -17,7 +17,7 @@ Starts, all on ${HOST} with state under .volumescope/cluster/ (reused by the nex
   NodeRestriction), kube-controller-manager (attachdetach, persistentvolume-binder, persistentvolume-expander,
   serviceaccount, root-ca-cert-publisher, pv-protection, pvc-protection), the CSI driver ${DRIVER} with
   external-attacher, external-provisioner and external-resizer, the StorageClass csi-hostpath (default class,
-  allowVolumeExpansion), and node ${NODE}: a VolumeScope agent in managed mode (controller attach/detach on)
+  allowVolumeExpansion), and node ${NODE}: a VolumeScope agent in managed mode (controller attach/detach on, --register-node)
   with the identity system:node:${NODE} (group system:nodes), its API on a free port.
 
 The upstream binaries come from \`npm run cluster:build\` (built first if missing; needs Go).

@@ -49,6 +49,8 @@ function newSource(server: FakeApiServer, options: Partial<KubeSourceOptions> = 
     restartBackoff: { initialMs: 50, maxMs: 200 },
     referencedObjectTtlMs: 10_000,
     referencedObjectRetry: { initialMs: 50, maxMs: 200 },
+    // The PV informer (observe mode's way); the GET way has its own tests below.
+    persistentVolumes: 'informer',
     ...options,
   });
   const changes: KubeSourceChange[] = [];
@@ -618,5 +620,43 @@ describe('KubeSource lifecycle', () => {
 
     await source.stop();
     await expect(synced).rejects.toSatisfy(isKubeSourceStateError);
+  });
+});
+
+describe('KubeSource with persistentVolumes: get (a node identity)', () => {
+  it('syncs as system:node without listing PVs, GETs the PV of each bound claim and the CSI secrets it names', async () => {
+    const server = await startServer({ nodeAuthorizer: 'node-a' });
+    server.put('nodes', node('node-a'));
+    server.put('secrets', secret('publish-creds', { key: 'v' }, 'storage'));
+    server.put('persistentvolumeclaims', claim('data', { volumeName: 'pv-1' }));
+    server.put('persistentvolumes', csiPersistentVolume('pv-1', { claimName: 'data', nodePublishSecret: { name: 'publish-creds', namespace: 'storage' } }));
+    server.put('persistentvolumes', csiPersistentVolume('pv-unrelated'));
+    server.put('pods', pod('db', 'node-a', { volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }] }));
+    const { source } = newSource(server, { persistentVolumes: 'get' });
+
+    await startSynced(source);
+    await waitFor(() => source.getSecret('storage', 'publish-creds') !== undefined, { what: 'CSI publish secret fetched' });
+
+    expect(source.watchesPersistentVolumes()).toBe(false);
+    expect(source.getPersistentVolume('pv-1')?.spec.csi?.volumeHandle).toBe('handle-pv-1');
+    expect(source.listPersistentVolumes().map((pv) => pv.metadata.name)).toEqual(['pv-1']);
+    expect(source.getPersistentVolume('pv-unrelated')).toBeUndefined();
+    expect(server.requests({ resource: 'persistentvolumes', verb: 'list' })).toEqual([]);
+    expect(server.requests({ resource: 'persistentvolumes', verb: 'watch' })).toEqual([]);
+    expect(source.sourceErrors()).toEqual([]);
+  });
+
+  it('answers fetchPersistentVolume with a fresh GET, undefined for a missing PV, and rejects on an API error', async () => {
+    const server = await startServer();
+    server.put('persistentvolumes', csiPersistentVolume('pv-1'));
+    const { source } = newSource(server, { persistentVolumes: 'get' });
+    await startSynced(source);
+
+    expect((await source.fetchPersistentVolume('pv-1'))?.spec.csi?.volumeHandle).toBe('handle-pv-1');
+    server.put('persistentvolumes', { ...csiPersistentVolume('pv-1'), spec: { ...csiPersistentVolume('pv-1').spec, capacity: { storage: '2Gi' } } });
+    expect((await source.fetchPersistentVolume('pv-1'))?.spec.capacity?.storage).toBe('2Gi');
+    expect(await source.fetchPersistentVolume('missing')).toBeUndefined();
+    server.failRequests({ resource: 'persistentvolumes', verb: 'get', status: 500, times: 1 });
+    await expect(source.fetchPersistentVolume('pv-1')).rejects.toThrow(/HTTP 500|500/);
   });
 });

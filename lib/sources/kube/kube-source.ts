@@ -5,10 +5,17 @@
  *
  * What comes from where:
  * - informers (list + watch, see resilient-informer.ts): this node's pods
- *   (`fieldSelector=spec.nodeName=<node>`), this node's Node (`metadata.name=<node>`), all
- *   PersistentVolumes and all CSIDrivers (cluster-scoped, small, and without secret contents);
+ *   (`fieldSelector=spec.nodeName=<node>`), this node's Node (`metadata.name=<node>`) and all
+ *   CSIDrivers (cluster-scoped, small, and without secret contents); with
+ *   `persistentVolumes: 'informer'` (observe mode, whose role may list them) all PVs too;
  * - GETs by name with a short cache (see referenced-objects.ts): the PersistentVolumeClaims,
- *   ConfigMaps and Secrets these pods reference, and the node-side secrets of their CSI volumes.
+ *   ConfigMaps and Secrets these pods reference, the node-side secrets of their CSI volumes and,
+ *   with `persistentVolumes: 'get'` (the default), the PVs their claims are bound to. A node
+ *   identity (`system:node:<name>`) may only GET individual PVs: the node authorizer answers a
+ *   LIST or WATCH of persistentvolumes with 403 "can only get individual resources of this type"
+ *   (kubernetes/kubernetes plugin/pkg/auth/authorizer/node/node_authorizer.go@v1.34), which is
+ *   why the kubelet GETs the PV of each claim (pkg/kubelet/volumemanager/populator/
+ *   desired_state_of_world_populator.go@v1.34 `getPVSpec`).
  *
  * Contracts:
  * - `isSynced()` becomes true once every informer has applied its first list and every object
@@ -55,7 +62,7 @@ import {
 } from './api-objects.ts';
 import type { Conversion } from './api-objects.ts';
 import { KubeSourceStateError } from './errors.ts';
-import { persistentVolumeSecretReferences, podReferences, refPath } from './object-references.ts';
+import { persistentVolumeRef, persistentVolumeSecretReferences, podReferences, refPath } from './object-references.ts';
 import type { ObjectRef } from './object-references.ts';
 import { ReferencedObjectCache } from './referenced-objects.ts';
 import type { ReferencedObject } from './referenced-objects.ts';
@@ -95,6 +102,12 @@ export interface KubeSourceOptions {
    * them). Default false.
    */
   claimsOnly?: boolean;
+  /**
+   * How PersistentVolumes are read: `get` (default) GETs the PV of each referenced bound claim
+   * (what a node identity may do); `informer` lists and watches all of them (observe mode's
+   * truth diff needs every PV).
+   */
+  persistentVolumes?: 'get' | 'informer';
 }
 
 /**
@@ -127,7 +140,8 @@ export class KubeSource {
 
   private readonly podInformer: ResilientInformer<V1Pod>;
   private readonly nodeInformer: ResilientInformer<V1Node>;
-  private readonly pvInformer: ResilientInformer<V1PersistentVolume>;
+  /** Null with `persistentVolumes: 'get'`. */
+  private readonly pvInformer: ResilientInformer<V1PersistentVolume> | null;
   private readonly csiDriverInformer: ResilientInformer<V1CSIDriver>;
   private readonly informers: readonly InformerControl[];
   private readonly references: ReferencedObjectCache;
@@ -198,7 +212,7 @@ export class KubeSource {
         this.removeNode(n);
       }),
     });
-    this.pvInformer = new ResilientInformer<V1PersistentVolume>({
+    this.pvInformer = options.persistentVolumes !== 'informer' ? null : new ResilientInformer<V1PersistentVolume>({
       ...common,
       path: '/api/v1/persistentvolumes',
       list: () => deadlines.run('LIST /api/v1/persistentvolumes', (options) => this.core.listPersistentVolume({}, options)),
@@ -220,7 +234,7 @@ export class KubeSource {
         this.removeCSIDriver(d);
       }),
     });
-    this.informers = [this.podInformer, this.nodeInformer, this.pvInformer, this.csiDriverInformer];
+    this.informers = [this.podInformer, this.nodeInformer, ...(this.pvInformer === null ? [] : [this.pvInformer]), this.csiDriverInformer];
 
     const ttlMs = options.referencedObjectTtlMs ?? defaultReferencedObjectTtlMs;
     const retry = options.referencedObjectRetry ?? defaultReferencedObjectRetry;
@@ -233,8 +247,8 @@ export class KubeSource {
       onUpdate: (ref, change) => {
         if (change.valueChanged) {
           this.objectsDirty = true;
-          // A claim's binding decides which PV (and which CSI secrets) are referenced.
-          if (ref.kind === 'PersistentVolumeClaim') this.referencesDirty = true;
+          // A claim's binding decides which PV is referenced, and a PV which CSI secrets.
+          if (ref.kind === 'PersistentVolumeClaim' || ref.kind === 'PersistentVolume') this.referencesDirty = true;
         }
         this.queueFlush();
       },
@@ -300,13 +314,36 @@ export class KubeSource {
     return this.pods.get(uid);
   }
 
-  getPersistentVolume(name: string): PersistentVolume | undefined {
-    return this.persistentVolumes.get(name);
+  /** Whether PVs come from an informer (`persistentVolumes: 'informer'`), which is kept fresh by its watch. */
+  watchesPersistentVolumes(): boolean {
+    return this.pvInformer !== null;
   }
 
-  /** Every PersistentVolume the informer holds. */
+  /** The PV from the informer, or (`persistentVolumes: 'get'`) the cached GET of a referenced claim's PV. */
+  getPersistentVolume(name: string): PersistentVolume | undefined {
+    if (this.pvInformer !== null) return this.persistentVolumes.get(name);
+    const object = this.references.get(persistentVolumeRef(name));
+    return object !== undefined && isPersistentVolume(object) ? object : undefined;
+  }
+
+  /** Every PersistentVolume the informer holds; with `persistentVolumes: 'get'` the referenced ones fetched. */
   listPersistentVolumes(): PersistentVolume[] {
-    return [...this.persistentVolumes.values()];
+    if (this.pvInformer !== null) return [...this.persistentVolumes.values()];
+    return [...this.referencedPVNames].flatMap((name) => {
+      const pv = this.getPersistentVolume(name);
+      return pv === undefined ? [] : [pv];
+    });
+  }
+
+  /**
+   * GETs a PV now (the kubelet's populator GETs the PV of a claim each time: a PV that was just
+   * bound or changed must not be answered from a cache). With `persistentVolumes: 'get'` a
+   * referenced PV's cache entry is updated too. Resolves undefined when the PV does not exist;
+   * rejects with `KubeApiRequestError` when the GET fails.
+   */
+  async fetchPersistentVolume(name: string): Promise<PersistentVolume | undefined> {
+    const object = await this.references.fetchNow(persistentVolumeRef(name));
+    return object !== undefined && isPersistentVolume(object) ? object : undefined;
   }
 
   /** The cached claim, if a pod of this node references it and it was found. */
@@ -533,6 +570,8 @@ export class KubeSource {
         switch (ref.kind) {
           case 'PersistentVolumeClaim':
             return convertPersistentVolumeClaim(await this.core.readNamespacedPersistentVolumeClaim(params, options));
+          case 'PersistentVolume':
+            return convertPersistentVolume(await this.core.readPersistentVolume({ name: ref.name }, options));
           case 'ConfigMap':
             return convertConfigMap(await this.core.readNamespacedConfigMap(params, options));
           case 'Secret':
@@ -559,7 +598,8 @@ export class KubeSource {
       const volumeName = this.getPersistentVolumeClaim(ref.namespace, ref.name)?.spec.volumeName;
       if (volumeName === undefined || volumeName === '') continue;
       pvNames.add(volumeName);
-      const pv = this.persistentVolumes.get(volumeName);
+      if (this.pvInformer === null) refs.push(persistentVolumeRef(volumeName));
+      const pv = this.getPersistentVolume(volumeName);
       if (pv !== undefined) refs.push(...persistentVolumeSecretReferences(pv));
     }
     this.referencedPVNames = pvNames;
@@ -568,7 +608,7 @@ export class KubeSource {
 
   /** The references this source fetches: all, or only claims with `claimsOnly`. */
   private wanted(refs: ObjectRef[]): ObjectRef[] {
-    return this.claimsOnly ? refs.filter((r) => r.kind === 'PersistentVolumeClaim') : refs;
+    return this.claimsOnly ? refs.filter((r) => r.kind === 'PersistentVolumeClaim' || r.kind === 'PersistentVolume') : refs;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -640,9 +680,13 @@ export class KubeSource {
   }
 }
 
+/** Of the referenced kinds only claims and PVs have a spec; the converters set `kind` (api-objects.ts). */
 function isClaim(object: ReferencedObject): object is PersistentVolumeClaim {
-  // Of the referenced kinds only a claim has a spec.
-  return 'spec' in object;
+  return 'spec' in object && object.kind !== 'PersistentVolume';
+}
+
+function isPersistentVolume(object: ReferencedObject): object is PersistentVolume {
+  return object.kind === 'PersistentVolume';
 }
 
 /** The converters set `kind`, which tells a config map from a secret (their fields are all optional). */

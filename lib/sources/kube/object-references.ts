@@ -1,14 +1,17 @@
 /**
- * Which namespaced objects a node needs: the PersistentVolumeClaims, ConfigMaps and Secrets its
- * pods' volumes name, plus the Secrets the CSI PersistentVolumes of those claims name for node
- * operations. This is the set the kubelet's node authorizer lets a node read, and the set the
- * API source fetches (see referenced-objects.ts).
+ * Which objects a node needs: the PersistentVolumeClaims, ConfigMaps and Secrets its pods'
+ * volumes name, the PersistentVolumes those claims are bound to (cluster-scoped: namespace ""),
+ * plus the Secrets the CSI PersistentVolumes of those claims name for node operations. This is
+ * the set the kubelet's node authorizer lets a node read (kubernetes/kubernetes
+ * plugin/pkg/auth/authorizer/node/node_authorizer.go@v1.34: `get` only, through the
+ * pod → claim → volume → secret graph), and the set the API source fetches (see
+ * referenced-objects.ts).
  */
 import type { PersistentVolume, Pod } from '../../volume/k8s-types.ts';
 
-export type ReferencedKind = 'PersistentVolumeClaim' | 'ConfigMap' | 'Secret';
+export type ReferencedKind = 'PersistentVolumeClaim' | 'PersistentVolume' | 'ConfigMap' | 'Secret';
 
-/** One namespaced object, by kind. */
+/** One object, by kind; `namespace` is "" for a PersistentVolume. */
 export interface ObjectRef {
   kind: ReferencedKind;
   namespace: string;
@@ -17,17 +20,19 @@ export interface ObjectRef {
 
 const resourceOf: Readonly<Record<ReferencedKind, string>> = {
   PersistentVolumeClaim: 'persistentvolumeclaims',
+  PersistentVolume: 'persistentvolumes',
   ConfigMap: 'configmaps',
   Secret: 'secrets',
 };
 
-/** A stable map key: `Secret prod/db-password`. */
+/** A stable map key: `Secret prod/db-password`, `PersistentVolume /pv-1`. */
 export function refKey(ref: ObjectRef): string {
   return `${ref.kind} ${ref.namespace}/${ref.name}`;
 }
 
 /** The object's API path, used as the `file` of its source errors: `/api/v1/namespaces/prod/secrets/db`. */
 export function refPath(ref: ObjectRef): string {
+  if (ref.kind === 'PersistentVolume') return `/api/v1/persistentvolumes/${ref.name}`;
   return `/api/v1/namespaces/${ref.namespace}/${resourceOf[ref.kind]}/${ref.name}`;
 }
 
@@ -36,6 +41,11 @@ export function refPath(ref: ObjectRef): string {
  * duplicates. Generic ephemeral volumes name the claim `<pod name>-<volume name>`, which the
  * ephemeral volume controller creates. Empty names (an API-invalid `configMap: {}`) are skipped.
  */
+/** The reference of a PersistentVolume (cluster-scoped). */
+export function persistentVolumeRef(name: string): ObjectRef {
+  return { kind: 'PersistentVolume', namespace: '', name };
+}
+
 export function podReferences(pod: Pod): ObjectRef[] {
   const namespace = pod.metadata.namespace ?? 'default';
   const refs = new Map<string, ObjectRef>();

@@ -1,6 +1,7 @@
 /**
  * ReferencedObjectCache: the PersistentVolumeClaims, ConfigMaps and Secrets this node's pods
- * reference, fetched with GETs by name and kept in a short-lived cache.
+ * reference (and, in managed mode, the PersistentVolumes of their claims), fetched with GETs by
+ * name and kept in a short-lived cache.
  *
  * Why GETs and not informers: watching every namespace's secrets is far too broad (memory, and
  * permission to read every secret in the cluster), and even per-namespace informers would pull
@@ -25,7 +26,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Clock, TimerHandle } from '../../clock/clock.ts';
-import type { ConfigMap, PersistentVolumeClaim, Secret } from '../../volume/k8s-types.ts';
+import type { ConfigMap, PersistentVolume, PersistentVolumeClaim, Secret } from '../../volume/k8s-types.ts';
 import { describeApiError, KubeApiRequestError } from '../../kube-client/api-errors.ts';
 import type { Backoff } from '../../kube-client/backoff.ts';
 import { nextBackoffMs } from '../../kube-client/backoff.ts';
@@ -33,7 +34,7 @@ import type { ObjectRef } from './object-references.ts';
 import { refKey, refPath } from './object-references.ts';
 import type { SourceError } from '../source.ts';
 
-export type ReferencedObject = PersistentVolumeClaim | ConfigMap | Secret;
+export type ReferencedObject = PersistentVolumeClaim | PersistentVolume | ConfigMap | Secret;
 
 export interface ReferencedObjectCacheOptions {
   clock: Clock;
@@ -286,11 +287,11 @@ export class ReferencedObjectCache {
 
 /** A claim is settled once Bound (until then the volume manager waits for it); others once found. */
 function isSettled(object: ReferencedObject): boolean {
-  // Of the three kinds only a claim has a spec.
-  if (!('spec' in object)) return true;
+  // Only claims and PVs have a spec; the converters set `kind` (api-objects.ts).
+  if (!('spec' in object) || object.kind === 'PersistentVolume') return true;
   return object.status?.phase === 'Bound';
 }
 
 function describeRef(ref: ObjectRef): string {
-  return `${ref.kind} ${ref.namespace}/${ref.name}`;
+  return ref.namespace === '' ? `${ref.kind} ${ref.name}` : `${ref.kind} ${ref.namespace}/${ref.name}`;
 }

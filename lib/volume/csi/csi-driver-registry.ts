@@ -32,6 +32,7 @@
  * refused too. A `--csi-driver` given after a registration took its name replaces it, with a
  * warning.
  */
+import type { CsiNodeInfoManager } from './csi-node-info.ts';
 import type { Clock, TimerHandle } from '../../clock/clock.ts';
 import { truncateMessage } from '../../truncate-message.ts';
 import { errorMessage, TransientOperationFailure } from '../errors.ts';
@@ -142,6 +143,8 @@ export interface CsiDriverRegistryOptions {
   retryMaxMs?: number;
   /** When > 0, every registered driver is probed (Probe + NodeGetCapabilities) this often. Default 0 (off). */
   probeIntervalMs?: number;
+  /** Publishes registered drivers to the API server (CSINode); none by default. See csi-node-info.ts. */
+  nodeInfo?: CsiNodeInfoManager;
 }
 
 interface DriverEntry {
@@ -176,6 +179,7 @@ export class CsiDriverRegistry {
   private readonly retryInitialMs: number;
   private readonly retryMaxMs: number;
   private readonly probeIntervalMs: number;
+  private readonly nodeInfo: CsiNodeInfoManager | null;
   private readonly entries = new Map<string, DriverEntry>();
   private readonly listeners = new Set<() => void>();
   private readonly registrationWaiters = new Map<string, Set<() => void>>();
@@ -188,6 +192,7 @@ export class CsiDriverRegistry {
     this.retryInitialMs = opts.retryInitialMs ?? 500;
     this.retryMaxMs = opts.retryMaxMs ?? 30_000;
     this.probeIntervalMs = opts.probeIntervalMs ?? 0;
+    this.nodeInfo = opts.nodeInfo ?? null;
   }
 
   /**
@@ -259,9 +264,16 @@ export class CsiDriverRegistry {
       return;
     }
     this.log.info(`kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin ${name}`, { driver: name });
+    const wasRegistered = entry.registered;
     this.drop(entry);
     this.entries.delete(name);
     this.changed();
+    // unregisterDriver → nim.UninstallCSIDriver; its failure is only logged, as the kubelet's.
+    if (wasRegistered && this.nodeInfo !== null) {
+      this.nodeInfo.uninstallDriver(name).catch((err: unknown) => {
+        this.log.error(`kubernetes.io/csi: failed to uninstall CSI driver ${name} from the CSINode: ${errorMessage(err)}`, { driver: name });
+      });
+    }
   }
 
   /** Whether the driver completed its handshake. */
@@ -444,6 +456,13 @@ export class CsiDriverRegistry {
         ? rpcCapabilityTypes(await step('ControllerGetCapabilities', () => client.controllerGetCapabilities()))
         : [];
       if (entry.generation !== generation || this.entries.get(name) !== entry) return null;
+      const nodeInfoManager = this.nodeInfo;
+      if (nodeInfoManager !== null) {
+        // RegisterPlugin: nim.InstallCSIDriver before the driver counts as registered.
+        const installed = { name, nodeId: nodeInfo.node_id, maxVolumesPerNode: nodeInfo.max_volumes_per_node, topology: { ...(nodeInfo.accessible_topology?.segments ?? {}) } };
+        await step('InstallCSIDriver (CSINode update)', () => nodeInfoManager.installDriver(installed));
+        if (entry.generation !== generation || this.entries.get(name) !== entry) return null;
+      }
       Object.assign(entry, {
         registered: true,
         nodeId: nodeInfo.node_id,

@@ -23,6 +23,7 @@ export {
   parseCsiDriverFlag,
 } from './csi-driver-registry.ts';
 export type { CsiDriverDetails, CsiDriverRegistryOptions, CsiDriverSource, CsiDriverStatus } from './csi-driver-registry.ts';
+export type { CsiNodeDriverInfo, CsiNodeInfoManager } from './csi-node-info.ts';
 export { CsiPlugin, VolumeAttachmentNotAttachedError, isVolumeAttachmentNotAttachedError } from './csi-plugin.ts';
 export type { CsiPluginOptions, VolumeAttachmentReader, VolumeAttachmentStatus } from './csi-plugin.ts';
 export { PLUGINS_REGISTRATION_DIR_NAME, PluginWatcher, pluginsRegistrationDir } from './plugin-watcher.ts';

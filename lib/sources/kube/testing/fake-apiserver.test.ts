@@ -231,16 +231,28 @@ describe('FakeApiServer writes', () => {
     expect(statusPatches.every((r) => r.path === '/api/v1/nodes/node-a/status')).toBe(true);
   });
 
-  it('keeps the status when the main resource is patched, and the rest when the status is', async () => {
+  it('keeps the status when the main resource is patched, and the spec when the status is', async () => {
     const { server, core } = await startServer();
-    server.put('nodes', node('node-a', [{ name: 'vol-1', devicePath: '' }]));
+    server.put('nodes', { ...node('node-a', [{ name: 'vol-1', devicePath: '' }]), spec: { podCIDR: '10.0.0.0/24' } });
 
     await core.patchNode({ name: 'node-a', body: { metadata: { labels: { zone: 'a' } }, status: { volumesAttached: [] } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
-    await core.patchNodeStatus({ name: 'node-a', body: { metadata: { labels: { zone: 'b' } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    expect((await core.readNode({ name: 'node-a' })).status?.volumesAttached).toEqual([{ name: 'vol-1', devicePath: '' }]);
+    await core.patchNodeStatus({ name: 'node-a', body: { spec: { podCIDR: '10.9.9.0/24' }, status: { volumesAttached: [] } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
 
     const stored = await core.readNode({ name: 'node-a' });
-    expect(stored.metadata?.labels).toEqual({ zone: 'a' });
-    expect(stored.status?.volumesAttached).toEqual([{ name: 'vol-1', devicePath: '' }]);
+    expect(stored.spec?.podCIDR).toBe('10.0.0.0/24');
+    expect(stored.status?.volumesAttached).toEqual([]);
+  });
+
+  it('keeps label and annotation changes written through nodes/status, as the real nodes/status strategy', async () => {
+    const { server, core } = await startServer();
+    server.put('nodes', node('node-a'));
+
+    await core.patchNodeStatus({ name: 'node-a', body: { metadata: { labels: { zone: 'b' }, annotations: { 'csi.volume.kubernetes.io/nodeid': '{"d":"n"}' } } } }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch));
+
+    const stored = await core.readNode({ name: 'node-a' });
+    expect(stored.metadata?.labels?.zone).toBe('b');
+    expect(stored.metadata?.annotations?.['csi.volume.kubernetes.io/nodeid']).toBe('{"d":"n"}');
   });
 
   it('refuses an update from a stale resourceVersion with 409 Conflict', async () => {

@@ -4,8 +4,8 @@
  * mocked: tests point a kubeconfig at {@link FakeApiServer.url} (see kubeconfig-file.ts).
  *
  * What it serves (for the kinds in `fakeResourceTypes`: pods, nodes, persistentvolumes,
- * persistentvolumeclaims, configmaps, secrets, events, namespaces, storage.k8s.io csidrivers and
- * volumeattachments):
+ * persistentvolumeclaims, configmaps, secrets, events, namespaces, storage.k8s.io csidrivers,
+ * csinodes and volumeattachments, coordination.k8s.io leases):
  * - GET of one object; LIST with `fieldSelector` (as the real server: `metadata.name`,
  *   `metadata.namespace`, plus per-kind fields such as pods' `spec.nodeName`) and
  *   `labelSelector`, answering `metadata.resourceVersion`; list items carry no kind/apiVersion,
@@ -19,9 +19,14 @@
  *   BOOKMARK events every `bookmarkIntervalMs` and on {@link FakeApiServer.sendBookmarks}.
  *   `timeoutSeconds` ends the stream cleanly.
  * - POST (create, `generateName` supported), PUT (update, 409 on a stale resourceVersion),
- *   PATCH (merge, strategic merge and JSON patch: see patches.ts), DELETE; the `status`
- *   subresource for kinds that have one (pods, nodes, PVs, PVCs, namespaces), so node status
- *   PATCHes (`volumesInUse`, `volumesAttached`) work as the kubelet sends them.
+ *   PATCH (merge, strategic merge and JSON patch: see patches.ts), DELETE (with DeleteOptions
+ *   preconditions, 409 when they fail; a pod bound to a node is deleted gracefully: it gets a
+ *   deletionTimestamp and stays until a DELETE with grace period 0); the `status` subresource
+ *   for kinds that have one (pods, nodes, PVs, PVCs, namespaces), so node status PATCHes
+ *   (`volumesInUse`, `volumesAttached`) work as the kubelet sends them (a nodes/status write
+ *   keeps its label and annotation changes, as the real nodes/status strategy).
+ * - With `nodeAuthorizer`, the refusals of the Node authorizer and NodeRestriction for a kubelet
+ *   identity (node-authorizer.ts), e.g. 403 for a LIST of persistentvolumes.
  * - TokenReview (authentication.k8s.io/v1) and SubjectAccessReview (authorization.k8s.io/v1),
  *   answered per token ({@link FakeApiServer.setTokenUser}) and per user
  *   ({@link FakeApiServer.setAccessPolicy}). Events are ordinary objects: create, list, watch.
@@ -42,6 +47,7 @@ import type { JsonObject, JsonValue } from '../plain-json.ts';
 import { isJsonObject } from '../plain-json.ts';
 import { apiVersionOf, fakeResourceTypes, isFakeResource, isStoreError, metadataOf, namespaceOf, ObjectStore } from './object-store.ts';
 import type { FakeResource, StoreEvent, WatchEventType } from './object-store.ts';
+import { authorizeNodeRequest } from './node-authorizer.ts';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, isPatchError } from './patches.ts';
 import { isSelectorError, matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import type { FieldRequirement, LabelRequirement } from './selectors.ts';
@@ -58,6 +64,11 @@ export interface FakeApiServerOptions {
   goneStyle?: GoneStyle;
   /** Writes kept for watch replay; older ones are compacted away. Default 10 000. */
   maxHistory?: number;
+  /**
+   * Every request is made by the kubelet of this node (`system:node:<name>`): refused as the Node
+   * authorizer and NodeRestriction refuse it (see node-authorizer.ts). Default: everything allowed.
+   */
+  nodeAuthorizer?: string;
 }
 
 /** `event`: HTTP 200, an ERROR event with a 410 Status, end. `http`: an HTTP 410 answer. */
@@ -77,8 +88,10 @@ export interface RecordedRequest {
   verb: FakeVerb | 'review' | undefined;
   contentType: string | undefined;
   authorization: string | undefined;
-  /** The parsed JSON body of POST/PUT/PATCH requests. */
+  /** The parsed JSON body of POST/PUT/PATCH/DELETE requests. */
   body: JsonValue | undefined;
+  /** The HTTP status answered (200 for a watch); undefined while the request is held or open. */
+  status?: number;
 }
 
 export interface FailureRule {
@@ -405,7 +418,7 @@ export class FakeApiServer {
     const query = Object.fromEntries(url.searchParams.entries());
     let body: JsonValue | undefined;
     let bodyError: string | undefined;
-    if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
+    if (method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') {
       try {
         body = await readJsonBody(req);
       } catch (err) {
@@ -461,7 +474,9 @@ export class FakeApiServer {
         throw new RequestError(failure.status, reasonFor(failure.status), failure.message ?? `injected failure of ${verb} ${route.resource}`);
       }
       this.serve(req, res, route, verb, query, body);
+      record.status = res.statusCode;
     } catch (err) {
+      record.status = err instanceof RequestError || isStoreError(err) ? err.status : isPatchError(err) ? err.status : isSelectorError(err) ? 400 : undefined;
       if (err instanceof RequestError) sendStatus(res, err.status, err.reason, err.message);
       else if (isStoreError(err)) sendStatus(res, err.status, err.reason, err.message);
       else if (isPatchError(err)) sendStatus(res, err.status, err.status === 400 ? 'BadRequest' : 'Invalid', err.message);
@@ -480,8 +495,17 @@ export class FakeApiServer {
     }
   }
 
+  /** With `nodeAuthorizer`: throws the 403 the real server would answer. */
+  private authorize(route: Route, verb: FakeVerb, query: Record<string, string>, object: JsonObject | undefined, existing: JsonObject | undefined): void {
+    const node = this.options.nodeAuthorizer;
+    if (node === undefined) return;
+    const refusal = authorizeNodeRequest(node, this.store, { resource: route.resource, verb, namespace: route.namespace, name: route.name, subresource: route.subresource, query, object, existing });
+    if (refusal !== null) throw new RequestError(403, 'Forbidden', refusal.message);
+  }
+
   private serve(req: IncomingMessage, res: ServerResponse, route: Route, verb: FakeVerb, query: Record<string, string>, body: JsonValue | undefined): void {
     const { resource, namespace, name } = route;
+    if (verb === 'get' || verb === 'list' || verb === 'watch') this.authorize(route, verb, query, undefined, undefined);
     switch (verb) {
       case 'get': {
         const object = this.store.get(resource, namespace, name ?? '');
@@ -512,6 +536,7 @@ export class FakeApiServer {
         const object = requireObjectBody(body);
         checkBodyNamespace(object, namespace);
         if (namespace !== undefined) setNamespace(object, namespace);
+        this.authorize(route, verb, query, object, undefined);
         sendJson(res, 201, this.store.create(resource, object));
         return;
       }
@@ -520,6 +545,7 @@ export class FakeApiServer {
         checkBodyNamespace(object, namespace);
         checkBodyName(object, name);
         if (namespace !== undefined) setNamespace(object, namespace);
+        this.authorize(route, verb, query, object, this.store.get(resource, namespace, name ?? ''));
         const part = route.subresource === 'status' ? 'status' : 'main';
         sendJson(res, 200, this.store.replace(resource, object, { part, checkResourceVersion: true }));
         return;
@@ -532,14 +558,53 @@ export class FakeApiServer {
         if (!isJsonObject(patched)) throw new RequestError(422, 'Invalid', 'the patched object is not an object');
         checkBodyName(patched, name);
         if (namespace !== undefined) setNamespace(patched, namespace);
+        this.authorize(route, verb, query, patched, existing);
         const part = route.subresource === 'status' ? 'status' : 'main';
         sendJson(res, 200, this.store.replace(resource, patched, { part, checkResourceVersion: true }));
         return;
       }
       case 'delete':
-        sendJson(res, 200, this.store.delete(resource, namespace, name ?? ''));
+        this.delete(res, route, query, body);
         return;
     }
+  }
+
+  /**
+   * DELETE as the real server: 404 when absent; 409 when `preconditions.uid` (or
+   * `preconditions.resourceVersion`) does not match; a pod bound to a node is deleted gracefully
+   * (`metadata.deletionTimestamp` and `deletionGracePeriodSeconds` are set, the object stays)
+   * unless the grace period is 0 or the pod has already terminated or is not scheduled — the
+   * kubelet's final `gracePeriodSeconds: 0` DELETE removes it (pkg/registry/core/pod/strategy.go@v1.34
+   * `CheckGracefulDelete`, default grace 30 s).
+   */
+  private delete(res: ServerResponse, route: Route, query: Record<string, string>, body: JsonValue | undefined): void {
+    const { resource, namespace, name } = route;
+    const existing = this.store.get(resource, namespace, name ?? '');
+    if (existing === undefined) throw new RequestError(404, 'NotFound', `${resource} "${name ?? ''}" not found`);
+    this.authorize(route, 'delete', query, undefined, existing);
+    const options = isJsonObject(body) ? body : {};
+    const preconditions = isJsonObject(options.preconditions) ? options.preconditions : {};
+    const meta = metadataOf(existing);
+    if (typeof preconditions.uid === 'string' && preconditions.uid !== meta.uid) {
+      throw new RequestError(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name ?? ''}": Precondition failed: UID in precondition: ${preconditions.uid}, UID in object meta: ${typeof meta.uid === 'string' ? meta.uid : ''}`);
+    }
+    if (typeof preconditions.resourceVersion === 'string' && preconditions.resourceVersion !== meta.resourceVersion) {
+      throw new RequestError(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name ?? ''}": Precondition failed: ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${typeof meta.resourceVersion === 'string' ? meta.resourceVersion : ''}`);
+    }
+    const grace = gracePeriodOf(query, options);
+    if (resource === 'pods' && grace !== 0 && isGracefulPod(existing)) {
+      if (meta.deletionTimestamp !== undefined) {
+        sendJson(res, 200, existing);
+        return;
+      }
+      const deleting = structuredClone(existing);
+      const deletingMeta = metadataOf(deleting);
+      deletingMeta.deletionTimestamp = new Date(this.clock.now()).toISOString().replace(/\.\d+Z$/, 'Z');
+      deletingMeta.deletionGracePeriodSeconds = grace ?? 30;
+      sendJson(res, 200, this.store.replace(resource, deleting, { part: 'all' }));
+      return;
+    }
+    sendJson(res, 200, this.store.delete(resource, namespace, name ?? ''));
   }
 
   private startWatch(req: IncomingMessage, res: ServerResponse, route: Route, query: Record<string, string>): void {
@@ -730,6 +795,20 @@ function parseRoute(pathname: string): Route | undefined {
   const type = fakeResourceTypes[resource];
   if (type.group !== group || type.version !== version) return undefined;
   return { resource, namespace, name, subresource };
+}
+
+/** `gracePeriodSeconds` of the query or the DeleteOptions body; undefined when neither has one. */
+function gracePeriodOf(query: Record<string, string>, options: JsonObject): number | undefined {
+  if (typeof options.gracePeriodSeconds === 'number') return options.gracePeriodSeconds;
+  const fromQuery = query.gracePeriodSeconds;
+  return fromQuery === undefined ? undefined : Number(fromQuery);
+}
+
+/** A pod that is scheduled and has not terminated: its deletion waits for its node. */
+function isGracefulPod(pod: JsonObject): boolean {
+  const spec = isJsonObject(pod.spec) ? pod.spec : {};
+  const status = isJsonObject(pod.status) ? pod.status : {};
+  return typeof spec.nodeName === 'string' && spec.nodeName !== '' && status.phase !== 'Succeeded' && status.phase !== 'Failed';
 }
 
 function verbOf(method: string, route: Route, query: Record<string, string>): FakeVerb | undefined {

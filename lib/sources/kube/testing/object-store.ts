@@ -47,6 +47,8 @@ export const fakeResourceTypes = {
   events: { resource: 'events', group: '', version: 'v1', kind: 'Event', namespaced: true, hasStatus: false },
   namespaces: { resource: 'namespaces', group: '', version: 'v1', kind: 'Namespace', namespaced: false, hasStatus: true },
   csidrivers: { resource: 'csidrivers', group: 'storage.k8s.io', version: 'v1', kind: 'CSIDriver', namespaced: false, hasStatus: false },
+  csinodes: { resource: 'csinodes', group: 'storage.k8s.io', version: 'v1', kind: 'CSINode', namespaced: false, hasStatus: false },
+  leases: { resource: 'leases', group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', namespaced: true, hasStatus: false },
   volumeattachments: {
     resource: 'volumeattachments',
     group: 'storage.k8s.io',
@@ -194,6 +196,17 @@ export class ObjectStore {
       object = structuredClone(existing);
       if (input.status === undefined) delete object.status;
       else object.status = structuredClone(input.status);
+      if (resource === 'nodes') {
+        // nodeStatusStrategy.PrepareForUpdate (pkg/registry/core/node/strategy.go@v1.34) resets
+        // only the spec: labels and annotations written through nodes/status are kept (the
+        // kubelet sets its CSI annotation and topology labels that way).
+        const inputMeta = metadataOf(input);
+        const meta = metadataOf(object);
+        if (inputMeta.labels === undefined) delete meta.labels;
+        else meta.labels = structuredClone(inputMeta.labels);
+        if (inputMeta.annotations === undefined) delete meta.annotations;
+        else meta.annotations = structuredClone(inputMeta.annotations);
+      }
     } else {
       object = structuredClone(input);
       if (part === 'main' && type.hasStatus) {
