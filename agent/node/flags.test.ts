@@ -41,6 +41,7 @@ describe('parseAgentFlags', () => {
       observeRefreshPeriodMs: 10_000,
       allowOrphanCleanup: false,
       nodeStatusUpdateFrequencyMs: 10_000,
+      syncFrequencyMs: 60_000,
       registerNode: false,
       nodeIp: '127.0.0.1',
       auth: { tokenWebhook: false, tokenWebhookCacheTtlMs: 120_000, authorizationMode: 'AlwaysAllow', authorizedTtlMs: 300_000, unauthorizedTtlMs: 30_000 },
@@ -71,12 +72,14 @@ describe('parseAgentFlags', () => {
       '--authorization-webhook-cache-authorized-ttl=10s',
       '--authorization-webhook-cache-unauthorized-ttl=1s',
       '--node-status-update-frequency=5s',
+      '--sync-frequency=30s',
     ]);
     expect(c).toMatchObject({
       mountinfoPath: '/proc/1/mountinfo',
       observeRefreshPeriodMs: 30_000,
       allowOrphanCleanup: true,
       nodeStatusUpdateFrequencyMs: 5000,
+      syncFrequencyMs: 30_000,
       auth: { tokenWebhook: true, tokenWebhookCacheTtlMs: 60_000, authorizationMode: 'Webhook', authorizedTtlMs: 10_000, unauthorizedTtlMs: 1000 },
     });
   });
@@ -161,6 +164,7 @@ describe('parseAgentFlags', () => {
     [['--kubeconfig', 'k', '--authorization-mode=RBAC'], '--authorization-mode'],
     [['--kubeconfig', 'k', '--authorization-mode=Webhook'], '--authorization-mode'],
     [['--node-status-update-frequency=0'], '--node-status-update-frequency'],
+    [['--sync-frequency=0'], '--sync-frequency'],
     [['--kube-request-timeout=0s'], '--kube-request-timeout'],
     [['--kube-request-timeout=soon'], '--kube-request-timeout'],
     [['--listen'], '--listen'],

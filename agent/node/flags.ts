@@ -95,6 +95,12 @@ export interface AgentConfig {
   /** Kubernetes source: period of the `node.status.volumesInUse` report (the kubelet's `--node-status-update-frequency`). */
   nodeStatusUpdateFrequencyMs: number;
   /**
+   * `--sync-frequency` (the kubelet's, default 1m): every pod is synced again at this period — its
+   * volumes processed anew (claims and PVs fetched again, so an expanded PV reaches the node
+   * expansion path; remountable volumes set up again) — besides the syncs that source changes start.
+   */
+  syncFrequencyMs: number;
+  /**
    * `--register-node` (kubernetes source, managed mode): the agent is the node's kubelet towards
    * the API server (agent/node/node-registration.ts). Off by default, unlike the kubelet's flag:
    * the DaemonSet deployment runs the agent next to a real kubelet, whose Node it must not touch.
@@ -135,6 +141,8 @@ const defaultAttachVerifyPeriodMs = 60_000;
 const defaultShutdownGracePeriodMs = 10_000;
 /** The kubelet's `--node-status-update-frequency` default. */
 const defaultNodeStatusUpdateFrequencyMs = 10_000;
+/** The kubelet's `syncFrequency` default (pkg/kubelet/apis/config/v1beta1/defaults.go@v1.34). */
+const defaultSyncFrequencyMs = 60_000;
 const defaultObserveRefreshPeriodMs = 10_000;
 /** The kubelet's defaults for `--authentication-token-webhook-cache-ttl` and the authorization cache TTLs. */
 const defaultTokenWebhookCacheTtlMs = 120_000;
@@ -163,6 +171,7 @@ export const flagSpecs: readonly FlagSpec[] = [
   },
   { name: 'node-ip', type: 'string', value: 'ip', default: '127.0.0.1', help: 'with --register-node: the node\'s InternalIP address' },
   { name: 'node-status-update-frequency', type: 'string', value: 'duration', default: formatGoDuration(defaultNodeStatusUpdateFrequencyMs), help: 'kubernetes source, managed mode: period of the node.status.volumesInUse report (it is also sent on every change)' },
+  { name: 'sync-frequency', type: 'string', value: 'duration', default: formatGoDuration(defaultSyncFrequencyMs), help: 'period of the sync of every pod: its volumes are processed again (claims and PVs fetched anew, remountable volumes set up again)' },
   { name: 'csi-driver', type: 'string', multiple: true, value: 'name=socket', default: 'none', help: 'a CSI driver at a unix socket path (repeatable); drivers may also register through <root-dir>/plugins_registry' },
   { name: 'attach-verify-period', type: 'string', value: 'duration', default: formatGoDuration(defaultAttachVerifyPeriodMs), help: 'period of the batched check that attached volumes are still attached; 0 disables it' },
   { name: 'csi-timeout', type: 'string', value: 'duration', default: '2m', help: 'deadline of every CSI call; an expired call leaves the volume uncertain' },
@@ -277,6 +286,8 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
   if (source === 'manifest' && mode === 'observe') throw new FlagError('--mode', '--mode=observe: needs the kubernetes source (the pods come from the API server); drop --source=manifest');
   const nodeStatusUpdateFrequencyMs = duration('--node-status-update-frequency', str('node-status-update-frequency'), defaultNodeStatusUpdateFrequencyMs);
   if (nodeStatusUpdateFrequencyMs <= 0) throw new FlagError('--node-status-update-frequency', '--node-status-update-frequency: must be greater than 0');
+  const syncFrequencyMs = duration('--sync-frequency', str('sync-frequency'), defaultSyncFrequencyMs);
+  if (syncFrequencyMs <= 0) throw new FlagError('--sync-frequency', `--sync-frequency: must be greater than 0, got ${JSON.stringify(str('sync-frequency'))}`);
   const observeRefreshPeriodMs = duration('--observe-refresh-period', str('observe-refresh-period'), defaultObserveRefreshPeriodMs);
   if (observeRefreshPeriodMs <= 0) throw new FlagError('--observe-refresh-period', '--observe-refresh-period: must be greater than 0');
   const allowOrphanCleanup = bool('allow-orphan-cleanup', false);
@@ -319,6 +330,7 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       observeRefreshPeriodMs,
       allowOrphanCleanup,
       nodeStatusUpdateFrequencyMs,
+      syncFrequencyMs,
       registerNode,
       nodeIp,
       auth: {

@@ -27,7 +27,7 @@
 import { mkdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Driver, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
-import type { Clock } from '../../lib/clock/clock.ts';
+import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import { detectMounter, LinuxMounter, UnprivilegedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
 import { VolumeManager, type OperationRecord, type ReconcilerMetrics, type PodSourceProbe } from '../../lib/volumemanager/index.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -145,6 +145,7 @@ export class NodeAgent implements AgentRuntime {
   private readonly listeners = new Set<() => void>();
   private readonly unsubscribe: (() => void)[] = [];
   private stopping: Promise<{ operationsFinished: boolean }> | null = null;
+  private podResyncTimer: TimerHandle | null = null;
 
   private constructor(parts: {
     opts: NodeAgentOptions;
@@ -379,6 +380,7 @@ export class NodeAgent implements AgentRuntime {
     // their names are the operator's, and no socket in plugins_registry may take them first.
     if (this.observer === null) await this.watcher.start();
     this.volumeManager.start();
+    this.schedulePodResync();
     this.orphanedPodDirs?.start();
     this.observer?.start();
     const statusUpdater = this.statusUpdater;
@@ -414,6 +416,23 @@ export class NodeAgent implements AgentRuntime {
       },
       'Volume manager started',
     );
+  }
+
+  /**
+   * The kubelet's periodic pod sync: its pod workers sync every pod again each `syncFrequency`
+   * (pkg/kubelet/kubelet.go@v1.34 `resyncInterval`, with jitter per pod), and each sync calls
+   * WaitForAttachAndMount, which reprocesses the pod's volumes (`ReprocessPod`). Without it a change
+   * no source reports — a PV whose capacity the resizer raised, read by a GET and not watched —
+   * would reach the node expansion path only when something else about the pod changed. Here every
+   * pod is resynced at once each period (no per-pod jitter: there is no container work to spread).
+   */
+  private schedulePodResync(): void {
+    this.podResyncTimer = this.clock.setTimeout(() => {
+      if (this.stopping !== null) return;
+      for (const pod of this.source.listPods()) this.volumeManager.reprocessPod(uniquePodName(pod.metadata.uid ?? ''));
+      this.volumeManager.podsChanged();
+      this.schedulePodResync();
+    }, this.config.syncFrequencyMs);
   }
 
   /**
@@ -518,6 +537,8 @@ export class NodeAgent implements AgentRuntime {
 
   private async doStop(graceMs: number): Promise<{ operationsFinished: boolean }> {
     for (const off of this.unsubscribe.splice(0)) off();
+    if (this.podResyncTimer !== null) this.clock.clearTimeout(this.podResyncTimer);
+    this.podResyncTimer = null;
     this.nodeParts?.registration.stop();
     await Promise.all([this.nodeParts?.lease.stop(), this.nodeParts?.podDeleter.stop(), this.source.stop(), this.watcher.stop(), this.orphanedPodDirs?.stop(), this.observer?.stop(), this.volumeManager.stop(), this.statusUpdater?.stop()]);
     const running = this.volumeManager.getPendingOperations().filter((o) => o.pending).length;

@@ -35,8 +35,13 @@ type Grant = string;
 
 interface ApiCall {
   readonly needs: readonly Grant[];
-  /** `observe`: made in both modes; `managed`: only in managed mode (writes, and volume contents). */
-  readonly mode: 'observe' | 'managed';
+  /**
+   * `observe`: made in both modes; `managed`: only in managed mode (writes, and volume contents);
+   * `node`: only with `--register-node`, where the agent is the node towards the API server and runs
+   * as `system:node:<name>`: the Node authorizer grants these, never deploy/'s roles (beside a real
+   * kubelet, the kubelet owns the Node, its Lease and CSINode, and deletes the pods).
+   */
+  readonly mode: 'observe' | 'managed' | 'node';
   readonly why: string;
 }
 
@@ -60,6 +65,14 @@ const AGENT_CALLS: Readonly<Record<string, ApiCall>> = {
   patchNamespacedPersistentVolumeClaimStatus: { needs: ['patch persistentvolumeclaims/status'], mode: 'managed', why: 'the end of a node expansion' },
   createNamespacedEvent: { needs: ['create events'], mode: 'managed', why: 'FailedMount, SuccessfulAttachVolume… on the pods' },
   patchNamespacedEvent: { needs: ['patch events'], mode: 'managed', why: 'a repeated event is counted on the existing one' },
+  createNode: { needs: ['create nodes'], mode: 'node', why: 'registration of the Node (registerWithAPIServer)' },
+  readNamespacedLease: { needs: ['get leases.coordination.k8s.io'], mode: 'node', why: 'the node Lease in kube-node-lease, read when an update failed' },
+  createNamespacedLease: { needs: ['create leases.coordination.k8s.io'], mode: 'node', why: 'the node Lease, created when absent' },
+  replaceNamespacedLease: { needs: ['update leases.coordination.k8s.io'], mode: 'node', why: 'the node Lease renewal every 10 s' },
+  readCSINode: { needs: ['get csinodes.storage.k8s.io'], mode: 'node', why: "the node's CSINode, before a driver is added or removed" },
+  createCSINode: { needs: ['create csinodes.storage.k8s.io'], mode: 'node', why: 'the CSINode, created with the first registered driver' },
+  replaceCSINode: { needs: ['update csinodes.storage.k8s.io'], mode: 'node', why: 'a driver added to or removed from the CSINode' },
+  deleteNamespacedPod: { needs: ['delete pods'], mode: 'node', why: "the end of a graceful delete once the pod's volumes are unmounted (the status manager)" },
 };
 
 /** Every client-node call of the dashboard (lib/dashboard/, app/). */
@@ -254,7 +267,7 @@ describe(`RBAC of deploy/ by impersonation (${API})`, () => {
     expect(await canI('bob', 'update', 'nodes', { subresource: 'volumemanager', name: 'agent-0' })).toBe(true);
   });
 
-  it(`a node identity (system:node:agent-0) may create TokenReviews and SubjectAccessReviews: the Node authorizer's rules (${API})`, async () => {
+  it(`a node identity (system:node:agent-0) may create TokenReviews and SubjectAccessReviews, and make the calls of --register-node: the Node authorizer's rules (${API})`, async () => {
     const node = ['system:node:agent-0', ['system:nodes']] as const;
     const nodeCanI = async (verb: string, resource: string): Promise<boolean> => {
       const r = await cluster.kubectlRun(['auth', 'can-i', verb, resource, `--as=${node[0]}`, ...node[1].map((g) => `--as-group=${g}`), '--quiet']);
@@ -265,6 +278,26 @@ describe(`RBAC of deploy/ by impersonation (${API})`, () => {
     // Not through RBAC: the system:node ClusterRole has no subjects since Kubernetes 1.8.
     const binding = JSON.parse(await cluster.kubectl(['get', 'clusterrolebinding', 'system:node', '-o', 'json'])) as { subjects?: unknown[] };
     expect(binding.subjects ?? []).toEqual([]);
+    // What only a registering agent calls: the Node authorizer grants each, for this node's own objects.
+    const own = async (verb: string, resource: string, namespace?: string): Promise<boolean> => {
+      const r = await cluster.kubectlRun(['auth', 'can-i', verb, resource, ...(namespace === undefined ? [] : ['-n', namespace]), `--as=${node[0]}`, ...node[1].map((g) => `--as-group=${g}`), '--quiet']);
+      return r.code === 0;
+    };
+    const nodeOnly: Record<string, [verb: string, resource: string, namespace?: string]> = {
+      'create nodes': ['create', 'nodes/agent-0'],
+      'get leases.coordination.k8s.io': ['get', 'leases.coordination.k8s.io/agent-0', 'kube-node-lease'],
+      'create leases.coordination.k8s.io': ['create', 'leases.coordination.k8s.io/agent-0', 'kube-node-lease'],
+      'update leases.coordination.k8s.io': ['update', 'leases.coordination.k8s.io/agent-0', 'kube-node-lease'],
+      'get csinodes.storage.k8s.io': ['get', 'csinodes.storage.k8s.io/agent-0'],
+      'create csinodes.storage.k8s.io': ['create', 'csinodes.storage.k8s.io/agent-0'],
+      'update csinodes.storage.k8s.io': ['update', 'csinodes.storage.k8s.io/agent-0'],
+      'delete pods': ['delete', 'pods', 'default'],
+    };
+    expect(Object.keys(nodeOnly).sort()).toEqual(needsOf(AGENT_CALLS, ['node']));
+    for (const [grant, [verb, resource, namespace]] of Object.entries(nodeOnly)) expect(await own(verb, resource, namespace), grant).toBe(true);
+    // Another node's Lease and CSINode are refused.
+    expect(await own('update', 'leases.coordination.k8s.io/agent-9', 'kube-node-lease')).toBe(false);
+    expect(await own('update', 'csinodes.storage.k8s.io/agent-9')).toBe(false);
     // Without the group the Node authorizer does not recognise the node, and RBAC grants nothing.
     const r = await cluster.kubectlRun(['auth', 'can-i', 'create', 'tokenreviews.authentication.k8s.io', `--as=${node[0]}`, '--quiet']);
     expect(r.code).toBe(1);
