@@ -280,8 +280,13 @@ function apiGet(facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>, path: string)
   });
 }
 
-/** Whether node `nodeName` is Ready now, and what its Ready condition (or the GET) says. */
-export async function nodeReadiness(facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>, nodeName: string): Promise<{ ready: boolean; detail: string }> {
+/**
+ * Whether node `nodeName` is Ready now, and what its Ready condition (or the GET) says. With
+ * `heartbeatSince` (epoch ms) Ready counts only when the condition's lastHeartbeatTime (whole
+ * seconds) is not older: no node-lifecycle controller runs here, so a stopped kubelet's Node stays
+ * Ready, and a restarted one must be seen reporting again.
+ */
+export async function nodeReadiness(facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>, nodeName: string, heartbeatSince?: number): Promise<{ ready: boolean; detail: string }> {
   const r = await apiGet(facts, `/api/v1/nodes/${nodeName}`);
   if (r.status !== 200) {
     let message = r.body;
@@ -292,24 +297,35 @@ export async function nodeReadiness(facts: Pick<ClusterFacts, 'apiServerUrl' | '
     }
     return { ready: false, detail: `GET /api/v1/nodes/${nodeName}: ${r.status} ${message}` };
   }
-  const node = JSON.parse(r.body) as { status?: { conditions?: { type: string; status: string; reason?: string }[] } };
+  const node = JSON.parse(r.body) as { status?: { conditions?: { type: string; status: string; reason?: string; lastHeartbeatTime?: string }[] } };
   const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
   if (ready === undefined) return { ready: false, detail: `node ${nodeName} exists but has no Ready condition` };
-  return { ready: ready.status === 'True', detail: `Ready=${ready.status} (${ready.reason ?? ''})` };
+  const detail = `Ready=${ready.status} (${ready.reason ?? ''})`;
+  if (heartbeatSince !== undefined && Date.parse(ready.lastHeartbeatTime ?? '') < Math.floor(heartbeatSince / 1000) * 1000) {
+    return { ready: false, detail: `${detail}, last heartbeat ${ready.lastHeartbeatTime ?? 'never'}: none since ${new Date(heartbeatSince).toISOString()}` };
+  }
+  return { ready: ready.status === 'True', detail };
 }
 
 /**
- * Polls until node `nodeName` is Ready; rejects after `timeoutMs` (or when `node`, the agent or
- * the kubelet process, exits) with what its Ready condition said last.
+ * Polls until node `nodeName` is Ready (with a heartbeat since `heartbeatSince`, see
+ * {@link nodeReadiness}); rejects after `timeoutMs` (or when `node`, the agent or the kubelet
+ * process, exits) with what its Ready condition said last.
  */
-export async function waitForNodeReady(facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>, nodeName: string, timeoutMs: number, node?: ClusterAgent | ManagedProcess): Promise<void> {
+export async function waitForNodeReady(
+  facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>,
+  nodeName: string,
+  timeoutMs: number,
+  node?: ClusterAgent | ManagedProcess,
+  heartbeatSince?: number,
+): Promise<void> {
   let last = '';
   const proc = node instanceof ClusterAgent ? node.process : (node ?? null);
   try {
     await waitUntil(
       `node ${nodeName} Ready`,
       async () => {
-        const r = await nodeReadiness(facts, nodeName);
+        const r = await nodeReadiness(facts, nodeName, heartbeatSince);
         last = r.detail;
         return r.ready;
       },
@@ -728,20 +744,21 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     started.push(kubeletDriver);
     await waitUntil(`the CSI driver socket of ${KUBELET_NODE}`, () => Promise.resolve(existsSync(kubeletFacts.csiSocket)), { deadlineMs: 60_000, process: kubeletDriver, intervalMs: 250 });
     const kubeletStarted = performance.now();
+    const kubeletStartedAt = Date.now();
     const kubelet = startGo(KUBELET_PROCESS, 'kubelet', [`--kubeconfig=${kubeletFacts.kubeconfig}`, `--node-name=${KUBELET_NODE}`, `--root-dir=${kubeletFacts.rootDir}`, '--v=2']);
 
     if (options.waitForNodeReady ?? true) {
       const timeoutMs = options.nodeTimeoutMs ?? 60_000;
-      const wait = async (nodeName: string, node: ClusterAgent | ManagedProcess, since: number): Promise<void> => {
+      const wait = async (nodeName: string, node: ClusterAgent | ManagedProcess, since: number, heartbeatSince?: number): Promise<void> => {
         try {
-          await waitForNodeReady(facts, nodeName, timeoutMs, node);
+          await waitForNodeReady(facts, nodeName, timeoutMs, node, heartbeatSince);
           say(`node ${nodeName} Ready after ${((performance.now() - since) / 1000).toFixed(1)} s`);
         } catch (err) {
           if (!isNodeNotReadyError(err)) throw err;
           say(err.message);
         }
       };
-      await Promise.all([wait(NODE, agent, performance.now()), wait(KUBELET_NODE, kubelet, kubeletStarted)]);
+      await Promise.all([wait(NODE, agent, performance.now()), wait(KUBELET_NODE, kubelet, kubeletStarted, kubeletStartedAt)]);
     }
     for (const p of [...started, ...(agent.process === null ? [] : [agent.process])]) {
       if (p.exitInfo !== null) say(`${p.name} exited (${p.exitInfo.signal ?? `code ${String(p.exitInfo.code)}`}); log ${p.options.logFile}:\n${await p.logTail(1500)}`);
