@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { inject } from 'vitest';
 import {
+  KUBELET_NODE,
   NODE,
   componentVersion,
   issueClientIdentity,
@@ -39,6 +40,10 @@ export const cluster = {
   startAgent: (options: AgentOptions): Promise<ClusterAgent> => startAgent(facts, options),
   /** Rejects when node agent-0 is not Ready within `timeoutMs`. */
   waitForNodeReady: (timeoutMs: number): Promise<void> => waitForNodeReady(facts, NODE, timeoutMs),
+  /** Rejects when node kubelet-0 (the upstream kubelet, facts.kubelet) is not Ready within `timeoutMs`. */
+  waitForKubeletNodeReady: (timeoutMs: number): Promise<void> => waitForNodeReady(facts, KUBELET_NODE, timeoutMs),
+  /** kubelet-0's whole log (klog, --v=2). */
+  kubeletLog: (): Promise<string> => readFile(facts.kubelet.logFile, 'utf8'),
   /** Restarts agent-0 in the process that owns it (SIGKILL with `kill9`); resolves with its exit. */
   async restartAgent(options: { kill9?: boolean } = {}): Promise<ExitInfo | null> {
     const res = await fetch(`${control.url}/agent/restart${options.kill9 === true ? '?kill9=1' : ''}`, {

@@ -1,6 +1,8 @@
 /**
  * Global setup of `npm run test:cluster` (vitest.cluster.config.ts): ONE real cluster per run
- * (scripts/cluster/cluster.ts), in `.volumescope/cluster-test/` (reset at every run), stopped in
+ * (scripts/cluster/cluster.ts), in `.volumescope/cluster-test/` (reset at every run; the
+ * environment variable VOLUMESCOPE_CLUSTER_TEST_DIR, an absolute path, moves it: a checkout so deep
+ * that the cluster's unix sockets would pass 107 bytes needs that), stopped in
  * the teardown in the cluster's own order (agents first, leftover mounts unmounted, then the rest).
  *
  * The tests get the cluster's facts through `inject('cluster')` (e2e/cluster/cluster-context.ts).
@@ -18,7 +20,7 @@ import type { TestProject } from 'vitest/node';
 import { HOST, componentVersion, startCluster, type ClusterFacts } from '../../scripts/cluster/cluster.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const CLUSTER_TEST_STATE_DIR = join(REPO_ROOT, '.volumescope', 'cluster-test');
+export const CLUSTER_TEST_STATE_DIR = process.env.VOLUMESCOPE_CLUSTER_TEST_DIR ?? join(REPO_ROOT, '.volumescope', 'cluster-test');
 
 /** Where and how a test asks this process to restart agent-0. */
 export interface ClusterControl {

@@ -4,13 +4,15 @@
 //
 // Contract:
 // - {@link startCluster} starts etcd, kube-apiserver, kube-controller-manager, the CSI driver with
-//   its sidecars, and node `agent-0` (a managed-mode agent with the identity system:node:agent-0),
-//   in that order, from the upstream build (build.ts), with state in `stateDir` (reused unless
-//   `reset`). It resolves once the agent serves its API and (with `waitForNodeReady`) the node was
-//   waited for; a failed start stops what it started and rejects.
-// - {@link RunningCluster.stop} stops the agents first (they keep their mounts on SIGTERM by
-//   design), unmounts what they left below the state dir, then the CSI processes, the controller
-//   manager, the API server and etcd.
+//   its sidecars, node `agent-0` (a managed-mode agent with the identity system:node:agent-0) and
+//   node `kubelet-0` (the upstream kubelet, `kube kubelet`, identity system:node:kubelet-0, with a
+//   csi-loop node instance of its own), in that order, from the upstream build (build.ts), with
+//   state in `stateDir` (reused unless `reset`). It resolves once the agent serves its API and
+//   (with `waitForNodeReady`) both nodes were waited for; a failed start stops what it started and
+//   rejects.
+// - {@link RunningCluster.stop} stops the nodes first (the agent keeps its mounts on SIGTERM by
+//   design, the kubelet leaves its pods' mounts as a stopped kubelet does), unmounts what they left
+//   below the state dir, then the CSI processes, the controller manager, the API server and etcd.
 // - {@link ClusterFacts} is plain data (JSON): what a process that did not start the cluster needs
 //   to use it (a test worker gets it through vitest's provide/inject). The functions that take
 //   facts ({@link kubectl}, {@link issueClientIdentity}, {@link startAgent}, {@link nodeReadiness})
@@ -32,6 +34,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const HOST = '127.0.0.1';
 /** The node the cluster starts with. */
 export const NODE = 'agent-0';
+/** The node run by the upstream kubelet (`kube kubelet`, upstream/kube/cmd/kube/kubelet.go). */
+export const KUBELET_NODE = 'kubelet-0';
 
 /**
  * The CSI driver the cluster runs. The upstream csi-driver-host-path cannot be built here (the
@@ -40,6 +44,10 @@ export const NODE = 'agent-0';
  * kubelet plugin registration itself (in place of node-driver-registrar).
  */
 export const DRIVER = 'csi-loop.volumescope.dev';
+
+/** The process names (and log file names) of node kubelet-0's kubelet and csi-loop instance. */
+const KUBELET_PROCESS = `kubelet-${KUBELET_NODE}`;
+const KUBELET_CSI_PROCESS = `csi-driver-${KUBELET_NODE}`;
 
 /** The identities of the cluster's clients: CN = user, O = groups. */
 const ADMIN: ClientIdentity = { file: 'admin', user: 'kubernetes-admin', groups: ['system:masters'] };
@@ -65,6 +73,24 @@ export interface AgentFacts {
   readonly logFile: string;
 }
 
+/**
+ * Node {@link KUBELET_NODE}: the upstream kubelet and its csi-loop node instance (own state dir,
+ * own socket; see the comment at its start in {@link startCluster} for why not the shared one).
+ */
+export interface KubeletFacts {
+  readonly nodeName: string;
+  /** The kubelet's --root-dir: `<stateDir>/nodes/<node>` (pods/, plugins/, plugins_registry/). */
+  readonly rootDir: string;
+  readonly kubeconfig: string;
+  /** `<logsDir>/kubelet-<node>.log`. */
+  readonly logFile: string;
+  /** The node instance of csi-loop: its CSI socket, control API, state dir and log. */
+  readonly csiSocket: string;
+  readonly csiControlUrl: string;
+  readonly csiStateDir: string;
+  readonly csiLogFile: string;
+}
+
 /** What a process needs to use a running cluster; plain data. */
 export interface ClusterFacts {
   readonly stateDir: string;
@@ -80,6 +106,8 @@ export interface ClusterFacts {
   readonly driverName: string;
   /** Node {@link NODE}. */
   readonly agent: AgentFacts;
+  /** Node {@link KUBELET_NODE}. */
+  readonly kubelet: KubeletFacts;
 }
 
 export interface StartClusterOptions {
@@ -87,7 +115,7 @@ export interface StartClusterOptions {
   readonly stateDir: string;
   /** Delete the state dir first (refused while something is mounted below it). */
   readonly reset?: boolean;
-  /** Wait up to `nodeTimeoutMs` for node agent-0 to become Ready (default true). Not Ready is logged, not an error. */
+  /** Wait up to `nodeTimeoutMs` for nodes agent-0 and kubelet-0 to become Ready (default true). Not Ready is logged, not an error. */
   readonly waitForNodeReady?: boolean;
   /** Default 60 s. */
   readonly nodeTimeoutMs?: number;
@@ -124,7 +152,7 @@ export const isKubectlError = (e: unknown): e is KubectlError => e instanceof Ku
 interface SavedState {
   /** The upstream build key the state was made with. */
   key: string;
-  ports: { etcd: number; etcdPeer: number; apiserver: number; agent: number };
+  ports: { etcd: number; etcdPeer: number; apiserver: number; agent: number; kubeletCsiControl?: number };
 }
 
 // FACTS-BASED HELPERS (any process)
@@ -252,8 +280,13 @@ function apiGet(facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>, path: string)
   });
 }
 
-/** Whether node `nodeName` is Ready now, and what its Ready condition (or the GET) says. */
-export async function nodeReadiness(facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>, nodeName: string): Promise<{ ready: boolean; detail: string }> {
+/**
+ * Whether node `nodeName` is Ready now, and what its Ready condition (or the GET) says. With
+ * `heartbeatSince` (epoch ms) Ready counts only when the condition's lastHeartbeatTime (whole
+ * seconds) is not older: no node-lifecycle controller runs here, so a stopped kubelet's Node stays
+ * Ready, and a restarted one must be seen reporting again.
+ */
+export async function nodeReadiness(facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>, nodeName: string, heartbeatSince?: number): Promise<{ ready: boolean; detail: string }> {
   const r = await apiGet(facts, `/api/v1/nodes/${nodeName}`);
   if (r.status !== 200) {
     let message = r.body;
@@ -264,24 +297,35 @@ export async function nodeReadiness(facts: Pick<ClusterFacts, 'apiServerUrl' | '
     }
     return { ready: false, detail: `GET /api/v1/nodes/${nodeName}: ${r.status} ${message}` };
   }
-  const node = JSON.parse(r.body) as { status?: { conditions?: { type: string; status: string; reason?: string }[] } };
+  const node = JSON.parse(r.body) as { status?: { conditions?: { type: string; status: string; reason?: string; lastHeartbeatTime?: string }[] } };
   const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
   if (ready === undefined) return { ready: false, detail: `node ${nodeName} exists but has no Ready condition` };
-  return { ready: ready.status === 'True', detail: `Ready=${ready.status} (${ready.reason ?? ''})` };
+  const detail = `Ready=${ready.status} (${ready.reason ?? ''})`;
+  if (heartbeatSince !== undefined && Date.parse(ready.lastHeartbeatTime ?? '') < Math.floor(heartbeatSince / 1000) * 1000) {
+    return { ready: false, detail: `${detail}, last heartbeat ${ready.lastHeartbeatTime ?? 'never'}: none since ${new Date(heartbeatSince).toISOString()}` };
+  }
+  return { ready: ready.status === 'True', detail };
 }
 
 /**
- * Polls until node `nodeName` is Ready; rejects after `timeoutMs` (or when `agent` exits) with
- * what its Ready condition said last.
+ * Polls until node `nodeName` is Ready (with a heartbeat since `heartbeatSince`, see
+ * {@link nodeReadiness}); rejects after `timeoutMs` (or when `node`, the agent or the kubelet
+ * process, exits) with what its Ready condition said last.
  */
-export async function waitForNodeReady(facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>, nodeName: string, timeoutMs: number, agent?: ClusterAgent): Promise<void> {
+export async function waitForNodeReady(
+  facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>,
+  nodeName: string,
+  timeoutMs: number,
+  node?: ClusterAgent | ManagedProcess,
+  heartbeatSince?: number,
+): Promise<void> {
   let last = '';
-  const proc = agent?.process ?? null;
+  const proc = node instanceof ClusterAgent ? node.process : (node ?? null);
   try {
     await waitUntil(
       `node ${nodeName} Ready`,
       async () => {
-        const r = await nodeReadiness(facts, nodeName);
+        const r = await nodeReadiness(facts, nodeName, heartbeatSince);
         last = r.detail;
         return r.ready;
       },
@@ -417,6 +461,8 @@ export interface RunningCluster {
   readonly facts: ClusterFacts;
   /** Node agent-0. */
   readonly agent: ClusterAgent;
+  /** Node kubelet-0's kubelet process. */
+  readonly kubelet: ManagedProcess;
   kubectl(args: readonly string[], options?: KubectlOptions): Promise<string>;
   /** Restarts agent-0 (see {@link ClusterAgent.restart}). */
   restartAgent(options?: { kill9?: boolean }): Promise<ExitInfo | null>;
@@ -424,7 +470,7 @@ export interface RunningCluster {
   agentLog(): Promise<string>;
   /** Rejects with {@link NodeNotReadyError} when agent-0 is not Ready within `timeoutMs`. */
   waitForNodeReady(timeoutMs: number): Promise<void>;
-  /** Agent first, unmount leftovers, then the rest; idempotent. */
+  /** Nodes first, unmount leftovers, then the rest; idempotent. */
   stop(): Promise<void>;
 }
 
@@ -442,7 +488,7 @@ async function choosePorts(saved: SavedState['ports'] | undefined, say: (line: s
     }
     return freePort(HOST);
   };
-  return { etcd: await pick('etcd'), etcdPeer: await pick('etcdPeer'), apiserver: await pick('apiserver'), agent: await pick('agent') };
+  return { etcd: await pick('etcd'), etcdPeer: await pick('etcdPeer'), apiserver: await pick('apiserver'), agent: await pick('agent'), kubeletCsiControl: await pick('kubeletCsiControl') };
 }
 
 function manifests(): string {
@@ -466,6 +512,23 @@ allowVolumeExpansion: true
 reclaimPolicy: Delete
 volumeBindingMode: Immediate
 `;
+}
+
+/** The longest unix socket path Linux takes: `sun_path` is 108 bytes with its terminating NUL. */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+/**
+ * Refuses a state dir so deep that a socket below it cannot be bound (the driver would exit with
+ * `listen EINVAL`, the kubelet could not dial it): the kubelet fixes `<root>/plugins_registry`, the
+ * driver `<driver-name>-reg.sock`, so only a shorter state dir helps.
+ */
+function assertSocketPaths(paths: readonly string[]): void {
+  for (const path of paths) {
+    const bytes = Buffer.byteLength(path);
+    if (bytes > MAX_SOCKET_PATH_BYTES) {
+      throw new ClusterStateError(`the socket ${path} would be ${bytes} bytes long, more than a unix socket path may be (${MAX_SOCKET_PATH_BYTES}): use a shorter state dir`);
+    }
+  }
 }
 
 /** Prepares the state dir (reset, build-key check) and returns the ports to use. */
@@ -509,7 +572,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
 
   const state = options.stateDir;
   const ports = await prepareState(state, manifest.key, options.reset === true, say);
-  const pki: Pki = ensurePki(join(state, 'pki'), [ADMIN, CONTROLLER_MANAGER, nodeIdentity(NODE), SIDECARS]);
+  const pki: Pki = ensurePki(join(state, 'pki'), [ADMIN, CONTROLLER_MANAGER, nodeIdentity(NODE), nodeIdentity(KUBELET_NODE), SIDECARS]);
   const server = `https://${HOST}:${ports.apiserver}`;
   const kubeconfigOf = (id: ClientIdentity): string => {
     const file = join(state, `${id.file}.kubeconfig`);
@@ -531,6 +594,17 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
   };
   const base = { stateDir: state, pki: pkiPaths, apiServerUrl: server, logsDir: logs };
   const agent = new ClusterAgent(await agentFacts(base, { nodeName: NODE, port: ports.agent, kubeconfig: kubeconfigOf(nodeIdentity(NODE)) }), options.agentArgs ?? []);
+  const kubeletCsiDir = join(csiDir, KUBELET_NODE);
+  const kubeletFacts: KubeletFacts = {
+    nodeName: KUBELET_NODE,
+    rootDir: join(state, 'nodes', KUBELET_NODE),
+    kubeconfig: kubeconfigOf(nodeIdentity(KUBELET_NODE)),
+    logFile: join(logs, `kubelet-${KUBELET_NODE}.log`),
+    csiSocket: join(kubeletCsiDir, 'csi.sock'),
+    csiControlUrl: `http://${HOST}:${ports.kubeletCsiControl ?? (await freePort(HOST))}`,
+    csiStateDir: join(kubeletCsiDir, 'state'),
+    csiLogFile: join(logs, `csi-driver-${KUBELET_NODE}.log`),
+  };
   const facts: ClusterFacts = {
     ...base,
     buildDir,
@@ -539,7 +613,11 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     csiSocket: join(csiDir, 'csi.sock'),
     driverName: DRIVER,
     agent: agent.facts,
+    kubelet: kubeletFacts,
   };
+
+  const registrationSocket = (nodeRoot: string): string => join(nodeRoot, 'plugins_registry', `${DRIVER}-reg.sock`);
+  assertSocketPaths([facts.csiSocket, kubeletFacts.csiSocket, registrationSocket(agent.facts.rootDir), registrationSocket(kubeletFacts.rootDir)]);
 
   const env = childEnv();
   const started: ManagedProcess[] = [];
@@ -553,16 +631,16 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       say('stopping…');
-      await agent.stop();
+      await Promise.all([agent.stop(), started.find((p) => p.name === KUBELET_PROCESS)?.stop(15_000)]);
       const nodesDir = join(state, 'nodes');
       const agentRoots = existsSync(nodesDir) ? readdirSync(nodesDir).map((n) => join(nodesDir, n)) : [];
       const leftovers = await findLeftoverMounts(state, agentRoots);
       if (leftovers.length > 0) {
-        say(`unmounting ${leftovers.length} mount(s) the agent left below ${state}…`);
+        say(`unmounting ${leftovers.length} mount(s) the nodes left below ${state}…`);
         const report = await unmountLeftovers(leftovers);
         for (const f of report.failed) say(`could not unmount ${f.mountPoint}: ${f.error}`);
       }
-      for (const n of ['csi-attacher', 'csi-provisioner', 'csi-resizer', 'csi-driver', 'kube-controller-manager', 'kube-apiserver', 'etcd']) {
+      for (const n of ['csi-attacher', 'csi-provisioner', 'csi-resizer', KUBELET_CSI_PROCESS, 'csi-driver', 'kube-controller-manager', 'kube-apiserver', 'etcd']) {
         await started.find((p) => p.name === n)?.stop(10_000);
       }
       say('stopped');
@@ -637,13 +715,52 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     }
 
     await agent.start();
+
+    // Node kubelet-0's CSI node plugin: a second csi-loop process, serving the kubelet's plugin
+    // registration itself (node-driver-registrar cannot be built here: the module proxy refuses
+    // github.com/kubernetes-csi/node-driver-registrar). It has its own state dir: csi-loop's state
+    // store (drivers/csi-loop/state-store.ts) reads state.json once at start, keeps it in memory
+    // and rewrites it whole through one fixed temp file, with no lock, so two processes on one
+    // state dir would overwrite each other's volumes. The controller side (the sidecars' instance
+    // above, node id agent-0) therefore does not share volumes with this one: see docs/cluster.md.
+    const kubeletRegistration = join(kubeletFacts.rootDir, 'plugins_registry');
+    mkdirSync(kubeletRegistration, { recursive: true });
+    mkdirSync(kubeletCsiDir, { recursive: true });
+    const kubeletDriver = ManagedProcess.start({
+      name: KUBELET_CSI_PROCESS,
+      args: [
+        '--import',
+        'tsx',
+        join(root, 'drivers', 'csi-loop', 'main.ts'),
+        `--endpoint=unix://${kubeletFacts.csiSocket}`,
+        `--state-dir=${kubeletFacts.csiStateDir}`,
+        `--driver-name=${DRIVER}`,
+        `--node-id=${KUBELET_NODE}`,
+        `--registration-dir=${kubeletRegistration}`,
+        `--control=${new URL(kubeletFacts.csiControlUrl).host}`,
+      ],
+      cwd: root,
+      env,
+      logFile: kubeletFacts.csiLogFile,
+    });
+    started.push(kubeletDriver);
+    await waitUntil(`the CSI driver socket of ${KUBELET_NODE}`, () => Promise.resolve(existsSync(kubeletFacts.csiSocket)), { deadlineMs: 60_000, process: kubeletDriver, intervalMs: 250 });
+    const kubeletStarted = performance.now();
+    const kubeletStartedAt = Date.now();
+    const kubelet = startGo(KUBELET_PROCESS, 'kubelet', [`--kubeconfig=${kubeletFacts.kubeconfig}`, `--node-name=${KUBELET_NODE}`, `--root-dir=${kubeletFacts.rootDir}`, '--v=2']);
+
     if (options.waitForNodeReady ?? true) {
-      try {
-        await waitForNodeReady(facts, NODE, options.nodeTimeoutMs ?? 60_000, agent);
-      } catch (err) {
-        if (!isNodeNotReadyError(err)) throw err;
-        say(err.message);
-      }
+      const timeoutMs = options.nodeTimeoutMs ?? 60_000;
+      const wait = async (nodeName: string, node: ClusterAgent | ManagedProcess, since: number, heartbeatSince?: number): Promise<void> => {
+        try {
+          await waitForNodeReady(facts, nodeName, timeoutMs, node, heartbeatSince);
+          say(`node ${nodeName} Ready after ${((performance.now() - since) / 1000).toFixed(1)} s`);
+        } catch (err) {
+          if (!isNodeNotReadyError(err)) throw err;
+          say(err.message);
+        }
+      };
+      await Promise.all([wait(NODE, agent, performance.now()), wait(KUBELET_NODE, kubelet, kubeletStarted, kubeletStartedAt)]);
     }
     for (const p of [...started, ...(agent.process === null ? [] : [agent.process])]) {
       if (p.exitInfo !== null) say(`${p.name} exited (${p.exitInfo.signal ?? `code ${String(p.exitInfo.code)}`}); log ${p.options.logFile}:\n${await p.logTail(1500)}`);
@@ -653,9 +770,12 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     throw err;
   }
 
+  const kubelet = started.find((p) => p.name === KUBELET_PROCESS);
+  if (kubelet === undefined) throw new Error(`${KUBELET_PROCESS} was not started`);
   return {
     facts,
     agent,
+    kubelet,
     kubectl: (args, kubectlOptions) => kubectl(facts, args, kubectlOptions),
     restartAgent: (restartOptions) => agent.restart(restartOptions),
     agentLog: () => agent.log(),

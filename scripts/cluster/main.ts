@@ -1,12 +1,12 @@
 // `npm run cluster`: a real Kubernetes control plane on 127.0.0.1 with a VolumeScope agent as
-// node `agent-0`. Run through scripts/cluster/start.mjs (the pinned Node, and as root a private
+// node `agent-0` and the upstream kubelet as node `kubelet-0`. Run through scripts/cluster/start.mjs (the pinned Node, and as root a private
 // mount namespace, so no mount can leak into the host). State lives under .volumescope/cluster/
 // and is reused by the next start. `--help` documents the flags and the printed lines. The
 // cluster itself is scripts/cluster/cluster.ts (also used by `npm run test:cluster`).
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DRIVER, HOST, NODE, startCluster, type RunningCluster } from './cluster.ts';
+import { DRIVER, HOST, KUBELET_NODE, NODE, startCluster, type RunningCluster } from './cluster.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -17,21 +17,27 @@ Starts, all on ${HOST} with state under .volumescope/cluster/ (reused by the nex
   NodeRestriction), kube-controller-manager (attachdetach, persistentvolume-binder, persistentvolume-expander,
   serviceaccount, root-ca-cert-publisher, pv-protection, pvc-protection), the CSI driver ${DRIVER} with
   external-attacher, external-provisioner and external-resizer, the StorageClass csi-hostpath (default class,
-  allowVolumeExpansion), and node ${NODE}: a VolumeScope agent in managed mode (controller attach/detach on, --register-node)
-  with the identity system:node:${NODE} (group system:nodes), its API on a free port.
+  allowVolumeExpansion), node ${NODE}: a VolumeScope agent in managed mode (controller attach/detach on, --register-node)
+  with the identity system:node:${NODE} (group system:nodes), its API on a free port, and node ${KUBELET_NODE}:
+  the upstream kubelet without a container runtime (\`kube kubelet\`: fake CRI, real mounts and volume plugins,
+  controller attach/detach) with the identity system:node:${KUBELET_NODE}, root dir nodes/${KUBELET_NODE}/, and a
+  second ${DRIVER} process as its CSI node plugin (node id ${KUBELET_NODE}, state csi/${KUBELET_NODE}/).
 
 The upstream binaries come from \`npm run cluster:build\` (built first if missing; needs Go).
 
-Printed once the API server is ready and the node was waited for:
+Printed once the API server is ready and both nodes were waited for (a node not Ready in time is
+reported on a cluster: line before these):
   kubeconfig: <absolute path of the admin kubeconfig>
   ${NODE}: <root dir of the node>
   ${NODE} api: <url> token-file <path>
-Logs: .volumescope/cluster/logs/<component>.log. Ctrl-C stops the agent first, unmounts what it left
-below the state dir, then the CSI processes, the controller manager, the API server and etcd.
+  ${KUBELET_NODE}: <root dir of the kubelet>
+Logs: .volumescope/cluster/logs/<component>.log (the kubelet: kubelet-${KUBELET_NODE}.log, its CSI node plugin:
+csi-driver-${KUBELET_NODE}.log). Ctrl-C stops the agent and the kubelet first, unmounts what they left below
+the state dir, then the CSI processes, the controller manager, the API server and etcd.
 
 Flags:
   --reset              delete the state dir first (a fresh cluster)
-  --node-timeout <s>   how long to wait for node ${NODE} to become Ready (default 60)
+  --node-timeout <s>   how long to wait for nodes ${NODE} and ${KUBELET_NODE} to become Ready (default 60)
   --help               print this help
 `;
 
@@ -77,6 +83,7 @@ async function main(): Promise<number> {
   console.log(`kubeconfig: ${facts.adminKubeconfig}`);
   console.log(`${NODE}: ${facts.agent.rootDir}`);
   console.log(`${NODE} api: ${facts.agent.url} token-file ${facts.agent.tokenFile}`);
+  console.log(`${KUBELET_NODE}: ${facts.kubelet.rootDir}`);
   await new Promise<never>(() => {});
   return 0;
 }

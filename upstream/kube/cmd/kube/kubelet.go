@@ -175,8 +175,12 @@ func hollowKubelet(ctx context.Context, o kubeletOptions) error {
 	}
 	mounter := mount.New("")
 	deps := &kubelet.Dependencies{
-		KubeClient:                client,
-		HeartbeatClient:           heartbeatClient,
+		KubeClient:      client,
+		HeartbeatClient: heartbeatClient,
+		// The hollow kubelet sets no EventClient, so its recorder only logs ("No api server
+		// defined - no events will be sent to API server", cmd/kubelet/app/server.go
+		// makeEventRecorder); the real kubelet sends its Events (FailedMount, …) with it.
+		EventClient:               client.CoreV1(),
 		ProbeManager:              probetest.FakeManager{},
 		RemoteRuntimeService:      runtimeService,
 		RemoteImageService:        fakeRuntime.ImageService,

@@ -1,0 +1,269 @@
+/**
+ * Node kubelet-0: the upstream kubelet without a container runtime (`kube kubelet`,
+ * upstream/kube/cmd/kube/kubelet.go: kubemark's fake CRI and stub container manager, the real
+ * mounter, volume plugins and events), started by the cluster (scripts/cluster/cluster.ts) with
+ * the identity system:node:kubelet-0 and a csi-loop instance of its own as its CSI node plugin.
+ *
+ * This process shares the cluster's private mount namespace (test.mjs runs vitest under
+ * `unshare -m` and the cluster's processes are its children), so /proc/self/mountinfo here shows
+ * the kubelet's mounts. What the real kubelet does is recorded here as it is (directory names,
+ * which volumes are mounts, the exact event texts), for the side-by-side with the agent.
+ */
+import { existsSync, lstatSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KUBELET_NODE } from '../../scripts/cluster/cluster.ts';
+import { waitUntil } from '../../scripts/demo/process.ts';
+import { cluster, facts, versionTag } from './cluster-context.ts';
+
+const KUBELET = versionTag('kubelet');
+const ADC = versionTag('kube-controller-manager');
+const ATTACHER = versionTag('csi-attacher');
+const NS = 'kubelet-node-test';
+const ROOT = facts.kubelet.rootDir;
+/** hostPath volumes of the tests live below the state dir (removed with it, never in the host's /). */
+const HOST_PATHS = join(facts.stateDir, 'host-paths', NS);
+
+interface MountInfoEntry {
+  mountPoint: string;
+  fsType: string;
+}
+
+/** /proc/self/mountinfo: mount point (field 5, octal escapes undone) and filesystem type. */
+function mountInfo(): MountInfoEntry[] {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((line) => {
+      const [left = '', right = ''] = line.split(' - ');
+      const mountPoint = (left.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+      return { mountPoint, fsType: right.split(' ')[0] ?? '' };
+    });
+}
+
+interface KubeEvent {
+  reason: string;
+  message: string;
+  type: string;
+  source?: { component?: string; host?: string };
+}
+
+async function podEvents(pod: string, reason: string): Promise<KubeEvent[]> {
+  const out = await cluster.kubectl(['get', 'events', '-n', NS, '--field-selector', `involvedObject.kind=Pod,involvedObject.name=${pod},reason=${reason}`, '-o', 'json']);
+  return (JSON.parse(out) as { items: KubeEvent[] }).items;
+}
+
+const firstEvent = (pod: string, reason: string): Promise<KubeEvent> =>
+  waitUntil(`a ${reason} Event of pod ${pod}`, async () => (await podEvents(pod, reason))[0], { deadlineMs: 90_000, intervalMs: 1000 });
+
+async function podUid(pod: string): Promise<string> {
+  return (await cluster.kubectl(['get', 'pod', pod, '-n', NS, '-o', 'jsonpath={.metadata.uid}'])).trim();
+}
+
+const container = (mounts: readonly string[]): string =>
+  [
+    '  containers:',
+    '  - name: app',
+    '    image: registry.k8s.io/pause:3.10',
+    '    volumeMounts:',
+    ...mounts.map((m) => `    - {name: ${m}, mountPath: /mnt/${m}}`),
+  ].join('\n');
+
+beforeAll(async () => {
+  await cluster.kubectl(['create', 'namespace', NS]);
+  await cluster.waitForKubeletNodeReady(60_000);
+});
+
+afterAll(async () => {
+  await cluster.kubectlRun(['delete', 'namespace', NS, '--wait=false']);
+});
+
+describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real mounts`, () => {
+  it(`${KUBELET_NODE} is Ready, controller-managed attach/detach, ${KUBELET} (${KUBELET})`, async () => {
+    const node = JSON.parse(await cluster.kubectl(['get', 'node', KUBELET_NODE, '-o', 'json'])) as {
+      metadata: { annotations: Record<string, string> };
+      status: { conditions: { type: string; status: string }[]; nodeInfo: { kubeletVersion: string; containerRuntimeVersion: string } };
+    };
+    expect(node.metadata.annotations['volumes.kubernetes.io/controller-managed-attach-detach']).toBe('true');
+    expect(node.status.conditions.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect(node.status.nodeInfo.kubeletVersion).toBe(KUBELET.split(' ')[1]);
+    expect(node.status.nodeInfo.containerRuntimeVersion).toBe('fakeRuntime://0.1.0');
+  });
+
+  it(`CSINode ${KUBELET_NODE} lists ${facts.driverName} with node id ${KUBELET_NODE}, written by the kubelet after registration (${KUBELET})`, async () => {
+    const drivers = await waitUntil(
+      `CSINode ${KUBELET_NODE} with a driver`,
+      async () => {
+        const r = await cluster.kubectlRun(['get', 'csinode', KUBELET_NODE, '-o', 'json']);
+        if (r.code !== 0) return undefined;
+        const d = (JSON.parse(r.stdout) as { spec: { drivers: { name: string; nodeID: string }[] | null } }).spec.drivers ?? [];
+        return d.length > 0 ? d : undefined;
+      },
+      { deadlineMs: 30_000, intervalMs: 500 },
+    );
+    expect(drivers.map((d) => [d.name, d.nodeID])).toEqual([[facts.driverName, KUBELET_NODE]]);
+    const node = JSON.parse(await cluster.kubectl(['get', 'node', KUBELET_NODE, '-o', 'json'])) as { metadata: { annotations: Record<string, string> } };
+    expect(JSON.parse(node.metadata.annotations['csi.volume.kubernetes.io/nodeid'] ?? '{}')).toEqual({ [facts.driverName]: KUBELET_NODE });
+  });
+
+  it(`a pod's emptyDir (disk, Memory), configMap, secret, downwardAPI, projected and hostPath volumes are real directories and mounts (${KUBELET})`, async () => {
+    const hostDir = join(HOST_PATHS, 'created');
+    const pod = 'volumes';
+    await cluster.kubectl(['apply', '-f', '-'], {
+      input: [
+        'apiVersion: v1',
+        'kind: ConfigMap',
+        `metadata: {name: settings, namespace: ${NS}}`,
+        'data: {mode: fast, level: "3"}',
+        '---',
+        'apiVersion: v1',
+        'kind: Secret',
+        `metadata: {name: creds, namespace: ${NS}}`,
+        'stringData: {password: s3cret}',
+        '---',
+        'apiVersion: v1',
+        'kind: Pod',
+        `metadata: {name: ${pod}, namespace: ${NS}, labels: {app: volumes}}`,
+        'spec:',
+        `  nodeName: ${KUBELET_NODE}`,
+        container(['disk', 'mem', 'cm', 'secret', 'downward', 'projected', 'host']),
+        '  volumes:',
+        '  - {name: disk, emptyDir: {}}',
+        '  - {name: mem, emptyDir: {medium: Memory}}',
+        '  - {name: cm, configMap: {name: settings}}',
+        '  - {name: secret, secret: {secretName: creds}}',
+        '  - {name: downward, downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}, {path: labels, fieldRef: {fieldPath: metadata.labels}}]}}',
+        '  - {name: projected, projected: {sources: [{serviceAccountToken: {path: token, expirationSeconds: 3600}}, {configMap: {name: settings, items: [{key: mode, path: mode}]}}]}}',
+        `  - {name: host, hostPath: {path: ${hostDir}, type: DirectoryOrCreate}}`,
+      ].join('\n'),
+    });
+    const uid = await podUid(pod);
+    const volumes = join(ROOT, 'pods', uid, 'volumes');
+    const file = (plugin: string, name: string, path: string): string => join(volumes, plugin, name, path);
+    await waitUntil(
+      `the volumes of pod ${pod} set up`,
+      () => Promise.resolve(existsSync(file('kubernetes.io~projected', 'projected', 'token')) && existsSync(file('kubernetes.io~secret', 'secret', 'password')) && existsSync(file('kubernetes.io~downward-api', 'downward', 'labels')) && existsSync(hostDir)),
+      { deadlineMs: 90_000, intervalMs: 500 },
+    );
+
+    // The tree: one directory per plugin (escaped name), one per volume below it; hostPath has none.
+    expect(readdirSync(volumes).sort()).toEqual(['kubernetes.io~configmap', 'kubernetes.io~downward-api', 'kubernetes.io~empty-dir', 'kubernetes.io~projected', 'kubernetes.io~secret']);
+    expect(readdirSync(join(volumes, 'kubernetes.io~empty-dir')).sort()).toEqual(['disk', 'mem']);
+    const apiAccess = readdirSync(join(volumes, 'kubernetes.io~projected')).filter((n) => n !== 'projected');
+    expect(apiAccess).toHaveLength(1);
+    expect(apiAccess[0]).toMatch(/^kube-api-access-[a-z0-9]{5}$/);
+
+    // Mounts: tmpfs for emptyDir Memory and for the volumes the kubelet wraps in a Memory emptyDir
+    // (secret, downwardAPI, projected); configMap and emptyDir on disk are plain directories.
+    const podDir = join(ROOT, 'pods', uid);
+    const mounts = mountInfo()
+      .filter((m) => m.mountPoint.startsWith(`${podDir}/`))
+      .map((m) => [m.mountPoint.slice(volumes.length + 1), m.fsType])
+      .sort();
+    expect(mounts).toEqual(
+      [
+        ['kubernetes.io~downward-api/downward', 'tmpfs'],
+        ['kubernetes.io~empty-dir/mem', 'tmpfs'],
+        [`kubernetes.io~projected/${apiAccess[0] ?? ''}`, 'tmpfs'],
+        ['kubernetes.io~projected/projected', 'tmpfs'],
+        ['kubernetes.io~secret/secret', 'tmpfs'],
+      ].sort(),
+    );
+    expect(mountInfo().some((m) => m.mountPoint === hostDir)).toBe(false);
+
+    // Files: the atomic writer's layout (..data → timestamped dir, each key a symlink into ..data).
+    expect(readFileSync(file('kubernetes.io~configmap', 'cm', 'mode'), 'utf8')).toBe('fast');
+    expect(readFileSync(file('kubernetes.io~configmap', 'cm', 'level'), 'utf8')).toBe('3');
+    expect(lstatSync(file('kubernetes.io~configmap', 'cm', 'mode')).isSymbolicLink()).toBe(true);
+    expect(lstatSync(file('kubernetes.io~configmap', 'cm', '..data')).isSymbolicLink()).toBe(true);
+    expect(readFileSync(file('kubernetes.io~secret', 'secret', 'password'), 'utf8')).toBe('s3cret');
+    expect(readFileSync(file('kubernetes.io~downward-api', 'downward', 'name'), 'utf8')).toBe(pod);
+    expect(readFileSync(file('kubernetes.io~downward-api', 'downward', 'labels'), 'utf8')).toBe('app="volumes"');
+    expect(readFileSync(file('kubernetes.io~projected', 'projected', 'mode'), 'utf8')).toBe('fast');
+    const token = readFileSync(file('kubernetes.io~projected', 'projected', 'token'), 'utf8');
+    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { sub: string; 'kubernetes.io': { pod: { name: string; uid: string }; node?: { name: string } } };
+    expect(claims.sub).toBe(`system:serviceaccount:${NS}:default`);
+    expect(claims['kubernetes.io'].pod).toEqual({ name: pod, uid });
+    expect(claims['kubernetes.io'].node?.name).toBe(KUBELET_NODE);
+    expect(readdirSync(join(volumes, 'kubernetes.io~projected', apiAccess[0] ?? '')).filter((n) => !n.startsWith('..')).sort()).toEqual(['ca.crt', 'namespace', 'token']);
+
+    // Permissions: emptyDir is 0777 on disk and in memory; hostPath DirectoryOrCreate made 0755.
+    expect(statSync(join(volumes, 'kubernetes.io~empty-dir', 'disk')).mode & 0o777).toBe(0o777);
+    expect(statSync(join(volumes, 'kubernetes.io~empty-dir', 'mem')).mode & 0o777).toBe(0o777);
+    expect(statSync(hostDir).isDirectory()).toBe(true);
+    expect(statSync(hostDir).mode & 0o777).toBe(0o755);
+  });
+
+  it(`a hostPath of type Directory that does not exist: the kubelet's FailedMount Event (${KUBELET})`, async () => {
+    const missing = join(HOST_PATHS, 'missing');
+    const pod = 'missing-host-path';
+    await cluster.kubectl(['apply', '-f', '-'], {
+      input: ['apiVersion: v1', 'kind: Pod', `metadata: {name: ${pod}, namespace: ${NS}}`, 'spec:', `  nodeName: ${KUBELET_NODE}`, container(['gone']), '  volumes:', `  - {name: gone, hostPath: {path: ${missing}, type: Directory}}`].join('\n'),
+    });
+    const event = await firstEvent(pod, 'FailedMount');
+    expect(event).toMatchObject({ type: 'Warning', reason: 'FailedMount', source: { component: 'kubelet', host: KUBELET_NODE } });
+    expect(event.message).toBe(`MountVolume.SetUp failed for volume "gone" : hostPath type check failed: ${missing} is not a directory`);
+    // The backoff text is the kubelet log's (nestedpendingoperations), not the Event's.
+    expect(event.message).not.toContain('No retries permitted until');
+    expect(await cluster.kubeletLog()).toMatch(/No retries permitted until .*MountVolume\.SetUp failed for volume "gone"/);
+    expect(existsSync(missing)).toBe(false);
+  });
+
+  it(`a csi-hostpath claim on ${KUBELET_NODE}: the real ADC attaches (${ADC}, ${ATTACHER}), the kubelet stages through ${KUBELET_NODE}'s csi-loop, which does not know the volume; deleting the pod detaches (${KUBELET})`, async () => {
+    const pod = 'csi-claim';
+    await cluster.kubectl(['apply', '-f', '-'], {
+      input: [
+        'apiVersion: v1',
+        'kind: PersistentVolumeClaim',
+        `metadata: {name: data, namespace: ${NS}}`,
+        'spec: {accessModes: [ReadWriteOnce], storageClassName: csi-hostpath, resources: {requests: {storage: 16Mi}}}',
+        '---',
+        'apiVersion: v1',
+        'kind: Pod',
+        `metadata: {name: ${pod}, namespace: ${NS}}`,
+        'spec:',
+        `  nodeName: ${KUBELET_NODE}`,
+        container(['data']),
+        '  volumes:',
+        '  - {name: data, persistentVolumeClaim: {claimName: data}}',
+      ].join('\n'),
+    });
+    const pv = await waitUntil(
+      'claim data Bound',
+      async () => {
+        const claim = JSON.parse(await cluster.kubectl(['get', 'pvc', 'data', '-n', NS, '-o', 'json'])) as { status: { phase?: string }; spec: { volumeName?: string } };
+        return claim.status.phase === 'Bound' ? claim.spec.volumeName : undefined;
+      },
+      { deadlineMs: 60_000, intervalMs: 500 },
+    );
+    interface Attachment {
+      metadata: { name: string };
+      spec: { attacher: string; nodeName: string; source: { persistentVolumeName?: string } };
+      status?: { attached: boolean };
+    }
+    const attachments = async (): Promise<Attachment[]> => (JSON.parse(await cluster.kubectl(['get', 'volumeattachments', '-o', 'json'])) as { items: Attachment[] }).items.filter((a) => a.spec.source.persistentVolumeName === pv);
+    const attached = await waitUntil(`VolumeAttachment of ${pv} attached`, async () => (await attachments()).find((a) => a.status?.attached === true), { deadlineMs: 90_000, intervalMs: 1000 });
+    expect(attached.spec).toMatchObject({ attacher: facts.driverName, nodeName: KUBELET_NODE });
+    expect((await firstEvent(pod, 'SuccessfulAttachVolume')).message).toBe(`AttachVolume.Attach succeeded for volume "${pv}" `);
+
+    // The kubelet stages through kubelet-0's csi-loop (the socket its registration advertised);
+    // that instance has its own state (docs/cluster.md: the state store is one process's), so it
+    // does not know the volume the controller instance created and attached.
+    const failed = await waitUntil(
+      `a FailedMount Event of pod ${pod} for ${pv}`,
+      async () => (await podEvents(pod, 'FailedMount')).find((e) => e.message.includes(pv)),
+      { deadlineMs: 90_000, intervalMs: 1000 },
+    );
+    expect(failed.message).toBe(`MountVolume.MountDevice failed for volume "${pv}" : rpc error: code = NotFound desc = volume ${pv} does not exist`);
+    const calls = (await (await fetch(`${facts.kubelet.csiControlUrl}/calls`, { signal: AbortSignal.timeout(10_000) })).json()) as { method: string; volumeId?: string; code: string; stagingPath?: string }[];
+    const stage = calls.find((c) => c.method === 'NodeStageVolume' && c.volumeId === pv);
+    expect(stage?.code).toBe('NOT_FOUND');
+    expect(stage?.stagingPath?.startsWith(join(ROOT, 'plugins', 'kubernetes.io', 'csi', facts.driverName))).toBe(true);
+    expect(mountInfo().filter((m) => m.mountPoint.startsWith(join(ROOT, 'plugins')))).toEqual([]);
+
+    await cluster.kubectl(['delete', 'pod', pod, '-n', NS, '--wait=false']);
+    await waitUntil(`pod ${pod} gone`, async () => (await cluster.kubectlRun(['get', 'pod', pod, '-n', NS])).code !== 0, { deadlineMs: 90_000, intervalMs: 1000 });
+    await waitUntil(`VolumeAttachment of ${pv} deleted (detached)`, async () => (await attachments()).length === 0, { deadlineMs: 120_000, intervalMs: 1000 });
+    expect(mountInfo().filter((m) => m.mountPoint.startsWith(join(ROOT, 'pods')) && m.mountPoint.includes(pv))).toEqual([]);
+  });
+});
