@@ -46,7 +46,7 @@ import { nodeName as toNodeName, uniquePodName, type NodeName } from '../../lib/
 import type { Observe } from '../../lib/api/observe.ts';
 import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
 import type { AgentRuntime, MounterInfo, ResyncFindings } from '../runtime.ts';
-import { RingEventRecorder } from './event-recorder.ts';
+import { EVENTS_FILE_NAME, RingEventRecorder } from './event-recorder.ts';
 import { FlagError, type AgentConfig } from './flags.ts';
 import { engineLogger, type AgentLogger } from './logger.ts';
 import type { AgentSource, AgentSourceChange } from './agent-source.ts';
@@ -68,9 +68,9 @@ interface KubeParts {
 /** An event recorder that hands every event to both recorders. */
 function teeRecorder(a: EventRecorder, b: EventRecorder): EventRecorder {
   return {
-    event(object, type, reason, message) {
-      a.event(object, type, reason, message);
-      b.event(object, type, reason, message);
+    event(object, type, reason, message, volume) {
+      a.event(object, type, reason, message, volume);
+      b.event(object, type, reason, message, volume);
     },
   };
 }
@@ -106,6 +106,9 @@ const agentManifestDebounceMs = 10;
  */
 const agentPopulatorLoopPeriodMs = 1000;
 
+/** Directory below the root dir where the agent keeps its events and audit log across restarts. */
+export const AGENT_STATE_DIR_NAME = 'volumescope';
+
 /** Directory below the root dir where the unprivileged mounter keeps its stand-in table. */
 export const unprivilegedMounterDirName = 'unprivileged-mounter';
 
@@ -117,6 +120,11 @@ export class NodeAgent implements AgentRuntime {
   readonly logger: Logger;
   readonly mounter: MounterInfo;
   readonly rootDir: string;
+  /**
+   * Where the agent keeps what survives its restarts (events, audit log): `<root>/volumescope`;
+   * null in observe mode, which never writes below the kubelet's root dir.
+   */
+  readonly stateDir: string | null;
   readonly volumeManager: VolumeManager;
   /** The API server's client configuration with the kubernetes source; null standalone. */
   readonly kubeConfig: KubeConfig | null;
@@ -167,7 +175,9 @@ export class NodeAgent implements AgentRuntime {
     const objects = parts.kube?.objects ?? new ManifestObjects(this.source);
     const observing = opts.config.mode === 'observe';
     const pods = new SourcePods(this.source);
-    this.recorder = new RingEventRecorder(this.clock, engineLogger(opts.log, 'events'));
+    // Observe mode writes nothing below the kubelet's root dir: its events live in memory only.
+    this.stateDir = observing ? null : join(this.rootDir, AGENT_STATE_DIR_NAME);
+    this.recorder = new RingEventRecorder(this.clock, engineLogger(opts.log, 'events'), undefined, this.stateDir === null ? null : join(this.stateDir, EVENTS_FILE_NAME));
     const csiLog = engineLogger(opts.log, 'csi');
     // --csi-timeout: one deadline for the handshake calls (registry) and the volume calls (plugin).
     const csiTimeout = opts.config.csiTimeoutMs === undefined ? {} : { callTimeoutMs: opts.config.csiTimeoutMs };
@@ -474,6 +484,7 @@ export class NodeAgent implements AgentRuntime {
     this.registry.close();
     // Events still queued get one attempt within a short deadline; the rest are dropped (as client-go at exit).
     await this.eventSink?.stop({ timeoutMs: Math.min(graceMs, 5000) });
+    await this.recorder.flush();
     return { operationsFinished };
   }
 
