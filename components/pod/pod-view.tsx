@@ -15,6 +15,7 @@ import { CopyButton } from '../shared/copy-button.tsx';
 import { useLivePod } from '../hooks/use-live-pod.ts';
 import { usePodNames } from '../hooks/use-pod-names.ts';
 import { EventsTable } from '../node/events-table.tsx';
+import { OperationHistoryTable } from '../node/operation-history-table.tsx';
 import { ReconstructionTable } from '../node/reconstruction-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
@@ -27,6 +28,12 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   const pod = useLivePod(snapshot, uid);
   const podNames = usePodNames(snapshot);
   const events = useMemo(() => snapshot.recentEvents.filter((e) => e.podUid === uid), [snapshot.recentEvents, uid]);
+  const volumes = useMemo(() => new Set(pod?.rows.map((r) => r.uniqueVolumeName) ?? []), [pod]);
+  // The pod's own operations, and the volume-wide ones (attach, device mount) of its volumes.
+  const history = useMemo(
+    () => snapshot.operationHistory.filter((h) => h.podUid === uid || (h.podUid === null && volumes.has(h.volume))),
+    [snapshot.operationHistory, uid, volumes],
+  );
   const reconstruction = useMemo(
     () => ({ ...snapshot.reconstruction, volumes: snapshot.reconstruction.volumes.filter((v) => v.podUid === uid) }),
     [snapshot.reconstruction, uid],
@@ -91,7 +98,10 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
           </div>
         </Panel>
         <Panel id="events" title="Recent events for this pod" count={events.length}>
-          <EventsTable node={agent} events={events} podNames={podNames} />
+          <EventsTable node={agent} events={events} snapshot={snapshot} podNames={podNames} />
+        </Panel>
+        <Panel id="operation-history" title="Operation history" count={history.length}>
+          <OperationHistoryTable node={agent} history={history} podNames={podNames} />
         </Panel>
         {reconstruction.volumes.length > 0 ? (
           <Panel id="reconstruction" title="Reconstruction">
