@@ -126,9 +126,19 @@ export class PersistentRing<S extends z.ZodType> {
   append(record: z.output<S>): void {
     const next = [...this.items, record];
     this.items = next.length > this.capacity ? next.slice(next.length - this.capacity) : next;
+    this.markDirty();
+  }
+
+  private markDirty(): void {
     if (this.file === null) return;
     this.dirty = true;
     this.schedule();
+  }
+
+  /** Replaces every record (the newest `capacity` of `records` are kept) and schedules the write. */
+  replace(records: readonly z.output<S>[]): void {
+    this.items = records.slice(Math.max(0, records.length - this.capacity));
+    this.markDirty();
   }
 
   /** Writes what is not written yet, now; resolves when the file is current (or the write failed, logged). */

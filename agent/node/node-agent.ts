@@ -47,6 +47,7 @@ import type { Observe } from '../../lib/api/observe.ts';
 import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
 import type { AgentRuntime, MounterInfo, ResyncFindings } from '../runtime.ts';
 import { EVENTS_FILE_NAME, RingEventRecorder } from './event-recorder.ts';
+import { OPERATION_HISTORY_FILE_NAME, OperationHistoryStore } from '../operation-history-store.ts';
 import { FlagError, type AgentConfig } from './flags.ts';
 import { engineLogger, type AgentLogger } from './logger.ts';
 import type { AgentSource, AgentSourceChange } from './agent-source.ts';
@@ -138,6 +139,8 @@ export class NodeAgent implements AgentRuntime {
   private readonly registry: CsiDriverRegistry;
   private readonly watcher: PluginWatcher;
   private readonly recorder: RingEventRecorder;
+  /** The operation history across restarts (memory only in observe mode). */
+  private readonly historyStore: OperationHistoryStore;
   /** Managed mode: the kubelet's housekeeping of orphaned pod directories; null in observe mode. */
   private readonly orphanedPodDirs: OrphanedPodDirs | null;
   /** Observe mode: refresh, orphans, truth diff, kubelet backoff; null in managed mode. */
@@ -178,6 +181,11 @@ export class NodeAgent implements AgentRuntime {
     // Observe mode writes nothing below the kubelet's root dir: its events live in memory only.
     this.stateDir = observing ? null : join(this.rootDir, AGENT_STATE_DIR_NAME);
     this.recorder = new RingEventRecorder(this.clock, engineLogger(opts.log, 'events'), undefined, this.stateDir === null ? null : join(this.stateDir, EVENTS_FILE_NAME));
+    this.historyStore = new OperationHistoryStore({
+      file: this.stateDir === null ? null : join(this.stateDir, OPERATION_HISTORY_FILE_NAME),
+      clock: this.clock,
+      logger: engineLogger(opts.log, 'volumemanager'),
+    });
     const csiLog = engineLogger(opts.log, 'csi');
     // --csi-timeout: one deadline for the handshake calls (registry) and the volume calls (plugin).
     const csiTimeout = opts.config.csiTimeoutMs === undefined ? {} : { callTimeoutMs: opts.config.csiTimeoutMs };
@@ -211,6 +219,7 @@ export class NodeAgent implements AgentRuntime {
       populatorLoopPeriodMs: Math.max(opts.config.reconcilePeriodMs, agentPopulatorLoopPeriodMs),
       attachVerifyPeriodMs: opts.config.attachVerifyPeriodMs,
       recorder: parts.kube?.events == null ? this.recorder : teeRecorder(this.recorder, parts.kube.events),
+      operationHistory: { initial: this.historyStore.loaded() },
       logger: this.logger,
       ...(metrics !== undefined
         ? {
@@ -330,6 +339,7 @@ export class NodeAgent implements AgentRuntime {
       this.recorder.onEvent(() => {
         this.notify();
       }),
+      this.historyStore.follow(this.volumeManager),
     );
     for (const driver of this.observer === null ? this.config.csiDrivers : []) {
       // The first handshake may take up to a call deadline; it retries in the background.
@@ -484,7 +494,7 @@ export class NodeAgent implements AgentRuntime {
     this.registry.close();
     // Events still queued get one attempt within a short deadline; the rest are dropped (as client-go at exit).
     await this.eventSink?.stop({ timeoutMs: Math.min(graceMs, 5000) });
-    await this.recorder.flush();
+    await Promise.all([this.recorder.flush(), this.historyStore.flush(this.volumeManager)]);
     return { operationsFinished };
   }
 

@@ -112,6 +112,18 @@ describe('OperationHistory', () => {
     expect(history.list().map((v) => v.volume).sort()).toEqual(['new', 'ongoing']);
   });
 
+  it('goes on counting a history it started from (an agent restart), within its bounds', () => {
+    const before = new OperationHistory();
+    before.record(attempt(T0, 10, 'other', 'b'));
+    for (let i = 0; i < 4; i++) before.record(attempt(T0 + i * 1_000, 10, 'failed'));
+
+    const after = new OperationHistory({ initial: before.list(), maxAttempts: 3, maxEntries: 1 });
+    after.record(attempt(T0 + 10_000, 10, null));
+
+    expect(after.list()).toMatchObject([{ volume: 'kubernetes.io/csi/loop^v', firstFailureAt: T0 + 10, attemptsTotal: 5, succeededAt: T0 + 10_010 }]);
+    expect(after.list()[0]?.attempts.map((a) => a.error)).toEqual(['failed', 'failed', null]);
+  });
+
   it('keeps its bounds and counts every attempt of an ongoing episode, whatever the records (property)', () => {
     const records = fc.array(
       fc.record({ volume: fc.constantFrom('a', 'b', 'c', 'd'), ms: fc.nat(5_000), ok: fc.boolean() }),

@@ -61,6 +61,11 @@ export interface OperationHistoryOptions {
   maxAttempts?: number;
   maxEntries?: number;
   retainSucceededMs?: number;
+  /**
+   * Histories to start from, oldest first (what an agent kept from before its restart): an
+   * ongoing one goes on counting with the next attempt of its key. The bounds apply to them.
+   */
+  initial?: readonly OperationHistoryView[];
 }
 
 /** The history key of a record: the operation name and the executor's key. */
@@ -79,6 +84,13 @@ export class OperationHistory {
     this.maxAttempts = Math.max(1, opts.maxAttempts ?? DEFAULT_HISTORY_ATTEMPTS);
     this.maxEntries = Math.max(1, opts.maxEntries ?? DEFAULT_HISTORY_ENTRIES);
     this.retainSucceededMs = opts.retainSucceededMs ?? DEFAULT_HISTORY_RETAIN_SUCCEEDED_MS;
+    for (const view of opts.initial ?? []) {
+      const attempts = view.attempts.slice(Math.max(0, view.attempts.length - this.maxAttempts));
+      const key = operationHistoryKey(view);
+      this.entries.delete(key);
+      this.entries.set(key, { ...view, attempts, attemptsTotal: Math.max(view.attemptsTotal, attempts.length) });
+    }
+    this.evict();
   }
 
   /** Adds one finished attempt. Returns true when the history changed. */
