@@ -19,7 +19,8 @@ export interface EventsTableProps {
 }
 
 function ResolutionText({ resolution }: { resolution: VolumeEvents['groups'][number]['resolution'] }) {
-  if (!resolution.resolved) return null;
+  if (resolution.state === 'open') return null;
+  if (resolution.state === 'pods-gone') return <span className="muted">over: its pods are gone</span>;
   return (
     <span className="text-good">
       <span aria-hidden="true">✓ </span>

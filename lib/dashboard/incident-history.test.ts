@@ -125,9 +125,10 @@ describe('eventGroupResolution', () => {
 
   it('is not resolved while the volume is not mounted for the pod', () => {
     const actual = new Map([[PG, actualVolume(PG, [{ podUid: DB, mounted: false }])]]);
+    const desired = new Set([DB]);
 
-    expect(eventGroupResolution(group, actual, [history()])).toEqual({ resolved: false });
-    expect(eventGroupResolution(group, new Map(), [history()])).toEqual({ resolved: false });
+    expect(eventGroupResolution(group, actual, [history()], desired)).toEqual({ state: 'open' });
+    expect(eventGroupResolution(group, new Map(), [history()], desired)).toEqual({ state: 'open' });
   });
 
   it('is resolved once mounted, at the success time of the mount in the history', () => {
@@ -136,20 +137,25 @@ describe('eventGroupResolution', () => {
 
     const resolution = eventGroupResolution(group, actual, [older, history({ succeededAt: FIXTURE_T0 + 62_000 })]);
 
-    expect(resolution).toEqual({ resolved: true, mountedAt: FIXTURE_T0 + 62_000 });
+    expect(resolution).toEqual({ state: 'mounted', mountedAt: FIXTURE_T0 + 62_000 });
   });
 
   it('is resolved without a time when the history does not have the success', () => {
     const actual = new Map([[PG, actualVolume(PG, [{ podUid: DB, mounted: true }])]]);
 
-    expect(eventGroupResolution(group, actual, [])).toEqual({ resolved: true, mountedAt: null });
+    expect(eventGroupResolution(group, actual, [])).toEqual({ state: 'mounted', mountedAt: null });
+  });
+
+  it('is over (pods gone) once none of its pods is wanted or has the volume, and open while one is still wanted', () => {
+    expect(eventGroupResolution(group, new Map(), [], new Set())).toEqual({ state: 'pods-gone' });
+    expect(eventGroupResolution(group, new Map(), [], new Set([DB]))).toEqual({ state: 'open' });
   });
 
   it('never resolves other reasons, nor Normal events', () => {
     const actual = new Map([[PG, actualVolume(PG, [{ podUid: DB, mounted: true }])]]);
 
-    expect(eventGroupResolution({ ...group, reason: 'VolumeResizeFailed' }, actual, [])).toEqual({ resolved: false });
-    expect(eventGroupResolution({ ...group, type: 'Normal' }, actual, [])).toEqual({ resolved: false });
+    expect(eventGroupResolution({ ...group, reason: 'VolumeResizeFailed' }, actual, [])).toEqual({ state: 'open' });
+    expect(eventGroupResolution({ ...group, type: 'Normal' }, actual, [])).toEqual({ state: 'open' });
   });
 });
 
@@ -157,6 +163,7 @@ describe('eventsByVolume', () => {
   it('groups per volume, unresolved volumes first, node events last', () => {
     const snapshot = {
       ...emptySnapshot(),
+      desired: { pods: [{ uid: DB, namespace: 'default', name: 'db', volumes: [] }] },
       actual: { volumes: [actualVolume(DATA, [{ podUid: DB, mounted: true }])] },
       operationHistory: [history({ volume: DATA, succeededAt: FIXTURE_T0 + 9_000 })],
     };
@@ -174,7 +181,7 @@ describe('eventsByVolume', () => {
       [DATA, true, [2]],
       [null, true, [1]],
     ]);
-    expect(volumes[1]?.groups[0]?.resolution).toEqual({ resolved: true, mountedAt: FIXTURE_T0 + 9_000 });
+    expect(volumes[1]?.groups[0]?.resolution).toEqual({ state: 'mounted', mountedAt: FIXTURE_T0 + 9_000 });
   });
 });
 

@@ -4,7 +4,7 @@
  * - events aggregated like kubectl does (`FailedMount ×9 over 61 s, last 3 s ago`): one group
  *   per volume, reason and type, with the pods it hit, grouped per volume;
  * - a mount failure group is resolved once its volume is mounted (`resolved: mounted at
- *   18:52:21`), the time taken from the operation history's success;
+ *   18:52:21`), the time taken from the operation history's success, or once its pods are gone;
  * - per operation: first failure, "stuck for" (live), attempts in all, success time.
  *
  * Nothing here reads a clock: `now` is the dashboard's shared ticking clock (`useNow`).
@@ -117,34 +117,46 @@ const MOUNT_FAILURE_REASONS: ReadonlySet<string> = new Set(['FailedMount', 'Fail
 /** Operations whose success means the volume is (further) set up for its pods. */
 const MOUNT_OPERATIONS: ReadonlySet<string> = new Set(['volume_mount', 'map_volume', 'volume_attach', 'verify_controller_attached_volume']);
 
-/** How a group stands: resolved by a mount (`mountedAt`: when, null when not known), or not. */
-export type EventGroupResolution = { resolved: true; mountedAt: number | null } | { resolved: false };
+/**
+ * How a group stands: `mounted` (resolved: its volume is mounted; `mountedAt` is when, null when
+ * not known), `pods-gone` (over without a mount: none of its pods is wanted or has the volume any
+ * more), or `open`.
+ */
+export type EventGroupResolution = { state: 'mounted'; mountedAt: number | null } | { state: 'pods-gone' } | { state: 'open' };
+
+/** True for a group that needs no more attention. */
+export function isResolved(resolution: EventGroupResolution): boolean {
+  return resolution.state !== 'open';
+}
 
 /**
  * Whether a mount-failure group is resolved: its volume is mounted now, for every pod the group
  * is about (for the volume alone when it names none). `mountedAt` is the latest success of a
  * mount operation of the volume (for those pods, or volume-wide) in the operation history at or
- * after the group's first event; null when the history does not have it (evicted, an agent
- * restart, a mount that never failed). Groups of other reasons are never resolved.
+ * after the group's first event; null when the history does not have it (evicted, a mount that
+ * never failed). A group whose pods are all gone (not desired, nothing mounted) is `pods-gone`.
+ * Groups of other reasons, and `Normal` events, are always `open` (they report no failure).
  */
 export function eventGroupResolution(
   group: Pick<EventGroup, 'volume' | 'reason' | 'type' | 'podUids' | 'firstAt'>,
   actual: ReadonlyMap<string, ActualVolume>,
   history: readonly OperationHistory[],
+  desiredPods: ReadonlySet<string> = new Set(),
 ): EventGroupResolution {
-  if (group.volume === null || group.type !== 'Warning' || !MOUNT_FAILURE_REASONS.has(group.reason)) return { resolved: false };
-  const volume = actual.get(group.volume);
-  if (volume === undefined) return { resolved: false };
-  const mounted = new Set(volume.pods.filter((m) => m.mountState === 'mounted').map((m) => m.podUid));
+  if (group.volume === null || group.type !== 'Warning' || !MOUNT_FAILURE_REASONS.has(group.reason)) return { state: 'open' };
+  const mounted = new Set((actual.get(group.volume)?.pods ?? []).filter((m) => m.mountState === 'mounted').map((m) => m.podUid));
   const pods = group.podUids;
-  if (pods.length === 0 ? mounted.size === 0 : !pods.every((uid) => mounted.has(uid))) return { resolved: false };
+  if (pods.length === 0 ? mounted.size === 0 : !pods.every((uid) => mounted.has(uid))) {
+    const gone = pods.length > 0 && pods.every((uid) => !desiredPods.has(uid) && !mounted.has(uid));
+    return gone ? { state: 'pods-gone' } : { state: 'open' };
+  }
   let mountedAt: number | null = null;
   for (const h of history) {
     if (h.volume !== group.volume || !MOUNT_OPERATIONS.has(h.operationName) || h.succeededAt === null || h.succeededAt < group.firstAt) continue;
     if (h.podUid !== null && pods.length > 0 && !pods.includes(h.podUid)) continue;
     mountedAt = Math.max(mountedAt ?? 0, h.succeededAt);
   }
-  return { resolved: true, mountedAt };
+  return { state: 'mounted', mountedAt };
 }
 
 /** The events of one volume (or of no volume: `volume` null), its groups newest first. */
@@ -163,9 +175,10 @@ export interface VolumeEvents {
  */
 export function eventsByVolume(events: readonly RecentEvent[], snapshot: Pick<Snapshot, 'desired' | 'actual' | 'operationHistory'>): VolumeEvents[] {
   const actual = new Map(snapshot.actual.volumes.map((v) => [v.uniqueVolumeName, v]));
+  const desiredPods = new Set(snapshot.desired.pods.map((p) => p.uid));
   const byVolume = new Map<string | null, VolumeEvents>();
   for (const group of aggregateEvents(events, volumeNameLookup(snapshot))) {
-    const resolution = eventGroupResolution(group, actual, snapshot.operationHistory);
+    const resolution = eventGroupResolution(group, actual, snapshot.operationHistory, desiredPods);
     let entry = byVolume.get(group.volume);
     if (entry === undefined) {
       entry = { volume: group.volume, groups: [], lastAt: group.lastAt, settled: true };
@@ -173,7 +186,7 @@ export function eventsByVolume(events: readonly RecentEvent[], snapshot: Pick<Sn
     }
     entry.groups.push({ ...group, resolution });
     entry.lastAt = Math.max(entry.lastAt, group.lastAt);
-    if (group.type === 'Warning' && !resolution.resolved) entry.settled = false;
+    if (group.type === 'Warning' && !isResolved(resolution)) entry.settled = false;
   }
   return [...byVolume.values()].sort(
     (a, b) => Number(a.volume === null) - Number(b.volume === null) || Number(a.settled) - Number(b.settled) || b.lastAt - a.lastAt,
