@@ -107,7 +107,7 @@ const agentManifestDebounceMs = 10;
  */
 const agentPopulatorLoopPeriodMs = 1000;
 
-/** Directory below the root dir where the agent keeps its events and audit log across restarts. */
+/** Directory below the root dir where the agent keeps its events, audit log and operation history across restarts. */
 export const AGENT_STATE_DIR_NAME = 'volumescope';
 
 /** Directory below the root dir where the unprivileged mounter keeps its stand-in table. */
@@ -122,7 +122,7 @@ export class NodeAgent implements AgentRuntime {
   readonly mounter: MounterInfo;
   readonly rootDir: string;
   /**
-   * Where the agent keeps what survives its restarts (events, audit log): `<root>/volumescope`;
+   * Where the agent keeps what survives its restarts (events, audit log, operation history): `<root>/volumescope`;
    * null in observe mode, which never writes below the kubelet's root dir.
    */
   readonly stateDir: string | null;
