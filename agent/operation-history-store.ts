@@ -48,7 +48,8 @@ export class OperationHistoryStore {
   }
 
   /**
-   * Saves the source's history after every finished operation (the only thing that changes it);
+   * Saves the source's history after every finished operation (the only thing that changes it),
+   * built when the coalesced write runs, so an operation storm does not rebuild it per operation;
    * returns the unsubscribe function.
    */
   follow(source: OperationHistorySource): () => void {
@@ -66,7 +67,8 @@ export class OperationHistoryStore {
     return this.ring.flush();
   }
 
+  /** Marks the file stale; the items are built from the source once, when written. */
   private take(source: OperationHistorySource): void {
-    this.ring.replace(source.getOperationHistory().map(operationHistoryFromView));
+    this.ring.replaceLazily(() => source.getOperationHistory().map(operationHistoryFromView));
   }
 }

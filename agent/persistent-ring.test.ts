@@ -96,6 +96,26 @@ describe('PersistentRing', () => {
     expect(fs.renames).toBe(1);
   });
 
+  it('reads a lazily replaced source once per write, however many changes came before it', async () => {
+    const clock = new FakeClock();
+    const file = join(dir, 'history.jsonl');
+    const r = ring({ clock, file });
+    let reads = 0;
+    let version = 0;
+    const read = (): Rec[] => {
+      reads++;
+      return [{ n: version, text: 'latest' }];
+    };
+    for (version = 1; version <= 50; version++) r.replaceLazily(read);
+    version = 50;
+
+    await clock.advance(200);
+    await r.flush();
+
+    expect(reads).toBe(1);
+    expect(ring({ file }).records()).toEqual([{ n: 50, text: 'latest' }]);
+  });
+
   it('skips a corrupt or partial line with an error naming the file and line, keeps the rest, and keeps the original aside', () => {
     const file = join(dir, 'events.jsonl');
     const original = `${JSON.stringify({ n: 1, text: 'a' })}\n{"n": 2, "te\n${JSON.stringify({ n: 'three', text: 'c' })}\n${JSON.stringify({ n: 4, text: 'd' })}\n{"n":5`;

@@ -105,6 +105,8 @@ export class PersistentRing<S extends z.ZodType> {
   private writing: Promise<void> | null = null;
   private dirty = false;
   private failing = false;
+  /** The source of the records after {@link replaceLazily}, read when they are next needed. */
+  private pending: (() => readonly z.output<S>[]) | null = null;
 
   constructor(opts: PersistentRingOptions<S>) {
     this.file = opts.file;
@@ -119,12 +121,17 @@ export class PersistentRing<S extends z.ZodType> {
 
   /** The records, oldest first; the same array until the next append (snapshots hold it). */
   records(): z.output<S>[] {
+    if (this.pending !== null) {
+      const records = this.pending();
+      this.pending = null;
+      this.items = records.slice(Math.max(0, records.length - this.capacity));
+    }
     return this.items;
   }
 
   /** Appends a record (a new array: snapshots hold the previous one) and schedules the write. */
   append(record: z.output<S>): void {
-    const next = [...this.items, record];
+    const next = [...this.records(), record];
     this.items = next.length > this.capacity ? next.slice(next.length - this.capacity) : next;
     this.markDirty();
   }
@@ -135,9 +142,13 @@ export class PersistentRing<S extends z.ZodType> {
     this.schedule();
   }
 
-  /** Replaces every record (the newest `capacity` of `records` are kept) and schedules the write. */
-  replace(records: readonly z.output<S>[]): void {
-    this.items = records.slice(Math.max(0, records.length - this.capacity));
+  /**
+   * Replaces every record with what `read` answers when the records are next needed (read or
+   * written), and schedules the write: a burst of changes costs one `read`, not one per change.
+   * The newest `capacity` of them are kept.
+   */
+  replaceLazily(read: () => readonly z.output<S>[]): void {
+    this.pending = read;
     this.markDirty();
   }
 
@@ -186,7 +197,7 @@ export class PersistentRing<S extends z.ZodType> {
     const file = this.file;
     if (file === null) return Promise.resolve();
     this.dirty = false;
-    const text = ringText(this.items, this.maxBytes);
+    const text = ringText(this.records(), this.maxBytes);
     const run = async (): Promise<void> => {
       try {
         await mkdir(dirname(file), { recursive: true, mode: 0o750 });
