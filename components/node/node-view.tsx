@@ -117,6 +117,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
       <nav className="toc" aria-label="Sections">
         <a href="#pods">Pods and volumes</a>
         <a href="#operations">Pending operations ({snapshot.operations.length})</a>
+        <a href="#operation-history">Operation history ({snapshot.operationHistory.length})</a>
         <a href="#reconstruction">Reconstruction</a>
         <a href="#events">Recent events</a>
         <a href="#source-errors">Source errors ({snapshot.sourceErrors.length})</a>
