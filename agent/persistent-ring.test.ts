@@ -32,6 +32,12 @@ function countingFs(): DurableWriteFs & { renames: number; fail: boolean } {
   return fs;
 }
 
+/** Polls (real time, bounded) until the slow fs of a test is inside its rename. */
+async function waitForRename(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 2_000 && !condition(); i++) await new Promise((resolve) => setImmediate(resolve));
+  expect(condition()).toBe(true);
+}
+
 let dir: string;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'persistent-ring-'));
@@ -94,6 +100,43 @@ describe('PersistentRing', () => {
     await r.flush();
 
     expect(fs.renames).toBe(1);
+  });
+
+  it('writes one file at a time and ends with the newest records when appends come during a write', async () => {
+    const clock = new FakeClock();
+    const file = join(dir, 'events.jsonl');
+    let release: () => void = () => undefined;
+    let inFlight = 0;
+    let maxInFlight = 0;
+    let started = 0;
+    const fs: DurableWriteFs = {
+      ...nodeDurableWriteFs,
+      rename: async (from, to) => {
+        started++;
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        await new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        await nodeDurableWriteFs.rename(from, to);
+        inFlight--;
+      },
+    };
+    const r = ring({ clock, file, fs });
+    r.append({ n: 1, text: 'a' });
+    await clock.advance(200);
+    await waitForRename(() => started === 1);
+
+    r.append({ n: 2, text: 'b' });
+    const flushed = r.flush();
+    release();
+    await waitForRename(() => started === 2);
+    release();
+    await flushed;
+    await clock.advance(1_000);
+
+    expect(maxInFlight).toBe(1);
+    expect(ring({ file }).records().map((x) => x.n)).toEqual([1, 2]);
   });
 
   it('reads a lazily replaced source once per write, however many changes came before it', async () => {

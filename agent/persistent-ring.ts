@@ -154,20 +154,25 @@ export class PersistentRing<S extends z.ZodType> {
 
   /** Writes what is not written yet, now; resolves when the file is current (or the write failed, logged). */
   async flush(): Promise<void> {
+    while (this.writing !== null) await this.writing;
+    // A write that ended meanwhile may have re-armed the timer: this write takes its place.
     if (this.timer !== null) {
       this.clock.clearTimeout(this.timer);
       this.timer = null;
     }
-    while (this.writing !== null) await this.writing;
     if (this.dirty) await this.write();
   }
 
-  /** Arms the delayed write unless one is armed or running (a running one re-arms when done). */
+  /**
+   * Arms the delayed write unless one is armed or running (a running one re-arms when done).
+   * One write at a time: two could rename in the wrong order and leave the older text.
+   */
   private schedule(): void {
     if (this.timer !== null || this.writing !== null) return;
     this.timer = this.clock.setTimeout(() => {
       this.timer = null;
-      void this.write();
+      // A flush started a write meanwhile; its end re-arms the timer if still dirty.
+      if (this.writing === null) void this.write();
     }, this.writeDelayMs);
   }
 
