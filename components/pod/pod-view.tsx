@@ -3,6 +3,7 @@
 import Link from 'next/link';
 import { useMemo } from 'react';
 import type { Snapshot } from '../../lib/api/index.ts';
+import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
 import { podMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
 import { kubeletSummaryLine, podDisplayName } from '../../lib/dashboard/pipeline.ts';
 import { embedHref, nodeHref } from '../../lib/dashboard/routes.ts';
@@ -34,6 +35,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
     () => snapshot.operationHistory.filter((h) => h.podUid === uid || (h.podUid === null && volumes.has(h.volume))),
     [snapshot.operationHistory, uid, volumes],
   );
+  const historyByKey = useMemo(() => historyByOperationKey(history), [history]);
   const reconstruction = useMemo(
     () => ({ ...snapshot.reconstruction, volumes: snapshot.reconstruction.volumes.filter((v) => v.podUid === uid) }),
     [snapshot.reconstruction, uid],
@@ -93,7 +95,16 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
           {pod.rows.length === 0 ? <EmptyState>The pod has no volumes that need mounting.</EmptyState> : null}
           <div className="pipelines">
             {pod.rows.map((row) => (
-              <VolumePipeline key={row.id} node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} />
+              <VolumePipeline
+                key={row.id}
+                node={agent}
+                row={row}
+                phase={connection.phase}
+                synced={snapshot.statesSynced}
+                observing={snapshot.observe !== undefined}
+                onAction={onAction}
+                history={historyByKey}
+              />
             ))}
           </div>
         </Panel>

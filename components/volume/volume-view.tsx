@@ -126,7 +126,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
               <p className="small">
                 Pod <Link href={podHref(agent, row.podUid)}>{rowPodName(row)}</Link>
               </p>
-              <VolumePipeline node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} />
+              <VolumePipeline node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} history={historyByKey} />
             </div>
           ))}
         </div>
