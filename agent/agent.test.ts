@@ -10,7 +10,7 @@
 import { access, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Operation, Snapshot } from '../lib/api/snapshot.ts';
+import type { Operation, OperationHistory, Snapshot } from '../lib/api/snapshot.ts';
 import { realClock } from '../lib/clock/clock.ts';
 import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { CsiLoopProcess } from '../lib/volume/csi/testing/csi-loop-process.ts';
@@ -218,6 +218,40 @@ describe(`node agent process (${mountMode})`, () => {
     // Assert: mounted at the next retry, which is at most one backoff window away.
     await agent.waitForSnapshot('the hostPath volume is mounted', (s) => allMounted(s, uid, ['data']));
     expect(realClock.now() - createdAt).toBeLessThanOrEqual(2000 + 500);
+  });
+
+  it('keeps its events, audit log and operation history across a restart: a failing mount goes on counting its attempts', async () => {
+    // Arrange: a hostPath volume that keeps failing, and one audited action.
+    const dirs = await testDirs();
+    const uid = 'hist-0000-uid';
+    const hostDir = join(dirs.base, 'host-data');
+    const first = await startAgent(dirs);
+    await writeManifest(dirs, 'hist.json', podManifest('hist', uid, { data: { hostPath: { path: hostDir, type: 'Directory' } } }));
+    const isMount = (h: OperationHistory) => h.operationName === 'volume_mount' && h.podUid === uid;
+    const before = await first.waitForSnapshot('the mount failed twice', (s) => {
+      const h = s.operationHistory.find(isMount);
+      return h !== undefined && h.attemptsTotal >= 2 && s.recentEvents.some((e) => e.reason === 'FailedMount' && e.podUid === uid) ? s : undefined;
+    });
+    expect((await first.post('/api/v1/resync')).status).toBe(200);
+    const history = before.operationHistory.find(isMount);
+    const failedMount = before.recentEvents.find((e) => e.reason === 'FailedMount' && e.podUid === uid);
+    expect(failedMount?.volume).toBe(history?.volume);
+
+    // Act: a clean stop, and a new agent on the same root dir.
+    expect((await first.stop('SIGTERM')).code).toBe(0);
+    const files = await readdir(join(dirs.rootDir, 'volumescope'));
+    const second = await startAgent(dirs);
+
+    // Assert: what the first agent saw is still there, and the count goes on from it.
+    expect(files.sort()).toEqual(['audit.jsonl', 'events.jsonl', 'operation-history.jsonl']);
+    const after = await second.waitForSnapshot('the mount failed again after the restart', (s) => {
+      const h = s.operationHistory.find(isMount);
+      return h !== undefined && h.attemptsTotal > (history?.attemptsTotal ?? 0) ? s : undefined;
+    });
+    expect(after.agent.startedAt).toBeGreaterThan(before.agent.startedAt);
+    expect(after.operationHistory.find(isMount)?.firstFailureAt).toBe(history?.firstFailureAt);
+    expect(after.recentEvents).toContainEqual(failedMount);
+    expect(after.audit.map((a) => [a.caller, a.action, a.result])).toEqual([['volumescope:static-token', 'resync', 'succeeded']]);
   });
 
   it('re-adopts the volumes of a pod that is still present after kill -9, tears down those of a pod removed meanwhile, and reports unknown or corrupt directories as failed without deleting their data', async () => {

@@ -113,7 +113,7 @@ async function main(argv: readonly string[]): Promise<number> {
   } else {
     authenticator = { ...staticTokenAuthenticator(token), close: () => undefined };
   }
-  const server = createAgentServer({ runtime: agent, authenticator, metrics });
+  const server = createAgentServer({ runtime: agent, authenticator, metrics, stateDir: agent.stateDir });
   let address: { host: string; port: number };
   try {
     address = await server.listen(config.listen.host, config.listen.port);

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../lib/clock/fake-clock.ts';
 import { EVENT_NOTE_LENGTH_LIMIT, isTruncatedMessage } from '../../lib/truncate-message.ts';
@@ -48,5 +51,26 @@ describe('RingEventRecorder', () => {
     expect(kept.startsWith('MountVolume.MountDevice failed for volume "pgdata" : rpc error: code = Internal desc = xxx')).toBe(true);
     expect(isTruncatedMessage(kept)).toBe(true);
     expect(lines).toEqual([`warn ${kept}`]);
+  });
+});
+
+describe('RingEventRecorder with a file', () => {
+  it('keeps the volume an event is about and loads the events again after a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'events-'));
+    try {
+      const file = join(dir, 'volumescope', 'events.jsonl');
+      const clock = new FakeClock(1_000);
+      const first = new RingEventRecorder(clock, recordingLogger([]), 10, file);
+      first.event({ kind: 'Pod', namespace: 'default', name: 'db', uid: 'u2' }, 'Warning', 'FailedMount', 'MountVolume.SetUp failed', 'kubernetes.io/csi/loop^pg');
+      await first.flush();
+
+      const second = new RingEventRecorder(clock, recordingLogger([]), 10, file);
+
+      expect(second.recent()).toEqual([
+        { time: 1_000, type: 'Warning', reason: 'FailedMount', podUid: 'u2', message: 'MountVolume.SetUp failed', volume: 'kubernetes.io/csi/loop^pg' },
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

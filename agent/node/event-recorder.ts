@@ -1,29 +1,38 @@
 /**
  * The agent's EventRecorder: where the kubelet would post an Event to the API server, the agent
  * keeps the latest events in a bounded ring (the snapshot's `recentEvents`, oldest first) and
- * logs each one. Listeners hear about every recorded event (the runtime's onChange). A message is
+ * logs each one. With a file, the ring survives restarts (agent/persistent-ring.ts: loaded at
+ * start, written atomically, bounded). Listeners hear about every recorded event (the runtime's onChange). A message is
  * kept and logged cut to the API's event note limit (`truncateMessage`, with a visible marker).
  */
-import type { RecentEvent } from '../../lib/api/snapshot.ts';
+import { RecentEventSchema, type RecentEvent } from '../../lib/api/snapshot.ts';
 import type { Clock } from '../../lib/clock/clock.ts';
 import { EVENT_NOTE_LENGTH_LIMIT, truncateMessage } from '../../lib/truncate-message.ts';
 import type { EventRecorder, EventType, InvolvedObject } from '../../lib/volume/events.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
+import { PersistentRing } from '../persistent-ring.ts';
 
 /** Ring size: enough for a screenful of recent trouble; old events fall off the front. */
 const defaultMaxRecentEvents = 100;
 
+/** The file of the persisted events below the agent's state dir. */
+export const EVENTS_FILE_NAME = 'events.jsonl';
+
 export class RingEventRecorder implements EventRecorder {
-  private readonly ring: RecentEvent[] = [];
+  private readonly ring: PersistentRing<typeof RecentEventSchema>;
   private readonly listeners = new Set<() => void>();
 
   constructor(
     private readonly clock: Clock,
     private readonly log: Logger,
-    private readonly capacity = defaultMaxRecentEvents,
-  ) {}
+    capacity = defaultMaxRecentEvents,
+    /** Where the events persist (`<state dir>/events.jsonl`); null: memory only. */
+    file: string | null = null,
+  ) {
+    this.ring = new PersistentRing({ file, schema: RecentEventSchema, capacity, clock, logger: log });
+  }
 
-  event(object: InvolvedObject, type: EventType, reason: string, fullMessage: string): void {
+  event(object: InvolvedObject, type: EventType, reason: string, fullMessage: string, volume?: string): void {
     const message = truncateMessage(fullMessage, EVENT_NOTE_LENGTH_LIMIT);
     const entry: RecentEvent = {
       time: Math.floor(this.clock.now()),
@@ -31,9 +40,9 @@ export class RingEventRecorder implements EventRecorder {
       reason,
       podUid: object.kind === 'Pod' ? (object.uid ?? null) : null,
       message,
+      ...(volume === undefined ? {} : { volume }),
     };
-    this.ring.push(entry);
-    if (this.ring.length > this.capacity) this.ring.splice(0, this.ring.length - this.capacity);
+    this.ring.append(entry);
     const fields = {
       event: { type, reason },
       object: { kind: object.kind, ...(object.namespace !== undefined ? { namespace: object.namespace } : {}), name: object.name, ...(object.uid !== undefined ? { uid: object.uid } : {}) },
@@ -45,7 +54,12 @@ export class RingEventRecorder implements EventRecorder {
 
   /** The recorded events, oldest first (a copy). */
   recent(): RecentEvent[] {
-    return [...this.ring];
+    return [...this.ring.records()];
+  }
+
+  /** Writes events not yet on disk (agent stop). */
+  flush(): Promise<void> {
+    return this.ring.flush();
   }
 
   onEvent(listener: () => void): () => void {

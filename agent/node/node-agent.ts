@@ -46,7 +46,8 @@ import { nodeName as toNodeName, uniquePodName, type NodeName } from '../../lib/
 import type { Observe } from '../../lib/api/observe.ts';
 import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
 import type { AgentRuntime, MounterInfo, ResyncFindings } from '../runtime.ts';
-import { RingEventRecorder } from './event-recorder.ts';
+import { EVENTS_FILE_NAME, RingEventRecorder } from './event-recorder.ts';
+import { OPERATION_HISTORY_FILE_NAME, OperationHistoryStore } from '../operation-history-store.ts';
 import { FlagError, type AgentConfig } from './flags.ts';
 import { engineLogger, type AgentLogger } from './logger.ts';
 import type { AgentSource, AgentSourceChange } from './agent-source.ts';
@@ -72,9 +73,9 @@ interface KubeParts {
 /** An event recorder that hands every event to both recorders. */
 function teeRecorder(a: EventRecorder, b: EventRecorder): EventRecorder {
   return {
-    event(object, type, reason, message) {
-      a.event(object, type, reason, message);
-      b.event(object, type, reason, message);
+    event(object, type, reason, message, volume) {
+      a.event(object, type, reason, message, volume);
+      b.event(object, type, reason, message, volume);
     },
   };
 }
@@ -110,6 +111,9 @@ const agentManifestDebounceMs = 10;
  */
 const agentPopulatorLoopPeriodMs = 1000;
 
+/** Directory below the root dir where the agent keeps its events, audit log and operation history across restarts. */
+export const AGENT_STATE_DIR_NAME = 'volumescope';
+
 /** Directory below the root dir where the unprivileged mounter keeps its stand-in table. */
 export const unprivilegedMounterDirName = 'unprivileged-mounter';
 
@@ -121,6 +125,11 @@ export class NodeAgent implements AgentRuntime {
   readonly logger: Logger;
   readonly mounter: MounterInfo;
   readonly rootDir: string;
+  /**
+   * Where the agent keeps what survives its restarts (events, audit log, operation history): `<root>/volumescope`;
+   * null in observe mode, which never writes below the kubelet's root dir.
+   */
+  readonly stateDir: string | null;
   readonly volumeManager: VolumeManager;
   /** The API server's client configuration with the kubernetes source; null standalone. */
   readonly kubeConfig: KubeConfig | null;
@@ -136,6 +145,8 @@ export class NodeAgent implements AgentRuntime {
   private readonly registry: CsiDriverRegistry;
   private readonly watcher: PluginWatcher;
   private readonly recorder: RingEventRecorder;
+  /** The operation history across restarts (memory only in observe mode). */
+  private readonly historyStore: OperationHistoryStore;
   /** Managed mode: the kubelet's housekeeping of orphaned pod directories; null in observe mode. */
   private readonly orphanedPodDirs: OrphanedPodDirs | null;
   /** Observe mode: refresh, orphans, truth diff, kubelet backoff; null in managed mode. */
@@ -174,7 +185,14 @@ export class NodeAgent implements AgentRuntime {
     const objects = parts.kube?.objects ?? new ManifestObjects(this.source);
     const observing = opts.config.mode === 'observe';
     const pods = new SourcePods(this.source);
-    this.recorder = new RingEventRecorder(this.clock, engineLogger(opts.log, 'events'));
+    // Observe mode writes nothing below the kubelet's root dir: its events live in memory only.
+    this.stateDir = observing ? null : join(this.rootDir, AGENT_STATE_DIR_NAME);
+    this.recorder = new RingEventRecorder(this.clock, engineLogger(opts.log, 'events'), undefined, this.stateDir === null ? null : join(this.stateDir, EVENTS_FILE_NAME));
+    this.historyStore = new OperationHistoryStore({
+      file: this.stateDir === null ? null : join(this.stateDir, OPERATION_HISTORY_FILE_NAME),
+      clock: this.clock,
+      logger: engineLogger(opts.log, 'volumemanager'),
+    });
     const csiLog = engineLogger(opts.log, 'csi');
     // --csi-timeout: one deadline for the handshake calls (registry) and the volume calls (plugin).
     const csiTimeout = opts.config.csiTimeoutMs === undefined ? {} : { callTimeoutMs: opts.config.csiTimeoutMs };
@@ -210,6 +228,7 @@ export class NodeAgent implements AgentRuntime {
       populatorLoopPeriodMs: Math.max(opts.config.reconcilePeriodMs, agentPopulatorLoopPeriodMs),
       attachVerifyPeriodMs: opts.config.attachVerifyPeriodMs,
       recorder: parts.kube?.events == null ? this.recorder : teeRecorder(this.recorder, parts.kube.events),
+      operationHistory: { initial: this.historyStore.loaded() },
       logger: this.logger,
       ...(metrics !== undefined
         ? {
@@ -362,6 +381,7 @@ export class NodeAgent implements AgentRuntime {
       this.recorder.onEvent(() => {
         this.notify();
       }),
+      this.historyStore.follow(this.volumeManager),
     );
     for (const driver of this.observer === null ? this.config.csiDrivers : []) {
       // The first handshake may take up to a call deadline; it retries in the background.
@@ -550,6 +570,7 @@ export class NodeAgent implements AgentRuntime {
     this.registry.close();
     // Events still queued get one attempt within a short deadline; the rest are dropped (as client-go at exit).
     await this.eventSink?.stop({ timeoutMs: Math.min(graceMs, 5000) });
+    await Promise.all([this.recorder.flush(), this.historyStore.flush(this.volumeManager)]);
     return { operationsFinished };
   }
 

@@ -1,8 +1,12 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HealthResponseSchema, ResyncResponseSchema } from '../../lib/api/actions.ts';
 import { ApiErrorBodySchema } from '../../lib/api/api-error.ts';
 import { MAX_REQUEST_BODY_BYTES } from '../../lib/api/request-body.ts';
 import { SnapshotSchema } from '../../lib/api/snapshot.ts';
+import { STATIC_TOKEN_CALLER, staticTokenAuthenticator } from './authenticator.ts';
 import { mountPod1, startServer, TEST_TOKEN, type ServerFixture } from './testing/server-fixture.ts';
 
 describe('agent server HTTP', () => {
@@ -54,6 +58,35 @@ describe('agent server HTTP', () => {
       expect(res.status).toBe(200);
       expect(SnapshotSchema.safeParse(res.json).success).toBe(true);
       expect(after.audit.map((a) => [a.caller, a.action, a.result])).toEqual([['test-client', 'resync', 'succeeded']]);
+    });
+  });
+
+  describe('audit caller and persistence', () => {
+    it('records the unnamed static token as its service identity, never the socket address', async () => {
+      fx = await startServer({ authenticator: staticTokenAuthenticator(TEST_TOKEN) });
+
+      await fx.client.post('/api/v1/resync', '');
+      const snapshot = SnapshotSchema.parse((await fx.client.get('/api/v1/snapshot')).json);
+
+      expect(snapshot.audit.map((a) => a.caller)).toEqual([STATIC_TOKEN_CALLER]);
+      expect(snapshot.audit[0]?.caller).not.toMatch(/127\.0\.0\.1|::1|:\d+$/);
+    });
+
+    it('keeps the audit log across a restart of the server, in <state dir>/audit.jsonl', async () => {
+      const stateDir = join(mkdtempSync(join(tmpdir(), 'agent-state-')), 'volumescope');
+      try {
+        const first = await startServer({ server: { stateDir } });
+        await first.client.post('/api/v1/resync', '');
+        await first.close();
+
+        fx = await startServer({ server: { stateDir } });
+        const snapshot = SnapshotSchema.parse((await fx.client.get('/api/v1/snapshot')).json);
+
+        expect(snapshot.audit.map((a) => [a.caller, a.action, a.result])).toEqual([['test-client', 'resync', 'succeeded']]);
+        expect(readFileSync(join(stateDir, 'audit.jsonl'), 'utf8').trimEnd().split('\n')).toHaveLength(1);
+      } finally {
+        rmSync(join(stateDir, '..'), { recursive: true, force: true });
+      }
     });
   });
 

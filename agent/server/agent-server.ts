@@ -10,6 +10,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { z } from 'zod';
 import { OrphanCleanupRequestSchema, RetryOperationRequestSchema, UnmountRequestSchema, type HealthResponse } from '../../lib/api/actions.ts';
@@ -19,7 +20,7 @@ import { API_ROUTES, type ApiRoute } from '../../lib/api/routes.ts';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import type { AgentRuntime } from '../runtime.ts';
 import type { ActionContext } from './action-context.ts';
-import { AuditLog, DEFAULT_AUDIT_SIZE } from './audit-log.ts';
+import { AUDIT_FILE_NAME, AuditLog, DEFAULT_AUDIT_SIZE } from './audit-log.ts';
 import { authFailureAnswer, type Authenticator } from './authenticator.ts';
 import { EventStreams } from './event-streams.ts';
 import { acceptsGzip, errorAnswer, jsonAnswer, sendAnswer, sendGzippedJson, sendJsonText, type HttpAnswer } from './http-response.ts';
@@ -48,6 +49,11 @@ export interface AgentServerOptions {
   keepaliveMs?: number;
   /** Audit entries kept in the snapshot (default 100). */
   auditSize?: number;
+  /**
+   * The agent's state dir (`<root>/volumescope`): the audit log persists there as `audit.jsonl`
+   * across restarts. Absent or null: memory only (observe mode, tests).
+   */
+  stateDir?: string | null;
   /** "Retry now" limit per node (default 10 per 10 s); clearing a forced TearDown's backoff takes a slot too. */
   retryRateLimit?: { limit: number; windowMs: number };
   /** How long an unmount request waits for the TearDown's outcome before answering 202 (default 30 s). */
@@ -67,8 +73,8 @@ export interface AgentServer {
   listen(host: string, port: number): Promise<ListenAddress>;
   /**
    * Stops: ends every event stream, answers waiting unmount requests with "still running",
-   * stops the snapshot timers and listeners, and resolves once the listening socket is closed
-   * and in-flight requests are answered. Idempotent.
+   * stops the snapshot timers and listeners, and resolves once the listening socket is closed,
+   * in-flight requests are answered and the audit log is on disk. Idempotent.
    */
   close(): Promise<void>;
   /** The current snapshot (pending changes published first), as `GET /api/v1/snapshot` serves it. */
@@ -100,7 +106,8 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     liveFeed.markChanged();
   };
   // The audit ring is part of the snapshot: an appended entry is a change to publish.
-  const audit = new AuditLog(clock, logger, markChanged, opts.auditSize ?? DEFAULT_AUDIT_SIZE);
+  const auditFile = opts.stateDir == null ? null : join(opts.stateDir, AUDIT_FILE_NAME);
+  const audit = new AuditLog(clock, logger, markChanged, opts.auditSize ?? DEFAULT_AUDIT_SIZE, auditFile);
   /** The OpenAPI document as served, built on the first request for it. */
   let openApiText: string | null = null;
   /** The last snapshot text and its gzip encoding. */
@@ -330,13 +337,14 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
         liveFeed.stop();
         closing.abort();
         streams.closeAll();
+        const done = (): void => {
+          void audit.flush().then(resolve);
+        };
         if (!server.listening) {
-          resolve();
+          done();
           return;
         }
-        server.close(() => {
-          resolve();
-        });
+        server.close(done);
         server.closeIdleConnections();
       });
       return closed;

@@ -14,7 +14,11 @@ export type AuthResult = AuthSuccess | AuthFailure;
 /** The request may proceed. */
 export interface AuthSuccess {
   ok: true;
-  /** Who asked, as recorded in the audit log (`caller`): a user or token name, or the remote address. */
+  /**
+   * Who asked, as recorded in the audit log (`caller`): the person or service account the
+   * credentials belong to (a TokenReview's user name, the static token's name); never a socket
+   * address, which names a connection, not anyone accountable.
+   */
   caller: string;
 }
 
@@ -85,12 +89,16 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
 }
 
+/**
+ * The caller of the static token when it has no name of its own: the identity the agent knows
+ * the static token's holder by (the local dashboard, or whoever read `--token-file`), shaped like
+ * a service account so the audit log reads alike for both kinds of token.
+ */
+export const STATIC_TOKEN_CALLER = 'volumescope:static-token';
+
 /** Options of {@link staticTokenAuthenticator}. */
 export interface StaticTokenOptions {
-  /**
-   * The caller name recorded for this token. Absent: the token is anonymous and the caller is
-   * the remote address (`ip:port`), as the audit contract says.
-   */
+  /** The caller name recorded for this token (default {@link STATIC_TOKEN_CALLER}). */
   name?: string;
 }
 
@@ -107,14 +115,7 @@ export function staticTokenAuthenticator(token: string, options: StaticTokenOpti
     authenticate(req) {
       const presented = bearerToken(req);
       if (presented === null || !timingSafeEqual(digest(presented), expected)) return { ok: false, reason: 'unauthenticated' };
-      return { ok: true, caller: options.name ?? remoteCaller(req) };
+      return { ok: true, caller: options.name ?? STATIC_TOKEN_CALLER };
     },
   };
-}
-
-/** The remote address of a request as `ip:port` (`unknown` when the socket is gone). */
-function remoteCaller(req: IncomingMessage): string {
-  const { remoteAddress, remotePort } = req.socket;
-  if (remoteAddress === undefined) return 'unknown';
-  return remotePort === undefined ? remoteAddress : `${remoteAddress}:${remotePort}`;
 }

@@ -81,6 +81,7 @@ describe('createAgentMetrics', () => {
     operationName: 'volume_mount',
     volume: '',
     pod: '',
+    node: '',
     plugin: 'kubernetes.io/csi:csi-loop.volumescope.dev',
     migrated: false,
     generatedAt: 1_000,

@@ -178,6 +178,34 @@ describe('SnapshotBuilder', () => {
     if (want.remountRequired !== null) expect(actual?.pods[0]?.remountRequired).toBe(want.remountRequired);
   });
 
+  it("shows a failing mount's history, keeps its object while it does not change, and keeps it after the success", async () => {
+    // Arrange: a mount that fails twice
+    const { h, builder } = setup();
+    let failing = true;
+    h.plugin.waitForAttachHook = () => (failing ? Promise.reject(new Error('disk not ready')) : Promise.resolve('/dev/sdb'));
+    h.pods.add(makePod([gcePdVolume()]));
+    h.start();
+    await h.until(() => h.records.filter((r) => r.outcome === 'failure').length === 2);
+    const failed = builder.initial();
+    const same = builder.build(failed, 1);
+
+    // Act
+    failing = false;
+    h.vm.retryNow(uniqueVolumeName('fake-plugin/fake-device1'), null);
+    await h.until(() => h.asw.getMountedVolumes().length === 1);
+    const mounted = builder.build(same, 2);
+
+    // Assert
+    const [history] = failed.snapshot.operationHistory.filter((o) => o.operationName === 'volume_mount');
+    expect(history).toMatchObject({ podUid: null, attemptsTotal: 2, succeededAt: null });
+    expect(history?.attempts.map((a) => a.error?.includes('disk not ready'))).toEqual([true, true]);
+    expect(same.snapshot.operationHistory).toBe(failed.snapshot.operationHistory);
+    const after = mounted.snapshot.operationHistory.find((o) => o.operationName === 'volume_mount');
+    expect(after).toMatchObject({ firstFailureAt: history?.firstFailureAt, attemptsTotal: 3, succeededAt: expect.any(Number) as unknown });
+    expect(mounted.snapshot.operations.filter((o) => o.operationName === 'volume_mount')).toEqual([]);
+    expect(SnapshotSchema.parse(mounted.snapshot)).toEqual(mounted.snapshot);
+  });
+
   it('reuses every part when nothing changed, and only the changed item otherwise', () => {
     // Arrange
     const { h, builder } = setup();

@@ -34,13 +34,14 @@ import {
   type Driver,
   type Mounter,
   type Operation,
+  type OperationHistory,
   type PodErrors,
   type ReconstructedVolume,
   type Reconstruction,
   type Snapshot,
   type SourceError,
 } from '../../lib/api/snapshot.ts';
-import type { PendingOperationView, DesiredVolumeView, ReconstructionEntry } from '../../lib/volumemanager/index.ts';
+import type { OperationHistoryView, PendingOperationView, DesiredVolumeView, ReconstructionEntry } from '../../lib/volumemanager/index.ts';
 import { uniquePodName } from '../../lib/volume/types.ts';
 import type { AgentRuntime } from '../runtime.ts';
 import { findByKey, reconcileKeyed, reuseList, reuseValue, uniqueSortedByKey, type Keyed, type KeyedSource, type Positions } from './keyed-collection.ts';
@@ -52,6 +53,9 @@ import {
   desiredVolumeFromView,
   desiredVolumeMatchesView,
   operationFromView,
+  operationHistoryFromView,
+  operationHistoryMatchesView,
+  operationHistoryViewKey,
   operationMatchesView,
   operationViewKey,
   reconstructedVolumeFromEntry,
@@ -67,6 +71,7 @@ export interface SnapshotIndex {
   desiredPods: Positions;
   actualVolumes: Positions;
   operations: Positions;
+  operationHistory: Positions;
   reconstructedVolumes: Positions;
 }
 
@@ -165,6 +170,7 @@ const emptyIndex: SnapshotIndex = {
   desiredPods: new Map(),
   actualVolumes: new Map(),
   operations: new Map(),
+  operationHistory: new Map(),
   reconstructedVolumes: new Map(),
 };
 
@@ -172,6 +178,13 @@ const operationItems: KeyedSource<PendingOperationView, Operation> = {
   sourceKey: operationViewKey,
   matches: operationMatchesView,
   make: operationFromView,
+  itemKey: operationKey,
+};
+
+const operationHistoryItems: KeyedSource<OperationHistoryView, OperationHistory> = {
+  sourceKey: operationHistoryViewKey,
+  matches: operationHistoryMatchesView,
+  make: operationHistoryFromView,
   itemKey: operationKey,
 };
 
@@ -218,6 +231,7 @@ export class SnapshotBuilder {
       itemKey: actualVolumeKey,
     });
     const operations = reconcileKeyed(prev?.operations ?? [], index.operations, vm.getPendingOperations(), operationItems);
+    const operationHistory = reconcileKeyed(prev?.operationHistory ?? [], index.operationHistory, vm.getOperationHistory(), operationHistoryItems);
     const reconstruction = this.buildReconstruction(prev, index);
     const verification = vm.getLastAttachVerification();
     const attachVerification: AttachVerification =
@@ -234,6 +248,7 @@ export class SnapshotBuilder {
       desired: prev !== null && desired.items === prev.desired.pods ? prev.desired : { pods: desired.items },
       actual: prev !== null && actual.items === prev.actual.volumes ? prev.actual : { volumes: actual.items },
       operations: operations.items,
+      operationHistory: operationHistory.items,
       reconstruction: reconstruction.value,
       podErrors: this.buildPodErrors(prev),
       sourceErrors: reuseList<SourceError>(prev?.sourceErrors ?? [], uniqueSortedByKey(rt.sourceErrors(), sourceErrorKey)),
@@ -250,6 +265,7 @@ export class SnapshotBuilder {
         desiredPods: desired.positions,
         actualVolumes: actual.positions,
         operations: operations.positions,
+        operationHistory: operationHistory.positions,
         reconstructedVolumes: reconstruction.positions,
       },
     };

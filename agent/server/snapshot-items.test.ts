@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { jsonEqual } from '../../lib/api/json-equal.ts';
 import { isTruncatedMessage, MESSAGE_LENGTH_LIMIT } from '../../lib/truncate-message.ts';
-import type { PendingOperationView, ActualVolumeView, DesiredVolumeView, ReconstructionEntry } from '../../lib/volumemanager/index.ts';
+import type { OperationHistoryView, PendingOperationView, ActualVolumeView, DesiredVolumeView, ReconstructionEntry } from '../../lib/volumemanager/index.ts';
 import type { Pod } from '../../lib/volume/k8s-types.ts';
 import type { NodeName, PluginName, PodUID, UniquePodName, UniqueVolumeName } from '../../lib/volume/types.ts';
 import {
@@ -10,6 +10,9 @@ import {
   desiredVolumeFromView,
   desiredVolumeMatchesView,
   operationFromView,
+  operationHistoryFromView,
+  operationHistoryMatchesView,
+  operationHistoryViewKey,
   operationMatchesView,
   operationViewKey,
   reconstructedVolumeFromEntry,
@@ -156,6 +159,49 @@ describe('operationMatchesView', () => {
       expect(operationViewKey(view)).toBe(operationKey(operationFromView(view)));
     },
   );
+});
+
+const historyBase: OperationHistoryView = {
+  operationName: 'volume_mount',
+  volume: 'kubernetes.io/csi/d^vol-1',
+  pod: 'a',
+  node: '',
+  firstFailureAt: 1_000,
+  attemptsTotal: 2,
+  attempts: [
+    { startedAt: 900, durationMs: 100, error: 'rpc error: code = Unavailable' },
+    { startedAt: 1_600, durationMs: 100, error: 'rpc error: code = Unavailable' },
+  ],
+  succeededAt: null,
+};
+
+describe('operationHistoryMatchesView', () => {
+  // The engine replaces a history view only with another attempt (the count grows) or a new
+  // episode (the first failure moves): the mutations below are the ones it can make.
+  it.each<{ name: string; view: OperationHistoryView; same: boolean }>([
+    { name: 'the same history', view: historyBase, same: true },
+    { name: 'a copy of it', view: { ...historyBase, attempts: [...historyBase.attempts] }, same: true },
+    { name: 'one more attempt', view: { ...historyBase, attemptsTotal: 3, attempts: [...historyBase.attempts, { startedAt: 2_700, durationMs: 5, error: 'x' }] }, same: false },
+    { name: 'the success', view: { ...historyBase, attemptsTotal: 3, attempts: [...historyBase.attempts, { startedAt: 2_700, durationMs: 5, error: null }], succeededAt: 2_705 }, same: false },
+    { name: 'a new episode', view: { ...historyBase, firstFailureAt: 9_000, attemptsTotal: 1, attempts: [{ startedAt: 8_000, durationMs: 1_000, error: 'y' }] }, same: false },
+    { name: 'no pod in the key', view: { ...historyBase, pod: '' }, same: false },
+    { name: 'a node in the key', view: { ...historyBase, node: 'n' }, same: false },
+  ])('$name: matches = $same', ({ view, same }) => {
+    const item = operationHistoryFromView(historyBase);
+
+    expect(operationHistoryMatchesView(item, view)).toBe(same);
+    expect(jsonEqual(item, operationHistoryFromView(view))).toBe(same);
+  });
+
+  it('cuts a 1 MB attempt error to the message limit and keys a view as operationKey keys its item', () => {
+    const view = { ...historyBase, node: 'n', attempts: [{ startedAt: 1, durationMs: 2, error: 'x'.repeat(1 << 20) }] };
+
+    const item = operationHistoryFromView(view);
+
+    expect(isTruncatedMessage(item.attempts[0]?.error ?? '')).toBe(true);
+    expect(item.attempts[0]?.error?.length).toBeLessThanOrEqual(MESSAGE_LENGTH_LIMIT);
+    expect(operationHistoryViewKey(view)).toBe(operationKey(item));
+  });
 });
 
 const reconBase: ReconstructionEntry = {

@@ -11,10 +11,11 @@ import {
   type ActualVolume,
   type DesiredVolume,
   type Operation,
+  type OperationHistory,
   type PodMount,
   type ReconstructedVolume,
 } from '../../lib/api/snapshot.ts';
-import { type PendingOperationView, type DeviceMountState, type ActualVolumeView, type DesiredVolumeView, podNamespace, type ReconstructionEntry, type ReconstructionOutcome } from '../../lib/volumemanager/index.ts';
+import { type OperationHistoryView, type PendingOperationView, type DeviceMountState, type ActualVolumeView, type DesiredVolumeView, podNamespace, type ReconstructionEntry, type ReconstructionOutcome } from '../../lib/volumemanager/index.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
 import { findByKey } from './keyed-collection.ts';
 
@@ -191,6 +192,44 @@ export function operationMatchesView(operation: Operation, op: PendingOperationV
 /** The API key of a table entry without building the item (`operationKey`). */
 export function operationViewKey(op: PendingOperationView): string {
   return `${op.operationName}|${op.key.volumeName}|${op.key.podName}|${op.key.nodeName}`;
+}
+
+// OPERATION HISTORY
+
+/** The API item of one key's history; error texts cut as `lastError` is. */
+export function operationHistoryFromView(view: OperationHistoryView): OperationHistory {
+  return {
+    operationName: view.operationName,
+    volume: view.volume,
+    podUid: view.pod === '' ? null : view.pod,
+    nodeName: view.node === '' ? null : view.node,
+    firstFailureAt: view.firstFailureAt,
+    attemptsTotal: view.attemptsTotal,
+    attempts: view.attempts.map((a) => ({ startedAt: a.startedAt, durationMs: a.durationMs, error: a.error === null ? null : truncateMessage(a.error) })),
+    succeededAt: view.succeededAt,
+  };
+}
+
+/**
+ * Whether {@link operationHistoryFromView} would equal `item`. Within one key, a history only
+ * changes by another attempt (`attemptsTotal` grows, `succeededAt` may be set) or by a new
+ * episode (`firstFailureAt` moves on), so these fields decide it without comparing attempts.
+ */
+export function operationHistoryMatchesView(item: OperationHistory, view: OperationHistoryView): boolean {
+  return (
+    item.operationName === view.operationName &&
+    item.volume === view.volume &&
+    item.podUid === (view.pod === '' ? null : view.pod) &&
+    item.nodeName === (view.node === '' ? null : view.node) &&
+    item.firstFailureAt === view.firstFailureAt &&
+    item.attemptsTotal === view.attemptsTotal &&
+    item.succeededAt === view.succeededAt
+  );
+}
+
+/** The API key of a history without building the item (`operationKey`). */
+export function operationHistoryViewKey(view: OperationHistoryView): string {
+  return `${view.operationName}|${view.volume}|${view.pod}|${view.node}`;
 }
 
 // RECONSTRUCTION

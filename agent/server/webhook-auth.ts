@@ -97,7 +97,7 @@ export interface WebhookAuthOptions {
 export interface AgentAuthenticatorOptions {
   /** The static token (`--token-file`); absent: only the webhook authenticates. */
   staticToken?: string;
-  /** The audit caller of the static token; absent: the remote address (see staticTokenAuthenticator). */
+  /** The audit caller of the static token; absent: `STATIC_TOKEN_CALLER` (see staticTokenAuthenticator). */
   staticTokenName?: string;
   /** TokenReview/SubjectAccessReview for every other token; absent: only the static token works. */
   webhook?: WebhookAuthOptions;

@@ -1,34 +1,87 @@
 'use client';
 
 import Link from 'next/link';
-import { memo } from 'react';
-import type { RecentEvent } from '../../lib/api/index.ts';
-import { podHref } from '../../lib/dashboard/routes.ts';
+import { memo, useMemo } from 'react';
+import type { RecentEvent, Snapshot } from '../../lib/api/index.ts';
+import { eventGroupSummary, eventsByVolume, type VolumeEvents } from '../../lib/dashboard/incident-history.ts';
+import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
-import { RelativeTime } from '../shared/time-text.tsx';
 import { DataTable } from '../shared/data-table.tsx';
+import { LiveText, TimeOfDay } from '../shared/time-text.tsx';
 
-/** Recent events, newest first. */
-export const EventsTable = memo(function EventsTable({ node, events, podNames }: { node: string; events: readonly RecentEvent[]; podNames: ReadonlyMap<string, string> }) {
+export interface EventsTableProps {
+  readonly node: string;
+  /** The events to show (all of the snapshot's, or those of one pod or volume), oldest first. */
+  readonly events: readonly RecentEvent[];
+  /** Where the volumes, their mounts and the operations' successes are looked up. */
+  readonly snapshot: Pick<Snapshot, 'desired' | 'actual' | 'operationHistory'>;
+  readonly podNames: ReadonlyMap<string, string>;
+}
+
+function ResolutionText({ resolution }: { resolution: VolumeEvents['groups'][number]['resolution'] }) {
+  if (resolution.state === 'open') return null;
+  if (resolution.state === 'pods-gone') return <span className="muted">over: its pods are gone</span>;
+  return (
+    <span className="text-good">
+      <span aria-hidden="true">✓ </span>
+      resolved: mounted{resolution.mountedAt === null ? '' : ' at '}
+      {resolution.mountedAt === null ? null : <TimeOfDay at={resolution.mountedAt} />}
+    </span>
+  );
+}
+
+function VolumeEventsTable({ node, entry, podNames }: { node: string; entry: VolumeEvents; podNames: ReadonlyMap<string, string> }) {
+  return (
+    <section className="event-volume" aria-label={entry.volume === null ? 'Events about no one volume' : `Events of volume ${entry.volume}`}>
+      <h4 className="break">
+        {entry.volume === null ? 'Node and other events' : <Link href={volumeHref(node, entry.volume)}>{entry.volume}</Link>}
+        {entry.settled ? null : <span className="text-bad"> · failing</span>}
+      </h4>
+      <DataTable columns={['Events', 'Type', 'Pods', 'Status', 'Last message']} compact>
+        {entry.groups.map((g) => (
+          <tr key={g.key}>
+            <td>
+              <LiveText text={(now) => eventGroupSummary(g, now)} />
+            </td>
+            <td>
+              <span className={g.type === 'Warning' ? 'text-bad' : undefined}>
+                <span aria-hidden="true">{g.type === 'Warning' ? '! ' : 'i '}</span>
+                {g.type}
+              </span>
+            </td>
+            <td>
+              {g.podUids.length === 0
+                ? 'node'
+                : g.podUids.map((uid, i) => (
+                    <span key={uid}>
+                      {i > 0 ? ', ' : ''}
+                      <Link href={podHref(node, uid)}>{podNames.get(uid) ?? uid}</Link>
+                    </span>
+                  ))}
+            </td>
+            <td>
+              <ResolutionText resolution={g.resolution} />
+            </td>
+            <td className="cell-error">{g.lastMessage}</td>
+          </tr>
+        ))}
+      </DataTable>
+    </section>
+  );
+}
+
+/**
+ * Recent events aggregated like kubectl ("FailedMount ×9 over 61 s, last 3 s ago"), grouped per
+ * volume (failing volumes first), each mount failure marked resolved once its volume is mounted.
+ */
+export const EventsTable = memo(function EventsTable({ node, events, snapshot, podNames }: EventsTableProps) {
+  const volumes = useMemo(() => eventsByVolume(events, snapshot), [events, snapshot]);
   if (events.length === 0) return <EmptyState>No recent events.</EmptyState>;
   return (
-    <DataTable columns={['When', 'Type', 'Reason', 'Pod', 'Message']}>
-      {[...events].reverse().map((e, i) => (
-        <tr key={`${e.time}-${i}`}>
-          <td>
-            <RelativeTime at={e.time} />
-          </td>
-          <td>
-            <span className={e.type === 'Warning' ? 'text-bad' : undefined}>
-              <span aria-hidden="true">{e.type === 'Warning' ? '! ' : 'i '}</span>
-              {e.type}
-            </span>
-          </td>
-          <td>{e.reason}</td>
-          <td>{e.podUid === null ? 'node' : <Link href={podHref(node, e.podUid)}>{podNames.get(e.podUid) ?? e.podUid}</Link>}</td>
-          <td className="cell-error">{e.message}</td>
-        </tr>
+    <div className="event-volumes">
+      {volumes.map((entry) => (
+        <VolumeEventsTable key={entry.volume ?? ''} node={node} entry={entry} podNames={podNames} />
       ))}
-    </DataTable>
+    </div>
   );
 });

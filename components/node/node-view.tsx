@@ -5,6 +5,7 @@ import type { Snapshot } from '../../lib/api/index.ts';
 import { describeResync, resyncAvailability } from '../../lib/dashboard/action-guards.ts';
 import { nodeMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
 import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
+import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
 import { createVolumeRowsSelector } from '../../lib/dashboard/pipeline.ts';
 import { embedHref } from '../../lib/dashboard/routes.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
@@ -23,6 +24,7 @@ import { DriversTable } from './drivers-table.tsx';
 import { EventsTable } from './events-table.tsx';
 import { NodeCounts } from './node-counts.tsx';
 import { NodeFacts } from './node-facts.tsx';
+import { OperationHistoryTable } from './operation-history-table.tsx';
 import { OperationsTable } from './operations-table.tsx';
 import { ReconstructionLine } from './reconstruction-line.tsx';
 import { ReconstructionTable } from './reconstruction-table.tsx';
@@ -45,18 +47,22 @@ interface LowPriorityPanelsProps {
 const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, phase, onAction }: LowPriorityPanelsProps) {
   const podNames = usePodNames(snapshot);
   const summary = summarizeNode(snapshot);
+  const history = useMemo(() => historyByOperationKey(snapshot.operationHistory), [snapshot.operationHistory]);
   return (
     <>
       <ObservePanels agent={agent} observe={snapshot.observe} />
       <Panel id="operations" title="Pending operations" count={snapshot.operations.length}>
-        <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} phase={phase} onAction={onAction} limit={500} />
+        <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} history={history} phase={phase} onAction={onAction} limit={500} />
+      </Panel>
+      <Panel id="operation-history" title="Operation history" count={snapshot.operationHistory.length}>
+        <OperationHistoryTable node={agent} history={snapshot.operationHistory} podNames={podNames} />
       </Panel>
       <Panel id="reconstruction" title="Reconstruction">
         <ReconstructionLine summary={summary} />
         <ReconstructionTable node={agent} reconstruction={snapshot.reconstruction} podNames={podNames} />
       </Panel>
       <Panel id="events" title="Recent events" count={snapshot.recentEvents.length}>
-        <EventsTable node={agent} events={snapshot.recentEvents} podNames={podNames} />
+        <EventsTable node={agent} events={snapshot.recentEvents} snapshot={snapshot} podNames={podNames} />
       </Panel>
       <Panel id="source-errors" title="Source errors" count={snapshot.sourceErrors.length}>
         <SourceErrorsList errors={snapshot.sourceErrors} />
@@ -111,6 +117,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
       <nav className="toc" aria-label="Sections">
         <a href="#pods">Pods and volumes</a>
         <a href="#operations">Pending operations ({snapshot.operations.length})</a>
+        <a href="#operation-history">Operation history ({snapshot.operationHistory.length})</a>
         <a href="#reconstruction">Reconstruction</a>
         <a href="#events">Recent events</a>
         <a href="#source-errors">Source errors ({snapshot.sourceErrors.length})</a>

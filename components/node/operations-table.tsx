@@ -3,21 +3,24 @@
 import Link from 'next/link';
 import { useRouter } from 'next/navigation';
 import { memo, useCallback, useMemo, type CSSProperties } from 'react';
-import type { Operation } from '../../lib/api/index.ts';
+import type { Operation, OperationHistory } from '../../lib/api/index.ts';
 import { operationKey } from '../../lib/api/index.ts';
+import { historyTiming } from '../../lib/dashboard/incident-history.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { OperationStateBadge } from '../shared/status-badges.tsx';
-import { OperationCountdown, RelativeTime } from '../shared/time-text.tsx';
+import { LiveText, OperationCountdown, RelativeTime } from '../shared/time-text.tsx';
 import { VirtualList } from '../shared/virtual-list.tsx';
 
 export interface OperationsTableProps {
   readonly node: string;
   readonly operations: readonly Operation[];
   readonly podNames: ReadonlyMap<string, string>;
+  /** The operations' histories by `operationKey` (`historyByOperationKey`): attempts in all, stuck for. */
+  readonly history?: ReadonlyMap<string, OperationHistory>;
   readonly phase: ConnectionPhase;
   readonly onAction: (action: PendingAction) => void;
   /** Show at most this many (soonest retry first); default all. */
@@ -44,9 +47,9 @@ function ShownOf({ shown, total }: { shown: number; total: number }) {
 const OPERATION_ROW_HEIGHT = 44;
 /** The grid columns of its header and rows (the order of OPERATION_COLUMNS). */
 const OPERATION_GRID: CSSProperties = {
-  gridTemplateColumns: '8.5rem minmax(12rem, 2.2fr) minmax(9rem, 1.2fr) 7rem 8.5rem 5.5rem minmax(10rem, 2fr) 7rem',
+  gridTemplateColumns: '8.5rem minmax(12rem, 2.2fr) minmax(9rem, 1.2fr) 7rem 8.5rem 8.5rem 5.5rem minmax(10rem, 2fr) 7rem',
 };
-const OPERATION_COLUMNS = ['Operation', 'Volume', 'Pod', 'State', 'Next', 'Failures', 'Last error', 'Actions'] as const;
+const OPERATION_COLUMNS = ['Operation', 'Volume', 'Pod', 'State', 'Next', 'Stuck for', 'Attempts', 'Last error', 'Actions'] as const;
 /** A cell whose overflowing text is cut (with an ellipsis) at its start instead of its end. */
 const CUT_AT_START: CSSProperties = { direction: 'rtl', textAlign: 'left' };
 
@@ -60,7 +63,17 @@ interface OperationRowContext {
  * One row of the windowed table. Memoized: an operation the delta did not touch keeps its object
  * (applyDelta reuses unchanged items), so its row skips rendering when the table updates.
  */
-const OperationRow = memo(function OperationRow({ op, podName, ctx }: { op: Operation; podName: string | null; ctx: OperationRowContext }) {
+const OperationRow = memo(function OperationRow({
+  op,
+  history,
+  podName,
+  ctx,
+}: {
+  op: Operation;
+  history: OperationHistory | null;
+  podName: string | null;
+  ctx: OperationRowContext;
+}) {
   return (
     <>
       <div role="cell" className="vt__cell">
@@ -86,8 +99,12 @@ const OperationRow = memo(function OperationRow({ op, podName, ctx }: { op: Oper
       <div role="cell" className="vt__cell">
         <OperationCountdown op={op} />
       </div>
-      <div role="cell" className="vt__cell num">
-        {op.failures}
+      <div role="cell" className="vt__cell" title={history === null ? undefined : 'since the first failure (a Retry now does not reset it)'}>
+        {history === null ? '—' : <LiveText text={(now) => historyTiming(history, now).text} role="timer" />}
+      </div>
+      {/* Every attempt since the first failure; `failures` restarts with a Retry now, the total does not. */}
+      <div role="cell" className="vt__cell num" title={`${op.failures} failure(s) since the backoff was last reset`}>
+        {history?.attemptsTotal ?? op.failures}
       </div>
       <div role="cell" className="vt__cell vt__error" title={op.lastError ?? undefined}>
         {op.lastError === null ? '—' : (
@@ -113,12 +130,14 @@ const OperationRow = memo(function OperationRow({ op, podName, ctx }: { op: Oper
  * screenful of rows per update and per countdown tick. Arrow keys move between rows; Enter opens
  * the row's volume.
  */
-export function OperationsTable({ node, operations, podNames, phase, onAction, limit }: OperationsTableProps) {
+export function OperationsTable({ node, operations, podNames, history, phase, onAction, limit }: OperationsTableProps) {
   const shown = useMemo(() => operationsShown(operations, limit), [operations, limit]);
   const ctx = useMemo<OperationRowContext>(() => ({ node, phase, onAction }), [node, phase, onAction]);
   const renderRow = useCallback(
-    (op: Operation) => <OperationRow op={op} podName={op.podUid === null ? null : (podNames.get(op.podUid) ?? null)} ctx={ctx} />,
-    [podNames, ctx],
+    (op: Operation) => (
+      <OperationRow op={op} history={history?.get(operationKey(op)) ?? null} podName={op.podUid === null ? null : (podNames.get(op.podUid) ?? null)} ctx={ctx} />
+    ),
+    [podNames, history, ctx],
   );
   const router = useRouter();
   const openVolume = useCallback(
@@ -134,7 +153,7 @@ export function OperationsTable({ node, operations, podNames, phase, onAction, l
         <div role="rowgroup">
           <div role="row" className="vt__head" aria-rowindex={1} style={OPERATION_GRID}>
             {OPERATION_COLUMNS.map((label) => (
-              <div key={label} role="columnheader" className={`vt__cell${label === 'Failures' ? ' num' : ''}`}>
+              <div key={label} role="columnheader" className={`vt__cell${label === 'Attempts' ? ' num' : ''}`}>
                 {label === 'Actions' ? <span className="visually-hidden">{label}</span> : label}
               </div>
             ))}

@@ -3,6 +3,7 @@
 import Link from 'next/link';
 import { useMemo } from 'react';
 import type { Snapshot } from '../../lib/api/index.ts';
+import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
 import { podMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
 import { kubeletSummaryLine, podDisplayName } from '../../lib/dashboard/pipeline.ts';
 import { embedHref, nodeHref } from '../../lib/dashboard/routes.ts';
@@ -15,6 +16,7 @@ import { CopyButton } from '../shared/copy-button.tsx';
 import { useLivePod } from '../hooks/use-live-pod.ts';
 import { usePodNames } from '../hooks/use-pod-names.ts';
 import { EventsTable } from '../node/events-table.tsx';
+import { OperationHistoryTable } from '../node/operation-history-table.tsx';
 import { ReconstructionTable } from '../node/reconstruction-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
@@ -27,6 +29,13 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   const pod = useLivePod(snapshot, uid);
   const podNames = usePodNames(snapshot);
   const events = useMemo(() => snapshot.recentEvents.filter((e) => e.podUid === uid), [snapshot.recentEvents, uid]);
+  const volumes = useMemo(() => new Set(pod?.rows.map((r) => r.uniqueVolumeName) ?? []), [pod]);
+  // The pod's own operations, and the volume-wide ones (attach, device mount) of its volumes.
+  const history = useMemo(
+    () => snapshot.operationHistory.filter((h) => h.podUid === uid || (h.podUid === null && volumes.has(h.volume))),
+    [snapshot.operationHistory, uid, volumes],
+  );
+  const historyByKey = useMemo(() => historyByOperationKey(history), [history]);
   const reconstruction = useMemo(
     () => ({ ...snapshot.reconstruction, volumes: snapshot.reconstruction.volumes.filter((v) => v.podUid === uid) }),
     [snapshot.reconstruction, uid],
@@ -86,12 +95,24 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
           {pod.rows.length === 0 ? <EmptyState>The pod has no volumes that need mounting.</EmptyState> : null}
           <div className="pipelines">
             {pod.rows.map((row) => (
-              <VolumePipeline key={row.id} node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} />
+              <VolumePipeline
+                key={row.id}
+                node={agent}
+                row={row}
+                phase={connection.phase}
+                synced={snapshot.statesSynced}
+                observing={snapshot.observe !== undefined}
+                onAction={onAction}
+                history={historyByKey}
+              />
             ))}
           </div>
         </Panel>
         <Panel id="events" title="Recent events for this pod" count={events.length}>
-          <EventsTable node={agent} events={events} podNames={podNames} />
+          <EventsTable node={agent} events={events} snapshot={snapshot} podNames={podNames} />
+        </Panel>
+        <Panel id="operation-history" title="Operation history" count={history.length}>
+          <OperationHistoryTable node={agent} history={history} podNames={podNames} />
         </Panel>
         {reconstruction.volumes.length > 0 ? (
           <Panel id="reconstruction" title="Reconstruction">

@@ -46,6 +46,34 @@ export function OperationCountdown({ op }: { op: Pick<Operation, 'state' | 'retr
   );
 }
 
+let timeOfDayFormat: Intl.DateTimeFormat | null = null;
+
+/** `18:52:21`: the local time of day, 24 h, with seconds. */
+function timeOfDay(at: number): string {
+  timeOfDayFormat ??= new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+  return timeOfDayFormat.format(at);
+}
+
+/** A time of day, 24 h ("18:52:21"), with the full local and UTC time on hover. */
+export function TimeOfDay({ at }: { at: number }) {
+  const attrs = useMemo(() => ({ dateTime: new Date(at).toISOString(), title: fullTime(at), text: timeOfDay(at) }), [at]);
+  return (
+    <time dateTime={attrs.dateTime} title={attrs.title} suppressHydrationWarning>
+      {attrs.text}
+    </time>
+  );
+}
+
+/** Live text of `now` (the shared one-second clock), e.g. "stuck for 61 s" or "FailedMount ×9 over 61 s, last 3 s ago". */
+export function LiveText({ text, className, role }: { text: (now: number) => string; className?: string; role?: 'timer' }) {
+  const now = useNow(1000);
+  return (
+    <span className={className} role={role} suppressHydrationWarning>
+      {text(now)}
+    </span>
+  );
+}
+
 /** A clock time ("08:01:03"), with the full local and UTC time on hover. */
 export function AbsoluteTime({ at }: { at: number }) {
   return (

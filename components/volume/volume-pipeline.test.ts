@@ -3,6 +3,7 @@ import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import type { Snapshot } from '../../lib/api/index.ts';
 import { FIXTURE_T0, exampleSnapshot, generatedOperation, generatedPod, generatedVolume } from '../../lib/api/testing/snapshot-fixtures.ts';
+import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
 import { deriveVolumeRows, type VolumeState } from '../../lib/dashboard/pipeline.ts';
 import { VolumePipeline } from './volume-pipeline.tsx';
 
@@ -54,5 +55,24 @@ describe('VolumePipeline, one fixture per operator-visible state', () => {
     expect(html.includes('>Unmount</button>')).toBe(unmount);
     const flagged = /<li class="stage [^"]*stage--blocking"[^>]*><span class="stage__label">([^<]*)</.exec(html);
     expect(flagged?.[1] ?? null).toBe(blocking);
+  });
+});
+
+describe('VolumePipeline with the operation history', () => {
+  it("shows the blocking operation's first failure, stuck for and attempts in all, with the countdown as the card's only timer", () => {
+    const row = deriveVolumeRows(example).find((r) => r.volumeName === 'pgdata');
+    const op = row?.operation;
+    if (row === undefined || op === null || op === undefined) throw new Error('the example has a failing pgdata mount');
+    const [history] = example.operationHistory;
+    if (history === undefined) throw new Error('the example has a history');
+
+    const html = renderToStaticMarkup(
+      createElement(VolumePipeline, { node: 'node-a', row, phase: 'live', synced: true, onAction: () => undefined, history: historyByOperationKey([{ ...history, attemptsTotal: 7 }]) }),
+    );
+
+    expect(html).toMatch(/data-testid="operation-history-line">First failure <time dateTime="2026-11-30T08:00:59.000Z"/);
+    expect(html).toContain('stuck for ');
+    expect(html).toContain('7 attempts in all');
+    expect(html.match(/role="timer"/g)).toHaveLength(1);
   });
 });

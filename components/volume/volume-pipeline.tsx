@@ -2,6 +2,8 @@
 
 import Link from 'next/link';
 import { memo } from 'react';
+import { operationKey, type OperationHistory } from '../../lib/api/index.ts';
+import { historyTiming } from '../../lib/dashboard/incident-history.ts';
 import { STAGE_LABEL, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { volumeHref } from '../../lib/dashboard/routes.ts';
@@ -9,9 +11,19 @@ import { RetryButton } from '../actions/retry-button.tsx';
 import { UnmountButton } from '../actions/unmount-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { StageStatusBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
-import { AbsoluteTime, OperationCountdown, RelativeTime } from '../shared/time-text.tsx';
+import { AbsoluteTime, LiveText, OperationCountdown, RelativeTime, TimeOfDay } from '../shared/time-text.tsx';
 
-function BlockingDetail({ row, stage }: { row: VolumeRow; stage: PipelineStage }) {
+/** Since when the operation fails and how often it was tried in all (a Retry now resets neither). */
+function HistoryLine({ history }: { history: OperationHistory }) {
+  return (
+    <p className="small" data-testid="operation-history-line">
+      First failure <TimeOfDay at={history.firstFailureAt} /> · {/* No timer role: the card's one timer is the countdown. */}
+      <LiveText text={(now) => historyTiming(history, now).text} /> · {history.attemptsTotal} attempt{history.attemptsTotal === 1 ? '' : 's'} in all
+    </p>
+  );
+}
+
+function BlockingDetail({ row, stage, history }: { row: VolumeRow; stage: PipelineStage; history: OperationHistory | null }) {
   const op = row.operation;
   return (
     <div className="blocking">
@@ -31,6 +43,7 @@ function BlockingDetail({ row, stage }: { row: VolumeRow; stage: PipelineStage }
               </span>
             ) : null}
           </p>
+          {history !== null ? <HistoryLine history={history} /> : null}
           {op.lastError !== null ? (
             <>
               <p className="muted small">
@@ -57,6 +70,8 @@ export interface VolumePipelineProps {
   readonly onAction: ((action: PendingAction) => void) | null;
   /** One-line stages for the embed view. */
   readonly compact?: boolean;
+  /** The operations' histories by `operationKey`: the blocking operation's first failure, stuck for, attempts in all. */
+  readonly history?: ReadonlyMap<string, OperationHistory>;
 }
 
 /**
@@ -64,8 +79,9 @@ export interface VolumePipelineProps {
  * mounted into pod → ready. The first blocking stage is highlighted with the operation's last
  * error verbatim and its backoff deadline; an uncertain stage is shown as uncertain.
  */
-export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, synced, observing = false, onAction, compact = false }: VolumePipelineProps) {
+export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, synced, observing = false, onAction, compact = false, history }: VolumePipelineProps) {
   const op = row.operation;
+  const opHistory = op === null ? null : (history?.get(operationKey(op)) ?? null);
   return (
     <article className={`pipeline-card pipeline-card--${row.state}${compact ? ' pipeline-card--compact' : ''}`} aria-labelledby={`vol-${row.id}`}>
       <header className="pipeline-card__header">
@@ -94,7 +110,7 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
           );
         })}
       </ol>
-      {row.blocking !== null && !compact ? <BlockingDetail row={row} stage={row.blocking} /> : null}
+      {row.blocking !== null && !compact ? <BlockingDetail row={row} stage={row.blocking} history={opHistory} /> : null}
       {row.blocking !== null && compact && op !== null ? (
         <p className="compact-error">
           <OperationCountdown op={op} /> {op.lastError !== null ? <span className="error-text">{op.lastError}</span> : null}

@@ -3,6 +3,7 @@
 import Link from 'next/link';
 import { useMemo } from 'react';
 import type { Snapshot } from '../../lib/api/index.ts';
+import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
 import { createVolumeRowsSelector, indexSnapshot, rowPodName, volumeKnown } from '../../lib/dashboard/pipeline.ts';
 import { nodeHref, podHref } from '../../lib/dashboard/routes.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
@@ -14,6 +15,7 @@ import { CopyButton } from '../shared/copy-button.tsx';
 import { usePodNames } from '../hooks/use-pod-names.ts';
 import { AuditTable } from '../node/audit-table.tsx';
 import { EventsTable } from '../node/events-table.tsx';
+import { OperationHistoryTable } from '../node/operation-history-table.tsx';
 import { OperationsTable } from '../node/operations-table.tsx';
 import { ReconstructionTable } from '../node/reconstruction-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
@@ -29,13 +31,18 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
   const podNames = usePodNames(snapshot);
   const actual = indexSnapshot(snapshot).actualByName.get(volume) ?? null;
   const operations = useMemo(() => snapshot.operations.filter((op) => op.volume === volume), [snapshot.operations, volume]);
+  const operationHistory = useMemo(() => snapshot.operationHistory.filter((h) => h.volume === volume), [snapshot.operationHistory, volume]);
+  const historyByKey = useMemo(() => historyByOperationKey(operationHistory), [operationHistory]);
   const history = useMemo(() => {
     const pairs = new Set(rows.map((r) => `${r.podUid}|${r.volumeName}`));
     const names = [...new Set(rows.map((r) => r.volumeName))];
     const pods = new Set(rows.map((r) => r.podUid));
     return {
-      events: snapshot.recentEvents.filter(
-        (e) => e.message.includes(volume) || ((e.podUid === null || pods.has(e.podUid)) && names.some((n) => e.message.includes(`"${n}"`))),
+      // An event names its volume; one from an agent that predates `volume` is matched by its message.
+      events: snapshot.recentEvents.filter((e) =>
+        e.volume !== undefined
+          ? e.volume === volume
+          : e.message.includes(volume) || ((e.podUid === null || pods.has(e.podUid)) && names.some((n) => e.message.includes(`"${n}"`))),
       ),
       audit: snapshot.audit.filter((a) => a.target !== null && a.target.includes(volume)),
       reconstruction: { ...snapshot.reconstruction, volumes: snapshot.reconstruction.volumes.filter((v) => pairs.has(`${v.podUid}|${v.volumeName}`)) },
@@ -119,17 +126,20 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
               <p className="small">
                 Pod <Link href={podHref(agent, row.podUid)}>{rowPodName(row)}</Link>
               </p>
-              <VolumePipeline node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} />
+              <VolumePipeline node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} history={historyByKey} />
             </div>
           ))}
         </div>
       </Panel>
       <Panel id="operations" title="Operations" count={operations.length}>
-        <OperationsTable node={agent} operations={operations} podNames={podNames} phase={connection.phase} onAction={onAction} />
+        <OperationsTable node={agent} operations={operations} podNames={podNames} history={historyByKey} phase={connection.phase} onAction={onAction} />
+      </Panel>
+      <Panel id="operation-history" title="Operation history" count={operationHistory.length}>
+        <OperationHistoryTable node={agent} history={operationHistory} podNames={podNames} />
       </Panel>
       <Panel id="history" title="History">
         <h3>Events</h3>
-        <EventsTable node={agent} events={history.events} podNames={podNames} />
+        <EventsTable node={agent} events={history.events} snapshot={snapshot} podNames={podNames} />
         <h3>Operator actions</h3>
         <AuditTable audit={history.audit} />
         {history.reconstruction.volumes.length > 0 ? (

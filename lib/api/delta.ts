@@ -23,6 +23,7 @@ import {
   DesiredPodSchema,
   DriverSchema,
   MounterSchema,
+  OperationHistorySchema,
   OperationSchema,
   PodErrorsSchema,
   ReconstructedVolumeSchema,
@@ -93,6 +94,8 @@ export const DeltaSchema = z
     actualVolumes: keyedChangeSchema(ActualVolumeSchema).optional(),
     /** `operations` by {@link operationKey}. */
     operations: keyedChangeSchema(OperationSchema).optional(),
+    /** `operationHistory` by {@link operationKey}. */
+    operationHistory: keyedChangeSchema(OperationHistorySchema).optional(),
     /** `reconstruction.volumes` by `podUid|volumeName`. */
     reconstructionVolumes: keyedChangeSchema(ReconstructedVolumeSchema).optional(),
     /** `podErrors`: the new error list of each changed pod, and pods without errors now. */
@@ -137,6 +140,7 @@ export const snapshotFieldTransport: Record<keyof Snapshot, 'seq' | 'set' | 'key
   desired: 'keyed',
   actual: 'keyed',
   operations: 'keyed',
+  operationHistory: 'keyed',
   reconstruction: 'keyed',
   podErrors: 'keyed',
   sourceErrors: 'keyed',
@@ -277,6 +281,7 @@ export function computeDelta(prev: Snapshot, next: Snapshot): Delta {
     desiredPods: diffKeyed(a.desired.pods, b.desired.pods, desiredPodKey),
     actualVolumes: diffKeyed(a.actual.volumes, b.actual.volumes, actualVolumeKey),
     operations: diffKeyed(a.operations, b.operations, operationKey),
+    operationHistory: diffKeyed(a.operationHistory, b.operationHistory, operationKey),
     reconstructionVolumes: diffKeyed(a.reconstruction.volumes, b.reconstruction.volumes, reconstructedVolumeKey),
     podErrors: diffPodErrors(a.podErrors, b.podErrors),
     sourceErrors: diffKeyed(a.sourceErrors, b.sourceErrors, sourceErrorKey),
@@ -315,6 +320,7 @@ export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
     desired: pods === snapshot.desired.pods ? snapshot.desired : { ...snapshot.desired, pods },
     actual: volumes === snapshot.actual.volumes ? snapshot.actual : { ...snapshot.actual, volumes },
     operations: applyKeyed(snapshot.operations, delta.operations, operationKey),
+    operationHistory: applyKeyed(snapshot.operationHistory, delta.operationHistory, operationKey),
     reconstruction:
       set.reconstruction === undefined && reconstructed === snapshot.reconstruction.volumes
         ? snapshot.reconstruction

@@ -66,7 +66,7 @@ export function normalizePodErrors(podErrors: PodErrors): PodErrors {
 
 /**
  * The snapshot with every keyed collection (desired pods and their volumes, actual volumes and
- * their pods, operations, reconstruction volumes, source errors, drivers) sorted by key and
+ * their pods, operations, operation history, reconstruction volumes, source errors, drivers) sorted by key and
  * `podErrors` keys sorted. Ring buffers (`recentEvents`, `audit`) and string lists keep their
  * order. Pure: returns `snapshot` itself when it is already normalized, and reuses every part
  * that already is.
@@ -75,6 +75,7 @@ export function normalizeSnapshot(snapshot: Snapshot): Snapshot {
   const pods = sortByKey(mapSame(snapshot.desired.pods, normalizeDesiredPod), desiredPodKey);
   const volumes = sortByKey(mapSame(snapshot.actual.volumes, normalizeActualVolume), actualVolumeKey);
   const operations = sortByKey(snapshot.operations, operationKey);
+  const operationHistory = sortByKey(snapshot.operationHistory, operationKey);
   const reconstructed = sortByKey(snapshot.reconstruction.volumes, reconstructedVolumeKey);
   const podErrors = normalizePodErrors(snapshot.podErrors);
   const sourceErrors = sortByKey(snapshot.sourceErrors, sourceErrorKey);
@@ -83,6 +84,7 @@ export function normalizeSnapshot(snapshot: Snapshot): Snapshot {
     pods === snapshot.desired.pods &&
     volumes === snapshot.actual.volumes &&
     operations === snapshot.operations &&
+    operationHistory === snapshot.operationHistory &&
     reconstructed === snapshot.reconstruction.volumes &&
     podErrors === snapshot.podErrors &&
     sourceErrors === snapshot.sourceErrors &&
@@ -95,6 +97,7 @@ export function normalizeSnapshot(snapshot: Snapshot): Snapshot {
     desired: pods === snapshot.desired.pods ? snapshot.desired : { ...snapshot.desired, pods },
     actual: volumes === snapshot.actual.volumes ? snapshot.actual : { ...snapshot.actual, volumes },
     operations,
+    operationHistory,
     reconstruction:
       reconstructed === snapshot.reconstruction.volumes
         ? snapshot.reconstruction

@@ -25,6 +25,10 @@ const changes: Record<Exclude<keyof Snapshot, 'seq'>, FieldChange> = {
   desired: { change: (s) => ({ desired: { pods: [...s.desired.pods, generatedPod(1)] } }), part: 'desiredPods' },
   actual: { change: (s) => ({ actual: { volumes: [...s.actual.volumes, generatedVolume(1)] } }), part: 'actualVolumes' },
   operations: { change: (s) => ({ operations: [...s.operations, generatedOperation(1, 2)] }), part: 'operations' },
+  operationHistory: {
+    change: (s) => ({ operationHistory: s.operationHistory.map((h) => ({ ...h, attemptsTotal: h.attemptsTotal + 1, succeededAt: FIXTURE_T0 + 70_000 })) }),
+    part: 'operationHistory',
+  },
   reconstruction: { change: (s) => ({ reconstruction: { ...s.reconstruction, volumes: [] } }), part: 'reconstructionVolumes' },
   podErrors: { change: (s) => ({ podErrors: { ...s.podErrors, 'uid-x': ['error processing PVC ns/c: PVC is not bound'] } }), part: 'podErrors' },
   sourceErrors: { change: () => ({ sourceErrors: [{ file: 'bad.yaml', message: 'bad.yaml: not YAML' }] }), part: 'sourceErrors' },

@@ -21,6 +21,7 @@ import {
   type DesiredPod,
   type Driver,
   type Operation,
+  type OperationHistory,
   type PodMount,
   type ReconstructedVolume,
   type ReconstructionStatus,
@@ -101,6 +102,17 @@ const operation: fc.Arbitrary<Operation> = rec({
   startedAt: maybeTime,
 });
 
+const operationHistory: fc.Arbitrary<OperationHistory> = rec({
+  operationName: fc.constantFrom('volume_mount', 'unmount_device'),
+  volume: volumeName,
+  podUid: fc.option(podUid, { nil: null }),
+  nodeName: fc.option(fc.constant('node-a'), { nil: null }),
+  firstFailureAt: time,
+  attemptsTotal: fc.integer({ min: 1, max: 1_000 }),
+  attempts: fc.array(rec({ startedAt: time, durationMs: count, error: maybeText }), { maxLength: 3 }),
+  succeededAt: maybeTime,
+});
+
 const reconstructionStatus: fc.Arbitrary<ReconstructionStatus> = rec({
   state: fc.constantFrom('pending' as const, 'running' as const, 'done' as const),
   startedAt: maybeTime,
@@ -124,6 +136,7 @@ const recentEvent: fc.Arbitrary<RecentEvent> = rec({
   reason: fc.constantFrom('FailedMount', 'SuccessfulMountVolume'),
   podUid: fc.option(podUid, { nil: null }),
   message: fc.constantFrom('a', 'b', 'c'),
+  volume: volumeName,
 });
 
 const auditEntry: fc.Arbitrary<AuditEntry> = rec({
@@ -157,6 +170,7 @@ const snapshotArb: fc.Arbitrary<Snapshot> = rec({
   desired: rec({ pods: fc.uniqueArray(desiredPod, { selector: desiredPodKey, maxLength: 5 }) }),
   actual: rec({ volumes: fc.uniqueArray(actualVolume, { selector: actualVolumeKey, maxLength: 5 }) }),
   operations: fc.uniqueArray(operation, { selector: operationKey, maxLength: 5 }),
+  operationHistory: fc.uniqueArray(operationHistory, { selector: operationKey, maxLength: 3 }),
   reconstruction: fc
     .tuple(reconstructionStatus, fc.uniqueArray(reconstructedVolume, { selector: reconstructedVolumeKey, maxLength: 4 }))
     .map(([status, volumes]) => ({ ...status, volumes })),

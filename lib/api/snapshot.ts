@@ -43,7 +43,7 @@ export function actualVolumeKey(volume: Pick<ActualVolume, 'uniqueVolumeName'>):
  * The key of a pending operation: `operationName|volume|podUid|nodeName`, with `''` for a null
  * pod UID or node name. Also the value of `cleared` in a retry response.
  */
-export function operationKey(op: Pick<Operation, 'operationName' | 'volume' | 'podUid' | 'nodeName'>): string {
+export function operationKey(op: Pick<Operation | OperationHistory, 'operationName' | 'volume' | 'podUid' | 'nodeName'>): string {
   return `${op.operationName}|${op.volume}|${op.podUid ?? ''}|${op.nodeName ?? ''}`;
 }
 
@@ -195,11 +195,8 @@ export type ActualState = z.infer<typeof ActualStateSchema>;
 
 // OPERATIONS
 
-/**
- * An entry of the nested pending operations table: an operation that runs now, or that failed
- * and is in exponential backoff. Succeeded operations leave the table (and the snapshot).
- */
-export const OperationSchema = z.object({
+/** The fields that key an operation (see {@link operationKey}), shared by the table and the history. */
+const OperationKeyFieldsSchema = z.object({
   /** `volume_mount`, `volume_unmount`, `unmount_device`, `verify_controller_attached_volume`, … */
   operationName: z.string(),
   /** The unique volume name the operation works on. */
@@ -208,6 +205,13 @@ export const OperationSchema = z.object({
   podUid: z.string().nullable(),
   /** The node of the key; `null` for operations not keyed by node. */
   nodeName: z.string().nullable(),
+});
+
+/**
+ * An entry of the nested pending operations table: an operation that runs now, or that failed
+ * and is in exponential backoff. Succeeded operations leave the table (and the snapshot).
+ */
+export const OperationSchema = OperationKeyFieldsSchema.extend({
   /** `running` while an attempt executes; `backoff` after a failure until the next attempt. */
   state: z.enum(['running', 'backoff']),
   /** Consecutive failures since the entry was created or its backoff was reset. */
@@ -225,6 +229,37 @@ export const OperationSchema = z.object({
 });
 /** An operation that runs now or is in exponential backoff. */
 export type Operation = z.infer<typeof OperationSchema>;
+
+/** One attempt of an operation. */
+export const OperationAttemptSchema = z.object({
+  /** When the attempt started. */
+  startedAt: EpochMsSchema,
+  /** How long it ran. */
+  durationMs: CountSchema,
+  /** The detailed error; `null` for the attempt that succeeded. At most 4096 characters, cut as `lastError`. */
+  error: z.string().nullable(),
+});
+/** One attempt of an operation. */
+export type OperationAttempt = z.infer<typeof OperationAttemptSchema>;
+
+/**
+ * The history of an operation that failed, by the same key as `operations[]` (a running or
+ * backed-off operation has both an entry there and its history here). Kept after the success,
+ * which ends it, and never reset by a "retry now" (which resets the backoff only). A key that
+ * fails again after its success starts a new history.
+ */
+export const OperationHistorySchema = OperationKeyFieldsSchema.extend({
+  /** When the first failed attempt ended. */
+  firstFailureAt: EpochMsSchema,
+  /** Every attempt since the first failure, those before a "retry now" included. */
+  attemptsTotal: z.number().int().positive(),
+  /** The last attempts (at most 20), oldest first; `attemptsTotal` counts those left out too. */
+  attempts: z.array(OperationAttemptSchema),
+  /** When the attempt that succeeded ended; `null` while it still fails. */
+  succeededAt: EpochMsSchema.nullable(),
+});
+/** The history of an operation that failed. */
+export type OperationHistory = z.infer<typeof OperationHistorySchema>;
 
 // RECONSTRUCTION
 
@@ -302,6 +337,11 @@ export const RecentEventSchema = z.object({
   /** The pod the event is about; `null` for node-level events. */
   podUid: z.string().nullable(),
   message: z.string(),
+  /**
+   * The unique volume name the event is about (`FailedMount`, `SuccessfulAttachVolume`, …), for
+   * grouping per volume; absent for events about no one volume (and from agents that predate it).
+   */
+  volume: z.string().optional(),
 });
 /** An event the agent recorded. */
 export type RecentEvent = z.infer<typeof RecentEventSchema>;
@@ -320,7 +360,10 @@ export type Check = z.infer<typeof CheckSchema>;
 /** An operator action taken through the API (resync, retry, unmount). */
 export const AuditEntrySchema = z.object({
   time: EpochMsSchema,
-  /** Who asked: the token's name, or the remote address when tokens are anonymous. */
+  /**
+   * Who asked: the person or service account the authenticator names (the TokenReview's user
+   * name, e.g. `system:serviceaccount:ns:sa`, or the static token's name), never an address.
+   */
   caller: z.string(),
   /** `resync`, `retry`, `unmount`, `orphan-cleanup` or `orphan-cleanup-dry-run`. */
   action: z.string(),
@@ -389,6 +432,11 @@ export const SnapshotSchema = z.object({
   actual: ActualStateSchema,
   /** Running operations and operations in backoff; empty when the table is empty. */
   operations: uniqueArray(OperationSchema, operationKey, 'operation'),
+  /**
+   * Operations that failed since the agent started: first failure, attempts, success; by the
+   * key of `operations[]`. Bounded. Empty when none failed (and from agents that predate it).
+   */
+  operationHistory: uniqueArray(OperationHistorySchema, operationKey, 'operation history').default([]),
   reconstruction: ReconstructionSchema,
   podErrors: PodErrorsSchema,
   /** Unreadable pod-source files; empty when all parse. */

@@ -15,6 +15,7 @@ import {
   type DesiredPod,
   type Driver,
   type Operation,
+  type OperationHistory,
   type ReconstructedVolume,
   type RecentEvent,
   type Snapshot,
@@ -64,6 +65,16 @@ const operation: fc.Arbitrary<Operation> = fc.record({ vol: key('vol'), v: versi
   durationBeforeRetryMs: 500,
   startedAt: null,
 }));
+const history: fc.Arbitrary<OperationHistory> = fc.record({ volume: key('vol'), v: version }).map(({ volume, v }) => ({
+  operationName: 'volume_mount',
+  volume,
+  podUid: null,
+  nodeName: null,
+  firstFailureAt: 1,
+  attemptsTotal: v + 1,
+  attempts: [{ startedAt: 1, durationMs: v, error: v > 1 ? null : 'e' }],
+  succeededAt: v > 1 ? v : null,
+}));
 const reconstructed: fc.Arbitrary<ReconstructedVolume> = fc.record({ uid: key('uid'), v: version }).map(({ uid, v }) => ({
   podUid: uid,
   volumeName: 'a',
@@ -111,6 +122,7 @@ const deltaBody = fc.record(
     desiredPods: keyed(pod, (p) => p.uid, key('uid')),
     actualVolumes: keyed(volume, (v) => v.uniqueVolumeName, key('vol')),
     operations: keyed(operation, (o) => `${o.operationName}|${o.volume}||`, key('vol').map((v) => `volume_mount|${v}||`)),
+    operationHistory: keyed(history, (h) => `${h.operationName}|${h.volume}||`, key('vol').map((v) => `volume_mount|${v}||`)),
     reconstructionVolumes: keyed(reconstructed, (r) => `${r.podUid}|${r.volumeName}`, key('uid').map((u) => `${u}|a`)),
     podErrors: fc.record({ upsert: fc.dictionary(key('uid'), fc.array(fc.constantFrom('e1', 'e2'), { maxLength: 2 })), remove: fc.array(key('uid'), { maxLength: 2 }) }, { requiredKeys: [] }),
     sourceErrors: keyed(sourceError, (e) => e.file, key('file')),

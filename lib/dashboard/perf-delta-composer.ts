@@ -34,7 +34,7 @@ import {
 /** Marks a key whose last change was a removal. */
 const REMOVED = Symbol('removed');
 
-type KeyedPart = 'desiredPods' | 'actualVolumes' | 'operations' | 'reconstructionVolumes' | 'sourceErrors' | 'drivers';
+type KeyedPart = 'desiredPods' | 'actualVolumes' | 'operations' | 'operationHistory' | 'reconstructionVolumes' | 'sourceErrors' | 'drivers';
 type RingPart = 'recentEvents' | 'audit';
 
 type ItemOf<P extends KeyedPart> = NonNullable<NonNullable<Delta[P]>['upsert']>[number];
@@ -43,6 +43,7 @@ const KEYS: { readonly [P in KeyedPart]: (item: ItemOf<P>) => string } = {
   desiredPods: desiredPodKey,
   actualVolumes: actualVolumeKey,
   operations: operationKey,
+  operationHistory: operationKey,
   reconstructionVolumes: reconstructedVolumeKey,
   sourceErrors: sourceErrorKey,
   drivers: driverKey,

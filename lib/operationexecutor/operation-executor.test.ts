@@ -450,6 +450,7 @@ describe('OperationRecord', () => {
         operationName: 'volume_mount',
         volume: 'fake-plugin/fake-device1',
         pod: '',
+        node: '',
         plugin: 'fake-plugin',
         migrated: false,
         generatedAt: t0,

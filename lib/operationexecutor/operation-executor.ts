@@ -36,6 +36,8 @@ export interface OperationRecord {
   volume: UniqueVolumeName | '';
   /** Pod key of the operation ("" for volume-wide operations). */
   pod: UniquePodName | '';
+  /** Node key of the operation ("" when not keyed by node: all but multi-attach attach/detach). */
+  node: NodeName | '';
   /** Fully qualified plugin name. */
   plugin: string;
   migrated: boolean;
@@ -196,6 +198,7 @@ export class OperationExecutor implements OperationStarter {
         operationName: ops.operationName,
         volume: volumeName,
         pod: podName,
+        node: nodeName,
         plugin: ops.pluginName,
         migrated: ops.migrated,
         generatedAt,

@@ -283,7 +283,7 @@ export class OperationGenerator {
         return errorPair(msgs, 'AttachVolume.Attach failed', err);
       }
       const simple = msgs('AttachVolume.Attach succeeded', '').simple;
-      for (const pod of vta.scheduledPods) this.recorder.event(podObject(pod), 'Normal', SuccessfulAttachVolume, simple);
+      for (const pod of vta.scheduledPods) this.recorder.event(podObject(pod), 'Normal', SuccessfulAttachVolume, simple, vta.volumeName);
       this.log.info(msgs('AttachVolume.Attach succeeded', '').detailed);
       try {
         asw.markVolumeAsAttached('', vta.volumeSpec, vta.nodeName, devicePath);
@@ -297,7 +297,7 @@ export class OperationGenerator {
       operationFunc,
       eventRecorderFunc: (err) => {
         if (err === undefined) return;
-        for (const pod of vta.scheduledPods) this.recorder.event(podObject(pod), 'Warning', FailedAttachVolume, err.message);
+        for (const pod of vta.scheduledPods) this.recorder.event(podObject(pod), 'Warning', FailedAttachVolume, err.message, vta.volumeName);
       },
       pluginName: fullyQualifiedPluginName(pluginName, vta.volumeSpec),
       migrated: vta.volumeSpec.migrated === true,
@@ -549,7 +549,7 @@ export class OperationGenerator {
       operationName: OperationNames.mount,
       operationFunc: this.releasingReadWriteOncePod(vtm, operationFunc),
       eventRecorderFunc: (err) => {
-        if (err !== undefined) this.recorder.event(podObject(vtm.pod), 'Warning', FailedMountVolume, err.message);
+        if (err !== undefined) this.recorder.event(podObject(vtm.pod), 'Warning', FailedMountVolume, err.message, vtm.volumeName);
       },
       pluginName: fullyQualifiedPluginName(pluginName, vtm.volumeSpec),
       migrated: vtm.volumeSpec.migrated === true,
@@ -572,7 +572,7 @@ export class OperationGenerator {
     const affinityErr = this.checkNodeAffinity(vtm);
     if (affinityErr !== null) {
       const pair = errorPair(msgs, 'MapVolume.NodeAffinity check failed', affinityErr);
-      this.recorder.event(podObject(vtm.pod), 'Warning', FailedMountVolume, pair.eventErr.message);
+      this.recorder.event(podObject(vtm.pod), 'Warning', FailedMountVolume, pair.eventErr.message, vtm.volumeName);
       throw pair.detailedErr;
     }
     let mapper: BlockVolumeMapper;
@@ -580,7 +580,7 @@ export class OperationGenerator {
       mapper = plugin.newBlockVolumeMapper(vtm.volumeSpec, vtm.pod);
     } catch (err) {
       const pair = errorPair(msgs, 'MapVolume.NewBlockVolumeMapper initialization failed', err);
-      this.recorder.event(podObject(vtm.pod), 'Warning', FailedMapVolume, pair.eventErr.message);
+      this.recorder.event(podObject(vtm.pod), 'Warning', FailedMapVolume, pair.eventErr.message, vtm.volumeName);
       throw pair.detailedErr;
     }
     const attacher = this.pluginMgr.findAttachablePluginBySpec(vtm.volumeSpec)?.newAttacher() ?? null;
@@ -679,7 +679,7 @@ export class OperationGenerator {
       operationName: OperationNames.map,
       operationFunc: this.releasingReadWriteOncePod(vtm, operationFunc),
       eventRecorderFunc: (err) => {
-        if (err !== undefined) this.recorder.event(podObject(vtm.pod), 'Warning', FailedMapVolume, err.message);
+        if (err !== undefined) this.recorder.event(podObject(vtm.pod), 'Warning', FailedMapVolume, err.message, vtm.volumeName);
       },
       pluginName: fullyQualifiedPluginName(plugin.name, vtm.volumeSpec),
       migrated: vtm.volumeSpec.migrated === true,
@@ -989,7 +989,7 @@ export class OperationGenerator {
       operationName: OperationNames.expandInUse,
       operationFunc,
       eventRecorderFunc: (err) => {
-        if (err !== undefined) this.recorder.event(podObject(vtm.pod), 'Warning', VolumeResizeFailed, err.message);
+        if (err !== undefined) this.recorder.event(podObject(vtm.pod), 'Warning', VolumeResizeFailed, err.message, vtm.volumeName);
       },
       pluginName: fullyQualifiedPluginName(plugin.name, vtm.volumeSpec),
       migrated: vtm.volumeSpec.migrated === true,
@@ -1146,8 +1146,8 @@ export class OperationGenerator {
     // A read-only volume is never resized: events say so, and the step counts as done.
     if (vtm.volumeSpec.readOnly) {
       const simple = volumeToMountMsg(vtm, 'MountVolume.NodeExpandVolume failed', 'requested read-only file system').simple;
-      this.recorder.event(podObject(vtm.pod), 'Warning', FileSystemResizeFailed, simple);
-      this.recorder.event(claimObject(pvc), 'Warning', FileSystemResizeFailed, simple);
+      this.recorder.event(podObject(vtm.pod), 'Warning', FileSystemResizeFailed, simple, vtm.volumeName);
+      this.recorder.event(claimObject(pvc), 'Warning', FileSystemResizeFailed, simple, vtm.volumeName);
       return true;
     }
     try {
@@ -1165,8 +1165,8 @@ export class OperationGenerator {
       throw err;
     }
     const m = volumeToMountMsg(vtm, 'MountVolume.NodeExpandVolume succeeded', vtm.pod.spec.nodeName ?? '');
-    this.recorder.event(podObject(vtm.pod), 'Normal', FileSystemResizeSuccessful, m.simple);
-    this.recorder.event(claimObject(pvc), 'Normal', FileSystemResizeSuccessful, m.simple);
+    this.recorder.event(podObject(vtm.pod), 'Normal', FileSystemResizeSuccessful, m.simple, vtm.volumeName);
+    this.recorder.event(claimObject(pvc), 'Normal', FileSystemResizeSuccessful, m.simple, vtm.volumeName);
     this.log.info(m.detailed);
     try {
       await this.kubeClient?.markFSResizeFinished?.(pvc, resize.newSize);

@@ -24,7 +24,12 @@ export interface InvolvedObject {
 }
 
 export interface EventRecorder {
-  event(object: InvolvedObject, type: EventType, reason: string, message: string): void;
+  /**
+   * Records an event about `object`. `volume`, the unique volume name the event is about (absent
+   * for events about no one volume), is not part of a Kubernetes Event: the agent keeps it so
+   * its views can group events per volume; a recorder posting Events may ignore it.
+   */
+  event(object: InvolvedObject, type: EventType, reason: string, message: string, volume?: string): void;
 }
 
 /** A recorder that drops every event. */

@@ -39,6 +39,13 @@ export type { ActualVolumeView, AttachabilityState } from './cache/actual-state-
 export type { AttachedVolume, DeviceMountState, MountedVolume, VolumeMountState, VolumeToMount } from '../operationexecutor/types.ts';
 export type { ClearBackoffResult, PendingOperationView } from '../operationexecutor/nested-pending-operations.ts';
 export type { OperationRecord } from '../operationexecutor/operation-executor.ts';
+export {
+  DEFAULT_HISTORY_ENTRIES,
+  OperationHistory,
+  type OperationAttempt,
+  type OperationHistoryOptions,
+  type OperationHistoryView,
+} from '../operationexecutor/operation-history.ts';
 export type { ReconstructionEntry, ReconstructionOutcome, ReconstructionReport } from './reconciler/reconstruct-report.ts';
 export type { PlannedOperation, PlannedOperationReason, PlannedOperationState } from '../operationexecutor/planning-executor.ts';
 export { pluginNameNotAvailable, totalVolumesStates, type VolumeCount } from './metrics.ts';

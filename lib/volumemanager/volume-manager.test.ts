@@ -240,15 +240,26 @@ describe('VolumeManager facade', () => {
   });
 
   describe('retryNow', () => {
-    it('clears the backoff of a failed key so the next pass retries at once', async () => {
-      // Arrange: the mount keeps failing until its backoff reached 4 s
+    /** A started harness whose one mount failed four times ('disk not ready') and is in backoff. */
+    async function mountFailedFourTimes(): Promise<{ harness: Harness; stopFailing: () => void }> {
       const harness = newHarness({ controllerAttachDetachEnabled: false });
       let failing = true;
       harness.plugin.waitForAttachHook = () => (failing ? Promise.reject(new Error('disk not ready')) : Promise.resolve('/dev/sdb'));
       harness.pods.add(makePod([gcePdVolume()]));
       harness.start();
       await harness.until(() => harness.records.filter((r) => r.outcome === 'failure').length === 4);
-      failing = false;
+      return {
+        harness,
+        stopFailing: () => {
+          failing = false;
+        },
+      };
+    }
+
+    it('clears the backoff of a failed key so the next pass retries at once', async () => {
+      // Arrange: the mount keeps failing until its backoff reached 4 s
+      const { harness, stopFailing } = await mountFailedFourTimes();
+      stopFailing();
       const [entry] = harness.vm.getPendingOperations();
       expect(entry).toMatchObject({ operationName: 'volume_mount', pending: false, failures: 4, durationBeforeRetry: 4_000 });
       const retryAt = entry?.retryAt ?? 0;
@@ -264,6 +275,27 @@ describe('VolumeManager facade', () => {
       expect(harness.clock.now()).toBeLessThan(retryAt);
       expect(harness.plugin.counts.waitForAttach).toBe(5);
       expect(harness.vm.getPendingOperations()).toEqual([]);
+    });
+
+    it('keeps the attempt count of the history across a retry now, and records the success', async () => {
+      // Arrange: four failures, then a retry now that succeeds
+      const { harness, stopFailing } = await mountFailedFourTimes();
+      const firstFailureAt = harness.records.find((r) => r.outcome === 'failure')?.finishedAt;
+      stopFailing();
+
+      // Act
+      harness.vm.retryNow(device1, null);
+      await harness.until(() => harness.asw.getVolumeMountState(device1, pod1) === 'VolumeMounted');
+
+      // Assert: the table forgot the key, the history did not
+      expect(harness.vm.getPendingOperations()).toEqual([]);
+      const [history] = harness.vm.getOperationHistory().filter((h) => h.operationName === 'volume_mount');
+      expect(history).toMatchObject({ volume: device1, pod: '', node: '', firstFailureAt, attemptsTotal: 5 });
+      expect(history?.attempts.map((a) => a.error)).toEqual([
+        ...Array.from({ length: 4 }, () => expect.stringContaining('disk not ready') as unknown),
+        null,
+      ]);
+      expect(history?.succeededAt).toBe(harness.records.findLast((r) => r.operationName === 'volume_mount')?.finishedAt);
     });
 
     it("answers 'running' for a key whose operation runs, and leaves it running", async () => {

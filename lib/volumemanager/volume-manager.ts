@@ -19,6 +19,7 @@ import {
 } from '../kubelet-constants.ts';
 import { NestedPendingOperations, type ClearBackoffResult, type PendingOperationView } from '../operationexecutor/nested-pending-operations.ts';
 import { OperationExecutor, type OperationRecord } from '../operationexecutor/operation-executor.ts';
+import { OperationHistory, type OperationHistoryOptions, type OperationHistoryView } from '../operationexecutor/operation-history.ts';
 import { PlanningExecutor, type PlannedOperation } from '../operationexecutor/planning-executor.ts';
 import {
   OperationGenerator,
@@ -112,6 +113,8 @@ export interface VolumeManagerOptions {
   metrics?: ReconcilerMetrics & { observeOverallMount?(pluginName: string, seconds: number): void };
   /** Finished-operation records kept for views (default 256). */
   maxOperationRecords?: number;
+  /** Bounds of the failing operations' history (operation-history.ts defaults). */
+  operationHistory?: OperationHistoryOptions;
   /** Receives every finished-operation record (metrics, logs). */
   onOperationRecord?: (record: OperationRecord) => void;
   /**
@@ -143,6 +146,8 @@ export class VolumeManager {
   private readonly log: Logger;
   private readonly podsDir: string;
   private readonly records: OperationRecord[] = [];
+  /** Failing operations' attempts per key, unaffected by "retry now" (operation-history.ts). */
+  private readonly history: OperationHistory;
   private readonly listeners = new Set<() => void>();
   /** {@link pruneDepartedPods} runs once the desired state remembers more departed pods than this. */
   private departedPodsPruneAt = minDepartedPodsPruneAt;
@@ -169,6 +174,7 @@ export class VolumeManager {
     const translator = opts.seLinuxTranslator ?? newSELinuxLabelTranslator(false);
     this.dsw = new DesiredStateOfWorld({ pluginMgr: this.pluginMgr, seLinuxTranslator: translator, featureGates: gates, clock: opts.clock });
     this.asw = new ActualStateOfWorld({ nodeName: opts.nodeName, pluginMgr: this.pluginMgr, seLinuxEnabled: gates.SELinuxMountReadWriteOncePod });
+    this.history = new OperationHistory(opts.operationHistory);
     this.pendingOperations = new NestedPendingOperations({
       clock: opts.clock,
       exponentialBackOffOnError: true,
@@ -471,6 +477,15 @@ export class VolumeManager {
     return this.pendingOperations.list();
   }
 
+  /**
+   * The history of operations that failed: first failure, attempts in all (a "retry now" does
+   * not reset it), the last attempts, the success. Views are replaced, never mutated, when they
+   * change; a change is notified through {@link onChange} (the table's completion follows it).
+   */
+  getOperationHistory(): OperationHistoryView[] {
+    return this.history.list();
+  }
+
   getReconstructionReport(): ReconstructionReport {
     return this.reconciler.getReconstructionReport();
   }
@@ -623,6 +638,7 @@ export class VolumeManager {
   }
 
   private onRecord(record: OperationRecord): void {
+    if (this.history.record(record)) this.notify();
     this.records.push(record);
     const max = this.options.maxOperationRecords ?? 256;
     if (this.records.length > max) this.records.splice(0, this.records.length - max);

@@ -18,6 +18,7 @@ export function emptySnapshot(overrides: Partial<Snapshot> = {}): Snapshot {
     desired: { pods: [] },
     actual: { volumes: [] },
     operations: [],
+    operationHistory: [],
     reconstruction: { state: 'pending', startedAt: null, finishedAt: null, volumes: [] },
     podErrors: {},
     sourceErrors: [],
@@ -152,6 +153,22 @@ export function exampleSnapshot(): Snapshot {
         startedAt: null,
       },
     ],
+    operationHistory: [
+      {
+        operationName: 'volume_mount',
+        volume: CSI_PG,
+        podUid: DB_UID,
+        nodeName: null,
+        firstFailureAt: FIXTURE_T0 + 59_000,
+        attemptsTotal: 3,
+        attempts: [
+          { startedAt: FIXTURE_T0 + 58_000, durationMs: 1_000, error: 'MountVolume.MountDevice failed for volume "pgdata" : rpc error: code = DeadlineExceeded desc = context deadline exceeded' },
+          { startedAt: FIXTURE_T0 + 59_500, durationMs: 500, error: 'MountVolume.MountDevice failed for volume "pgdata" : rpc error: code = DeadlineExceeded desc = context deadline exceeded' },
+          { startedAt: FIXTURE_T0 + 60_000, durationMs: 1_000, error: 'MountVolume.MountDevice failed for volume "pgdata" : rpc error: code = DeadlineExceeded desc = context deadline exceeded' },
+        ],
+        succeededAt: null,
+      },
+    ],
     reconstruction: {
       state: 'done',
       startedAt: FIXTURE_T0 + 100,
@@ -178,6 +195,7 @@ export function exampleSnapshot(): Snapshot {
         podUid: DB_UID,
         message:
           'MountVolume.MountDevice failed for volume "pgdata" : rpc error: code = DeadlineExceeded desc = context deadline exceeded',
+        volume: CSI_PG,
       },
     ],
     audit: [

@@ -44,6 +44,7 @@ import {
   type Delta,
   type DesiredPod,
   type Operation,
+  type OperationHistory,
   type RecentEvent,
   type Snapshot,
 } from '../../api/index.ts';
@@ -102,6 +103,12 @@ function shiftTimes(s: Snapshot, offset: number): Snapshot {
     ...s,
     agent: { ...s.agent, startedAt: s.agent.startedAt + offset },
     operations: s.operations.map((op) => ({ ...op, lastErrorAt: t(op.lastErrorAt), retryAt: t(op.retryAt), startedAt: t(op.startedAt) })),
+    operationHistory: s.operationHistory.map((h) => ({
+      ...h,
+      firstFailureAt: h.firstFailureAt + offset,
+      succeededAt: t(h.succeededAt),
+      attempts: h.attempts.map((a) => ({ ...a, startedAt: a.startedAt + offset })),
+    })),
     reconstruction: {
       ...s.reconstruction,
       startedAt: t(s.reconstruction.startedAt),
@@ -210,8 +217,25 @@ class FakeNode {
     for (const l of this.listeners) l(delta);
   }
 
-  event(type: RecentEvent['type'], reason: string, podUid: string | null, message: string): (s: Snapshot) => Snapshot {
-    return (s) => ({ ...s, recentEvents: [...s.recentEvents, { time: this.clock.now(), type, reason, podUid, message }].slice(-RING) });
+  event(type: RecentEvent['type'], reason: string, podUid: string | null, message: string, volume?: string): (s: Snapshot) => Snapshot {
+    const event: RecentEvent = { time: this.clock.now(), type, reason, podUid, message, ...(volume === undefined ? {} : { volume }) };
+    return (s) => ({ ...s, recentEvents: [...s.recentEvents, event].slice(-RING) });
+  }
+
+  /** Adds one finished attempt to the operation's history, as the agent's engine does (a success ends it). */
+  attempt(op: Pick<Operation, 'operationName' | 'volume' | 'podUid' | 'nodeName'>, startedAt: number, error: string | null): void {
+    const now = this.clock.now();
+    const key = operationKey(op);
+    const attempt = { startedAt, durationMs: now - startedAt, error };
+    this.publish((s) => {
+      const before = s.operationHistory.find((h) => operationKey(h) === key && h.succeededAt === null);
+      if (before === undefined && error === null) return s;
+      const next: OperationHistory =
+        before === undefined
+          ? { operationName: op.operationName, volume: op.volume, podUid: op.podUid, nodeName: op.nodeName, firstFailureAt: now, attemptsTotal: 1, attempts: [attempt], succeededAt: null }
+          : { ...before, attemptsTotal: before.attemptsTotal + 1, attempts: [...before.attempts, attempt].slice(-20), succeededAt: error === null ? now : null };
+      return { ...s, operationHistory: [...s.operationHistory.filter((h) => operationKey(h) !== key), next] };
+    });
   }
 
   audit(entry: Omit<AuditEntry, 'time'>): void {
@@ -230,7 +254,8 @@ class FakeNode {
         const duration = Math.min(122_000, Math.max(500, pg.durationBeforeRetryMs * 2));
         const message = 'MountVolume.MountDevice failed for volume "pgdata" : rpc error: code = DeadlineExceeded desc = context deadline exceeded';
         this.replaceOperation({ ...pg, state: 'backoff', failures: pg.failures + 1, lastError: message, lastErrorAt: now, retryAt: now + duration, durationBeforeRetryMs: duration, startedAt: null });
-        this.publish(this.event('Warning', 'FailedMount', DB_UID, message));
+        this.attempt(pg, pg.startedAt, message);
+        this.publish(this.event('Warning', 'FailedMount', DB_UID, message, PG_VOLUME));
       }
     }
     // Churn: every few ticks one generated pod's volume goes through a short failure.
@@ -241,6 +266,9 @@ class FakeNode {
       if (pod !== undefined && volume !== undefined) {
         const existing = this.current.operations.find((op) => op.volume === volume.uniqueVolumeName);
         if (existing === undefined) {
+          const message = `MountVolume.SetUp failed for volume "${volume.name}" : rpc error: code = Unavailable desc = driver not ready`;
+          this.attempt({ operationName: 'volume_mount', volume: volume.uniqueVolumeName, podUid: pod.uid, nodeName: null }, now - 40, message);
+          this.publish(this.event('Warning', 'FailedMount', pod.uid, message, volume.uniqueVolumeName));
           this.publish((s) => ({
             ...s,
             operations: [
@@ -252,7 +280,7 @@ class FakeNode {
                 nodeName: null,
                 state: 'backoff',
                 failures: 1,
-                lastError: `MountVolume.SetUp failed for volume "${volume.name}" : rpc error: code = Unavailable desc = driver not ready`,
+                lastError: message,
                 lastErrorAt: now,
                 retryAt: now + 8_000,
                 durationBeforeRetryMs: 8_000,
@@ -267,6 +295,7 @@ class FakeNode {
     for (const op of this.current.operations) {
       if (op.podUid?.startsWith('load-') === true && op.retryAt !== null && now > op.retryAt + 2_000) {
         this.publish((s) => ({ ...s, operations: s.operations.filter((o) => operationKey(o) !== operationKey(op)) }));
+        this.attempt(op, now - 30, null);
       }
     }
   }

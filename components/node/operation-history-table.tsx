@@ -1,0 +1,83 @@
+'use client';
+
+import Link from 'next/link';
+import { memo, useMemo } from 'react';
+import type { OperationHistory } from '../../lib/api/index.ts';
+import { operationKey } from '../../lib/api/index.ts';
+import { formatSpan, historyTiming, sortHistory } from '../../lib/dashboard/incident-history.ts';
+import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
+import { DataTable } from '../shared/data-table.tsx';
+import { EmptyState } from '../shared/empty-state.tsx';
+import { LiveText, RelativeTime, TimeOfDay } from '../shared/time-text.tsx';
+
+/** The attempts of one history, expandable: start, duration, outcome. */
+export function AttemptList({ history }: { history: OperationHistory }) {
+  const left = history.attemptsTotal - history.attempts.length;
+  return (
+    <details className="attempts">
+      <summary>
+        {history.attemptsTotal} attempt{history.attemptsTotal === 1 ? '' : 's'}
+      </summary>
+      <ol start={left + 1}>
+        {history.attempts.map((a, i) => (
+          <li key={`${a.startedAt}-${i}`}>
+            <TimeOfDay at={a.startedAt} /> · {formatSpan(a.durationMs)} ·{' '}
+            {a.error === null ? <span className="text-good">succeeded</span> : <span className="error-text">{a.error}</span>}
+          </li>
+        ))}
+      </ol>
+      {left > 0 ? <p className="muted small">The first {left} attempts are not kept.</p> : null}
+    </details>
+  );
+}
+
+/**
+ * Operations that failed: first failure, "stuck for" (live while failing), attempts in all
+ * (those before a Retry now included), each attempt expandable, and when it succeeded. Still
+ * failing first, longest stuck first.
+ */
+export const OperationHistoryTable = memo(function OperationHistoryTable({
+  node,
+  history,
+  podNames,
+}: {
+  node: string;
+  history: readonly OperationHistory[];
+  podNames: ReadonlyMap<string, string>;
+}) {
+  const sorted = useMemo(() => sortHistory(history), [history]);
+  if (sorted.length === 0) return <EmptyState>No operation has failed since the agent started.</EmptyState>;
+  return (
+    <DataTable columns={['Operation', 'Volume', 'Pod', 'First failure', 'Stuck for', 'Attempts', 'Outcome']}>
+      {sorted.map((h) => (
+        <tr key={operationKey(h)}>
+          <td>
+            <code>{h.operationName}</code>
+          </td>
+          <td className="cell-wrap">
+            <Link href={volumeHref(node, h.volume)}>{h.volume}</Link>
+          </td>
+          <td>{h.podUid === null ? '—' : <Link href={podHref(node, h.podUid)}>{podNames.get(h.podUid) ?? h.podUid}</Link>}</td>
+          <td>
+            <TimeOfDay at={h.firstFailureAt} /> (<RelativeTime at={h.firstFailureAt} />)
+          </td>
+          <td>
+            <LiveText text={(now) => historyTiming(h, now).text} role="timer" className={h.succeededAt === null ? 'text-bad' : undefined} />
+          </td>
+          <td>
+            <AttemptList history={h} />
+          </td>
+          <td>
+            {h.succeededAt === null ? (
+              <span className="text-bad">failing</span>
+            ) : (
+              <span className="text-good">
+                succeeded at <TimeOfDay at={h.succeededAt} />
+              </span>
+            )}
+          </td>
+        </tr>
+      ))}
+    </DataTable>
+  );
+});
