@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FakeClock } from '../lib/clock/fake-clock.ts';
+import { waitFor } from '../lib/clock/testing/wait-for.ts';
 import { nodeDurableWriteFs, type DurableWriteFs } from '../lib/mount-utils/durable-write.ts';
 import type { Logger } from '../lib/volume/logger.ts';
 import { parseRingText, PersistentRing, ringText } from './persistent-ring.ts';
@@ -32,10 +33,12 @@ function countingFs(): DurableWriteFs & { renames: number; fail: boolean } {
   return fs;
 }
 
-/** Polls (real time, bounded) until the slow fs of a test is inside its rename. */
+/**
+ * Waits (real time, with the test-support deadline) until the slow fs of a test is inside its
+ * rename: the write before it (open, write, fsync) is real I/O, slow on a loaded machine.
+ */
 async function waitForRename(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 2_000 && !condition(); i++) await new Promise((resolve) => setImmediate(resolve));
-  expect(condition()).toBe(true);
+  await waitFor(() => condition(), { what: 'the write to reach its rename', pollMs: 5 });
 }
 
 let dir: string;
