@@ -65,6 +65,7 @@ const AGENT_CALLS: Readonly<Record<string, ApiCall>> = {
   patchNamespacedPersistentVolumeClaimStatus: { needs: ['patch persistentvolumeclaims/status'], mode: 'managed', why: 'the end of a node expansion' },
   createNamespacedEvent: { needs: ['create events'], mode: 'managed', why: 'FailedMount, SuccessfulAttachVolume… on the pods' },
   patchNamespacedEvent: { needs: ['patch events'], mode: 'managed', why: 'a repeated event is counted on the existing one' },
+  createNamespacedServiceAccountToken: { needs: ['create serviceaccounts/token'], mode: 'managed', why: 'bound tokens of projected serviceAccountToken sources (the token manager)' },
   createNode: { needs: ['create nodes'], mode: 'node', why: 'registration of the Node (registerWithAPIServer)' },
   readNamespacedLease: { needs: ['get leases.coordination.k8s.io'], mode: 'node', why: 'the node Lease in kube-node-lease, read when an update failed' },
   createNamespacedLease: { needs: ['create leases.coordination.k8s.io'], mode: 'node', why: 'the node Lease, created when absent' },
