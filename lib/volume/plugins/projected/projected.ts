@@ -132,7 +132,8 @@ export class ProjectedPlugin extends InTreePluginBase implements VolumePlugin {
     const tokens = this.deps.serviceAccountTokens;
     if (tokens === undefined) return SERVICE_ACCOUNT_TOKEN_PLACEHOLDER;
     const audience = projection.audience ?? '';
-    const tr = await tokens.getServiceAccountToken(podNamespace(pod), pod.spec.serviceAccountName ?? DEFAULT_SERVICE_ACCOUNT_NAME, {
+    const account = pod.spec.serviceAccountName ?? '';
+    const tr = await tokens.getServiceAccountToken(podNamespace(pod), account === '' ? DEFAULT_SERVICE_ACCOUNT_NAME : account, {
       spec: {
         audiences: audience === '' ? [] : [audience],
         ...(projection.expirationSeconds === undefined ? {} : { expirationSeconds: projection.expirationSeconds }),
