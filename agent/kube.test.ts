@@ -10,12 +10,12 @@
  * Mode: privileged csi-loop (loop devices, ext4) as root in a private mount namespace, else
  * unprivileged (symlinks); chosen by the run, never by skipping.
  */
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Snapshot } from '../lib/api/snapshot.ts';
 import { cleanUpTempDir, makeTempDir, mountMode, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
-import { FakeApiServer } from '../lib/sources/kube/testing/fake-apiserver.ts';
+import { FakeApiServer, TOKEN_REQUEST_RESOURCE } from '../lib/sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../lib/sources/kube/testing/kubeconfig-file.ts';
 import { CsiLoopProcess } from '../lib/volume/csi/testing/csi-loop-process.ts';
 import { AgentProcess, mountsBelow, standInMounter } from './node/testing/agent-process.ts';
@@ -335,6 +335,56 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
       expect(await mountPoints()).toContain(publishDir);
     },
   );
+
+  it('as a registered node: projected service account tokens (and kube-api-access) come from the TokenRequest API, bound to the pod', async () => {
+    const env = await startEnv([], { registerNode: true });
+    env.api.put('configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace: 'default' }, data: { 'ca.crt': 'CA' } });
+    const uid = 'tokens-uid';
+    const volumes = [
+      { name: 'bundle', projected: { sources: [{ serviceAccountToken: { audience: 'vault', expirationSeconds: 3600, path: 'vault-token' } }] } },
+      {
+        name: 'kube-api-access-x1',
+        projected: {
+          defaultMode: 0o644,
+          sources: [
+            { serviceAccountToken: { expirationSeconds: 3607, path: 'token' } },
+            { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+            { downwardAPI: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+          ],
+        },
+      },
+    ];
+    env.api.put('pods', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'tokens', namespace: 'default', uid },
+      spec: { nodeName: NODE, serviceAccountName: 'default', containers: [{ name: 'app', image: 'busybox', volumeMounts: volumes.map((v) => ({ name: v.name, mountPath: `/${v.name}` })) }], volumes },
+      status: { phase: 'Pending' },
+    });
+    const dir = (volume: string): string => join(env.rootDir, 'pods', uid, 'volumes', 'kubernetes.io~projected', volume);
+    const read = (volume: string, file: string): Promise<string> => readFile(join(dir(volume), file), 'utf8');
+    const vaultToken = await waitFor(() => read('bundle', 'vault-token').catch(() => undefined), { what: 'the vault token written', timeoutMs: MOUNT_DEADLINE_MS });
+    const accessToken = await waitFor(() => read('kube-api-access-x1', 'token').catch(() => undefined), { what: 'the kube-api-access token written', timeoutMs: MOUNT_DEADLINE_MS });
+    expect([await read('kube-api-access-x1', 'ca.crt'), await read('kube-api-access-x1', 'namespace')]).toEqual(['CA', 'default']);
+
+    const review = async (token: string): Promise<unknown> => {
+      const res = await fetch(`${env.api.url}/apis/authentication.k8s.io/v1/tokenreviews`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer agent-sa-token', 'content-type': 'application/json' },
+        body: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } }),
+      });
+      return ((await res.json()) as { status: unknown }).status;
+    };
+    const user = { username: 'system:serviceaccount:default:default', extra: { 'authentication.kubernetes.io/pod-name': ['tokens'], 'authentication.kubernetes.io/pod-uid': [uid] } };
+    expect(await review(vaultToken)).toMatchObject({ authenticated: true, user });
+    expect(await review(accessToken)).toMatchObject({ authenticated: true, user });
+    const sent = env.api.requests({ resource: TOKEN_REQUEST_RESOURCE, verb: 'create' });
+    // The two volumes are set up concurrently: the requests may come in either order.
+    expect(sent.map((r) => `${r.path} ${String(r.status)} ${JSON.stringify((r.body as { spec?: { audiences?: string[] } }).spec?.audiences)}`).sort()).toEqual([
+      '/api/v1/namespaces/default/serviceaccounts/default/token 201 ["vault"]',
+      '/api/v1/namespaces/default/serviceaccounts/default/token 201 []',
+    ]);
+  });
 
   it('with --authentication-token-webhook and --authorization-mode=Webhook: 401 for a token the TokenReview rejects, 403 for an action SAR denies, 200 for allowed reads; the static token still works', async () => {
     const env = await startEnv(['--authentication-token-webhook', '--authorization-mode=Webhook']);

@@ -414,7 +414,7 @@ describe('RBAC', () => {
   it('managed ClusterRole: exactly the writes and reads managed mode adds', () => {
     const key = (x: { resource: string; verb: string }): string => `${x.verb} ${x.resource}`;
     expect(grants(managed).map(key).sort()).toEqual(
-      ['patch nodes/status', 'get configmaps', 'get secrets', 'create events', 'patch events', 'patch persistentvolumeclaims/status'].sort(),
+      ['patch nodes/status', 'get configmaps', 'get secrets', 'create events', 'patch events', 'patch persistentvolumeclaims/status', 'create serviceaccounts/token'].sort(),
     );
     expect(one(managedRbac, 'ClusterRoleBinding', 'volumescope-agent-managed').subjects).toEqual([{ kind: 'ServiceAccount', name: 'volumescope-agent', namespace: NAMESPACE }]);
   });

@@ -3,7 +3,8 @@ import { realClock } from '../../lib/clock/clock.ts';
 import { FakeClock } from '../../lib/clock/fake-clock.ts';
 import { isKubeApiRequestError } from '../../lib/kube-client/api-errors.ts';
 import { KubeSource } from '../../lib/sources/kube/kube-source.ts';
-import { FakeApiServer } from '../../lib/sources/kube/testing/fake-apiserver.ts';
+import { FakeApiServer, TOKEN_REQUEST_RESOURCE } from '../../lib/sources/kube/testing/fake-apiserver.ts';
+import { pod } from '../../lib/sources/kube/testing/fixtures.ts';
 import { fakeKubeConfig } from '../../lib/sources/kube/testing/kubeconfig-file.ts';
 import { waitFor } from '../../lib/clock/testing/wait-for.ts';
 import type { PersistentVolumeClaim } from '../../lib/volume/k8s-types.ts';
@@ -142,5 +143,44 @@ describe('KubeObjects', () => {
     [1000, '1000'],
   ])('formatQuantity(%d) is %s', (bytes, text) => {
     expect(formatQuantity(bytes)).toBe(text);
+  });
+});
+
+describe('KubeObjects.createServiceAccountToken (TokenRequest)', () => {
+  async function nodeSetup(): Promise<{ api: FakeApiServer; objects: KubeObjects; uid: string }> {
+    const api = await FakeApiServer.start({ token: 't', nodeAuthorizer: 'node-a' });
+    cleanups.push(() => api.close());
+    const kubeConfig = fakeKubeConfig({ server: api.url, token: 't' });
+    const source = new KubeSource({ kubeConfig, nodeName: 'node-a', clock: realClock });
+    cleanups.push(() => source.stop());
+    api.put('pods', { ...pod('web', 'node-a', { namespace: 'apps' }), spec: { ...pod('web', 'node-a').spec, serviceAccountName: 'builder' } });
+    api.put('pods', pod('elsewhere', 'node-b', { namespace: 'apps' }));
+    const uid = String((api.get('pods', 'apps', 'web')?.['metadata'] as { uid?: string } | undefined)?.uid);
+    return { api, objects: new KubeObjects(source, kubeConfig), uid };
+  }
+
+  it('POSTs the spec and returns the token with the spec the server defaulted', async () => {
+    const { api, objects, uid } = await nodeSetup();
+    const boundObjectRef = { apiVersion: 'v1', kind: 'Pod', name: 'web', uid };
+
+    const tr = await objects.createServiceAccountToken('apps', 'builder', { audiences: [], boundObjectRef });
+
+    const sent = api.requests({ resource: TOKEN_REQUEST_RESOURCE, verb: 'create' });
+    expect(sent.map((r) => [r.path, r.status])).toEqual([['/api/v1/namespaces/apps/serviceaccounts/builder/token', 201]]);
+    expect(sent[0]?.body).toMatchObject({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: [], boundObjectRef } });
+    expect(tr.spec).toEqual({ audiences: ['https://kubernetes.default.svc.cluster.local'], expirationSeconds: 3600, boundObjectRef });
+    const claims = JSON.parse(Buffer.from(tr.status.token.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
+    expect(claims).toMatchObject({ sub: 'system:serviceaccount:apps:builder', 'kubernetes.io': { namespace: 'apps', pod: { name: 'web', uid } } });
+    expect(Date.parse(tr.status.expirationTimestamp) - (claims['iat'] as number) * 1000).toBe(3600_000);
+  });
+
+  it('a refusal rejects with the API path and message (NodeRestriction: a pod of another node)', async () => {
+    const { objects } = await nodeSetup();
+    const err: unknown = await objects
+      .createServiceAccountToken('apps', 'default', { audiences: ['vault'], expirationSeconds: 600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'elsewhere', uid: '' } })
+      .catch((e: unknown) => e);
+    expect(isKubeObjectGetError(err) && [err.path, err.status]).toEqual(['/api/v1/namespaces/apps/serviceaccounts/default/token', 403]);
+    expect((err as Error).message).toContain('POST /api/v1/namespaces/apps/serviceaccounts/default/token: ');
+    expect((err as Error).message).toContain('node requested token bound to a pod scheduled on a different node');
   });
 });

@@ -15,10 +15,26 @@
  * - the Node: `getNode` GETs it (the kubelet's VerifyControllerAttachedVolume reads the node from
  *   the API server); `getAttachedVolumesFromNodeStatus` answers from the node informer.
  * - VolumeAttachments: a GET by name, for the CSI plugin when the controller attaches.
+ * - service account tokens: a TokenRequest (`POST …/serviceaccounts/<name>/token`) each time the
+ *   token manager (lib/volume/token/) asks; it caches them.
  * - the node's pods for observe mode's orphan cleanup: a live LIST (`listNodePodsLive`), never
  *   the informer, because "the pod is gone" must not rest on a cache that may have missed it.
  */
-import { CoreV1Api, Observable, PatchStrategy, setHeaderOptions, StorageV1Api, V1DeleteOptions, V1Preconditions, type ConfigurationOptions, type KubeConfig } from '@kubernetes/client-node';
+import {
+  AuthenticationV1TokenRequest,
+  CoreV1Api,
+  Observable,
+  PatchStrategy,
+  setHeaderOptions,
+  StorageV1Api,
+  V1BoundObjectReference,
+  V1DeleteOptions,
+  V1ObjectMeta,
+  V1Preconditions,
+  V1TokenRequestSpec,
+  type ConfigurationOptions,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import { model } from '../../lib/kube-client/model.ts';
 import { realClock, type Clock } from '../../lib/clock/clock.ts';
 import { describeApiError, isApiNotFound, KubeApiRequestError } from '../../lib/kube-client/api-errors.ts';
@@ -27,6 +43,7 @@ import type { KubeSource } from '../../lib/sources/kube/index.ts';
 import { convertNode, convertPersistentVolume } from '../../lib/sources/kube/api-objects.ts';
 import type { VolumeAttachmentReader, VolumeAttachmentStatus } from '../../lib/volume/csi/index.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim } from '../../lib/volume/k8s-types.ts';
+import type { ServiceAccountTokenSource, TokenRequestResult, TokenRequestSpec } from '../../lib/volume/token/token-manager.ts';
 import { ObjectNotFoundError } from '../../lib/volume/kube-client.ts';
 import type { NodeName } from '../../lib/volume/types.ts';
 import type { CoreEvent } from '../../lib/observe/kubelet-backoff-events.ts';
@@ -86,7 +103,7 @@ export interface LivePod extends LivePodIdentity {
   phase: string | null;
 }
 
-export class KubeObjects extends ManifestObjects implements VolumeAttachmentReader {
+export class KubeObjects extends ManifestObjects implements VolumeAttachmentReader, ServiceAccountTokenSource {
   private readonly core: CoreV1Api;
   private readonly storage: StorageV1Api;
   private readonly deadlines: RequestDeadlines;
@@ -270,6 +287,44 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
     });
   }
 
+  /**
+   * A bound service account token (the kubelet token manager's `CreateToken`): rejects with
+   * {@link KubeObjectGetError} (`POST <path>: <API error>`), also when the answer has no token.
+   */
+  async createServiceAccountToken(namespace: string, serviceAccountName: string, spec: TokenRequestSpec, uid?: string): Promise<TokenRequestResult> {
+    const path = `/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccountName}/token`;
+    const ref = spec.boundObjectRef;
+    const body = model(AuthenticationV1TokenRequest, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      ...(uid === undefined ? {} : { metadata: model(V1ObjectMeta, { uid }) }),
+      spec: model(V1TokenRequestSpec, {
+        audiences: [...spec.audiences],
+        ...(spec.expirationSeconds === undefined ? {} : { expirationSeconds: spec.expirationSeconds }),
+        ...(ref === undefined ? {} : { boundObjectRef: model(V1BoundObjectReference, { apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, uid: ref.uid }) }),
+      }),
+    });
+    const tr = await this.request('POST', path, (options) => this.core.createNamespacedServiceAccountToken({ name: serviceAccountName, namespace, body }, options));
+    const token = tr.status?.token;
+    const expiration = isoTime(tr.status?.expirationTimestamp);
+    if (token === undefined || token === '' || expiration === null) throw new KubeObjectGetError(path, undefined, `POST ${path}: the TokenRequest answer has no token or expirationTimestamp`);
+    const answered = tr.spec;
+    const boundObjectRef = answered?.boundObjectRef;
+    return {
+      spec: {
+        audiences: [...(answered?.audiences ?? spec.audiences)],
+        ...(answered?.expirationSeconds === undefined ? {} : { expirationSeconds: answered.expirationSeconds }),
+        // The server echoes the bound object; the request's stands in if it did not.
+        ...(boundObjectRef === undefined
+          ? ref === undefined
+            ? {}
+            : { boundObjectRef: { ...ref } }
+          : { boundObjectRef: { apiVersion: boundObjectRef.apiVersion ?? '', kind: boundObjectRef.kind ?? '', name: boundObjectRef.name ?? '', uid: boundObjectRef.uid ?? '' } }),
+      },
+      status: { token, expirationTimestamp: expiration },
+    };
+  }
+
   /** The core/v1 Events about one pod (observe mode: the kubelet's FailedMount backoff). */
   async listPodEvents(namespace: string, podUid: string): Promise<CoreEvent[]> {
     const path = `/api/v1/namespaces/${namespace}/events`;
@@ -288,7 +343,7 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
   }
 
   /** A request with a deadline; {@link KubeObjectGetError} (`<verb> <path>: <API error>`) on any failure. */
-  private async request<T>(verb: 'GET' | 'LIST' | 'PATCH' | 'DELETE', path: string, call: (options: ConfigurationOptions) => Promise<T>): Promise<T> {
+  private async request<T>(verb: 'GET' | 'LIST' | 'POST' | 'PATCH' | 'DELETE', path: string, call: (options: ConfigurationOptions) => Promise<T>): Promise<T> {
     try {
       return await this.deadlines.run('the request', call);
     } catch (err) {

@@ -41,6 +41,7 @@ import { truncateMessage } from '../../lib/truncate-message.ts';
 import { CsiDriverRegistry, CsiPlugin, PluginWatcher, pluginsRegistrationDir } from '../../lib/volume/csi/index.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
+import { TokenManager } from '../../lib/volume/token/token-manager.ts';
 import { probeVolumePlugins } from '../../lib/volume/plugins/index.ts';
 import { nodeName as toNodeName, uniquePodName, type NodeName } from '../../lib/volume/types.ts';
 import type { Observe } from '../../lib/api/observe.ts';
@@ -212,11 +213,23 @@ export class NodeAgent implements AgentRuntime {
       ...(parts.kube !== null && opts.config.controllerAttachDetach && !observing ? { volumeAttachments: parts.kube.objects } : {}),
     });
     this.watcher = new PluginWatcher({ dir: pluginsRegistrationDir(this.rootDir), registry: this.registry, clock: this.clock, logger: csiLog });
+    // Bound service account tokens for projected volumes; without an API server the plugin writes a placeholder.
+    const tokenLog = engineLogger(opts.log, 'token');
+    const serviceAccountTokens =
+      parts.kube === null || observing
+        ? undefined
+        : new TokenManager({
+            source: parts.kube.objects,
+            clock: this.clock,
+            onRefreshError: (cacheKey, err) => {
+              tokenLog.error("Couldn't update token", { cacheKey, err: errorMessage(err) });
+            },
+          });
     const metrics = opts.metrics;
     this.volumeManager = new VolumeManager({
       nodeName: this.nodeName,
       rootDir: this.rootDir,
-      plugins: [...probeVolumePlugins({ mounter: this.hostMounter, objects, rootDir: this.rootDir, clock: this.clock }), csi],
+      plugins: [...probeVolumePlugins({ mounter: this.hostMounter, objects, rootDir: this.rootDir, clock: this.clock, ...(serviceAccountTokens === undefined ? {} : { serviceAccountTokens }) }), csi],
       podManager: pods,
       podStateProvider: pods,
       sourcesReady: pods,

@@ -137,6 +137,8 @@ export interface Pod {
   metadata: ObjectMeta;
   spec: {
     nodeName?: string;
+    /** The service account whose bound tokens projected `serviceAccountToken` sources get. */
+    serviceAccountName?: string;
     volumes?: Volume[];
     containers: Container[];
     initContainers?: Container[];

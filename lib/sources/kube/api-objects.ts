@@ -168,6 +168,7 @@ const podShell = z.object({
   metadata,
   spec: z.object({
     nodeName: z.string().optional(),
+    serviceAccountName: z.string().optional(),
     volumes: z.array(z.unknown()).optional(),
     containers: z.array(container),
     initContainers: z.array(container).optional(),

@@ -329,6 +329,7 @@ const podPhases = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'] as co
 const podSpec = z
   .object({
     nodeName: z.string().optional(),
+    serviceAccountName: z.string().optional(),
     volumes: z.array(volume).optional(),
     containers: z.array(container).min(1, { error: 'must have at least one container' }),
     initContainers: z.array(container).optional(),

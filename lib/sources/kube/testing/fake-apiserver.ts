@@ -27,6 +27,8 @@
  *   keeps its label and annotation changes, as the real nodes/status strategy).
  * - With `nodeAuthorizer`, the refusals of the Node authorizer and NodeRestriction for a kubelet
  *   identity (node-authorizer.ts), e.g. 403 for a LIST of persistentvolumes.
+ * - TokenRequest (`serviceaccounts/<name>/token`, fake-token-request.ts): a JWT-shaped token
+ *   bound to the pod, which TokenReview then accepts; fail it with {@link TOKEN_REQUEST_RESOURCE}.
  * - TokenReview (authentication.k8s.io/v1) and SubjectAccessReview (authorization.k8s.io/v1),
  *   answered per token ({@link FakeApiServer.setTokenUser}) and per user
  *   ({@link FakeApiServer.setAccessPolicy}). Events are ordinary objects: create, list, watch.
@@ -48,6 +50,7 @@ import { isJsonObject } from '../plain-json.ts';
 import { apiVersionOf, fakeResourceTypes, isFakeResource, isStoreError, metadataOf, namespaceOf, ObjectStore } from './object-store.ts';
 import type { FakeResource, StoreEvent, WatchEventType } from './object-store.ts';
 import { authorizeNodeRequest } from './node-authorizer.ts';
+import { serveTokenRequest, tokenRequestPath } from './fake-token-request.ts';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, isPatchError } from './patches.ts';
 import { isSelectorError, matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import type { FieldRequirement, LabelRequirement } from './selectors.ts';
@@ -94,8 +97,11 @@ export interface RecordedRequest {
   status?: number;
 }
 
+/** Failure rules and holds name TokenRequests (`POST …/serviceaccounts/<name>/token`) so. */
+export const TOKEN_REQUEST_RESOURCE = 'serviceaccounts/token';
+
 export interface FailureRule {
-  resource?: FakeResource;
+  resource?: FakeResource | typeof TOKEN_REQUEST_RESOURCE;
   verb?: FakeVerb;
   /** The HTTP status to answer with, e.g. 403 or 500. */
   status: number;
@@ -455,6 +461,13 @@ export class FakeApiServer {
         sendJson(res, 201, this.subjectAccessReview(body));
         return;
       }
+      const tokenTarget = method === 'POST' ? tokenRequestPath(url.pathname) : undefined;
+      if (tokenTarget !== undefined) {
+        Object.assign(record, { resource: TOKEN_REQUEST_RESOURCE, namespace: tokenTarget.namespace, name: tokenTarget.name, subresource: 'token', verb: 'create' });
+        this.serveTokenRequest(res, tokenTarget, body);
+        record.status = res.statusCode;
+        return;
+      }
       const route = parseRoute(url.pathname);
       const verb = route === undefined ? undefined : verbOf(method, route, query);
       if (route === undefined || verb === undefined) throw new RequestError(404, 'NotFound', `the server could not find the requested resource (${method} ${url.pathname})`);
@@ -711,6 +724,19 @@ export class FakeApiServer {
   // -------------------------------------------------------------------------------------------
   // Reviews
 
+  /** A TokenRequest (fake-token-request.ts); the minted token then passes TokenReview as its pod's service account. */
+  private serveTokenRequest(res: ServerResponse, target: { namespace: string; name: string }, body: JsonValue | undefined): void {
+    const failure = this.failures.find((f) => f.remaining > 0 && matchesFilter(f, TOKEN_REQUEST_RESOURCE, 'create'));
+    if (failure !== undefined) {
+      failure.remaining -= 1;
+      throw new RequestError(failure.status, reasonFor(failure.status), failure.message ?? `injected failure of create ${TOKEN_REQUEST_RESOURCE}`);
+    }
+    const answer = serveTokenRequest(this.store, this.clock, this.options.nodeAuthorizer, target, body);
+    if ('status' in answer) throw new RequestError(answer.status, answer.reason, answer.message);
+    this.tokenUsers.set(answer.token, answer.user);
+    sendJson(res, 201, answer.body);
+  }
+
   private tokenReview(body: JsonValue | undefined): JsonObject {
     const spec = isJsonObject(body) && isJsonObject(body.spec) ? body.spec : undefined;
     if (spec === undefined || typeof spec.token !== 'string') throw new RequestError(400, 'BadRequest', 'TokenReview: spec.token is required');
@@ -830,7 +856,11 @@ function verbOf(method: string, route: Route, query: Record<string, string>): Fa
   }
 }
 
-function matchesFilter(filter: { resource?: FakeResource | undefined; verb?: FakeVerb | undefined }, resource: FakeResource, verb: FakeVerb): boolean {
+function matchesFilter(
+  filter: { resource?: FakeResource | typeof TOKEN_REQUEST_RESOURCE | undefined; verb?: FakeVerb | undefined },
+  resource: FakeResource | typeof TOKEN_REQUEST_RESOURCE,
+  verb: FakeVerb,
+): boolean {
   return (filter.resource === undefined || filter.resource === resource) && (filter.verb === undefined || filter.verb === verb);
 }
 

@@ -7,6 +7,7 @@ import { specFromVolume } from '../../spec.ts';
 import { exists, initPlugin, makePluginTestEnv, makePod, modeOf, mountsAtOrBelow, noArgs, POD_UID, rejectionOf, type PluginTestEnv } from '../testing/plugin-test-env.ts';
 import { DATA_DIR_NAME } from '../util/atomic-writer.ts';
 import { isAggregateVolumeError, isTearDownRefusedError } from '../util/errors.ts';
+import { TokenManager, type ServiceAccountTokenSource, type TokenRequestSpec } from '../../token/token-manager.ts';
 import { PROJECTED_PLUGIN_NAME, ProjectedPlugin, SERVICE_ACCOUNT_TOKEN_PLACEHOLDER } from './projected.ts';
 
 let env: PluginTestEnv;
@@ -46,7 +47,7 @@ describe(`ProjectedPlugin in ${mountMode} mode`, () => {
     expect(plugin.canSupport(specFromVolume({ name: 'x', emptyDir: {} }))).toBe(false);
   });
 
-  it('merges secret, configMap, downward API and a token placeholder onto one tmpfs', async () => {
+  it('merges secret, configMap, downward API and a token placeholder (no token manager) onto one tmpfs', async () => {
     await plugin.newMounter(spec(sources, 0o440), makePod()).setUp(noArgs);
 
     expect((await mountsAtOrBelow(env.mounter, env.root)).map((m) => [m.mountPoint, m.fsType])).toEqual([[volumeDir(), 'tmpfs']]);
@@ -132,5 +133,103 @@ describe(`ProjectedPlugin in ${mountMode} mode`, () => {
     expect(rebuilt).toEqual({ spec: { volume: { name: 'all-in-one', projected: {} }, readOnly: false }, seLinuxMountContext: '' });
     expect(plugin.canSupport(rebuilt.spec)).toBe(true);
     await plugin.newUnmounter('all-in-one', POD_UID).tearDown();
+  });
+});
+
+describe(`ProjectedPlugin with a token manager in ${mountMode} mode`, () => {
+  const requests: { namespace: string; name: string; spec: TokenRequestSpec }[] = [];
+  let failure: Error | undefined;
+  let tokens: TokenManager;
+
+  beforeEach(() => {
+    requests.length = 0;
+    failure = undefined;
+    const source: ServiceAccountTokenSource = {
+      createServiceAccountToken: (namespace, name, tokenSpec) => {
+        requests.push({ namespace, name, spec: tokenSpec });
+        if (failure !== undefined) return Promise.reject(failure);
+        const ttl = tokenSpec.expirationSeconds ?? 3600;
+        return Promise.resolve({
+          spec: { ...tokenSpec, expirationSeconds: ttl },
+          status: { token: `jwt-${String(requests.length)}`, expirationTimestamp: new Date(env.clock.now() + ttl * 1000).toISOString() },
+        });
+      },
+    };
+    tokens = new TokenManager({ source, clock: env.clock, random: () => 0 });
+    plugin = initPlugin(env, new ProjectedPlugin({ ...env.deps, serviceAccountTokens: tokens }));
+  });
+
+  const tokenSources: VolumeProjection[] = [
+    { serviceAccountToken: { path: 'vault-token', audience: 'vault', expirationSeconds: 7200 } },
+    { serviceAccountToken: { path: 'token', expirationSeconds: 3600 } },
+    { configMap: { name: 'cfg' } },
+  ];
+
+  /** SetUp, `ms` later SetUp again (the periodic remount). */
+  async function setUpTwice(ms: number): Promise<void> {
+    const mounter = plugin.newMounter(spec(tokenSources), makePod());
+    await mounter.setUp(noArgs);
+    await env.clock.advance(ms);
+    await mounter.setUp(noArgs);
+  }
+
+  it('writes bound tokens from the TokenRequest API: the audience (none: the server default), TTL and pod', async () => {
+    const pod = makePod();
+    pod.spec.serviceAccountName = 'builder';
+    await plugin.newMounter(spec(tokenSources, 0o440), pod).setUp(noArgs);
+
+    expect(await readFile(join(volumeDir(), 'vault-token'), 'utf8')).toBe('jwt-1');
+    expect(await readFile(join(volumeDir(), 'token'), 'utf8')).toBe('jwt-2');
+    expect(await modeOf(join(volumeDir(), DATA_DIR_NAME, 'token'))).toBe(0o440);
+    const boundObjectRef = { apiVersion: 'v1', kind: 'Pod', name: 'web', uid: POD_UID };
+    expect(requests).toEqual([
+      { namespace: 'ns', name: 'builder', spec: { audiences: ['vault'], expirationSeconds: 7200, boundObjectRef } },
+      { namespace: 'ns', name: 'builder', spec: { audiences: [], expirationSeconds: 3600, boundObjectRef } },
+    ]);
+    await plugin.newUnmounter('all-in-one', POD_UID).tearDown();
+  });
+
+  it('asks for the "default" service account when the pod names none; a cached token is not requested again', async () => {
+    await setUpTwice(61_000);
+
+    expect(requests.map((r) => r.name)).toEqual(['default', 'default']);
+    expect(await readFile(join(volumeDir(), 'token'), 'utf8')).toBe('jwt-2');
+    await plugin.newUnmounter('all-in-one', POD_UID).tearDown();
+  });
+
+  it('rewrites the token once it needs a refresh (80 % of its TTL)', async () => {
+    await setUpTwice(2880_001);
+
+    expect(await readFile(join(volumeDir(), 'token'), 'utf8')).toBe('jwt-3');
+    expect(await readFile(join(volumeDir(), 'vault-token'), 'utf8')).toBe('jwt-1');
+    await plugin.newUnmounter('all-in-one', POD_UID).tearDown();
+  });
+
+  it('a failed request fails SetUp with the kubelet text and keeps the token file already written', async () => {
+    failure = new Error('POST /api/v1/namespaces/ns/serviceaccounts/default/token: serviceaccounts "default" is forbidden');
+    const err = await rejectionOf(plugin.newMounter(spec(tokenSources), makePod()).setUp(noArgs));
+    // Both projections failed alike; the aggregate shows a repeated message once, as apimachinery's.
+    expect(err.message).toBe('failed to fetch token: POST /api/v1/namespaces/ns/serviceaccounts/default/token: serviceaccounts "default" is forbidden');
+    expect(await exists(volumeDir())).toBe(false);
+
+    failure = undefined;
+    const pod = makePod();
+    await plugin.newMounter(spec(tokenSources), pod).setUp(noArgs);
+    expect(await readFile(join(volumeDir(), 'token'), 'utf8')).toBe('jwt-4');
+    // Both expired, the refresh fails: SetUp fails and the files stay as they were.
+    await env.clock.advance(7200_001);
+    failure = new Error('connection refused');
+    const expired = await rejectionOf(plugin.newMounter(spec(tokenSources), pod).setUp(noArgs));
+    expect(expired.message).toContain('expired and refresh failed: connection refused');
+    expect(await readFile(join(volumeDir(), 'token'), 'utf8')).toBe('jwt-4');
+    expect(await readFile(join(volumeDir(), 'vault-token'), 'utf8')).toBe('jwt-3');
+    await plugin.newUnmounter('all-in-one', POD_UID).tearDown();
+  });
+
+  it('TearDown forgets the pod tokens', async () => {
+    await plugin.newMounter(spec(tokenSources), makePod()).setUp(noArgs);
+    expect(tokens.size()).toBe(2);
+    await plugin.newUnmounter('all-in-one', POD_UID).tearDown();
+    expect(tokens.size()).toBe(0);
   });
 });

@@ -6,12 +6,17 @@
  * sources are reported together (apimachinery's aggregate format) and then nothing is written.
  * RequiresRemount: the periodic SetUp writes changed sources again.
  *
- * Service account tokens: the kubelet asks the API server for a bound token (TokenRequest).
- * VolumeScope has no way to mint one, so it writes {@link SERVICE_ACCOUNT_TOKEN_PLACEHOLDER}
- * at the token's path (mode 0600 when fsUser or fsGroup is set, as upstream, else
- * `defaultMode`); anything that authenticates with it will be rejected.
+ * Service account tokens (mode 0600 when fsUser or fsGroup is set, as upstream, else
+ * `defaultMode`): with a token manager (`deps.serviceAccountTokens`, the agent on an API server)
+ * a bound token from the TokenRequest API for the pod's service account, with the projection's
+ * audience (none: the API server's audiences) and expirationSeconds, bound to the pod, as
+ * kubernetes/kubernetes pkg/volume/projected/projected.go@v1.34. A failed request fails SetUp
+ * with the manager's error, and nothing is rewritten (the token file already written stays).
+ * Without a manager (manifest source: no API server can mint a token) the file holds
+ * {@link SERVICE_ACCOUNT_TOKEN_PLACEHOLDER}; anything that authenticates with it is rejected.
+ * TearDown forgets the pod's tokens (`deleteServiceAccountToken`).
  */
-import type { Pod } from '../../k8s-types.ts';
+import type { Pod, VolumeProjection } from '../../k8s-types.ts';
 import type { Mounter, MounterArgs, ReconstructedVolume, Unmounter, VolumePlugin } from '../../plugins.ts';
 import { specFromVolume, specName, type Spec } from '../../spec.ts';
 import { pluginName, type PodUID } from '../../types.ts';
@@ -26,9 +31,18 @@ import { InTreePluginBase, podNamespace, podUIDOf } from '../util/plugin-base.ts
 
 export const PROJECTED_PLUGIN_NAME = pluginName('kubernetes.io/projected');
 
-/** The content of a projected service account token file: no token can be minted without an API server. */
+/** The content of a projected service account token file without a token manager: no token can be minted without an API server. */
 export const SERVICE_ACCOUNT_TOKEN_PLACEHOLDER =
   'volumescope-placeholder: no service account token was minted (VolumeScope cannot call the TokenRequest API)\n';
+
+/**
+ * The service account of a pod without `spec.serviceAccountName`. The API server's
+ * ServiceAccount admission plugin sets it on every pod it admits, so the kubelet passes the field
+ * as is; pods the agent reads are defaulted here as that plugin would.
+ */
+export const DEFAULT_SERVICE_ACCOUNT_NAME = 'default';
+
+type ServiceAccountTokenProjection = NonNullable<VolumeProjection['serviceAccountToken']>;
 
 export class ProjectedPlugin extends InTreePluginBase implements VolumePlugin {
   readonly name = PROJECTED_PLUGIN_NAME;
@@ -55,7 +69,18 @@ export class ProjectedPlugin extends InTreePluginBase implements VolumePlugin {
   }
 
   newUnmounter(name: string, podUID: PodUID): Unmounter {
-    return new AtomicWriterVolumeUnmounter({ dir: this.volumeDir(podUID, name), removal: this.removalContext(), clock: this.clock });
+    const tokens = this.deps.serviceAccountTokens;
+    return new AtomicWriterVolumeUnmounter({
+      dir: this.volumeDir(podUID, name),
+      removal: this.removalContext(),
+      clock: this.clock,
+      // The kubelet's projectedVolumeUnmounter.TearDownAt: the pod's tokens leave the cache once the volume is gone.
+      ...(tokens === undefined ? {} : {
+            afterTearDown: () => {
+              tokens.deleteServiceAccountToken(podUID);
+            },
+          }),
+    });
   }
 
   /** `{name, projected: {}}`, as upstream (the sources are not on disk). */
@@ -64,16 +89,16 @@ export class ProjectedPlugin extends InTreePluginBase implements VolumePlugin {
   }
 
   /** The kubelet's `collectData`: every source in order, later files overriding earlier ones at the same path. */
-  private collectData(spec: Spec, pod: Pod, args: MounterArgs): Payload {
+  private async collectData(spec: Spec, pod: Pod, args: MounterArgs): Promise<Payload> {
     const source = spec.volume?.projected ?? {};
     const volumeName = specName(spec);
     const defaultMode = source.defaultMode ?? DEFAULT_FILE_MODE;
     const namespace = podNamespace(pod);
     const payload: Payload = new Map();
     const errors: Error[] = [];
-    const add = (part: () => Payload) => {
+    const add = async (part: () => Payload | Promise<Payload>) => {
       try {
-        for (const [path, file] of part()) payload.set(path, file);
+        for (const [path, file] of await part()) payload.set(path, file);
       } catch (err) {
         errors.push(err instanceof Error ? err : new Error(String(err)));
       }
@@ -82,23 +107,39 @@ export class ProjectedPlugin extends InTreePluginBase implements VolumePlugin {
       const { secret, configMap, downwardAPI, serviceAccountToken } = projection;
       if (secret !== undefined) {
         const optional = secret.optional === true;
-        add(() => makeSecretPayload(secret.items, getSecretForVolume(this.deps, namespace, secret.name ?? '', optional, volumeName), defaultMode, optional));
+        await add(() => makeSecretPayload(secret.items, getSecretForVolume(this.deps, namespace, secret.name ?? '', optional, volumeName), defaultMode, optional));
       } else if (configMap !== undefined) {
         const optional = configMap.optional === true;
-        add(() =>
+        await add(() =>
           makeConfigMapPayload(configMap.items, getConfigMapForVolume(this.deps, namespace, configMap.name ?? '', optional, volumeName), defaultMode, optional),
         );
       } else if (downwardAPI !== undefined) {
-        add(() =>
+        await add(() =>
           collectDownwardAPIData(downwardAPI.items ?? [], currentPod(this.deps, pod), defaultMode, this.deps.nodeAllocatable ?? defaultNodeAllocatable()),
         );
       } else if (serviceAccountToken !== undefined) {
         // When fsUser or fsGroup is set the kubelet writes 0600 and relies on ownership changes.
         const mode = args.fsUser !== undefined || args.fsGroup !== undefined ? 0o600 : defaultMode;
-        add(() => new Map([[serviceAccountToken.path, { data: Buffer.from(SERVICE_ACCOUNT_TOKEN_PLACEHOLDER, 'utf8'), mode }]]));
+        await add(async () => new Map([[serviceAccountToken.path, { data: Buffer.from(await this.serviceAccountToken(pod, serviceAccountToken), 'utf8'), mode }]]));
       }
     }
     throwAggregate(errors);
     return payload;
+  }
+
+  /** The token for one `serviceAccountToken` projection (the placeholder without a token manager). */
+  private async serviceAccountToken(pod: Pod, projection: ServiceAccountTokenProjection): Promise<string> {
+    const tokens = this.deps.serviceAccountTokens;
+    if (tokens === undefined) return SERVICE_ACCOUNT_TOKEN_PLACEHOLDER;
+    const audience = projection.audience ?? '';
+    const account = pod.spec.serviceAccountName ?? '';
+    const tr = await tokens.getServiceAccountToken(podNamespace(pod), account === '' ? DEFAULT_SERVICE_ACCOUNT_NAME : account, {
+      spec: {
+        audiences: audience === '' ? [] : [audience],
+        ...(projection.expirationSeconds === undefined ? {} : { expirationSeconds: projection.expirationSeconds }),
+        boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: podUIDOf(pod) },
+      },
+    });
+    return tr.status.token;
   }
 }

@@ -50,8 +50,13 @@ export class AtomicWriterVolumeMounter implements VolumeMounter {
   }
 }
 
+export interface AtomicVolumeUnmounterOptions extends Omit<AtomicVolumeOptions, 'medium'> {
+  /** Runs once TearDown succeeded (projected: the pod's tokens leave the token manager's cache). */
+  afterTearDown?: () => void;
+}
+
 export class AtomicWriterVolumeUnmounter implements Unmounter {
-  constructor(private readonly o: Omit<AtomicVolumeOptions, 'medium'>) {}
+  constructor(private readonly o: AtomicVolumeUnmounterOptions) {}
 
   getPath(): string {
     return this.o.dir;
@@ -60,5 +65,6 @@ export class AtomicWriterVolumeUnmounter implements Unmounter {
   async tearDown(): Promise<void> {
     const writer = new AtomicWriter({ targetDir: this.o.dir, clock: this.o.clock, mounter: this.o.removal.mounter });
     await tearDownVolumeDir(this.o.removal, this.o.dir, () => writer.removeAll());
+    this.o.afterTearDown?.();
   }
 }

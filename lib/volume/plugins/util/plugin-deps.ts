@@ -7,6 +7,7 @@ import type { Clock } from '../../../clock/clock.ts';
 import type { Mounter } from '../../../mount-utils/mounter.ts';
 import type { ResourceList } from '../../k8s-types.ts';
 import type { VolumeObjectGetter } from '../../object-getter.ts';
+import type { TokenManager } from '../../token/token-manager.ts';
 
 export interface VolumePluginDeps {
   /** Every mount, unmount and mount-table read of the plugins goes through it. */
@@ -16,6 +17,12 @@ export interface VolumePluginDeps {
    * (their SetUp fails without it); the downward API falls back to the pod it was given.
    */
   objects?: VolumeObjectGetter;
+  /**
+   * Bound service account tokens for projected `serviceAccountToken` sources (the kubelet's
+   * token manager over the TokenRequest API). Absent without an API server: the projected
+   * plugin then writes a placeholder.
+   */
+  serviceAccountTokens?: Pick<TokenManager, 'getServiceAccountToken' | 'deleteServiceAccountToken'>;
   /**
    * The kubelet root dir, below which every removal must stay. Default: the parent of the
    * host's pods dir (`<root>/pods`).
