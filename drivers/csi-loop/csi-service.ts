@@ -319,7 +319,8 @@ export class CsiLoopService {
 
   /**
    * Creates the volume on first use (capacity from volume_context "capacity"/"capacity_bytes",
-   * default 64Mi), then attaches it when `node_id` is this node. Other node ids are recorded
+   * default 64Mi), then attaches it when `node_id` is a node served on the state dir (this one or
+   * another csi-loop process's, README.md Several nodes). Other node ids are recorded
    * only (they let tests model a volume attached elsewhere) and get an empty publish context.
    */
   async controllerPublishVolume(req: ControllerPublishVolumeRequest): Promise<object> {

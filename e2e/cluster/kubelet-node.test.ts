@@ -272,7 +272,7 @@ describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real moun
     const calls = await control<Call[]>('/calls');
     expect(calls.find((c) => c.method === 'NodeStageVolume' && c.volumeId === pv)?.stagingPath).toBe(staging);
     expect(calls.find((c) => c.method === 'NodePublishVolume' && c.volumeId === pv)?.targetPath).toBe(target);
-    interface SharedState { nodeId: string; nodes: string[]; volumes: Record<string, { publishedNodes: Record<string, unknown>; staged: { path: string; nodeId?: string } | null; publishedTargets: Record<string, unknown> }> }
+    interface SharedState { nodeId: string; nodes: string[]; volumes: Record<string, { devicePath: string | null; publishedNodes: Record<string, unknown>; staged: { path: string; nodeId?: string } | null; publishedTargets: Record<string, unknown> }> }
     const shared = await control<SharedState>('/state');
     expect({ nodeId: shared.nodeId, nodes: shared.nodes }).toEqual({ nodeId: KUBELET_NODE, nodes: [facts.agent.nodeName, KUBELET_NODE].sort() });
     expect(shared.volumes[pv]).toMatchObject({ publishedNodes: { [KUBELET_NODE]: { accessMode: 'SINGLE_NODE_WRITER' } }, staged: { path: staging, nodeId: KUBELET_NODE }, publishedTargets: { [target]: { accessType: 'mount' } } });
@@ -286,6 +286,6 @@ describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real moun
     expect(csiMounts()).toEqual([]);
     expect(await codesOf()).toEqual(['NodeStageVolume OK', 'NodePublishVolume OK', 'NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
     const after = (await control<SharedState>('/state')).volumes[pv];
-    expect({ nodes: Object.keys(after?.publishedNodes ?? {}), staged: after?.staged ?? null, targets: Object.keys(after?.publishedTargets ?? {}) }).toEqual({ nodes: [], staged: null, targets: [] });
+    expect({ nodes: Object.keys(after?.publishedNodes ?? {}), device: after?.devicePath, staged: after?.staged ?? null, targets: Object.keys(after?.publishedTargets ?? {}) }).toEqual({ nodes: [], device: null, staged: null, targets: [] });
   });
 });
