@@ -3,7 +3,8 @@
  * ValidateVolumeCapabilities, GetCapacity and ControllerExpandVolume: block access, or mount
  * access with fs_type ext4 (or empty, meaning ext4), with a known access mode (any but UNKNOWN)
  * and no volume_mount_group (the driver does not offer VOLUME_MOUNT_GROUP). Multi-node modes are
- * accepted: other nodes are bookkeeping only (see README.md, Volumes).
+ * accepted: a volume may be controller-published to several nodes but is staged on one at a time
+ * (see README.md, Volumes and Several nodes).
  */
 import type { VolumeCapability } from './csi-types.ts';
 

@@ -101,7 +101,7 @@ async function route(
     case 'GET /healthz':
       return { status: 200, body: { ok: true } };
     case 'GET /state':
-      return { status: 200, body: { ...ctx.describe(), ...ctx.store.snapshot() } };
+      return { status: 200, body: { ...ctx.describe(), ...(await ctx.store.exclusive(() => ctx.store.snapshot())) } };
     case 'GET /calls':
       return { status: 200, body: ctx.callLog.list() };
     case 'DELETE /calls':
@@ -127,7 +127,7 @@ async function route(
       const context: Record<string, string> = { ...(body.volumeContext ?? {}) };
       if (body.capacity !== undefined) context.capacity = body.capacity;
       if (body.capacityBytes !== undefined) context.capacity_bytes = String(body.capacityBytes);
-      const record = await ctx.service.ensureVolume(body.volumeId, context);
+      const record = await ctx.store.exclusive(() => ctx.service.ensureVolume(body.volumeId, context));
       return { status: 200, body: record };
     }
     case 'POST /detach': {
@@ -136,7 +136,7 @@ async function route(
         throw new HttpError(409, operationExistsMessage(volumeId));
       }
       try {
-        const device = await ctx.service.yank(volumeId);
+        const device = await ctx.store.exclusive(() => ctx.service.yank(volumeId));
         ctx.logger.warn({ volumeId, device }, 'volume yanked from this node through the control API');
         return { status: 200, body: { volumeId, detachedDevice: device } };
       } finally {

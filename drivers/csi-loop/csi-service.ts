@@ -28,7 +28,13 @@
  *   the target without controller publish or stage, and deleted by their NodeUnpublishVolume; a
  *   repeated unpublish of a deleted one is OK. They are refused by ControllerPublishVolume and
  *   NodeStageVolume (FAILED_PRECONDITION), and a persistent volume id is refused as ephemeral;
- * - per-volume serialisation is done by the caller (grpc-server.ts), not here.
+ * - several nodes on one state dir (README.md, Several nodes): the disk is attached (one loop
+ *   device per host) by ControllerPublishVolume to any node served on the state dir
+ *   (StateStore.nodes()) and detached when the last of them is unpublished; a volume is staged
+ *   on one node at a time (`staged.nodeId`); stage, publish, stats and expansion on another node
+ *   see it as not staged here;
+ * - per-volume serialisation and the state transaction (StateStore.exclusive) are done by the
+ *   caller (grpc-server.ts, control-server.ts), not here.
  */
 import { promises as fs, type StatsFs } from 'node:fs';
 import type { VolumeBackend } from './backend.ts';
@@ -313,7 +319,8 @@ export class CsiLoopService {
 
   /**
    * Creates the volume on first use (capacity from volume_context "capacity"/"capacity_bytes",
-   * default 64Mi), then attaches it when `node_id` is this node. Other node ids are recorded
+   * default 64Mi), then attaches it when `node_id` is a node served on the state dir (this one or
+   * another csi-loop process's, README.md Several nodes). Other node ids are recorded
    * only (they let tests model a volume attached elsewhere) and get an empty publish context.
    */
   async controllerPublishVolume(req: ControllerPublishVolumeRequest): Promise<object> {
@@ -325,8 +332,8 @@ export class CsiLoopService {
     if (record.ephemeral) {
       throw failedPrecondition(`volume ${req.volume_id} is an ephemeral volume; it is never controller-published`);
     }
-    if (this.strict && req.node_id !== this.nodeId) {
-      throw notFound(`node ${req.node_id} not found: with --strict csi-loop knows only node ${this.nodeId}`);
+    if (this.strict && !this.servesNode(req.node_id)) {
+      throw notFound(`node ${req.node_id} not found: with --strict csi-loop knows only node(s) ${this.servedNodes().join(', ')}`);
     }
 
     const existing = record.publishedNodes[req.node_id];
@@ -346,7 +353,7 @@ export class CsiLoopService {
     }
 
     let publishContext: StringMap = {};
-    if (req.node_id === this.nodeId) {
+    if (this.servesNode(req.node_id)) {
       const device = await this.backend.attach(record);
       record.devicePath = device;
       publishContext = { devicePath: device };
@@ -364,17 +371,20 @@ export class CsiLoopService {
       return {};
     }
     const nodes = req.node_id === '' ? Object.keys(record.publishedNodes) : [req.node_id];
-    if (nodes.includes(this.nodeId)) {
-      if (record.staged !== null) {
-        throw failedPrecondition(
-          `volume ${req.volume_id} is still staged at ${record.staged.path} on node ${this.nodeId}; call NodeUnstageVolume first`,
-        );
-      }
-      await this.backend.detach(record);
-      record.devicePath = null;
+    const stagedOn = this.stagedNode(record);
+    if (stagedOn !== null && nodes.includes(stagedOn)) {
+      throw failedPrecondition(
+        `volume ${req.volume_id} is still staged at ${record.staged?.path ?? ''} on node ${stagedOn}; call NodeUnstageVolume first`,
+      );
     }
+    const wasAttached = Object.keys(record.publishedNodes).some((node) => this.servesNode(node));
     for (const node of nodes) {
       record.publishedNodes = omit(record.publishedNodes, node);
+    }
+    // One attachment per host serves every node of the state dir: detach with the last of them.
+    if (wasAttached && !Object.keys(record.publishedNodes).some((node) => this.servesNode(node))) {
+      await this.backend.detach(record);
+      record.devicePath = null;
     }
     await this.save(record);
     return {};
@@ -429,6 +439,10 @@ export class CsiLoopService {
         `volume ${req.volume_id} is not attached to node ${this.nodeId}; call ControllerPublishVolume first`,
       );
     }
+    const stagedOn = this.stagedNode(record);
+    if (stagedOn !== null && stagedOn !== this.nodeId) {
+      throw failedPrecondition(`volume ${req.volume_id} is already staged on node ${stagedOn}; csi-loop stages a volume on one node at a time`);
+    }
     if (record.staged !== null) {
       if (record.staged.path !== req.staging_target_path) {
         throw failedPrecondition(`volume ${req.volume_id} is already staged at ${record.staged.path}`);
@@ -443,7 +457,7 @@ export class CsiLoopService {
       }
     }
     await this.backend.stage(record, req.staging_target_path, accessType, capability.mount?.mount_flags ?? []);
-    record.staged = { path: req.staging_target_path, accessType };
+    record.staged = { path: req.staging_target_path, accessType, nodeId: this.nodeId };
     record.formatted ||= accessType === 'mount' && this.backend.mode === 'privileged';
     await this.save(record);
     return {};
@@ -453,7 +467,7 @@ export class CsiLoopService {
     requireField(req.volume_id, 'Volume ID');
     requireField(req.staging_target_path, 'Staging target path');
     const record = this.requireVolume(req.volume_id);
-    if (record.staged === null || record.staged.path !== req.staging_target_path) {
+    if (record.staged === null || record.staged.path !== req.staging_target_path || this.stagedNode(record) !== this.nodeId) {
       return {};
     }
     const targets = Object.keys(record.publishedTargets);
@@ -481,9 +495,9 @@ export class CsiLoopService {
     const accessType = accessTypeOf(capability);
     const accessMode = capability.access_mode?.mode ?? 'UNKNOWN';
     const record = this.requireVolume(req.volume_id);
-    const staged = record.staged;
+    const staged = this.stagedNode(record) === this.nodeId ? record.staged : null;
     if (staged?.path !== req.staging_target_path) {
-      throw failedPrecondition(`volume ${req.volume_id} is not staged at ${req.staging_target_path}`);
+      throw failedPrecondition(`volume ${req.volume_id} is not staged at ${req.staging_target_path} on node ${this.nodeId}`);
     }
     if (staged.accessType !== accessType) {
       throw failedPrecondition(`volume ${req.volume_id} is staged with access type ${staged.accessType}, not ${accessType}`);
@@ -531,7 +545,10 @@ export class CsiLoopService {
     requireField(req.volume_id, 'Volume ID');
     requireField(req.volume_path, 'Volume path');
     const record = this.requireVolume(req.volume_id);
-    const known = record.staged?.path === req.volume_path || record.publishedTargets[req.volume_path] !== undefined;
+    // A volume staged on another node has its targets there (ephemeral volumes are never staged).
+    const stagedOn = this.stagedNode(record);
+    const here = stagedOn === null || stagedOn === this.nodeId;
+    const known = here && (record.staged?.path === req.volume_path || record.publishedTargets[req.volume_path] !== undefined);
     if (!known) {
       throw notFound(`volume ${req.volume_id} is not available at ${req.volume_path}`);
     }
@@ -563,7 +580,7 @@ export class CsiLoopService {
     requireField(req.volume_id, 'Volume ID');
     requireField(req.volume_path, 'Volume path');
     const record = this.requireVolume(req.volume_id);
-    if (record.staged === null) {
+    if (this.stagedNode(record) !== this.nodeId) {
       throw failedPrecondition(`volume ${req.volume_id} is not staged on node ${this.nodeId}`);
     }
     const required = req.capacity_range?.required_bytes ?? 0;
@@ -686,6 +703,20 @@ export class CsiLoopService {
 
   // ---- Helpers --------------------------------------------------------------------------------
 
+  /** Whether `nodeId` is served by a csi-loop process on this state dir (this one included). */
+  private servesNode(nodeId: string): boolean {
+    return nodeId === this.nodeId || this.store.nodes().includes(nodeId);
+  }
+
+  private servedNodes(): string[] {
+    return [...new Set([this.nodeId, ...this.store.nodes()])].sort();
+  }
+
+  /** The node the volume is staged on (a state file without `staged.nodeId`: this node), or null. */
+  private stagedNode(record: VolumeRecord): string | null {
+    return record.staged === null ? null : (record.staged.nodeId ?? this.nodeId);
+  }
+
   private requireVolume(volumeId: string): VolumeRecord {
     const record = this.store.get(volumeId);
     if (record === undefined) {
@@ -729,11 +760,11 @@ export class CsiLoopService {
     return record;
   }
 
-  /** Published node ids; this node only while its attachment is verified on the host. */
+  /** Published node ids; a node served on this state dir only while the attachment is verified on the host. */
   private async volumeStatus(record: VolumeRecord): Promise<VolumeStatus> {
     const nodes = [];
     for (const node of Object.keys(record.publishedNodes).sort()) {
-      if (node !== this.nodeId || (await this.backend.attachedDevice(record)) !== null) {
+      if (!this.servesNode(node) || (await this.backend.attachedDevice(record)) !== null) {
         nodes.push(node);
       }
     }

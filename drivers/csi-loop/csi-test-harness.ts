@@ -42,8 +42,19 @@ export interface VolumeEntry {
   status: { published_node_ids: string[] };
 }
 
+/** A further node instance on a harness's state dir (see {@link Harness.addNode}). */
+export interface NodeInstance {
+  readonly nodeId: string;
+  readonly driver: RunningDriver;
+  readonly client: CsiTestClient;
+  /** CO-style paths below this node's own kubelet dir. */
+  staging(volumeId: string): string;
+  target(volumeId: string, pod?: string): string;
+}
+
 export class Harness {
   client: CsiTestClient;
+  private readonly nodes: NodeInstance[] = [];
 
   private constructor(
     readonly dir: string,
@@ -75,6 +86,31 @@ export class Harness {
       strict: options.strict ?? false,
       logger: pino(sink),
     });
+  }
+
+  /**
+   * Starts another driver on this harness's state dir for node `nodeId` (own socket, no control
+   * endpoint), as a node plugin of the same driver on another node; closed with the harness.
+   */
+  async addNode(nodeId: string): Promise<NodeInstance> {
+    const driver = await startCsiLoopDriver({
+      socketPath: path.join(this.dir, `csi-${nodeId}.sock`),
+      stateDir: path.join(this.dir, 'state'),
+      driverName: 'csi-loop.volumescope.dev',
+      nodeId,
+      mode: MODE,
+      logger: pino(new PassThrough()),
+    });
+    const kubeletDir = path.join(this.dir, `kubelet-${nodeId}`);
+    const node: NodeInstance = {
+      nodeId,
+      driver,
+      client: new CsiTestClient(driver.endpoint),
+      staging: (volumeId) => path.join(kubeletDir, 'plugins', volumeId, 'globalmount'),
+      target: (volumeId, pod = 'pod-1') => path.join(kubeletDir, 'pods', pod, 'volumes', volumeId, 'mount'),
+    };
+    this.nodes.push(node);
+    return node;
   }
 
   /** Stops the driver and starts a new one on the same state dir (a driver restart). */
@@ -171,6 +207,10 @@ export class Harness {
 
   /** Stops everything; in privileged mode also removes leftovers of a failed test, then the dir. */
   async close(): Promise<void> {
+    for (const node of this.nodes.splice(0)) {
+      node.client.close();
+      await node.driver.close();
+    }
     this.client.close();
     await this.driver.close();
     if (PRIVILEGED) {

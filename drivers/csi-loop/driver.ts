@@ -64,7 +64,7 @@ export async function startCsiLoopDriver(options: DriverOptions): Promise<Runnin
   // Always said, with the reason: an unexpected unprivileged driver is otherwise hard to explain.
   logger.info({ version: VENDOR_VERSION, mode, requestedMode: decision.requested, reason: decision.reason }, `csi-loop ${VENDOR_VERSION} runs in ${mode} mode: ${decision.reason}`);
   const backend: VolumeBackend = mode === 'privileged' ? new PrivilegedBackend(stateDir) : new UnprivilegedBackend(stateDir);
-  const store = await StateStore.open(stateDir, mode);
+  const store = await StateStore.open(stateDir, mode, options.nodeId);
   const service = new CsiLoopService({
     driverName: options.driverName,
     nodeId: options.nodeId,
@@ -80,7 +80,7 @@ export async function startCsiLoopDriver(options: DriverOptions): Promise<Runnin
   const socketPath = path.resolve(options.socketPath);
   let registration: RegistrationStatus | null = null;
 
-  const csiServer = createCsiServer({ service, faults, callLog, locks, logger, shutdown: shutdown.signal });
+  const csiServer = createCsiServer({ service, store, faults, callLog, locks, logger, shutdown: shutdown.signal });
   await bindUnix(csiServer, socketPath);
 
   let regServer: grpc.Server | undefined;
@@ -140,7 +140,6 @@ export async function startCsiLoopDriver(options: DriverOptions): Promise<Runnin
       if (regSocket !== undefined) {
         await removeSocket(regSocket);
       }
-      await store.save();
       logger.info({ endpoint: `unix://${socketPath}` }, 'csi-loop driver stopped');
     })();
     return closing;

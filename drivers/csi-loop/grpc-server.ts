@@ -3,7 +3,9 @@
  * 1. takes a call-log sequence number;
  * 2. for mutating calls on a volume, takes the per-volume lock (busy → ABORTED);
  * 3. applies an injected fault, if any (delay, then hang or fail);
- * 4. runs the CsiLoopService method;
+ * 4. runs the CsiLoopService method (Controller and Node calls inside StateStore.exclusive: on
+ *    the state as it is on disk, with the state dir's lock, since other csi-loop processes may
+ *    share it);
  * 5. answers, releases the lock, appends to the call log and writes one JSON log line
  *    (request with secrets redacted).
  * A hanging call never answers; it ends when its caller cancels (e.g. the deadline passes) or
@@ -18,6 +20,7 @@ import type { CsiLoopService } from './csi-service.ts';
 import type * as T from './csi-types.ts';
 import type { CsiMethod } from './csi-types.ts';
 import type { FaultRegistry } from './faults.ts';
+import type { StateStore } from './state-store.ts';
 import { serviceDefinition } from './proto.ts';
 import { redactSecrets } from './redact.ts';
 import { operationExistsMessage, type VolumeLocks } from './volume-locks.ts';
@@ -38,6 +41,7 @@ const LOCKED_METHODS: ReadonlySet<CsiMethod> = new Set<CsiMethod>([
 
 export interface CallContext {
   service: CsiLoopService;
+  store: StateStore;
   faults: FaultRegistry;
   callLog: CallLog;
   locks: VolumeLocks;
@@ -89,7 +93,8 @@ export function createCsiServer(ctx: CallContext): grpc.Server {
     const handlers: grpc.UntypedServiceImplementation = {};
     for (const [method, impl] of Object.entries(methods)) {
       const handler: grpc.handleUnaryCall<unknown, object> = (call, callback) => {
-        void serveCall(ctx, method as CsiMethod, impl, call, callback);
+        const run: Impl = serviceName === 'Identity' ? impl : (request) => ctx.store.exclusive(() => impl(request));
+        void serveCall(ctx, method as CsiMethod, run, call, callback);
       };
       handlers[method] = handler;
     }

@@ -298,7 +298,7 @@ describe(`csi-loop --strict (${MODE} mode)`, () => {
 
     await createVolume(h, 'pvc-s');
     const otherNode = await codeOf(h.publishController('pvc-s', { node_id: 'node-b' }));
-    expect(otherNode).toEqual({ code: NOT_FOUND, details: `node node-b not found: with --strict csi-loop knows only node ${NODE}` });
+    expect(otherNode).toEqual({ code: NOT_FOUND, details: `node node-b not found: with --strict csi-loop knows only node(s) ${NODE}` });
     expect((await h.publishController('pvc-s')).publish_context.devicePath).not.toBe('');
     await h.unpublishController('pvc-s');
   });

@@ -1,11 +1,20 @@
 /**
  * The driver's persistent state: one JSON file (`<state-dir>/state.json`) holding every volume the
  * driver knows, its capacity, where it is attached, staged and published. It is rewritten
- * atomically (temp file + rename) after every change, so a restarted driver continues where the
- * previous process stopped.
+ * atomically (a per-process temp file + rename) after every change, so a restarted driver
+ * continues where the previous process stopped.
+ *
+ * Several csi-loop processes may share one state dir (the controller instance and the node
+ * instances of one driver, as a real multi-node driver shares its backend): every change runs in
+ * {@link StateStore.exclusive}, which holds the dir's lock file (`state.lock`, created with
+ * O_EXCL, holding the owner's pid) and re-reads state.json before the change, so no process
+ * writes from a stale copy. The driver's reads go through it too (state.json is only ever
+ * replaced by rename, so any reader sees one whole version).
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 
 const accessTypeSchema = z.enum(['mount', 'block']);
@@ -22,7 +31,12 @@ const volumeRecordSchema = z.object({
   devicePath: z.string().nullable(),
   /** True once a filesystem was created on the disk (privileged mode, mount access). */
   formatted: z.boolean(),
-  staged: z.object({ path: z.string(), accessType: accessTypeSchema }).nullable(),
+  /**
+   * Where the volume is staged, and on which node (`nodeId`; absent in state files written before
+   * several nodes could share a state dir: the node of the one process that used it). One node at
+   * a time (see README.md, Several nodes).
+   */
+  staged: z.object({ path: z.string(), accessType: accessTypeSchema, nodeId: z.string().optional() }).nullable(),
   publishedTargets: z.record(
     z.string(),
     z.object({ readonly: z.boolean(), accessType: accessTypeSchema, accessMode: z.string() }),
@@ -59,6 +73,12 @@ const stateFileSchema = z.object({
    * NOT_FOUND. Bounded to the last {@link MAX_REMOVED_EPHEMERAL} entries.
    */
   removedEphemeral: z.record(z.string(), z.string()).default({}),
+  /**
+   * The node ids served by csi-loop processes on this state dir (each adds its own when it
+   * starts), sorted. ControllerPublishVolume attaches the disk for these nodes; other node ids are
+   * foreign (recorded only, or NOT_FOUND with --strict).
+   */
+  nodes: z.array(z.string()).default([]),
 });
 
 /** How many deleted ephemeral volumes are remembered for idempotent NodeUnpublishVolume. */
@@ -75,38 +95,108 @@ export function isStateModeMismatchError(err: unknown): err is StateModeMismatch
   return err instanceof StateModeMismatchError;
 }
 
+/** How long a change waits for the state dir's lock before failing (a change takes milliseconds to seconds). */
+export const STATE_LOCK_TIMEOUT_MS = 60_000;
+/** Poll interval while another process holds the lock. */
+const LOCK_POLL_MS = 5;
+
+/** The state dir's lock stayed held by a live process for STATE_LOCK_TIMEOUT_MS. */
+export class StateLockTimeoutError extends Error {
+  override readonly name = 'StateLockTimeoutError';
+}
+
+export function isStateLockTimeoutError(err: unknown): err is StateLockTimeoutError {
+  return err instanceof StateLockTimeoutError;
+}
+
 export class StateStore {
   private writeChain: Promise<void> = Promise.resolve();
+  /** Serialises {@link exclusive} within this process (the lock file serialises processes). */
+  private exclusiveChain: Promise<void> = Promise.resolve();
+  private readonly lockFile: string;
+  private readonly tmpFile: string;
 
   private constructor(
     private readonly file: string,
-    private readonly state: StateFile,
-  ) {}
+    private state: StateFile,
+    private readonly mode: DriverMode,
+  ) {
+    this.lockFile = path.join(path.dirname(file), 'state.lock');
+    this.tmpFile = `${file}.${process.pid}.tmp`;
+  }
 
   /**
-   * Opens (or creates) the state of `stateDir`. A state written in another mode is refused with
-   * StateModeMismatchError: its disk paths and attachments mean something else.
+   * Opens (or creates) the state of `stateDir` and records `nodeId` as a node served on it. A
+   * state written in another mode is refused with StateModeMismatchError: its disk paths and
+   * attachments mean something else.
    */
-  static async open(stateDir: string, mode: DriverMode): Promise<StateStore> {
+  static async open(stateDir: string, mode: DriverMode, nodeId?: string): Promise<StateStore> {
     const file = path.join(stateDir, 'state.json');
-    let state: StateFile = { version: 1, mode, volumes: {}, removedEphemeral: {} };
+    const store = new StateStore(file, emptyState(mode), mode);
+    await store.exclusive(() => {
+      if (nodeId !== undefined && !store.state.nodes.includes(nodeId)) {
+        store.state.nodes = [...store.state.nodes, nodeId].sort();
+      }
+    });
+    return store;
+  }
+
+  /**
+   * Runs `change` holding the state dir's lock, on a freshly read state, and saves the state
+   * afterwards if it changed (also when `change` throws: a CSI call may have changed the host and recorded part
+   * of it before failing). Changes of this process run one after another; other processes wait
+   * on the lock file.
+   */
+  exclusive<T>(change: () => Promise<T> | T): Promise<T> {
+    const run = this.exclusiveChain.then(async () => {
+      await this.acquireLock();
+      try {
+        await this.reload();
+        const before = JSON.stringify(this.state);
+        try {
+          return await change();
+        } finally {
+          if (JSON.stringify(this.state) !== before) {
+            await this.save();
+          }
+        }
+      } finally {
+        await fs.rm(this.lockFile, { force: true });
+      }
+    });
+    this.exclusiveChain = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  /**
+   * Re-reads state.json. The driver calls it only through {@link exclusive} (reads too: a reload
+   * while a change of this process runs would drop that change); tests use it to look.
+   */
+  async reload(): Promise<void> {
+    let state = emptyState(this.mode);
     try {
-      state = stateFileSchema.parse(JSON.parse(await fs.readFile(file, 'utf8')));
+      state = stateFileSchema.parse(JSON.parse(await fs.readFile(this.file, 'utf8')));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-        throw new Error(`cannot read driver state ${file}: ${err instanceof Error ? err.message : String(err)}`, {
+        throw new Error(`cannot read driver state ${this.file}: ${err instanceof Error ? err.message : String(err)}`, {
           cause: err,
         });
       }
     }
-    if (state.mode !== mode) {
+    if (state.mode !== this.mode) {
       throw new StateModeMismatchError(
-        `state in ${stateDir} was written in ${state.mode} mode; refusing to use it in ${mode} mode`,
+        `state in ${path.dirname(this.file)} was written in ${state.mode} mode; refusing to use it in ${this.mode} mode`,
       );
     }
-    const store = new StateStore(file, state);
-    await store.save();
-    return store;
+    this.state = state;
+  }
+
+  /** Node ids served on this state dir (see `nodes` in the state file). */
+  nodes(): readonly string[] {
+    return this.state.nodes;
   }
 
   get(volumeId: string): VolumeRecord | undefined {
@@ -155,15 +245,93 @@ export class StateStore {
     return structuredClone(this.state);
   }
 
-  /** Persists the current state; writes are serialised so the last one always wins. */
+  /**
+   * Persists the current state; writes are serialised so the last one always wins. Only to be
+   * called inside {@link exclusive} (the lock keeps another process from writing in between).
+   */
   save(): Promise<void> {
     const text = `${JSON.stringify(this.state, null, 2)}\n`;
     const next = this.writeChain.then(async () => {
-      const tmp = `${this.file}.tmp`;
-      await fs.writeFile(tmp, text, { mode: 0o600 });
-      await fs.rename(tmp, this.file);
+      await fs.writeFile(this.tmpFile, text, { mode: 0o600 });
+      await fs.rename(this.tmpFile, this.file);
     });
     this.writeChain = next.catch(() => undefined);
     return next;
+  }
+
+  /**
+   * Takes the lock file (O_EXCL create with this pid inside). A lock whose owner process is gone
+   * (killed while holding it) is broken; a live owner is waited for up to STATE_LOCK_TIMEOUT_MS.
+   */
+  private async acquireLock(): Promise<void> {
+    const deadline = performance.now() + STATE_LOCK_TIMEOUT_MS;
+    for (;;) {
+      try {
+        await fs.writeFile(this.lockFile, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+          throw err;
+        }
+      }
+      const owner = await lockOwner(this.lockFile);
+      if (owner !== null && owner !== process.pid && !processAlive(owner)) {
+        await breakStaleLock(this.lockFile, owner);
+        continue;
+      }
+      if (performance.now() > deadline) {
+        throw new StateLockTimeoutError(`state lock ${this.lockFile} still held by pid ${owner ?? '?'} after ${STATE_LOCK_TIMEOUT_MS} ms`);
+      }
+      await delay(LOCK_POLL_MS);
+    }
+  }
+}
+
+function emptyState(mode: DriverMode): StateFile {
+  return { version: 1, mode, volumes: {}, removedEphemeral: {}, nodes: [] };
+}
+
+/** The pid in the lock file; null while it is being written (empty) or gone. */
+async function lockOwner(lockFile: string): Promise<number | null> {
+  try {
+    const pid = Number.parseInt(await fs.readFile(lockFile, 'utf8'), 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      return null;
+    }
+    throw err;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes a lock left by dead process `owner`: renamed away first, and removed only if the
+ * renamed file still names `owner` (otherwise a live process took the lock meanwhile and gets it
+ * back).
+ */
+async function breakStaleLock(lockFile: string, owner: number): Promise<void> {
+  const aside = `${lockFile}.${process.pid}.stale`;
+  try {
+    await fs.rename(lockFile, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      return;
+    }
+    throw err;
+  }
+  if ((await lockOwner(aside)) === owner) {
+    await fs.rm(aside, { force: true });
+  } else {
+    await fs.link(aside, lockFile).catch(() => undefined);
+    await fs.rm(aside, { force: true });
   }
 }

@@ -2,14 +2,15 @@
  * Node kubelet-0: the upstream kubelet without a container runtime (`kube kubelet`,
  * upstream/kube/cmd/kube/kubelet.go: kubemark's fake CRI and stub container manager, the real
  * mounter, volume plugins and events), started by the cluster (scripts/cluster/cluster.ts) with
- * the identity system:node:kubelet-0 and a csi-loop instance of its own as its CSI node plugin.
+ * the identity system:node:kubelet-0 and a csi-loop node instance of its own as its CSI node
+ * plugin (own socket, on the controller instance's state dir).
  *
  * This process shares the cluster's private mount namespace (test.mjs runs vitest under
  * `unshare -m` and the cluster's processes are its children), so /proc/self/mountinfo here shows
  * the kubelet's mounts. What the real kubelet does is recorded here as it is (directory names,
  * which volumes are mounts, the exact event texts), for the side-by-side with the agent.
  */
-import { existsSync, lstatSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KUBELET_NODE } from '../../scripts/cluster/cluster.ts';
@@ -209,7 +210,7 @@ describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real moun
     expect(existsSync(missing)).toBe(false);
   });
 
-  it(`a csi-hostpath claim on ${KUBELET_NODE}: the real ADC attaches (${ADC}, ${ATTACHER}), the kubelet stages through ${KUBELET_NODE}'s csi-loop, which does not know the volume; deleting the pod detaches (${KUBELET})`, async () => {
+  it(`a csi-hostpath claim on ${KUBELET_NODE}: the real ADC attaches (${ADC}, ${ATTACHER}), the kubelet stages and publishes through ${KUBELET_NODE}'s csi-loop on the shared state dir (real ext4 mounts), data written in the pod's volume is in the staging mount; deleting the pod unpublishes, unstages and detaches (${KUBELET})`, async () => {
     const pod = 'csi-claim';
     await cluster.kubectl(['apply', '-f', '-'], {
       input: [
@@ -239,31 +240,52 @@ describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real moun
     interface Attachment {
       metadata: { name: string };
       spec: { attacher: string; nodeName: string; source: { persistentVolumeName?: string } };
-      status?: { attached: boolean };
+      status?: { attached: boolean; attachmentMetadata?: Record<string, string> };
     }
     const attachments = async (): Promise<Attachment[]> => (JSON.parse(await cluster.kubectl(['get', 'volumeattachments', '-o', 'json'])) as { items: Attachment[] }).items.filter((a) => a.spec.source.persistentVolumeName === pv);
     const attached = await waitUntil(`VolumeAttachment of ${pv} attached`, async () => (await attachments()).find((a) => a.status?.attached === true), { deadlineMs: 90_000, intervalMs: 1000 });
     expect(attached.spec).toMatchObject({ attacher: facts.driverName, nodeName: KUBELET_NODE });
+    // The controller instance attached the disk for kubelet-0 (a loop device, host-wide).
+    expect(attached.status?.attachmentMetadata?.devicePath).toMatch(/^\/dev\/loop[0-9]+$/);
     expect((await firstEvent(pod, 'SuccessfulAttachVolume')).message).toBe(`AttachVolume.Attach succeeded for volume "${pv}" `);
 
-    // The kubelet stages through kubelet-0's csi-loop (the socket its registration advertised);
-    // that instance has its own state (docs/cluster.md: the state store is one process's), so it
-    // does not know the volume the controller instance created and attached.
-    const failed = await waitUntil(
-      `a FailedMount Event of pod ${pod} for ${pv}`,
-      async () => (await podEvents(pod, 'FailedMount')).find((e) => e.message.includes(pv)),
-      { deadlineMs: 90_000, intervalMs: 1000 },
-    );
-    expect(failed.message).toBe(`MountVolume.MountDevice failed for volume "${pv}" : rpc error: code = NotFound desc = volume ${pv} does not exist`);
-    const calls = (await (await fetch(`${facts.kubelet.csiControlUrl}/calls`, { signal: AbortSignal.timeout(10_000) })).json()) as { method: string; volumeId?: string; code: string; stagingPath?: string }[];
-    const stage = calls.find((c) => c.method === 'NodeStageVolume' && c.volumeId === pv);
-    expect(stage?.code).toBe('NOT_FOUND');
-    expect(stage?.stagingPath?.startsWith(join(ROOT, 'plugins', 'kubernetes.io', 'csi', facts.driverName))).toBe(true);
-    expect(mountInfo().filter((m) => m.mountPoint.startsWith(join(ROOT, 'plugins')))).toEqual([]);
+    // The kubelet stages (MountDevice) below its plugins dir and publishes (SetUp) into the pod's dir.
+    const uid = await podUid(pod);
+    const target = join(ROOT, 'pods', uid, 'volumes', 'kubernetes.io~csi', pv, 'mount');
+    const pluginDir = join(ROOT, 'plugins', 'kubernetes.io', 'csi', facts.driverName);
+    const csiMounts = (): MountInfoEntry[] => mountInfo().filter((m) => m.mountPoint === target || (m.mountPoint.startsWith(`${pluginDir}/`) && m.mountPoint.endsWith('/globalmount')));
+    const mounted = await waitUntil(`the staging and target mounts of ${pv}`, () => Promise.resolve(csiMounts().length === 2 ? csiMounts() : undefined), { deadlineMs: 90_000, intervalMs: 500 });
+    expect(mounted.map((m) => m.fsType)).toEqual(['ext4', 'ext4']);
+    const staging = mounted.find((m) => m.mountPoint !== target)?.mountPoint ?? '';
+    writeFileSync(join(target, 'written-in-pod.txt'), `pod ${pod} on ${KUBELET_NODE}`);
+    expect(readFileSync(join(staging, 'written-in-pod.txt'), 'utf8')).toBe(`pod ${pod} on ${KUBELET_NODE}`);
+    expect((await waitUntil(`pod ${pod} Running`, async () => {
+      const phase = (await cluster.kubectl(['get', 'pod', pod, '-n', NS, '-o', 'jsonpath={.status.phase}'])).trim();
+      return phase === 'Running' ? phase : undefined;
+    }, { deadlineMs: 90_000, intervalMs: 1000 }))).toBe('Running');
+
+    // kubelet-0's csi-loop served the node calls; the shared state says where the volume is.
+    const control = async <T>(route: string): Promise<T> => (await (await fetch(`${facts.kubelet.csiControlUrl}${route}`, { signal: AbortSignal.timeout(10_000) })).json()) as T;
+    interface Call { method: string; volumeId?: string; code: string; stagingPath?: string; targetPath?: string }
+    const codesOf = async (): Promise<string[]> => (await control<Call[]>('/calls')).filter((c) => c.volumeId === pv && c.method !== 'NodeGetVolumeStats').map((c) => `${c.method} ${c.code}`);
+    expect(await codesOf()).toEqual(['NodeStageVolume OK', 'NodePublishVolume OK']);
+    const calls = await control<Call[]>('/calls');
+    expect(calls.find((c) => c.method === 'NodeStageVolume' && c.volumeId === pv)?.stagingPath).toBe(staging);
+    expect(calls.find((c) => c.method === 'NodePublishVolume' && c.volumeId === pv)?.targetPath).toBe(target);
+    interface SharedState { nodeId: string; nodes: string[]; volumes: Record<string, { devicePath: string | null; publishedNodes: Record<string, unknown>; staged: { path: string; nodeId?: string } | null; publishedTargets: Record<string, unknown> }> }
+    const shared = await control<SharedState>('/state');
+    expect({ nodeId: shared.nodeId, nodes: shared.nodes }).toEqual({ nodeId: KUBELET_NODE, nodes: [facts.agent.nodeName, KUBELET_NODE].sort() });
+    expect(shared.volumes[pv]).toMatchObject({ publishedNodes: { [KUBELET_NODE]: { accessMode: 'SINGLE_NODE_WRITER' } }, staged: { path: staging, nodeId: KUBELET_NODE }, publishedTargets: { [target]: { accessType: 'mount' } } });
 
     await cluster.kubectl(['delete', 'pod', pod, '-n', NS, '--wait=false']);
-    await waitUntil(`pod ${pod} gone`, async () => (await cluster.kubectlRun(['get', 'pod', pod, '-n', NS])).code !== 0, { deadlineMs: 90_000, intervalMs: 1000 });
+    await waitUntil(`pod ${pod} gone`, async () => {
+      const r = await cluster.kubectlRun(['get', 'pod', pod, '-n', NS, '--ignore-not-found', '-o', 'name']);
+      return r.code === 0 && r.stdout.trim() === '';
+    }, { deadlineMs: 90_000, intervalMs: 1000 });
     await waitUntil(`VolumeAttachment of ${pv} deleted (detached)`, async () => (await attachments()).length === 0, { deadlineMs: 120_000, intervalMs: 1000 });
-    expect(mountInfo().filter((m) => m.mountPoint.startsWith(join(ROOT, 'pods')) && m.mountPoint.includes(pv))).toEqual([]);
+    expect(csiMounts()).toEqual([]);
+    expect(await codesOf()).toEqual(['NodeStageVolume OK', 'NodePublishVolume OK', 'NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
+    const after = (await control<SharedState>('/state')).volumes[pv];
+    expect({ nodes: Object.keys(after?.publishedNodes ?? {}), device: after?.devicePath, staged: after?.staged ?? null, targets: Object.keys(after?.publishedTargets ?? {}) }).toEqual({ nodes: [], device: null, staged: null, targets: [] });
   });
 });

@@ -74,8 +74,9 @@ export interface AgentFacts {
 }
 
 /**
- * Node {@link KUBELET_NODE}: the upstream kubelet and its csi-loop node instance (own state dir,
- * own socket; see the comment at its start in {@link startCluster} for why not the shared one).
+ * Node {@link KUBELET_NODE}: the upstream kubelet and its csi-loop node instance (own socket and
+ * control API, on the controller instance's state dir: one driver, one backend; see the comment
+ * at its start in {@link startCluster}).
  */
 export interface KubeletFacts {
   readonly nodeName: string;
@@ -84,7 +85,7 @@ export interface KubeletFacts {
   readonly kubeconfig: string;
   /** `<logsDir>/kubelet-<node>.log`. */
   readonly logFile: string;
-  /** The node instance of csi-loop: its CSI socket, control API, state dir and log. */
+  /** The node instance of csi-loop: its CSI socket, control API, state dir (the controller instance's) and log. */
   readonly csiSocket: string;
   readonly csiControlUrl: string;
   readonly csiStateDir: string;
@@ -602,7 +603,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     logFile: join(logs, `kubelet-${KUBELET_NODE}.log`),
     csiSocket: join(kubeletCsiDir, 'csi.sock'),
     csiControlUrl: `http://${HOST}:${ports.kubeletCsiControl ?? (await freePort(HOST))}`,
-    csiStateDir: join(kubeletCsiDir, 'state'),
+    csiStateDir: join(csiDir, 'state'),
     csiLogFile: join(logs, `csi-driver-${KUBELET_NODE}.log`),
   };
   const facts: ClusterFacts = {
@@ -621,8 +622,8 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
 
   const env = childEnv();
   const started: ManagedProcess[] = [];
-  const startGo = (name: string, binary: string, args: readonly string[]): ManagedProcess => {
-    const p = ManagedProcess.start({ name, command: bin(binary), args, cwd: state, env, logFile: join(logs, `${name}.log`) });
+  const startGo = (name: string, binary: string, args: readonly string[], cwd = state): ManagedProcess => {
+    const p = ManagedProcess.start({ name, command: bin(binary), args, cwd, env, logFile: join(logs, `${name}.log`) });
     started.push(p);
     return p;
   };
@@ -702,7 +703,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     mkdirSync(csiDir, { recursive: true });
     const driver = ManagedProcess.start({
       name: 'csi-driver',
-      args: ['--import', 'tsx', join(root, 'drivers', 'csi-loop', 'main.ts'), `--endpoint=unix://${facts.csiSocket}`, `--state-dir=${join(csiDir, 'state')}`, `--driver-name=${DRIVER}`, `--node-id=${NODE}`, `--registration-dir=${join(nodeRoot, 'plugins_registry')}`],
+      args: ['--import', 'tsx', join(root, 'drivers', 'csi-loop', 'main.ts'), `--endpoint=unix://${facts.csiSocket}`, `--state-dir=${kubeletFacts.csiStateDir}`, `--driver-name=${DRIVER}`, `--node-id=${NODE}`, `--registration-dir=${join(nodeRoot, 'plugins_registry')}`],
       cwd: root,
       env,
       logFile: join(logs, 'csi-driver.log'),
@@ -718,11 +719,11 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
 
     // Node kubelet-0's CSI node plugin: a second csi-loop process, serving the kubelet's plugin
     // registration itself (node-driver-registrar cannot be built here: the module proxy refuses
-    // github.com/kubernetes-csi/node-driver-registrar). It has its own state dir: csi-loop's state
-    // store (drivers/csi-loop/state-store.ts) reads state.json once at start, keeps it in memory
-    // and rewrites it whole through one fixed temp file, with no lock, so two processes on one
-    // state dir would overwrite each other's volumes. The controller side (the sidecars' instance
-    // above, node id agent-0) therefore does not share volumes with this one: see docs/cluster.md.
+    // github.com/kubernetes-csi/node-driver-registrar). It shares the state dir of the instance
+    // above (the sidecars' controller, node id agent-0), as a real driver's node plugins share its
+    // backend: csi-loop's state store takes the dir's lock file and re-reads state.json around
+    // every change (drivers/csi-loop/README.md, Several nodes), so the volumes the provisioner
+    // creates and the attacher attaches to kubelet-0 are staged and published here.
     const kubeletRegistration = join(kubeletFacts.rootDir, 'plugins_registry');
     mkdirSync(kubeletRegistration, { recursive: true });
     mkdirSync(kubeletCsiDir, { recursive: true });
@@ -747,7 +748,14 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     await waitUntil(`the CSI driver socket of ${KUBELET_NODE}`, () => Promise.resolve(existsSync(kubeletFacts.csiSocket)), { deadlineMs: 60_000, process: kubeletDriver, intervalMs: 250 });
     const kubeletStarted = performance.now();
     const kubeletStartedAt = Date.now();
-    const kubelet = startGo(KUBELET_PROCESS, 'kubelet', [`--kubeconfig=${kubeletFacts.kubeconfig}`, `--node-name=${KUBELET_NODE}`, `--root-dir=${kubeletFacts.rootDir}`, '--v=2']);
+    // The kubelet runs in an empty directory of its own: when it removes a container, its log
+    // manager deletes every file matching `<log path>*` (kubernetes/kubernetes
+    // pkg/kubelet/logs/container_log_manager.go@v1.34 Clean), and the fake CRI reports an empty
+    // log path, so `*` is globbed in the working directory: run in the state dir, deleting a pod
+    // with a started container removed admin.kubeconfig and the other kubeconfigs there.
+    const kubeletCwd = join(kubeletFacts.rootDir, 'fake-cri-cwd');
+    mkdirSync(kubeletCwd, { recursive: true });
+    const kubelet = startGo(KUBELET_PROCESS, 'kubelet', [`--kubeconfig=${kubeletFacts.kubeconfig}`, `--node-name=${KUBELET_NODE}`, `--root-dir=${kubeletFacts.rootDir}`, '--v=2'], kubeletCwd);
 
     if (options.waitForNodeReady ?? true) {
       const timeoutMs = options.nodeTimeoutMs ?? 60_000;

@@ -1,0 +1,113 @@
+// StateStore on a state dir shared by several stores (several csi-loop processes): changes
+// interleaved from both never lose one another, and a lock left by a dead process is broken.
+import { spawnSync } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { StateStore, type VolumeRecord } from './state-store.ts';
+
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'csi-loop-state-'));
+  dirs.push(dir);
+  return dir;
+}
+
+function record(volumeId: string): VolumeRecord {
+  return {
+    volumeId,
+    capacityBytes: 2 ** 20,
+    diskPath: `/disks/${volumeId}`,
+    volumeContext: {},
+    publishedNodes: {},
+    devicePath: null,
+    formatted: false,
+    staged: null,
+    publishedTargets: {},
+    createdAt: '2026-01-01T00:00:00.000Z',
+    ephemeral: false,
+    parameters: {},
+    nodeExpansionPending: false,
+  };
+}
+
+/** A change that yields between its read and its write, as a CSI call doing host work does. */
+async function addAfterHostWork(store: StateStore, volumeId: string): Promise<void> {
+  await store.exclusive(async () => {
+    const known = store.list().length;
+    await new Promise((resolve) => setImmediate(resolve));
+    store.put({ ...record(volumeId), capacityBytes: (known + 1) * 2 ** 20 });
+  });
+}
+
+describe('StateStore on a shared state dir', () => {
+  it('records the nodes of every store opened on the dir', async () => {
+    const dir = await tempDir();
+    await StateStore.open(dir, 'unprivileged', 'node-b');
+    const a = await StateStore.open(dir, 'unprivileged', 'node-a');
+    expect(a.nodes()).toEqual(['node-a', 'node-b']);
+  });
+
+  it('loses no change when two stores interleave changes on one dir', async () => {
+    const dir = await tempDir();
+    const a = await StateStore.open(dir, 'unprivileged', 'node-a');
+    const b = await StateStore.open(dir, 'unprivileged', 'node-b');
+    const ids = Array.from({ length: 40 }, (_, i) => `vol-${String(i).padStart(2, '0')}`);
+
+    await Promise.all(ids.map((id, i) => addAfterHostWork(i % 2 === 0 ? a : b, id)));
+
+    // Every change saw all earlier ones (sizes 1..40 MiB, each once), and both stores see all.
+    const fresh = await StateStore.open(dir, 'unprivileged');
+    await fresh.reload();
+    expect(fresh.list().map((v) => v.volumeId)).toEqual(ids);
+    expect(fresh.list().map((v) => v.capacityBytes / 2 ** 20).sort((x, y) => x - y)).toEqual(ids.map((_, i) => i + 1));
+    expect(await a.exclusive(() => a.list().length)).toBe(40);
+    expect(await b.exclusive(() => b.list().length)).toBe(40);
+    expect((await fs.readdir(dir)).sort()).toEqual(['state.json']);
+  });
+
+  it('a removal in one store is not undone by a later change in the other', async () => {
+    const dir = await tempDir();
+    const a = await StateStore.open(dir, 'unprivileged', 'node-a');
+    const b = await StateStore.open(dir, 'unprivileged', 'node-b');
+    await a.exclusive(() => {
+      a.put(record('vol-1'));
+      a.put(record('vol-2'));
+    });
+    await b.exclusive(() => {
+      b.remove('vol-1');
+    });
+    await a.exclusive(() => {
+      a.put({ ...record('vol-2'), formatted: true });
+    });
+    await b.reload();
+    expect(b.list().map((v) => [v.volumeId, v.formatted])).toEqual([['vol-2', true]]);
+  });
+
+  it('breaks a lock left by a process that is gone', async () => {
+    const dir = await tempDir();
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+    expect(dead).toBeGreaterThan(0);
+    await fs.writeFile(path.join(dir, 'state.lock'), `${dead}\n`);
+    const store = await StateStore.open(dir, 'unprivileged', 'node-a');
+    await store.exclusive(() => {
+      store.put(record('vol-1'));
+    });
+    expect(store.list().map((v) => v.volumeId)).toEqual(['vol-1']);
+    expect(await fs.readdir(dir)).not.toContain('state.lock');
+  });
+
+  it('refuses a state dir written in the other mode', async () => {
+    const dir = await tempDir();
+    await StateStore.open(dir, 'unprivileged', 'node-a');
+    await expect(StateStore.open(dir, 'privileged', 'node-b')).rejects.toThrow(/unprivileged mode/);
+  });
+});
