@@ -118,6 +118,8 @@ describe(`node agent process (${mountMode})`, () => {
     expect(r.stdout).toContain('(default: 1m)');
   });
 
+  /** The bad-flag cases run concurrently: a generous exit deadline (a safety net, not a timing check). */
+  const flagExitDeadlineMs = 45_000;
   it.concurrent.each([
     { flag: '--reconcile-period', args: ['--reconcile-period', 'soon'] },
     { flag: '--reconcile-period', args: ['--reconcile-period', '0s'] },
@@ -134,15 +136,16 @@ describe(`node agent process (${mountMode})`, () => {
     try {
       const common = agentArgs({ rootDir: join(base, 'root'), manifestDir: base });
 
-      // Act
-      const r = await runAgentToExit([...common, ...args]);
+      // Act: nine agent processes start at once (node + tsx, ~2 s of CPU each); on a loaded
+      // 2-core machine the last one exits well after the usual 10 s, so its deadline is longer.
+      const r = await runAgentToExit([...common, ...args], flagExitDeadlineMs);
 
       // Assert
       expect({ code: r.code, stderr: r.stderr }).toMatchObject({ code: 2, stderr: expect.stringContaining(flag) as unknown });
     } finally {
       await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(join(base, 'root')));
     }
-  });
+  }, flagExitDeadlineMs + 15_000);
 
   it("sets up a pod's volumes when its manifest appears, follows its ConfigMap, and tears them down with their directories when the manifest is removed", async () => {
     // Arrange
