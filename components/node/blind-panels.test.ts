@@ -2,6 +2,8 @@ import { createElement } from 'react';
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import { exampleSnapshot } from '../../lib/api/testing/snapshot-fixtures.ts';
+import type { TimerHandle } from '../../lib/clock/clock.ts';
+import { useBefore } from '../hooks/use-agent-restart.ts';
 import { Panel } from '../shared/panel.tsx';
 import { StaleStampProvider } from '../shared/stale-frame.tsx';
 import { ReconstructionPanel } from './reconstruction-panel.tsx';
@@ -57,5 +59,16 @@ describe('ReconstructionPanel', () => {
     expect(html.indexOf('plain-line')).toBeLessThan(html.indexOf('class="legend"'));
     expect(html.indexOf('class="legend"')).toBeLessThan(html.indexOf('<table'));
     for (const word of ['confirmed', 'uncertain', 'cleaned up', 'failed']) expect(html).toContain(`</span>${word}</span>`);
+  });
+});
+
+describe('useBefore', () => {
+  /** A clock stopped at `now` (no timer fires during a server render). */
+  const stoppedAt = (now: number) => ({ now: () => now, setTimeout: () => ({}) as TimerHandle, clearTimeout: () => undefined });
+  const probe = ({ deadline, now }: { deadline: number; now: number }) => (useBefore(deadline, stoppedAt(now)) ? 'before' : 'after');
+
+  it('is true before the deadline and false from it', () => {
+    expect(renderToStaticMarkup(createElement(probe, { deadline: 1_000, now: 999 }))).toBe('before');
+    expect(renderToStaticMarkup(createElement(probe, { deadline: 1_000, now: 1_000 }))).toBe('after');
   });
 });
