@@ -32,6 +32,14 @@ test('after an agent restart the node page shows the reconstruction panel', asyn
       await expect(row, directory).toContainText('confirmed-mounted');
     }
     await expect(page.getByTestId('connection-status').first()).toHaveAttribute('data-phase', 'live');
+    // The banner says so and links to the report, which comes first and opens with one sentence.
+    const banner = page.getByTestId('restart-banner');
+    await expect(banner).toContainText('The agent restarted at');
+    await expect(banner).toContainText('its previous run was up');
+    await expect(banner.getByRole('link', { name: 'See what reconstruction found' })).toHaveAttribute('href', '#reconstruction');
+    await expect(panel.locator('.plain-line')).toContainText(/^After the restart at .+: \d+ volume directories found, .+ confirmed, \d+ uncertain, \d+ cleaned up, took /);
+    await expect(page.locator('section.panel').first()).toHaveAttribute('id', 'reconstruction');
+    await expect(page.locator('.stale-mark[data-stale="true"]')).toHaveCount(0);
     await panel.scrollIntoViewIfNeeded();
     await saveScreenshot(page, 'node-reconstruction');
 

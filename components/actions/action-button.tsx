@@ -5,7 +5,8 @@ import type { ActionAvailability } from '../../lib/dashboard/action-guards.ts';
 
 /**
  * A button for an action. When not allowed it stays focusable but inert (`aria-disabled`), and
- * the reason is shown next to it and read with it.
+ * the reason is shown under it (over what follows, never moving it: `.action__reason` is
+ * positioned) and read with it.
  */
 export function ActionButton({ label, availability, onClick, small = false }: { label: string; availability: ActionAvailability; onClick: () => void; small?: boolean }) {
   const reasonId = useId();

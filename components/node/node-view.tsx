@@ -4,6 +4,7 @@ import { Suspense, memo, useDeferredValue, useMemo } from 'react';
 import type { Snapshot } from '../../lib/api/index.ts';
 import { describeResync, resyncAvailability } from '../../lib/dashboard/action-guards.ts';
 import { nodeMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
+import { RECONSTRUCTION_FIRST_MS } from '../../lib/dashboard/blind-view.ts';
 import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
 import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
 import { createVolumeRowsSelector } from '../../lib/dashboard/pipeline.ts';
@@ -12,6 +13,7 @@ import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
 import { ActionButton } from '../actions/action-button.tsx';
 import { ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
+import { useAgentRestart, useBefore } from '../hooks/use-agent-restart.ts';
 import { usePendingAction } from '../hooks/use-pending-action.ts';
 import { usePodNames } from '../hooks/use-pod-names.ts';
 import { ObservePanels } from '../observe/observe-panels.tsx';
@@ -19,6 +21,7 @@ import { AgentGate } from '../page/agent-gate.tsx';
 import { ConnectionStatus } from '../shared/connection-status.tsx';
 import { CopyButton } from '../shared/copy-button.tsx';
 import { Panel } from '../shared/panel.tsx';
+import { StaleFrame } from '../shared/stale-frame.tsx';
 import { AuditTable } from './audit-table.tsx';
 import { DriversTable } from './drivers-table.tsx';
 import { EventsTable } from './events-table.tsx';
@@ -26,8 +29,8 @@ import { NodeCounts } from './node-counts.tsx';
 import { NodeFacts } from './node-facts.tsx';
 import { OperationHistoryTable } from './operation-history-table.tsx';
 import { OperationsTable } from './operations-table.tsx';
-import { ReconstructionLine } from './reconstruction-line.tsx';
-import { ReconstructionTable } from './reconstruction-table.tsx';
+import { ReconstructionPanel } from './reconstruction-panel.tsx';
+import { RestartBanner } from './restart-banner.tsx';
 import { SourceErrorsList } from './source-errors-list.tsx';
 import { VolumeTable } from './volume-table.tsx';
 
@@ -36,6 +39,8 @@ interface LowPriorityPanelsProps {
   readonly snapshot: Snapshot;
   readonly phase: ConnectionPhase;
   readonly onAction: (action: PendingAction) => void;
+  /** The reconstruction panel is at the top of the page (just after a restart), not here. */
+  readonly reconstructionFirst: boolean;
 }
 
 /**
@@ -44,9 +49,8 @@ interface LowPriorityPanelsProps {
  * renders them afterwards in a transition, which yields to the browser between components, so
  * hundreds of operations and events never add to the flush's task.
  */
-const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, phase, onAction }: LowPriorityPanelsProps) {
+const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, phase, onAction, reconstructionFirst }: LowPriorityPanelsProps) {
   const podNames = usePodNames(snapshot);
-  const summary = summarizeNode(snapshot);
   const history = useMemo(() => historyByOperationKey(snapshot.operationHistory), [snapshot.operationHistory]);
   return (
     <>
@@ -57,10 +61,7 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
       <Panel id="operation-history" title="Operation history" count={snapshot.operationHistory.length}>
         <OperationHistoryTable node={agent} history={snapshot.operationHistory} podNames={podNames} />
       </Panel>
-      <Panel id="reconstruction" title="Reconstruction">
-        <ReconstructionLine summary={summary} />
-        <ReconstructionTable node={agent} reconstruction={snapshot.reconstruction} podNames={podNames} />
-      </Panel>
+      {reconstructionFirst ? null : <ReconstructionPanel agent={agent} snapshot={snapshot} />}
       <Panel id="events" title="Recent events" count={snapshot.recentEvents.length}>
         <EventsTable node={agent} events={snapshot.recentEvents} snapshot={snapshot} podNames={podNames} />
       </Panel>
@@ -84,9 +85,13 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
   const rows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
   const summary = summarizeNode(snapshot);
   const deferredSnapshot = useDeferredValue(snapshot);
+  const restart = useAgentRestart(snapshot);
+  // For the first minutes after the agent started, what it found on disk is what matters most.
+  const reconstructionFirst = useBefore(snapshot.agent.startedAt + RECONSTRUCTION_FIRST_MS);
 
   return (
     <>
+      <RestartBanner restart={restart} />
       <header className="page-header">
         <div>
           <p className="breadcrumb">Node</p>
@@ -112,24 +117,28 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
           </a>
         </div>
       </header>
-      <NodeFacts summary={summary} />
-      <NodeCounts summary={summary} />
+      <StaleFrame>
+        <NodeFacts summary={summary} />
+        <NodeCounts summary={summary} />
+      </StaleFrame>
       <nav className="toc" aria-label="Sections">
+        {reconstructionFirst ? <a href="#reconstruction">Reconstruction</a> : null}
         <a href="#pods">Pods and volumes</a>
         <a href="#operations">Pending operations ({snapshot.operations.length})</a>
         <a href="#operation-history">Operation history ({snapshot.operationHistory.length})</a>
-        <a href="#reconstruction">Reconstruction</a>
+        {reconstructionFirst ? null : <a href="#reconstruction">Reconstruction</a>}
         <a href="#events">Recent events</a>
         <a href="#source-errors">Source errors ({snapshot.sourceErrors.length})</a>
         <a href="#drivers">CSI drivers</a>
         <a href="#audit">Audit log</a>
       </nav>
+      {reconstructionFirst ? <ReconstructionPanel agent={agent} snapshot={snapshot} /> : null}
       <Panel id="pods" title="Pods and volumes">
         <Suspense fallback={<p className="empty">Loading the table…</p>}>
           <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} />
         </Suspense>
       </Panel>
-      <LowPriorityPanels agent={agent} snapshot={deferredSnapshot} phase={connection.phase} onAction={onAction} />
+      <LowPriorityPanels agent={agent} snapshot={deferredSnapshot} phase={connection.phase} onAction={onAction} reconstructionFirst={reconstructionFirst} />
       <ActionDialog agent={agent} pending={pending} onClose={closeDialog} />
     </>
   );

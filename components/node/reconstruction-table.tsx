@@ -3,6 +3,7 @@
 import Link from 'next/link';
 import { memo } from 'react';
 import type { Reconstruction } from '../../lib/api/index.ts';
+import { RECONSTRUCTION_LEGEND } from '../../lib/dashboard/blind-view.ts';
 import { reconstructionNote } from '../../lib/dashboard/reconstruction-view.ts';
 import { podHref } from '../../lib/dashboard/routes.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
@@ -11,6 +12,9 @@ import { DataTable } from '../shared/data-table.tsx';
 
 // Memoized, as every table of the node page: its inputs keep their identity across deltas that
 // do not touch them, so a stream flush re-renders only the tables whose data changed.
+
+/** The outcome icons, shared with the legend above the table. */
+const OUTCOME_ICON: ReadonlyMap<string, string> = new Map(RECONSTRUCTION_LEGEND.map((e) => [e.outcome, e.icon]));
 
 /** Why a reconstructed volume is kept mounted although no desired pod names it (kubernetes#120150). */
 function KeptNote({ volume }: { volume: Reconstruction['volumes'][number] }) {
@@ -28,7 +32,6 @@ export const ReconstructionTable = memo(function ReconstructionTable({ node, rec
   if (reconstruction.volumes.length === 0) {
     return <EmptyState>{reconstruction.state === 'done' ? 'Reconstruction found no volume directories.' : `Reconstruction is ${reconstruction.state}.`}</EmptyState>;
   }
-  const icon: Record<string, string> = { reconstructed: '?', 'confirmed-mounted': '✓', 'cleaned-up': '⏏', failed: '✕' };
   return (
     <DataTable columns={['Pod', 'Volume directory', 'Plugin', 'Outcome', 'Error', 'When']}>
       {reconstruction.volumes.map((v) => (
@@ -42,7 +45,7 @@ export const ReconstructionTable = memo(function ReconstructionTable({ node, rec
           <td>{v.pluginName}</td>
           <td>
             <span className={`outcome outcome--${v.outcome}`}>
-              <span aria-hidden="true">{icon[v.outcome]} </span>
+              <span aria-hidden="true">{OUTCOME_ICON.get(v.outcome)} </span>
               {v.outcome}
             </span>
             <KeptNote volume={v} />

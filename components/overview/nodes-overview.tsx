@@ -3,6 +3,7 @@
 import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { memo, useMemo } from 'react';
+import { observeCountsText, observeNodes, staleStamp } from '../../lib/dashboard/blind-view.ts';
 import type { DiscoveryStatus } from '../../lib/dashboard/discovery-status.ts';
 import { nodeHref } from '../../lib/dashboard/routes.ts';
 import {
@@ -20,7 +21,8 @@ import { EmptyState } from '../shared/empty-state.tsx';
 import { NodeCounts } from '../node/node-counts.tsx';
 import { NodeFacts } from '../node/node-facts.tsx';
 import { ReconstructionLine } from '../node/reconstruction-line.tsx';
-import { RelativeTime } from '../shared/time-text.tsx';
+import { StaleMark } from '../shared/stale-frame.tsx';
+import { RelativeTime, timeOfDay } from '../shared/time-text.tsx';
 
 /** A configured agent as the overview lists it. */
 export interface OverviewAgent {
@@ -28,10 +30,24 @@ export interface OverviewAgent {
   readonly url: string;
 }
 
+/** `observe mode · 2 orphaned pod directories, 1 attachment error` on a card of a node in observe mode. */
+function ObserveLine({ summary }: { summary: OverviewCard['summary'] }) {
+  if (summary?.mode !== 'observe') return null;
+  return (
+    <p className="facts observe-line">
+      <span className="badge badge--running">observe mode</span>
+      <span>{observeCountsText(summary.observe)}</span>
+    </p>
+  );
+}
+
 const NodeCard = memo(function NodeCard({ card }: { card: OverviewCard }) {
   const summary = card.summary;
+  // Never green while blind: the last numbers stay, dimmed and stamped with their time.
+  const stamp = staleStamp(card.status, timeOfDay);
   return (
-    <li className={`node-card${card.status.phase === 'unavailable' ? ' node-card--down' : ''}`}>
+    <li className={`node-card${card.status.phase === 'unavailable' ? ' node-card--down' : ''}${stamp.stale ? ' is-stale' : ''}`}>
+      <StaleMark stamp={stamp} />
       <header className="node-card__header">
         <h2>
           <Link href={nodeHref(card.name)}>{card.name}</Link>
@@ -45,6 +61,7 @@ const NodeCard = memo(function NodeCard({ card }: { card: OverviewCard }) {
       ) : (
         <>
           <NodeFacts summary={summary} />
+          <ObserveLine summary={summary} />
           <NodeCounts summary={summary} />
           <ReconstructionLine summary={summary} />
         </>
@@ -102,6 +119,7 @@ export function NodesOverview({ agents, discovery = null }: { agents: readonly O
   const stale = isPollStale(poll, now);
   const cards = useMemo(() => overviewCards(agents, poll, stale), [agents, poll, stale]);
   const status = data === undefined ? discovery : data.discovery;
+  const observing = useMemo(() => observeNodes(cards), [cards]);
   return (
     <>
       {data !== undefined && data.configError !== null ? <p className="error-text">{data.configError}</p> : null}
@@ -111,6 +129,18 @@ export function NodesOverview({ agents, discovery = null }: { agents: readonly O
           <NodeCard key={card.name} card={card} />
         ))}
       </ul>
+      {/* Below the cards, so it never pushes them when the first answer arrives. */}
+      {observing.length > 0 ? (
+        <p className="muted small observe-summary">
+          In observe mode (watching a real kubelet, never acting):{' '}
+          {observing.map((n, i) => (
+            <span key={n.name}>
+              {i > 0 ? '; ' : null}
+              <Link href={nodeHref(n.name)}>{n.name}</Link> ({observeCountsText(n.counts)})
+            </span>
+          ))}
+        </p>
+      ) : null}
     </>
   );
 }

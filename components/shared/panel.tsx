@@ -1,4 +1,7 @@
+'use client';
+
 import type { ReactNode } from 'react';
+import { StaleMark, useStaleStamp } from './stale-frame.tsx';
 
 export interface PanelProps {
   /** The section's anchor id (`#id` links, the table of contents); its heading is `<id>-title`. */
@@ -11,10 +14,15 @@ export interface PanelProps {
   readonly actions?: ReactNode;
 }
 
-/** A titled section with an anchor id. */
+/**
+ * A titled section with an anchor id. On an agent's page (inside a `StaleProvider`) it is dimmed
+ * and stamped "as of <time> (agent unreachable)" while the agent cannot be reached.
+ */
 export function Panel({ id, title, count, children, actions }: PanelProps) {
+  const stamp = useStaleStamp();
   return (
-    <section className="panel" id={id} aria-labelledby={`${id}-title`}>
+    <section className={`panel${stamp?.stale === true ? ' is-stale' : ''}`} id={id} aria-labelledby={`${id}-title`}>
+      <StaleMark stamp={stamp} />
       <header className="panel__header">
         <h2 id={`${id}-title`}>
           {title}

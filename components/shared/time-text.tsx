@@ -49,7 +49,7 @@ export function OperationCountdown({ op }: { op: Pick<Operation, 'state' | 'retr
 let timeOfDayFormat: Intl.DateTimeFormat | null = null;
 
 /** `18:52:21`: the local time of day, 24 h, with seconds. */
-function timeOfDay(at: number): string {
+export function timeOfDay(at: number): string {
   timeOfDayFormat ??= new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
   return timeOfDayFormat.format(at);
 }

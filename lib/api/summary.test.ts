@@ -31,6 +31,28 @@ describe('summarizeSnapshot', () => {
     expect(summarizeSnapshot(exampleSnapshot()).mode).toBe('managed');
   });
 
+  it('counts the orphans and the VolumeAttachments with an attach error in observe mode, and leaves them out in managed mode', () => {
+    // Arrange: two orphaned pod directories; one volume with two VolumeAttachments, one failing to attach, one failing to detach only.
+    const orphan = (podUid: string) => ({ podUid, path: `/var/lib/kubelet/pods/${podUid}`, modifiedAt: 0, verdict: 'no-volume-dirs' as const, explanation: '', volumes: [], leftovers: [], mounts: [] });
+    const va = (name: string, attachError: string | null, detachError: string | null) => ({ name, attached: false, attachError, detachError, deleting: false });
+    const row = {
+      key: 'csi/v',
+      volume: 'csi/v',
+      desiredPods: ['p1'],
+      inUse: true,
+      attachedDevicePath: null,
+      volumeAttachments: [va('csi-1', 'rpc error: code = Internal', null), va('csi-2', null, 'rpc error: code = Unavailable')],
+      globalMounts: [],
+      podMounts: [],
+      findings: [],
+    };
+    const observe = { kubeletRootDir: '/var/lib/kubelet', refreshedAt: null, refreshError: null, plan: [], orphans: [orphan('a'), orphan('b')], orphansTruncated: false, truthDiff: [row], cleanupAllowed: false };
+
+    // Act + Assert
+    expect(summarizeSnapshot({ ...exampleSnapshot(), observe }).observe).toEqual({ orphans: 2, attachErrors: 1 });
+    expect(summarizeSnapshot(exampleSnapshot())).not.toHaveProperty('observe');
+  });
+
   it('counts uncertain attaches, device mounts and pod mounts, and a mount of a pod no longer desired', () => {
     // Arrange: one volume attached uncertainly, device-mounted uncertainly, with one uncertain and
     // one mounted pod mount; only the uncertain one's pod is desired.

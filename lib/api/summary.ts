@@ -71,6 +71,13 @@ export const AgentSummarySchema = z.object({
   reconstruction: ReconstructionStatusSchema.extend({ outcomes: ReconstructionOutcomeCountsSchema }),
   /** CSI drivers known, registered, and with a last error. */
   drivers: z.object({ total: CountSchema, registered: CountSchema, failing: CountSchema }),
+  /**
+   * Observe mode only (absent in managed mode, and from agents that predate it):
+   * `orphans` is `observe.orphans.length` (pod directories whose pod the API server no longer
+   * knows); `attachErrors` counts the VolumeAttachments of `observe.truthDiff[]` with an
+   * `attachError` (the external attacher's `status.attachError`).
+   */
+  observe: z.object({ orphans: CountSchema, attachErrors: CountSchema }).optional(),
 });
 /** The body of `GET /api/v1/summary`. */
 export type AgentSummary = z.infer<typeof AgentSummarySchema>;
@@ -156,5 +163,13 @@ export function summarizeSnapshot(snapshot: Snapshot): AgentSummary {
       outcomes,
     },
     drivers: { total: snapshot.drivers.length, registered, failing },
+    ...(snapshot.observe === undefined ? {} : { observe: observeCounts(snapshot.observe) }),
   };
+}
+
+/** The observe-mode counts of a summary (see `AgentSummarySchema.observe`). */
+export function observeCounts(observe: NonNullable<Snapshot['observe']>): { orphans: number; attachErrors: number } {
+  let attachErrors = 0;
+  for (const row of observe.truthDiff) for (const va of row.volumeAttachments) if (va.attachError !== null) attachErrors++;
+  return { orphans: observe.orphans.length, attachErrors };
 }

@@ -1,7 +1,7 @@
 /**
  * The per-node numbers of the overview page, derived from a snapshot. Pure.
  */
-import { actualVolumeCounts, desiredPodPairs, type ActualVolume, type DesiredPod, type ReconstructedVolume, type Snapshot } from '../api/index.ts';
+import { actualVolumeCounts, desiredPodPairs, observeCounts, type ActualVolume, type DesiredPod, type ReconstructedVolume, type Snapshot } from '../api/index.ts';
 
 /** A reconstruction outcome (`reconstruction.volumes[].outcome`). */
 export type ReconstructionOutcome = ReconstructedVolume['outcome'];
@@ -52,6 +52,10 @@ export interface NodeSummary {
   };
   /** CSI drivers known, registered, and with a last error. */
   readonly drivers: { readonly total: number; readonly registered: number; readonly failing: number };
+  /** `observe`: the agent watches a real kubelet (`--mode=observe`); `managed`: it runs the volume manager. */
+  readonly mode: 'managed' | 'observe';
+  /** Observe mode: orphaned pod directories and VolumeAttachments with an attach error; `null` in managed mode (or not sent by the agent). */
+  readonly observe: { readonly orphans: number; readonly attachErrors: number } | null;
 }
 
 /** The counts the health of a node is judged on (from a snapshot, or from an agent's summary). */
@@ -200,6 +204,8 @@ export function summarizeNode(snapshot: Snapshot): NodeSummary {
       outcomes,
     },
     drivers,
+    mode: snapshot.observe === undefined ? 'managed' : 'observe',
+    observe: snapshot.observe === undefined ? null : observeCounts(snapshot.observe),
   };
   summaryCache.set(snapshot, summary);
   return summary;

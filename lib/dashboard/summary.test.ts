@@ -29,13 +29,31 @@ function troubledSnapshot(): Snapshot {
   };
 }
 
+/** An observe section with one orphaned pod directory. */
+const OBSERVE_WITH_ORPHAN = {
+  kubeletRootDir: '/var/lib/kubelet',
+  refreshedAt: null,
+  refreshError: null,
+  plan: [],
+  orphans: [{ podUid: 'gone', path: '/var/lib/kubelet/pods/gone', modifiedAt: 0, verdict: 'no-volume-dirs' as const, explanation: '', volumes: [], leftovers: [], mounts: [] }],
+  orphansTruncated: false,
+  truthDiff: [],
+  cleanupAllowed: false,
+};
+
 describe('the overview numbers of a summary', () => {
+  it('carry the mode and the observe-mode counts', () => {
+    expect(toNodeSummary(summarizeSnapshot({ ...exampleSnapshot(), observe: OBSERVE_WITH_ORPHAN }))).toMatchObject({ mode: 'observe', observe: { orphans: 1, attachErrors: 0 } });
+    expect(toNodeSummary(summarizeSnapshot(exampleSnapshot()))).toMatchObject({ mode: 'managed', observe: null });
+  });
+
   it.each([
     { name: 'the example node', snapshot: exampleSnapshot() },
     { name: 'a node with every health reason', snapshot: troubledSnapshot() },
     { name: 'a node that is not synced', snapshot: { ...troubledSnapshot(), statesSynced: false } },
     { name: 'an empty node', snapshot: emptySnapshot() },
     { name: 'a healthy node', snapshot: largeSnapshot(25) },
+    { name: 'a node in observe mode', snapshot: { ...exampleSnapshot(), observe: OBSERVE_WITH_ORPHAN } },
   ])('are those of the snapshot it summarizes: $name', ({ snapshot }) => {
     // summarizeNode (node-summary.ts) is what the overview showed from the snapshot.
     expect(toNodeSummary(summarizeSnapshot(snapshot))).toEqual(summarizeNode(snapshot));

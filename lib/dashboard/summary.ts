@@ -159,6 +159,8 @@ export function toNodeSummary(s: AgentSummary): NodeSummary {
       outcomes: { ...o },
     },
     drivers: { ...s.drivers },
+    mode: s.mode,
+    observe: s.observe === undefined ? null : { ...s.observe },
   };
 }
 
