@@ -12,6 +12,7 @@ import { UnmountButton } from '../actions/unmount-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { useUrlFilters } from '../hooks/use-url-filters.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
+import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { VolumeStateBadge, volumeStateLabel } from '../shared/status-badges.tsx';
 import { OperationCountdown } from '../shared/time-text.tsx';
 import { VirtualList } from '../shared/virtual-list.tsx';
@@ -59,7 +60,7 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
         )}
       </div>
       <div role="cell" className="vt__cell vt__error" title={op?.lastError ?? undefined}>
-        {op?.lastError ?? ''}
+        {op === null || op.lastError === null ? '' : <ErrorCauseText message={op.lastError} variant="cell" />}
       </div>
       <div role="cell" className="vt__cell vt__actions">
         {op !== null ? <RetryButton node={ctx.node} op={op} phase={ctx.phase} onAction={ctx.onAction} /> : null}

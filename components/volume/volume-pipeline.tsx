@@ -10,6 +10,7 @@ import { volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
 import { UnmountButton } from '../actions/unmount-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
+import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { StageStatusBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
 import { AbsoluteTime, LiveText, OperationCountdown, RelativeTime, TimeOfDay } from '../shared/time-text.tsx';
 
@@ -49,7 +50,7 @@ function BlockingDetail({ row, stage, history }: { row: VolumeRow; stage: Pipeli
               <p className="muted small">
                 Last error, <RelativeTime at={op.lastErrorAt} />:
               </p>
-              <pre className="error-block">{op.lastError}</pre>
+              <ErrorCauseText message={op.lastError} variant="block" />
             </>
           ) : null}
         </>
@@ -113,7 +114,7 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
       {row.blocking !== null && !compact ? <BlockingDetail row={row} stage={row.blocking} history={opHistory} /> : null}
       {row.blocking !== null && compact && op !== null ? (
         <p className="compact-error">
-          <OperationCountdown op={op} /> {op.lastError !== null ? <span className="error-text">{op.lastError}</span> : null}
+          <OperationCountdown op={op} /> {op.lastError !== null ? <ErrorCauseText message={op.lastError} /> : null}
         </p>
       ) : null}
     </article>
