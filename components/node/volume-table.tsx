@@ -3,7 +3,7 @@
 import Link from 'next/link';
 import { useRouter } from 'next/navigation';
 import { memo, useCallback, useDeferredValue, useEffect, useId, useMemo, useState } from 'react';
-import { STAGE_LABEL, VOLUME_STATES, rowPodName, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
+import { stageLabel, VOLUME_STATES, rowPodName, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import { createNamespacesSelector, createVolumeFiltersSelector, type VolumeSortKey } from '../../lib/dashboard/volume-filters.ts';
@@ -49,7 +49,7 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
         <VolumeStateBadge state={row.state} />
       </div>
       <div role="cell" className="vt__cell vt__stage">
-        {row.blocking === null ? '—' : STAGE_LABEL[row.blocking.id]}
+        {row.blocking === null ? '—' : stageLabel(row.blocking.id, row.attachable)}
       </div>
       <div role="cell" className="vt__cell vt__op">
         {op === null ? '—' : (

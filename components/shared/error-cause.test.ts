@@ -15,8 +15,10 @@ describe('ErrorCauseText', () => {
     expect(html).toMatch(/<button type="button"[^>]*aria-expanded="false"[^>]*aria-controls="([^"]+)"[^>]*>Full message<\/button>/);
     const controls = /aria-controls="([^"]+)"/.exec(html)?.[1] as string;
     // The verbatim message is in the controlled element, hidden until expanded.
-    expect(html).toContain(`id="${controls}" class="${variant === 'block' ? 'error-block' : 'error-text'} error-cause__verbatim" hidden="">${MESSAGE.replaceAll('"', '&quot;')}<`);
+    expect(html).toContain(`id="${controls}" class="${variant === 'block' ? 'error-verbatim' : 'error-text'} error-cause__verbatim" hidden="">${MESSAGE.replaceAll('"', '&quot;')}<`);
     expect(cause).toBeLessThan(html.indexOf('<button'));
+    // One error block: the cause (the verbatim message has its own class).
+    expect(html.match(/class="error-block"/g)?.length ?? 0).toBe(variant === 'block' ? 1 : 0);
   });
 
   it('expanded: the button says so and the verbatim message is not hidden', () => {

@@ -26,21 +26,25 @@ export function ErrorCauseText({ message, variant = 'inline', defaultExpanded = 
   const id = useId();
   const { cause, truncated } = errorCause(message);
   const Cause = variant === 'block' ? 'pre' : 'span';
+  const Wrapper = variant === 'block' ? 'div' : 'span';
   const className = variant === 'block' ? 'error-block' : 'error-text';
+  // Its own class, so `pre.error-block` still finds one element: the cause.
+  const verbatimClass = variant === 'block' ? 'error-verbatim' : 'error-text';
+  const toggle = (): void => {
+    setExpanded((e) => !e);
+  };
   if (!truncated) return <Cause className={className}>{message}</Cause>;
   return (
-    <span className={`error-cause error-cause--${variant}`} data-testid="error-cause">
+    <Wrapper className={`error-cause error-cause--${variant}`} data-testid="error-cause">
       <Cause className={className} title={message}>
         {cause}
       </Cause>{' '}
-      <button type="button" className="button button--small" aria-expanded={expanded} aria-controls={id} onClick={() => {
-        setExpanded((e) => !e);
-      }}>
+      <button type="button" className="button button--small" aria-expanded={expanded} aria-controls={id} onClick={toggle}>
         {expanded ? 'Hide full message' : 'Full message'}
       </button>
-      <Cause id={id} className={`${className} error-cause__verbatim`} hidden={!expanded}>
+      <Cause id={id} className={`${verbatimClass} error-cause__verbatim`} hidden={!expanded}>
         {message}
       </Cause>
-    </span>
+    </Wrapper>
   );
 }

@@ -4,7 +4,7 @@ import Link from 'next/link';
 import { memo } from 'react';
 import { operationKey, type OperationHistory } from '../../lib/api/index.ts';
 import { historyTiming } from '../../lib/dashboard/incident-history.ts';
-import { STAGE_LABEL, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
+import { stageLabel, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
@@ -103,7 +103,7 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
           const blocking = row.blocking?.id === stage.id;
           return (
             <li key={stage.id} className={`stage stage--${stage.status}${blocking ? ' stage--blocking' : ''}`} aria-current={blocking ? 'step' : undefined}>
-              <span className="stage__label">{STAGE_LABEL[stage.id]}</span>
+              <span className="stage__label">{stageLabel(stage.id, row.attachable)}</span>
               <StageStatusBadge status={stage.status} />
               {blocking ? <span className="stage__flag">blocking</span> : null}
               {stage.detail !== null && !compact ? <span className="stage__detail">{stage.detail}</span> : null}
