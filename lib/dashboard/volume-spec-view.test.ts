@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DesiredVolumeSpec, Snapshot } from '../api/index.ts';
 import { exampleSnapshot } from '../api/testing/snapshot-fixtures.ts';
@@ -67,6 +68,27 @@ describe('never "attached" for a plugin that is not attachable', () => {
     expect(labels('config')).not.toContain('attached');
     expect(labels('config')).toContain('verified on node');
     expect(labels('data')).toContain('attached');
+  });
+
+  it('property: whatever the actual state, no stage of a row whose plugin is not attachable is labelled "attached"', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ attachState: fc.constantFrom('attached' as const, 'uncertain' as const), devicePath: fc.constantFrom('', '/dev/loop3'), present: fc.boolean() }), { minLength: 3, maxLength: 3 }),
+        fc.boolean(),
+        (changes, desired) => {
+          const volumes = example.actual.volumes.flatMap((v, i) => {
+            const c = changes[i % changes.length];
+            return c === undefined || !c.present ? [] : [{ ...v, attachState: c.attachState, devicePath: c.devicePath }];
+          });
+          const pods = desired ? example.desired.pods.map((p) => ({ ...p, volumes: p.volumes.map((v) => ({ ...v, attachable: v.name === 'config' ? false : v.attachable })) })) : [];
+          for (const row of deriveVolumeRows({ ...example, desired: { pods }, actual: { volumes } })) {
+            const labels = row.stages.map((st) => stageLabel(st.id, row.attachable));
+            if (!row.attachable) expect(labels).not.toContain('attached');
+            if (row.pluginName === 'kubernetes.io/configmap' && desired) expect(row.attachable).toBe(false);
+          }
+        },
+      ),
+    );
   });
 
   it('a CSI volume whose driver does not require attach (attachable false) is not labelled attached either', () => {
