@@ -7,7 +7,7 @@ const MESSAGE = 'MountVolume.SetUp failed for volume "data" (UniqueName: "kubern
 const render = (props: Parameters<typeof ErrorCauseText>[0]): string => renderToStaticMarkup(createElement(ErrorCauseText, props));
 
 describe('ErrorCauseText', () => {
-  it.each(['block', 'inline', 'cell'] as const)('%s: shows the cause first and the verbatim message behind a collapsed disclosure', (variant) => {
+  it.each(['block', 'inline'] as const)('%s: shows the cause first and the verbatim message behind a collapsed disclosure', (variant) => {
     const html = render({ message: MESSAGE, variant });
     const cause = html.indexOf('rpc error: code = Internal desc = mount failed<');
 
@@ -19,6 +19,16 @@ describe('ErrorCauseText', () => {
     expect(cause).toBeLessThan(html.indexOf('<button'));
     // One error block: the cause (the verbatim message has its own class).
     expect(html.match(/class="error-block"/g)?.length ?? 0).toBe(variant === 'block' ? 1 : 0);
+  });
+
+  it('cell: the verbatim message is a popover (opened over the clipped row), controlled by the button', () => {
+    const html = render({ message: MESSAGE, variant: 'cell' });
+    const controls = /aria-controls="([^"]+)"/.exec(html)?.[1] as string;
+
+    expect(html).toContain('aria-expanded="false"');
+    expect(html.toLowerCase()).toContain(`popovertarget="${controls.toLowerCase()}"`);
+    expect(html.indexOf('rpc error: code = Internal desc = mount failed<')).toBeLessThan(html.indexOf('<button'));
+    expect(html).toContain(`id="${controls}" popover="auto" class="error-verbatim error-cause__popover">${MESSAGE.replaceAll('"', '&quot;')}<`);
   });
 
   it('expanded: the button says so and the verbatim message is not hidden', () => {
