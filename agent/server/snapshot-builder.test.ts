@@ -93,6 +93,12 @@ describe('SnapshotBuilder', () => {
             attachable: true,
             deviceMountable: true,
             reportedInUse: false,
+            // The pod spec's source and the container's mount, as written.
+            spec: {
+              sourceType: 'gcePersistentDisk',
+              source: [{ path: 'pdName', value: 'fake-device1' }],
+              mounts: [{ container: 'c', mountPath: '/mnt/volume-name', readOnly: false }],
+            },
           },
         ],
       },

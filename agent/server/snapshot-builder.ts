@@ -89,9 +89,9 @@ interface DesiredPair {
   entry: DesiredPodEntry;
 }
 
-function desiredPodFromPairs(uid: string, pairs: readonly DesiredPair[]): DesiredPod {
+function desiredPodFromPairs(uid: string, pairs: readonly DesiredPair[], nodeName: string): DesiredPod {
   const first = pairs[0] as DesiredPair;
-  const volumes = pairs.map(({ view, entry }) => desiredVolumeFromView(view, entry));
+  const volumes = pairs.map(({ view, entry }) => desiredVolumeFromView(view, entry, nodeName));
   return {
     uid,
     namespace: desiredPodNamespace(first.entry),
@@ -106,7 +106,7 @@ function desiredPodFromPairs(uid: string, pairs: readonly DesiredPair[]): Desire
  * the pairs per pod, no grouping); only pods that changed, and new pods, are grouped and rebuilt
  * in a second pass.
  */
-function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, views: readonly DesiredVolumeView[]): Keyed<DesiredPod> {
+function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, views: readonly DesiredVolumeView[], nodeName: string): Keyed<DesiredPod> {
   const counts = new Uint32Array(prev.length);
   const dirty = new Uint8Array(prev.length);
   let changed = false;
@@ -124,7 +124,7 @@ function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, vie
       const volume = findByKey(pod.volumes, entry.outerVolumeSpecName, desiredVolumeKey);
       if (
         volume === undefined ||
-        !desiredVolumeMatchesView(volume, view, entry) ||
+        !desiredVolumeMatchesView(volume, view, entry, nodeName) ||
         pod.namespace !== desiredPodNamespace(entry) ||
         pod.name !== entry.pod.metadata.name
       ) {
@@ -155,7 +155,7 @@ function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, vie
       else pairs.push({ view, entry });
     }
   }
-  const rebuilt = [...groups].map(([uid, pairs]) => desiredPodFromPairs(uid, pairs));
+  const rebuilt = [...groups].map(([uid, pairs]) => desiredPodFromPairs(uid, pairs, nodeName));
   return reconcileKeyed(prev, positions, [...prev.filter((_, pos) => (counts[pos] ?? 0) > 0 && dirty[pos] !== 1), ...rebuilt], {
     sourceKey: desiredPodKey,
     matches: (item, source) => item === source,
@@ -218,7 +218,7 @@ export class SnapshotBuilder {
     const rt = this.runtime;
     const vm = rt.volumeManager;
 
-    const desired = buildDesiredPods(prev?.desired.pods ?? [], index.desiredPods, vm.getDesiredVolumes());
+    const desired = buildDesiredPods(prev?.desired.pods ?? [], index.desiredPods, vm.getDesiredVolumes(), rt.nodeName);
     // A desired pod's namespace is in its pod object; a departed pod's, in the desired state's memory.
     const namespaceOf = (uid: string): string | undefined => {
       const pos = desired.positions.get(uid);

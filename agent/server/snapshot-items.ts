@@ -18,6 +18,7 @@ import {
 import { type OperationHistoryView, type PendingOperationView, type DeviceMountState, type ActualVolumeView, type DesiredVolumeView, podNamespace, type ReconstructionEntry, type ReconstructionOutcome } from '../../lib/volumemanager/index.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
 import { findByKey } from './keyed-collection.ts';
+import { desiredVolumeSpec, volumeSpecMatches } from './volume-spec.ts';
 
 /** The namespace of a pod by UID, when known. */
 export type NamespaceOf = (podUid: string) => string | undefined;
@@ -71,7 +72,9 @@ export function desiredPodNamespace(entry: DesiredPodEntry): string {
   return podNamespace(entry.pod);
 }
 
-export function desiredVolumeFromView(view: DesiredVolumeView, entry: DesiredPodEntry): DesiredVolume {
+/** `nodeName` names the VolumeAttachment of an attachable CSI volume (volume-spec.ts); `''`: none. */
+export function desiredVolumeFromView(view: DesiredVolumeView, entry: DesiredPodEntry, nodeName = ''): DesiredVolume {
+  const spec = desiredVolumeSpec(view, entry, nodeName);
   return {
     name: entry.outerVolumeSpecName,
     uniqueVolumeName: view.volumeName,
@@ -79,17 +82,19 @@ export function desiredVolumeFromView(view: DesiredVolumeView, entry: DesiredPod
     attachable: view.pluginIsAttachable,
     deviceMountable: view.pluginIsDeviceMountable,
     reportedInUse: view.reportedInUse,
+    ...(spec !== undefined ? { spec } : {}),
   };
 }
 
-export function desiredVolumeMatchesView(volume: DesiredVolume, view: DesiredVolumeView, entry: DesiredPodEntry): boolean {
+export function desiredVolumeMatchesView(volume: DesiredVolume, view: DesiredVolumeView, entry: DesiredPodEntry, nodeName = ''): boolean {
   return (
     volume.name === entry.outerVolumeSpecName &&
     volume.uniqueVolumeName === view.volumeName &&
     volume.pluginName === view.pluginName &&
     volume.attachable === view.pluginIsAttachable &&
     volume.deviceMountable === view.pluginIsDeviceMountable &&
-    volume.reportedInUse === view.reportedInUse
+    volume.reportedInUse === view.reportedInUse &&
+    volumeSpecMatches(volume.spec, view, entry, nodeName)
   );
 }
 

@@ -3,7 +3,7 @@
 import Link from 'next/link';
 import { useMemo } from 'react';
 import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
-import { STAGE_LABEL, createVolumeRowsSelector, kubeletSummaryLine, podDisplayName, rowPodName } from '../../lib/dashboard/pipeline.ts';
+import { stageLabel, createVolumeRowsSelector, kubeletSummaryLine, podDisplayName, rowPodName } from '../../lib/dashboard/pipeline.ts';
 import { nodeHref, podHref } from '../../lib/dashboard/routes.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
 import { AgentGate } from '../page/agent-gate.tsx';
@@ -53,7 +53,7 @@ function EmbedNodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot 
               <td>
                 <VolumeStateBadge state={r.state} />
               </td>
-              <td>{r.blocking === null ? '—' : STAGE_LABEL[r.blocking.id]}</td>
+              <td>{r.blocking === null ? '—' : stageLabel(r.blocking.id, r.attachable)}</td>
               <td>{r.operation === null ? '—' : <OperationCountdown op={r.operation} />}</td>
             </tr>
           ))}

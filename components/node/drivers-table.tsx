@@ -3,6 +3,7 @@
 import { memo } from 'react';
 import type { AttachVerification, Driver } from '../../lib/api/index.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
+import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
 import { DataTable } from '../shared/data-table.tsx';
 
@@ -27,7 +28,7 @@ export const DriversTable = memo(function DriversTable({ drivers, attach }: { dr
               <td>
                 <RelativeTime at={d.lastProbeAt} fallback="never" />
               </td>
-              <td className="cell-error">{d.lastError ?? '—'}</td>
+              <td className="cell-error">{d.lastError === null ? '—' : <ErrorCauseText message={d.lastError} />}</td>
             </tr>
           ))}
         </DataTable>

@@ -6,6 +6,7 @@ import type { RecentEvent, Snapshot } from '../../lib/api/index.ts';
 import { eventGroupSummary, eventsByVolume, type VolumeEvents } from '../../lib/dashboard/incident-history.ts';
 import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
+import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { DataTable } from '../shared/data-table.tsx';
 import { LiveText, TimeOfDay } from '../shared/time-text.tsx';
 
@@ -62,7 +63,9 @@ function VolumeEventsTable({ node, entry, podNames }: { node: string; entry: Vol
             <td>
               <ResolutionText resolution={g.resolution} />
             </td>
-            <td className="cell-error">{g.lastMessage}</td>
+            <td className="cell-error">
+              <ErrorCauseText message={g.lastMessage} />
+            </td>
           </tr>
         ))}
       </DataTable>

@@ -11,6 +11,7 @@ import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
+import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { OperationStateBadge } from '../shared/status-badges.tsx';
 import { LiveText, OperationCountdown, RelativeTime } from '../shared/time-text.tsx';
 import { VirtualList } from '../shared/virtual-list.tsx';
@@ -109,7 +110,7 @@ const OperationRow = memo(function OperationRow({
       <div role="cell" className="vt__cell vt__error" title={op.lastError ?? undefined}>
         {op.lastError === null ? '—' : (
           <>
-            {op.lastError}{' '}
+            <ErrorCauseText message={op.lastError} variant="cell" />{' '}
             <span className="muted">
               (<RelativeTime at={op.lastErrorAt} />)
             </span>

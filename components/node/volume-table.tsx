@@ -3,7 +3,7 @@
 import Link from 'next/link';
 import { useRouter } from 'next/navigation';
 import { memo, useCallback, useDeferredValue, useEffect, useId, useMemo, useState } from 'react';
-import { STAGE_LABEL, VOLUME_STATES, rowPodName, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
+import { stageLabel, VOLUME_STATES, rowPodName, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import { createNamespacesSelector, createVolumeFiltersSelector, type VolumeSortKey } from '../../lib/dashboard/volume-filters.ts';
@@ -12,6 +12,7 @@ import { UnmountButton } from '../actions/unmount-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { useUrlFilters } from '../hooks/use-url-filters.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
+import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { VolumeStateBadge, volumeStateLabel } from '../shared/status-badges.tsx';
 import { OperationCountdown } from '../shared/time-text.tsx';
 import { VirtualList } from '../shared/virtual-list.tsx';
@@ -48,7 +49,7 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
         <VolumeStateBadge state={row.state} />
       </div>
       <div role="cell" className="vt__cell vt__stage">
-        {row.blocking === null ? '—' : STAGE_LABEL[row.blocking.id]}
+        {row.blocking === null ? '—' : stageLabel(row.blocking.id, row.attachable)}
       </div>
       <div role="cell" className="vt__cell vt__op">
         {op === null ? '—' : (
@@ -59,7 +60,7 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
         )}
       </div>
       <div role="cell" className="vt__cell vt__error" title={op?.lastError ?? undefined}>
-        {op?.lastError ?? ''}
+        {op === null || op.lastError === null ? '' : <ErrorCauseText message={op.lastError} variant="cell" />}
       </div>
       <div role="cell" className="vt__cell vt__actions">
         {op !== null ? <RetryButton node={ctx.node} op={op} phase={ctx.phase} onAction={ctx.onAction} /> : null}

@@ -4,12 +4,13 @@ import Link from 'next/link';
 import { memo } from 'react';
 import { operationKey, type OperationHistory } from '../../lib/api/index.ts';
 import { historyTiming } from '../../lib/dashboard/incident-history.ts';
-import { STAGE_LABEL, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
+import { stageLabel, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
 import { UnmountButton } from '../actions/unmount-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
+import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { StageStatusBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
 import { AbsoluteTime, LiveText, OperationCountdown, RelativeTime, TimeOfDay } from '../shared/time-text.tsx';
 
@@ -49,7 +50,7 @@ function BlockingDetail({ row, stage, history }: { row: VolumeRow; stage: Pipeli
               <p className="muted small">
                 Last error, <RelativeTime at={op.lastErrorAt} />:
               </p>
-              <pre className="error-block">{op.lastError}</pre>
+              <ErrorCauseText message={op.lastError} variant="block" />
             </>
           ) : null}
         </>
@@ -102,7 +103,7 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
           const blocking = row.blocking?.id === stage.id;
           return (
             <li key={stage.id} className={`stage stage--${stage.status}${blocking ? ' stage--blocking' : ''}`} aria-current={blocking ? 'step' : undefined}>
-              <span className="stage__label">{STAGE_LABEL[stage.id]}</span>
+              <span className="stage__label">{stageLabel(stage.id, row.attachable)}</span>
               <StageStatusBadge status={stage.status} />
               {blocking ? <span className="stage__flag">blocking</span> : null}
               {stage.detail !== null && !compact ? <span className="stage__detail">{stage.detail}</span> : null}
@@ -113,7 +114,7 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
       {row.blocking !== null && !compact ? <BlockingDetail row={row} stage={row.blocking} history={opHistory} /> : null}
       {row.blocking !== null && compact && op !== null ? (
         <p className="compact-error">
-          <OperationCountdown op={op} /> {op.lastError !== null ? <span className="error-text">{op.lastError}</span> : null}
+          <OperationCountdown op={op} /> {op.lastError !== null ? <ErrorCauseText message={op.lastError} /> : null}
         </p>
       ) : null}
     </article>

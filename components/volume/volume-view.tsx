@@ -6,6 +6,7 @@ import type { Snapshot } from '../../lib/api/index.ts';
 import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
 import { createVolumeRowsSelector, indexSnapshot, rowPodName, volumeKnown } from '../../lib/dashboard/pipeline.ts';
 import { nodeHref, podHref } from '../../lib/dashboard/routes.ts';
+import { attachFact, volumeSpecView } from '../../lib/dashboard/volume-spec-view.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
 import { ActionDialog } from '../dialogs/action-dialog.tsx';
 import { usePendingAction } from '../hooks/use-pending-action.ts';
@@ -21,6 +22,7 @@ import { ReconstructionTable } from '../node/reconstruction-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
 import { VolumePipeline } from './volume-pipeline.tsx';
+import { VolumeSpecSection } from './volume-spec.tsx';
 
 function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
@@ -30,6 +32,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
   const rows = useMemo(() => allRows.filter((r) => r.uniqueVolumeName === volume), [allRows, volume]);
   const podNames = usePodNames(snapshot);
   const actual = indexSnapshot(snapshot).actualByName.get(volume) ?? null;
+  const spec = useMemo(() => volumeSpecView(snapshot, volume, actual), [snapshot, volume, actual]);
   const operations = useMemo(() => snapshot.operations.filter((op) => op.volume === volume), [snapshot.operations, volume]);
   const operationHistory = useMemo(() => snapshot.operationHistory.filter((h) => h.volume === volume), [snapshot.operationHistory, volume]);
   const historyByKey = useMemo(() => historyByOperationKey(operationHistory), [operationHistory]);
@@ -85,7 +88,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
             <dd>{actual.pluginName}</dd>
             <dt>attach</dt>
             <dd>
-              {actual.attachState === 'uncertain' ? '? uncertain' : '✓ attached'}
+              {attachFact(actual, spec.attachable)}
               {actual.devicePath !== '' ? (
                 <>
                   {' '}
@@ -117,6 +120,9 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
             </dd>
           </dl>
         )}
+      </Panel>
+      <Panel id="spec" title="Spec">
+        <VolumeSpecSection node={agent} view={spec} />
       </Panel>
       <Panel id="pods" title="Pods" count={rows.length}>
         {rows.length === 0 ? <EmptyState>No pod wants or has this volume.</EmptyState> : null}

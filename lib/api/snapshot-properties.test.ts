@@ -19,6 +19,7 @@ import {
   type ActualVolume,
   type AuditEntry,
   type DesiredPod,
+  type DesiredVolumeSpec,
   type Driver,
   type Operation,
   type OperationHistory,
@@ -49,19 +50,37 @@ const maybeTime = fc.option(time, { nil: null });
 const maybeText = fc.option(text, { nil: null });
 const count = fc.nat({ max: 1_000 });
 
+// Optional fields are absent or present (never `undefined`), as in JSON.
+const volumeSpec: fc.Arbitrary<DesiredVolumeSpec> = fc.record(
+  {
+    sourceType: fc.constantFrom('hostPath', 'persistentVolumeClaim', 'csi', 'emptyDir'),
+    source: fc.array(rec({ path: text, value: text }), { maxLength: 2 }),
+    mounts: fc.array(fc.record({ container: text, mountPath: text, readOnly: fc.boolean(), subPath: text }, { requiredKeys: ['container', 'mountPath', 'readOnly'], noNullPrototype: true }), { maxLength: 2 }),
+    claimName: text,
+    persistentVolumeName: text,
+    csiDriver: text,
+    volumeAttachment: text,
+  },
+  { requiredKeys: ['sourceType', 'source', 'mounts'], noNullPrototype: true },
+);
+
 const desiredPod: fc.Arbitrary<DesiredPod> = rec({
   uid: podUid,
   namespace: text,
   name: text,
   volumes: fc.uniqueArray(
-    rec({
-      name: pool('v', 4),
-      uniqueVolumeName: volumeName,
-      pluginName: text,
-      attachable: fc.boolean(),
-      deviceMountable: fc.boolean(),
-      reportedInUse: fc.boolean(),
-    }),
+    fc.record(
+      {
+        name: pool('v', 4),
+        uniqueVolumeName: volumeName,
+        pluginName: text,
+        attachable: fc.boolean(),
+        deviceMountable: fc.boolean(),
+        reportedInUse: fc.boolean(),
+        spec: volumeSpec,
+      },
+      { requiredKeys: ['name', 'uniqueVolumeName', 'pluginName', 'attachable', 'deviceMountable', 'reportedInUse'], noNullPrototype: true },
+    ),
     { selector: desiredVolumeKey, maxLength: 3 },
   ),
 });

@@ -110,6 +110,55 @@ export type Mounter = z.infer<typeof MounterSchema>;
 
 // DESIRED STATE OF WORLD
 
+/** One field of a pod's volume source, as written in the pod spec. */
+export const VolumeSourceFieldSchema = z.object({
+  /** The field's path inside the source, e.g. `path`, `claimName`, `items[0].key`. */
+  path: z.string(),
+  /** The value as written: strings as they are, numbers and booleans in JSON. */
+  value: z.string(),
+});
+/** One field of a pod's volume source, as written in the pod spec. */
+export type VolumeSourceField = z.infer<typeof VolumeSourceFieldSchema>;
+
+/** A container's `volumeMounts[]` entry for the volume. */
+export const VolumeMountSpecSchema = z.object({
+  /** The container's name; init and ephemeral containers included. */
+  container: z.string(),
+  mountPath: z.string(),
+  readOnly: z.boolean(),
+  /** `subPath`; absent when the mount uses the whole volume. */
+  subPath: z.string().optional(),
+});
+/** A container's `volumeMounts[]` entry for the volume. */
+export type VolumeMountSpec = z.infer<typeof VolumeMountSpecSchema>;
+
+/**
+ * The volume as the pod spec writes it, and the API objects it leads to: the dashboard's "Spec"
+ * section. Only what the agent knows without asking the API server.
+ */
+export const DesiredVolumeSpecSchema = z.object({
+  /** The source's field name in `spec.volumes[]`: `hostPath`, `persistentVolumeClaim`, `csi`, … */
+  sourceType: z.string(),
+  /** The source's fields in spec order, nested ones flattened; empty for e.g. `emptyDir: {}`. */
+  source: z.array(VolumeSourceFieldSchema),
+  /** The containers' mounts of the volume, in container order; empty when only devices use it. */
+  mounts: z.array(VolumeMountSpecSchema),
+  /** The PersistentVolumeClaim: `claimName`, or `<pod>-<volume>` for a generic ephemeral volume. */
+  claimName: z.string().optional(),
+  /** The PersistentVolume the claim is bound to (the kubelet's inner volume spec name). */
+  persistentVolumeName: z.string().optional(),
+  /** The CSI driver: the inline source's `driver`, or the PV's (from the unique volume name). */
+  csiDriver: z.string().optional(),
+  /**
+   * The VolumeAttachment the attach/detach controller (or the agent) creates for this node:
+   * `csi-<sha256(volumeHandle + driver + nodeName)>`. Only for CSI volumes whose driver
+   * requires attach (`attachable`).
+   */
+  volumeAttachment: z.string().optional(),
+});
+/** The volume as the pod spec writes it, and the API objects it leads to. */
+export type DesiredVolumeSpec = z.infer<typeof DesiredVolumeSpecSchema>;
+
 /** One volume a pod wants mounted (desired state of world). */
 export const DesiredVolumeSchema = z.object({
   /** The pod's name for the volume (`spec.volumes[].name`, the outer volume name). */
@@ -124,6 +173,8 @@ export const DesiredVolumeSchema = z.object({
   deviceMountable: z.boolean(),
   /** The volume is listed in the node's `status.volumesInUse`. */
   reportedInUse: z.boolean(),
+  /** The pod spec's volume source and mounts; absent from agents that predate it. */
+  spec: DesiredVolumeSpecSchema.optional(),
 });
 /** One volume a pod wants mounted (desired state of world). */
 export type DesiredVolume = z.infer<typeof DesiredVolumeSchema>;

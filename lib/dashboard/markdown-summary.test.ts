@@ -57,6 +57,7 @@ describe('Copy as Markdown', () => {
   it('the stage text says where a waiting volume is stuck', () => {
     const snapshot = exampleSnapshot();
     const rows = deriveVolumeRows({ ...snapshot, actual: { volumes: [] } });
-    expect(rows.map(rowStageText)).toEqual(['waiting: attached', 'waiting: attached', 'waiting: attached']);
+    // The configMap is not attachable: its stage is the kubelet's verification, never "attached".
+    expect(rows.map(rowStageText)).toEqual(['waiting: verified on node', 'waiting: attached', 'waiting: attached']);
   });
 });

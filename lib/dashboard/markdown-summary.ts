@@ -2,7 +2,7 @@
  * "Copy as Markdown": a concise summary of a pod's volumes (or a node's problem volumes) to paste
  * into a ticket or a runbook: stage, error, next retry, node and time.
  */
-import { STAGE_LABEL, kubeletSummaryLine, podDisplayName, rowPodName, type PodView, type VolumeRow } from './pipeline.ts';
+import { stageLabel, kubeletSummaryLine, podDisplayName, rowPodName, type PodView, type VolumeRow } from './pipeline.ts';
 import type { NodeSummary } from './node-summary.ts';
 import { formatUtc, operationTiming } from './time-format.ts';
 
@@ -14,7 +14,7 @@ export function markdownCell(text: string): string {
 /** The stage text of a row: `ready`, or the blocking stage and how it stands. */
 export function rowStageText(row: VolumeRow): string {
   if (row.blocking === null) return 'ready';
-  const label = STAGE_LABEL[row.blocking.id];
+  const label = stageLabel(row.blocking.id, row.attachable);
   if (row.blocking.status === 'uncertain') return `uncertain: ${label}`;
   if (!row.desired) return 'not desired: unmounting';
   return `waiting: ${label}`;

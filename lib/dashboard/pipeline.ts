@@ -32,6 +32,19 @@ export const STAGE_LABEL: Record<StageId, string> = {
 };
 
 /**
+ * The label of the `attached` stage for a plugin that is not attachable (emptyDir, configMap,
+ * secret, projected, downwardAPI, hostPath, local, a CSI driver without `attachRequired`): the
+ * kubelet still puts such a volume in the actual state (VerifyControllerAttachedVolume marks it
+ * "attached" without any attach), but nothing was attached, so the dashboard never says so.
+ */
+export const NOT_ATTACHABLE_STAGE_LABEL = 'verified on node';
+
+/** The label of stage `id` of a row whose plugin is (not) attachable. */
+export function stageLabel(id: StageId, attachable: boolean): string {
+  return id === 'attached' && !attachable ? NOT_ATTACHABLE_STAGE_LABEL : STAGE_LABEL[id];
+}
+
+/**
  * Where a stage stands:
  * - `done`: completed (for `desired`: the pod wants the volume);
  * - `skipped`: does not apply to this plugin (not attachable, no device mount);
@@ -77,6 +90,12 @@ export interface VolumeRow {
   /** The unique volume name (the key of the actual state and of operations). */
   readonly uniqueVolumeName: string;
   readonly pluginName: string;
+  /**
+   * The plugin attaches the volume to the node (for CSI: the CSIDriver's `attachRequired`); for
+   * a mount no longer desired, whether the actual state has a device path. Label the `attached`
+   * stage with {@link stageLabel}.
+   */
+  readonly attachable: boolean;
   /** The pod (still) wants this volume. */
   readonly desired: boolean;
   /** Every stage, in pipeline order. */
@@ -168,12 +187,17 @@ function stage(id: StageId, status: StageStatus, detail: string | null = null): 
  * The stages of one pair. `desired` is the pod's desired volume (`null` when the pod no longer
  * wants it); `actual` and `mount` come from the actual state.
  */
+/** Whether the pair's plugin is attachable; see {@link VolumeRow.attachable}. */
+export function pairAttachable(desired: DesiredVolume | null, actual: ActualVolume | null): boolean {
+  return desired?.attachable ?? (actual !== null && actual.devicePath !== '');
+}
+
 export function deriveStages(
   desired: DesiredVolume | null,
   actual: ActualVolume | null,
   mount: PodMount | null,
 ): PipelineStage[] {
-  const attachable = desired?.attachable ?? (actual !== null && actual.devicePath !== '');
+  const attachable = pairAttachable(desired, actual);
   const deviceMountable = desired?.deviceMountable ?? (actual !== null && actual.deviceMountState !== 'not-mounted');
   const stages: PipelineStage[] = [];
   stages.push(
@@ -201,7 +225,7 @@ export function deriveStages(
   if (actual === null) {
     stages.push(stage('attached', 'missing', attachable ? 'not attached to the node yet' : 'not verified yet'));
   } else if (actual.attachState === 'uncertain') {
-    stages.push(stage('attached', 'uncertain', actual.devicePath !== '' ? `device ${actual.devicePath}` : 'attach not confirmed'));
+    stages.push(stage('attached', 'uncertain', actual.devicePath !== '' ? `device ${actual.devicePath}` : attachable ? 'attach not confirmed' : 'not verified yet'));
   } else {
     stages.push(stage('attached', 'done', actual.devicePath !== '' ? `device ${actual.devicePath}` : 'not attachable; verified'));
   }
@@ -260,6 +284,7 @@ function buildRow(id: string, podUid: string, podName: string, namespace: string
     volumeName,
     uniqueVolumeName,
     pluginName,
+    attachable: pairAttachable(inputs.desired, inputs.actual),
     desired: inputs.desired !== null,
     stages,
     blocking: firstBlockingStage(stages),
