@@ -48,6 +48,7 @@ import { RequestDeadlines } from '../../lib/kube-client/request-deadline.ts';
 import { bearerToken, staticTokenAuthenticator, type AuthResult, type Authenticator } from './authenticator.ts';
 import { createKeyHasher, ReviewCache } from './webhook-auth-cache.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
+import { model } from '../../lib/kube-client/model.ts';
 
 // DEFAULTS
 
@@ -304,11 +305,6 @@ function decisionKey(user: ReviewedUser, verb: AgentApiVerb): string {
     .sort()
     .map((key) => [key, user.extra[key] ?? []]);
   return JSON.stringify([user.username, user.uid ?? null, user.groups, extra, verb]);
-}
-
-/** An instance of a client-node model class with `fields` set (its serializer expects the class). */
-function model<T extends object>(Model: new () => T, fields: Partial<T>): T {
-  return Object.assign(new Model(), fields);
 }
 
 /** A non-negative finite duration option, or its default. */

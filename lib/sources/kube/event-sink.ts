@@ -47,6 +47,7 @@ import { RequestDeadlines } from '../../kube-client/request-deadline.ts';
 import { EventCorrelator } from './event-sink-correlator.ts';
 import type { CorrelateResult, EventCorrelatorOptions, EventPatch, EventRecord, ObservedEventState } from './event-sink-correlator.ts';
 import { toRFC3339 } from './plain-json.ts';
+import { model } from '../../kube-client/model.ts';
 
 /** client-go's `maxTriesPerEvent`: attempts per event, the first included. */
 const maxTriesPerEvent = 12;
@@ -484,11 +485,6 @@ function positiveInteger(name: string, value: number): number {
 function nonNegative(name: string, value: number): number {
   if (!Number.isFinite(value) || value < 0) throw new KubeEventSinkOptionsError(`KubeEventSink: ${name} must be a non-negative number (got ${value})`);
   return value;
-}
-
-/** A client-node model instance with these fields (typed request bodies are model classes). */
-function model<T extends object>(Model: new () => T, fields: Partial<T>): T {
-  return Object.assign(new Model(), fields);
 }
 
 /** `metav1.Time` has second precision: what the API server would keep of `ms`. */

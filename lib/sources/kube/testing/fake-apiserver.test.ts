@@ -30,6 +30,7 @@ import type { AccessRequest, FakeApiServerOptions, GoneStyle } from './fake-apis
 import { configMap, node, pod } from './fixtures.ts';
 import { fakeKubeConfig, writeKubeconfigFile } from './kubeconfig-file.ts';
 import { waitFor } from '../../../clock/testing/wait-for.ts';
+import { model } from '../../../kube-client/model.ts';
 
 // The fake API server is exercised only through the real @kubernetes/client-node over HTTP.
 const token = 'fake-server-test-token';
@@ -77,11 +78,6 @@ async function watchRaw(kc: KubeConfig, path: string, query: Record<string, stri
 function nameOf(object: unknown): string | undefined {
   if (!isJsonObject(object) || !isJsonObject(object.metadata)) return undefined;
   return typeof object.metadata.name === 'string' ? object.metadata.name : undefined;
-}
-
-/** A client-node model instance with these fields (request bodies are typed as model classes). */
-function model<T extends object>(Model: new () => T, fields: Partial<T>): T {
-  return Object.assign(new Model(), fields);
 }
 
 async function apiError(promise: Promise<unknown>): Promise<ApiException<unknown>> {
