@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE } from '../../scripts/cluster/cluster.ts';
 import { waitFor } from '../../lib/clock/testing/wait-for.ts';
-import { cluster, facts, versionTag } from './cluster-context.ts';
+import { cluster, facts, mountTable, versionTag } from './cluster-context.ts';
 
 const VERSIONS = [versionTag('kube-apiserver'), versionTag('kube-controller-manager')].join(', ');
 const NS = 'api-volumes';
@@ -24,16 +24,6 @@ interface Pod {
   metadata: { uid: string };
   spec: { volumes: { name: string; projected?: unknown }[] };
 }
-
-const mountInfo = (): { point: string; fsType: string }[] =>
-  readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => {
-      const fields = l.split(' ');
-      const dash = fields.indexOf('-');
-      return { point: fields[4] ?? '', fsType: fields[dash + 1] ?? '' };
-    });
 
 const apply = (object: unknown): Promise<string> => cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(object) });
 const readVolumeFile = (dir: string, file: string): string => readFileSync(join(dir, file), 'utf8');
@@ -113,7 +103,7 @@ describe(`configMap, secret and projected volumes from the real API server on ag
     expect(readVolumeFile(bundle, 'config/greeting')).toBe('hello');
     expect(readVolumeFile(bundle, 'name')).toBe(POD);
     expect(readVolumeFile(bundle, 'labels')).toBe('app="consumer"');
-    const tmpfs = new Set(mountInfo().filter((m) => m.fsType === 'tmpfs').map((m) => m.point));
+    const tmpfs = new Set(mountTable().filter((m) => m.fsType === 'tmpfs').map((m) => m.mountPoint));
     expect(tmpfs.has(dirOf('kubernetes.io~secret', 'creds'))).toBe(true);
     expect(tmpfs.has(bundle)).toBe(true);
   });
@@ -158,6 +148,6 @@ describe(`configMap, secret and projected volumes from the real API server on ag
   it('deleting the pod tears the volumes down (tmpfs unmounted) and the delete completes', async () => {
     await cluster.kubectl(['delete', 'pod', '-n', NS, POD, '--wait=false']);
     await waitFor(async () => (await cluster.kubectlRun(['get', 'pod', '-n', NS, POD])).stderr.includes('NotFound'), { what: `pod ${NS}/${POD} deleted`, timeoutMs: STEP_MS, pollMs: 500 });
-    expect(mountInfo().filter((m) => m.point.startsWith(volumesDir))).toEqual([]);
+    expect(mountTable().filter((m) => m.mountPoint.startsWith(volumesDir))).toEqual([]);
   });
 });

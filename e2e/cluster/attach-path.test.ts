@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVER, NODE } from '../../scripts/cluster/cluster.ts';
 import { waitFor } from '../../lib/clock/testing/wait-for.ts';
-import { cluster, facts, versionTag } from './cluster-context.ts';
+import { cluster, facts, mountTable, versionTag } from './cluster-context.ts';
 
 const VERSIONS = [versionTag('kube-apiserver'), versionTag('kube-controller-manager'), versionTag('csi-attacher'), versionTag('csi-provisioner'), versionTag('csi-resizer')].join(', ');
 const NS = 'attach-path';
@@ -60,11 +60,7 @@ async function getOptional<T>(args: readonly string[]): Promise<T | undefined> {
   throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
 }
 
-const mountPoints = (): string[] =>
-  readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => (l.split(' ')[4] ?? '').replace(/\\040/g, ' '));
+const mountPoints = (): string[] => mountTable().map((m) => m.mountPoint);
 const isMounted = (path: string): boolean => mountPoints().includes(path);
 
 function podManifest(name: string): string {

@@ -3,8 +3,10 @@
  * helpers of scripts/cluster/cluster.ts bound to them. Test names carry the versions
  * ({@link versionTag}), so a report says which upstream release was tested.
  */
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { inject } from 'vitest';
+import { PROC_SELF_MOUNTINFO, parseMountInfo, type MountInfo } from '../../lib/mount-utils/mountinfo.ts';
 import {
   KUBELET_NODE,
   NODE,
@@ -26,6 +28,13 @@ import type { ExitInfo } from '../../scripts/demo/process.ts';
 
 export const facts: ClusterFacts = inject('cluster');
 const control = inject('clusterControl');
+
+/**
+ * The node's mount table: the test processes share the cluster's private mount namespace
+ * (scripts/cluster/test.mjs), so this process's mountinfo is what the agent and the kubelet mounted.
+ * Read synchronously, for wait probes.
+ */
+export const mountTable = (): MountInfo[] => parseMountInfo(readFileSync(PROC_SELF_MOUNTINFO, 'utf8'));
 
 /** `kube-apiserver v1.34.4`, for test names. */
 export const versionTag = (component: string): string => `${component} ${componentVersion(facts.versions, component)}`;

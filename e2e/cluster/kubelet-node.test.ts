@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KUBELET_NODE } from '../../scripts/cluster/cluster.ts';
 import { waitUntil } from '../../scripts/demo/process.ts';
-import { cluster, facts, versionTag } from './cluster-context.ts';
+import { cluster, facts, mountTable, versionTag } from './cluster-context.ts';
+import type { MountInfo } from '../../lib/mount-utils/mountinfo.ts';
 
 const KUBELET = versionTag('kubelet');
 const ADC = versionTag('kube-controller-manager');
@@ -24,23 +25,6 @@ const NS = 'kubelet-node-test';
 const ROOT = facts.kubelet.rootDir;
 /** hostPath volumes of the tests live below the state dir (removed with it, never in the host's /). */
 const HOST_PATHS = join(facts.stateDir, 'host-paths', NS);
-
-interface MountInfoEntry {
-  mountPoint: string;
-  fsType: string;
-}
-
-/** /proc/self/mountinfo: mount point (field 5, octal escapes undone) and filesystem type. */
-function mountInfo(): MountInfoEntry[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((line) => {
-      const [left = '', right = ''] = line.split(' - ');
-      const mountPoint = (left.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
-      return { mountPoint, fsType: right.split(' ')[0] ?? '' };
-    });
-}
 
 interface KubeEvent {
   reason: string;
@@ -157,7 +141,7 @@ describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real moun
     // Mounts: tmpfs for emptyDir Memory and for the volumes the kubelet wraps in a Memory emptyDir
     // (secret, downwardAPI, projected); configMap and emptyDir on disk are plain directories.
     const podDir = join(ROOT, 'pods', uid);
-    const mounts = mountInfo()
+    const mounts = mountTable()
       .filter((m) => m.mountPoint.startsWith(`${podDir}/`))
       .map((m) => [m.mountPoint.slice(volumes.length + 1), m.fsType])
       .sort();
@@ -170,7 +154,7 @@ describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real moun
         ['kubernetes.io~secret/secret', 'tmpfs'],
       ].sort(),
     );
-    expect(mountInfo().some((m) => m.mountPoint === hostDir)).toBe(false);
+    expect(mountTable().some((m) => m.mountPoint === hostDir)).toBe(false);
 
     // Files: the atomic writer's layout (..data → timestamped dir, each key a symlink into ..data).
     expect(readFileSync(file('kubernetes.io~configmap', 'cm', 'mode'), 'utf8')).toBe('fast');
@@ -253,7 +237,7 @@ describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real moun
     const uid = await podUid(pod);
     const target = join(ROOT, 'pods', uid, 'volumes', 'kubernetes.io~csi', pv, 'mount');
     const pluginDir = join(ROOT, 'plugins', 'kubernetes.io', 'csi', facts.driverName);
-    const csiMounts = (): MountInfoEntry[] => mountInfo().filter((m) => m.mountPoint === target || (m.mountPoint.startsWith(`${pluginDir}/`) && m.mountPoint.endsWith('/globalmount')));
+    const csiMounts = (): MountInfo[] => mountTable().filter((m) => m.mountPoint === target || (m.mountPoint.startsWith(`${pluginDir}/`) && m.mountPoint.endsWith('/globalmount')));
     const mounted = await waitUntil(`the staging and target mounts of ${pv}`, () => Promise.resolve(csiMounts().length === 2 ? csiMounts() : undefined), { deadlineMs: 90_000, intervalMs: 500 });
     expect(mounted.map((m) => m.fsType)).toEqual(['ext4', 'ext4']);
     const staging = mounted.find((m) => m.mountPoint !== target)?.mountPoint ?? '';
