@@ -17,7 +17,7 @@
  * at the next {@link PodDeleter.sync} (every change, and the period as a safety net).
  */
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
-import { apiErrorStatus, describeApiError, isKubeApiRequestError } from '../../lib/kube-client/api-errors.ts';
+import { describeApiError, requestErrorStatus } from '../../lib/kube-client/api-errors.ts';
 import { isPodDeleting } from '../../lib/sources/pod-lifecycle.ts';
 import type { Pod } from '../../lib/volume/k8s-types.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
@@ -99,7 +99,7 @@ export class PodDeleter {
         },
         (err: unknown) => {
           // KubeObjects wraps the client's error in a KubeApiRequestError that carries the status.
-          const status = isKubeApiRequestError(err) ? err.status : apiErrorStatus(err);
+          const status = requestErrorStatus(err);
           if (status === 404 || status === 409) {
             this.done.add(uid);
             return;

@@ -82,15 +82,16 @@ export function apiErrorStatus(err: unknown): number | undefined {
 
 /** The API server answered 404 Not Found. */
 export function isApiNotFound(err: unknown): boolean {
-  return statusOf(err) === 404;
+  return requestErrorStatus(err) === 404;
 }
 
 /** The API server answered 410 Gone (a watch or list resourceVersion too old). */
 export function isApiGone(err: unknown): boolean {
-  return statusOf(err) === 410;
+  return requestErrorStatus(err) === 410;
 }
 
-function statusOf(err: unknown): number | undefined {
+/** The HTTP status of any error of this layer or of client-node: a {@link KubeApiRequestError}'s own, else {@link apiErrorStatus}. */
+export function requestErrorStatus(err: unknown): number | undefined {
   return isKubeApiRequestError(err) ? err.status : apiErrorStatus(err);
 }
 
