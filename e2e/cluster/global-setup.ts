@@ -1,8 +1,8 @@
 /**
  * Global setup of `npm run test:cluster` (vitest.cluster.config.ts): ONE real cluster per run
- * (scripts/cluster/cluster.ts), in `.volumescope/cluster-test/` (reset at every run; the
- * environment variable VOLUMESCOPE_CLUSTER_TEST_DIR, an absolute path, moves it: a checkout so deep
- * that the cluster's unix sockets would pass 107 bytes needs that), stopped in
+ * (scripts/cluster/cluster.ts), in `.volumescope/cluster-test/` (reset at every run; a checkout too
+ * deep for the cluster's unix sockets there gets a short dir in the temp directory, stateDirFor; the
+ * environment variable VOLUMESCOPE_CLUSTER_TEST_DIR, an absolute path, moves it anywhere), stopped in
  * the teardown in the cluster's own order (agents first, leftover mounts unmounted, then the rest).
  *
  * The tests get the cluster's facts through `inject('cluster')` (e2e/cluster/cluster-context.ts).
@@ -17,10 +17,12 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
-import { HOST, componentVersion, startCluster, type ClusterFacts } from '../../scripts/cluster/cluster.ts';
+import { HOST, componentVersion, startCluster, stateDirFor, type ClusterFacts } from '../../scripts/cluster/cluster.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const CLUSTER_TEST_STATE_DIR = process.env.VOLUMESCOPE_CLUSTER_TEST_DIR ?? join(REPO_ROOT, '.volumescope', 'cluster-test');
+const testDirFromEnv = process.env.VOLUMESCOPE_CLUSTER_TEST_DIR;
+const stateDir = testDirFromEnv === undefined ? stateDirFor(join(REPO_ROOT, '.volumescope', 'cluster-test'), 'cluster-test') : { dir: testDirFromEnv, moved: false };
+export const CLUSTER_TEST_STATE_DIR = stateDir.dir;
 
 /** Where and how a test asks this process to restart agent-0. */
 export interface ClusterControl {
@@ -41,6 +43,7 @@ const log = (line: string): void => {
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const started = performance.now();
+  if (stateDir.moved) log(`state in ${stateDir.dir} (the checkout is too deep for the cluster's unix sockets below .volumescope/cluster-test)`);
   const cluster = await startCluster({ stateDir: CLUSTER_TEST_STATE_DIR, reset: true, waitForNodeReady: false, log });
   log(`cluster started in ${((performance.now() - started) / 1000).toFixed(1)} s (kube-apiserver ${componentVersion(cluster.facts.versions, 'kube-apiserver')})`);
 

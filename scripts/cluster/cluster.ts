@@ -20,9 +20,11 @@
 // - The processes belong to the process that started them (scripts/demo/process.ts: detached,
 //   killed when it exits); run it inside a private mount namespace (start.mjs) so no mount leaks.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:https';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findLeftoverMounts, unmountLeftovers } from '../demo/mount-check.ts';
@@ -532,6 +534,28 @@ function assertSocketPaths(paths: readonly string[]): void {
   }
 }
 
+/**
+ * The longest socket path the cluster binds below its state dir: node kubelet-0's plugin
+ * registration socket (`<state>/nodes/kubelet-0/plugins_registry/<driver>-reg.sock`).
+ */
+function longestSocketPath(state: string): string {
+  return join(state, 'nodes', KUBELET_NODE, 'plugins_registry', `${DRIVER}-reg.sock`);
+}
+
+/**
+ * The state dir to use for `preferred` (an absolute dir inside the checkout): `preferred` itself
+ * when every socket below it fits a unix socket path, else a short dir in the temp directory named
+ * after `name` and the checkout's path (`<tmp>/vs-<name>-<8 hex>`: stable for one checkout, so a
+ * restart finds the same cluster; distinct for two checkouts). `moved` says which, so the caller
+ * can say where the state went. A temp directory that is itself too deep still fails in
+ * startCluster with the socket's path.
+ */
+export function stateDirFor(preferred: string, name: string): { readonly dir: string; readonly moved: boolean } {
+  if (Buffer.byteLength(longestSocketPath(preferred)) <= MAX_SOCKET_PATH_BYTES) return { dir: preferred, moved: false };
+  const tag = createHash('sha256').update(preferred).digest('hex').slice(0, 8);
+  return { dir: join(tmpdir(), `vs-${name}-${tag}`), moved: true };
+}
+
 /** Prepares the state dir (reset, build-key check) and returns the ports to use. */
 async function prepareState(state: string, key: string, reset: boolean, say: (line: string) => void): Promise<SavedState['ports']> {
   const stateFile = join(state, 'state.json');
@@ -618,7 +642,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
   };
 
   const registrationSocket = (nodeRoot: string): string => join(nodeRoot, 'plugins_registry', `${DRIVER}-reg.sock`);
-  assertSocketPaths([facts.csiSocket, kubeletFacts.csiSocket, registrationSocket(agent.facts.rootDir), registrationSocket(kubeletFacts.rootDir)]);
+  assertSocketPaths([facts.csiSocket, kubeletFacts.csiSocket, registrationSocket(agent.facts.rootDir), registrationSocket(kubeletFacts.rootDir), longestSocketPath(state)]);
 
   const env = childEnv();
   const started: ManagedProcess[] = [];

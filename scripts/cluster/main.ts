@@ -6,7 +6,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DRIVER, HOST, KUBELET_NODE, NODE, startCluster, type RunningCluster } from './cluster.ts';
+import { DRIVER, HOST, KUBELET_NODE, NODE, startCluster, stateDirFor, type RunningCluster } from './cluster.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -62,10 +62,12 @@ async function main(): Promise<number> {
       void stop().then(() => process.exit(0));
     });
   }
+  const stateDir = stateDirFor(resolve(root, '.volumescope', 'cluster'), 'cluster');
+  if (stateDir.moved) console.log(`cluster: state in ${stateDir.dir} (the checkout is too deep for the cluster's unix sockets below .volumescope/cluster)`);
   let cluster: RunningCluster;
   try {
     cluster = await startCluster({
-      stateDir: resolve(root, '.volumescope', 'cluster'),
+      stateDir: stateDir.dir,
       reset: values.reset === true,
       nodeTimeoutMs: nodeTimeoutS * 1000,
       onStoppable: (s) => {
