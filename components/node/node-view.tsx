@@ -18,6 +18,7 @@ import { usePendingAction } from '../hooks/use-pending-action.ts';
 import { usePodNames } from '../hooks/use-pod-names.ts';
 import { ObservePanels } from '../observe/observe-panels.tsx';
 import { AgentGate } from '../page/agent-gate.tsx';
+import { usePublicBaseUrl } from '../page/public-url.tsx';
 import { ConnectionStatus } from '../shared/connection-status.tsx';
 import { CopyButton } from '../shared/copy-button.tsx';
 import { Panel } from '../shared/panel.tsx';
@@ -86,6 +87,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
   const summary = summarizeNode(snapshot);
   const deferredSnapshot = useDeferredValue(snapshot);
   const restart = useAgentRestart(snapshot);
+  const publicBaseUrl = usePublicBaseUrl();
   // For the first minutes after the agent started, what it found on disk is what matters most.
   const reconstructionFirst = useBefore(snapshot.agent.startedAt + RECONSTRUCTION_FIRST_MS);
 
@@ -110,7 +112,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
           <CopyButton label="Copy link" getText={() => window.location.href} />
           <CopyButton
             label="Copy as Markdown"
-            getText={() => nodeMarkdownSummary({ node: agent, summary, rows, now: Date.now(), url: window.location.href })}
+            getText={() => nodeMarkdownSummary({ node: agent, summary, rows, snapshot, now: Date.now(), baseUrl: publicBaseUrl() })}
           />
           <a className="button" href={embedHref(agent)} target="_blank" rel="noreferrer">
             Embed view

@@ -21,6 +21,7 @@ import { ReconstructionTable } from '../node/reconstruction-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
 import { PodGone } from './pod-gone.tsx';
+import { usePublicBaseUrl } from '../page/public-url.tsx';
 import { VolumePipeline } from '../volume/volume-pipeline.tsx';
 
 function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapshot: Snapshot }) {
@@ -28,6 +29,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   const { pending, open: onAction, close: closeDialog } = usePendingAction();
   const pod = useLivePod(snapshot, uid);
   const podNames = usePodNames(snapshot);
+  const publicBaseUrl = usePublicBaseUrl();
   const events = useMemo(() => snapshot.recentEvents.filter((e) => e.podUid === uid), [snapshot.recentEvents, uid]);
   const volumes = useMemo(() => new Set(pod?.rows.map((r) => r.uniqueVolumeName) ?? []), [pod]);
   // The pod's own operations, and the volume-wide ones (attach, device mount) of its volumes.
@@ -66,7 +68,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
             <CopyButton label="Copy link" getText={() => window.location.href} />
             <CopyButton
               label="Copy as Markdown"
-              getText={() => podMarkdownSummary({ node: agent, pod, now: Date.now(), seq: snapshot.seq, url: window.location.href })}
+              getText={() => podMarkdownSummary({ node: agent, pod, snapshot, now: Date.now(), baseUrl: publicBaseUrl() })}
             />
             <a className="button" href={embedHref(agent, uid)} target="_blank" rel="noreferrer">
               Embed view

@@ -113,9 +113,12 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
       </ol>
       {row.blocking !== null && !compact ? <BlockingDetail row={row} stage={row.blocking} history={opHistory} /> : null}
       {row.blocking !== null && compact && op !== null ? (
-        <p className="compact-error">
-          <OperationCountdown op={op} /> {op.lastError !== null ? <ErrorCauseText message={op.lastError} /> : null}
-        </p>
+        <>
+          <p className="compact-error">
+            <OperationCountdown op={op} /> {op.lastError !== null ? <ErrorCauseText message={op.lastError} /> : null}
+          </p>
+          {opHistory !== null ? <HistoryLine history={opHistory} /> : null}
+        </>
       ) : null}
     </article>
   );

@@ -10,7 +10,7 @@
  * Nothing here reads a clock: `now` is the dashboard's shared ticking clock (`useNow`).
  */
 import { operationKey, type ActualVolume, type OperationHistory, type RecentEvent, type Snapshot } from '../api/index.ts';
-import { formatDuration, formatRelative } from './time-format.ts';
+import { formatDuration, formatRelative, formatUtc } from './time-format.ts';
 
 // EVENT VOLUMES
 
@@ -226,4 +226,42 @@ export function sortHistory(history: readonly OperationHistory[]): OperationHist
     if (a.succeededAt === null || b.succeededAt === null) return a.firstFailureAt - b.firstFailureAt || compareText(operationKey(a), operationKey(b));
     return b.succeededAt - a.succeededAt || compareText(operationKey(a), operationKey(b));
   });
+}
+
+// A VOLUME'S FAILURE
+
+/**
+ * The failure history of a (pod, volume) pair: its pending operation's own history (same
+ * {@link operationKey}); without a pending operation (between a failure and the next attempt's
+ * start, or the operation left the table) the longest-stuck history of the pair that still fails
+ * (the pod's own operations, and the volume-wide ones, `podUid` null). Null when none.
+ */
+export function pairFailureHistory(
+  pair: { readonly podUid: string; readonly uniqueVolumeName: string; readonly operation: Parameters<typeof operationKey>[0] | null },
+  history: readonly OperationHistory[],
+  byKey: ReadonlyMap<string, OperationHistory> = historyByOperationKey(history),
+): OperationHistory | null {
+  if (pair.operation !== null) {
+    const own = byKey.get(operationKey(pair.operation));
+    if (own !== undefined) return own;
+  }
+  let found: OperationHistory | null = null;
+  for (const h of history) {
+    if (h.succeededAt !== null || h.volume !== pair.uniqueVolumeName || (h.podUid !== null && h.podUid !== pair.podUid)) continue;
+    if (found === null || h.firstFailureAt < found.firstFailureAt) found = h;
+  }
+  return found;
+}
+
+/** The failed attempts of a history: all of them while it fails, all but the last once it succeeded. */
+export function failedAttempts(history: Pick<OperationHistory, 'attemptsTotal' | 'succeededAt'>): number {
+  return history.succeededAt === null ? history.attemptsTotal : Math.max(0, history.attemptsTotal - 1);
+}
+
+/**
+ * `failures ×3 since 2026-11-30 08:00:59 UTC, stuck for 3 s` (`recovered after …` once it
+ * succeeded): the failure count, the first failure's absolute time and {@link historyTiming}.
+ */
+export function failureSummary(history: Pick<OperationHistory, 'attemptsTotal' | 'firstFailureAt' | 'succeededAt'>, now: number): string {
+  return `failures ×${failedAttempts(history)} since ${formatUtc(history.firstFailureAt)}, ${historyTiming(history, now).text}`;
 }
