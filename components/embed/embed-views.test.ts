@@ -42,6 +42,10 @@ describe('the pod embed', () => {
     expect(failing).toContain('rpc error: code = DeadlineExceeded desc = context deadline exceeded');
     expect(failing).toContain('data-testid="operation-history-line"');
     expect(failing).toContain('3 attempts in all');
+    // The error and its history sit above the stages, so a 400 px frame shows them first.
+    expect(failing.indexOf('class="compact-error"')).toBeGreaterThan(-1);
+    expect(failing.indexOf('data-testid="operation-history-line"')).toBeLessThan(failing.indexOf('<ol class="pipeline"'));
+    expect(failing.indexOf('class="compact-error"')).toBeLessThan(failing.indexOf('<ol class="pipeline"'));
     // The healthy volume is collapsed: a closed <details> that says how many, without its cards.
     const collapsed = html.slice(details);
     expect(collapsed).toMatch(/^<details class="embed__healthy" data-testid="embed-healthy"><summary>1 ready volume<\/summary><\/details>/);

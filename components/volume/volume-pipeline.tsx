@@ -98,6 +98,16 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
           </span>
         ) : null}
       </header>
+      {/* Compact (the embeds): the error and its history right under the name, above the stages,
+          so a 400 px high frame shows them without scrolling. */}
+      {row.blocking !== null && compact && op !== null ? (
+        <>
+          <p className="compact-error">
+            <OperationCountdown op={op} /> {op.lastError !== null ? <ErrorCauseText message={op.lastError} /> : null}
+          </p>
+          {opHistory !== null ? <HistoryLine history={opHistory} /> : null}
+        </>
+      ) : null}
       <ol className="pipeline" aria-label={`Mount pipeline of ${row.volumeName}`}>
         {row.stages.map((stage) => {
           const blocking = row.blocking?.id === stage.id;
@@ -112,14 +122,6 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
         })}
       </ol>
       {row.blocking !== null && !compact ? <BlockingDetail row={row} stage={row.blocking} history={opHistory} /> : null}
-      {row.blocking !== null && compact && op !== null ? (
-        <>
-          <p className="compact-error">
-            <OperationCountdown op={op} /> {op.lastError !== null ? <ErrorCauseText message={op.lastError} /> : null}
-          </p>
-          {opHistory !== null ? <HistoryLine history={opHistory} /> : null}
-        </>
-      ) : null}
     </article>
   );
 });
