@@ -83,6 +83,20 @@ describe('Copy as Markdown', () => {
     expect(text).not.toContain('since');
   });
 
+  it('between attempts (no pending operation) the pair\'s history that still fails is used; a recovered one is not', () => {
+    const base = exampleSnapshot();
+    const failing = base.operationHistory[0];
+    if (failing === undefined) throw new Error('fixture');
+    const snapshot: Snapshot = {
+      ...base,
+      operations: [],
+      // An older attach history of the same volume that recovered, and the failing mount.
+      operationHistory: [{ ...failing, operationName: 'volume_attach', podUid: null, firstFailureAt: FIXTURE_T0, attemptsTotal: 7, succeededAt: FIXTURE_T0 + 1_000 }, failing],
+    };
+    const text = podMarkdownSummary({ node: 'node-a', pod: dbPod(snapshot), snapshot, now: NOW, baseUrl: null });
+    expect(text).toContain('| pgdata | uncertain | uncertain: device mounted | — | failures ×3 since 2026-11-30 08:00:59 UTC, stuck for 3 s | — |');
+  });
+
   it('lists the last three aggregated event groups, newest first, ×N over their span, resolved ones marked', () => {
     // Arrange: four groups on db-0: pgdata FailedMount ×3 (the newest), a Normal event, an older
     // FailedMount of another volume, and the oldest, which must be left out.
