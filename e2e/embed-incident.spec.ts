@@ -27,9 +27,33 @@ function problems(page: Page): string[] {
 }
 
 /** How far the document is wider than the window, in CSS pixels (0: no horizontal overflow). */
-async function horizontalOverflow(page: Page): Promise<number> {
-  return page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+/**
+ * How far the page is wider than its viewport, with the outermost elements that stick out and are
+ * not clipped by an ancestor (tag, classes and right edge), so that a failure names what to fix.
+ */
+async function horizontalOverflow(page: Page): Promise<{ px: number; culprits: string[] }> {
+  return page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const clips = (el: Element): boolean => {
+      const style = getComputedStyle(el);
+      return style.overflowX !== 'visible' || /paint|strict|content/.test(style.contain);
+    };
+    const culprits: string[] = [];
+    for (const el of Array.from(document.body.querySelectorAll('*'))) {
+      if (el.getBoundingClientRect().right <= width + 1) continue;
+      let clipped = false;
+      let outermost = true;
+      for (let a = el.parentElement; a !== null && a !== document.body; a = a.parentElement) {
+        if (clips(a)) clipped = true;
+        if (a.getBoundingClientRect().right > width + 1) outermost = false;
+      }
+      if (!clipped && outermost) culprits.push(`${el.tagName.toLowerCase()}.${el.className.toString().split(' ').join('.')} right=${Math.round(el.getBoundingClientRect().right)}`);
+    }
+    return { px: document.documentElement.scrollWidth - width, culprits: culprits.slice(0, 5) };
+  });
 }
+
+const noOverflow = { px: 0, culprits: [] };
 
 test('at 600×400 the failing volume and its error come first, healthy ones collapsed, and the Markdown is an incident summary', async ({ page, context, baseURL }) => {
   // Arrange: a pod with three healthy volumes and a hostPath whose directory is missing (it fails
@@ -64,11 +88,11 @@ test('at 600×400 the failing volume and its error come first, healthy ones coll
     await expect(healthy.locator('summary')).toHaveText('3 ready volumes');
     await expect(healthy).not.toHaveAttribute('open');
     await expect(cards).toHaveCount(1);
-    expect(await horizontalOverflow(page)).toBe(0);
+    expect(await horizontalOverflow(page)).toEqual(noOverflow);
     await saveScreenshot(page, 'embed-incident-pod');
     await healthy.locator('summary').click();
     await expect(cards).toHaveCount(4);
-    expect(await horizontalOverflow(page)).toBe(0);
+    expect(await horizontalOverflow(page)).toEqual(noOverflow);
 
     // Act: Copy as Markdown.
     await page.getByRole('button', { name: 'Copy as Markdown' }).click();
@@ -91,14 +115,14 @@ test('at 600×400 the failing volume and its error come first, healthy ones coll
     await expect(row).toContainText('is not a directory');
     await expect(row).toBeInViewport();
     await expect(page.getByTestId('embed-healthy')).not.toHaveAttribute('open');
-    expect(await horizontalOverflow(page)).toBe(0);
+    expect(await horizontalOverflow(page)).toEqual(noOverflow);
     await saveScreenshot(page, 'embed-incident-node');
 
     // No page is wider than 600 px.
     for (const path of ['/', nodePath('e2e-node-b'), podPath('e2e-node-b', pod.uid)]) {
       await page.goto(path);
       await expect(page.getByRole('heading', { level: 1 }).first()).toBeVisible();
-      expect(await horizontalOverflow(page), `${path} at 600 px`).toBe(0);
+      expect(await horizontalOverflow(page), `${path} at 600 px`).toEqual(noOverflow);
     }
     expect(seen).toEqual([]);
   } finally {
