@@ -5,7 +5,7 @@
 // missing or not permitted) the same command runs directly and everything uses the unprivileged
 // stand-ins (directories and symlinks) instead of mounts.
 // @ts-check
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
 /**
@@ -44,4 +44,29 @@ export function mountNamespaceCommand(nodeArgs, env) {
     mode: 'namespace',
     note: 'root: real mounts inside a private mount namespace',
   };
+}
+
+/**
+ * Runs `command` (from {@link mountNamespaceCommand}) in its own process group (unless
+ * `detached: false`, e.g. for `--help`) with this process's terminal, so a Ctrl-C in the terminal
+ * reaches this process but not the child directly: the first SIGINT/SIGTERM/SIGHUP here is passed
+ * on as exactly one SIGTERM, and this process exits with the child's code once it has stopped
+ * (128 + 15 when it ended on a signal). Used by the entry scripts of `npm start`, `npm run cluster`
+ * and `npm run demo:cluster`, whose children stop their own children in an order that leaves no mounts.
+ * @param {{ file: string, args: string[], env: NodeJS.ProcessEnv }} command
+ * @param {{ cwd: string, detached?: boolean }} options
+ */
+export function runInOwnProcessGroup(command, options) {
+  const child = spawn(command.file, command.args, { cwd: options.cwd, stdio: 'inherit', env: command.env, detached: options.detached ?? true });
+  let stopping = false;
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      child.kill('SIGTERM');
+    });
+  }
+  child.on('exit', (code, signal) => {
+    process.exit(code ?? (signal === null ? 1 : 128 + 15));
+  });
 }

@@ -10,7 +10,6 @@
 // npm) but not the demo directly: this process passes exactly one SIGTERM on, then waits for the
 // demo, which stops its children in the order that leaves no mounts, and exits with its code.
 // @ts-check
-import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensurePinnedNode } from './pinned-node.mjs';
@@ -20,7 +19,7 @@ ensurePinnedNode(import.meta.url);
 
 // Imported only now: they need the pinned Node's features.
 const { ensureDashboardBuild } = await import('./dashboard-build.mjs');
-const { mountNamespaceCommand } = await import('./mount-namespace.mjs');
+const { mountNamespaceCommand, runInOwnProcessGroup } = await import('./mount-namespace.mjs');
 
 try {
   ensureDashboardBuild({ frameAncestors: process.env.VOLUMESCOPE_FRAME_ANCESTORS });
@@ -32,15 +31,4 @@ try {
 
 const command = mountNamespaceCommand(['--import', 'tsx', join(root, 'scripts', 'demo', 'main.ts')], process.env);
 console.log(`volumescope: starting the demo (${command.note})…`);
-const demo = spawn(command.file, command.args, { cwd: root, stdio: 'inherit', env: command.env, detached: true });
-let stopping = false;
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    demo.kill('SIGTERM');
-  });
-}
-demo.on('exit', (code, signal) => {
-  process.exit(code ?? (signal === null ? 1 : 128 + 15));
-});
+runInOwnProcessGroup(command, { cwd: root });

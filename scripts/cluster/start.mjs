@@ -7,7 +7,6 @@
 // but not the cluster directly: this process passes exactly one SIGTERM on, then waits for main.ts,
 // which stops the components in the order that leaves no mounts, and exits with its code.
 // @ts-check
-import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensurePinnedNode } from '../pinned-node.mjs';
@@ -15,19 +14,8 @@ import { ensurePinnedNode } from '../pinned-node.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 ensurePinnedNode(import.meta.url);
 
-const { mountNamespaceCommand } = await import('../mount-namespace.mjs');
+const { mountNamespaceCommand, runInOwnProcessGroup } = await import('../mount-namespace.mjs');
 const command = mountNamespaceCommand(['--import', 'tsx', join(root, 'scripts', 'cluster', 'main.ts'), ...process.argv.slice(2)], process.env);
 const help = process.argv.includes('--help');
 if (!help) console.log(`cluster: starting (${command.note})…`);
-const cluster = spawn(command.file, command.args, { cwd: root, stdio: 'inherit', env: command.env, detached: !help });
-let stopping = false;
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    cluster.kill('SIGTERM');
-  });
-}
-cluster.on('exit', (code, signal) => {
-  process.exit(code ?? (signal === null ? 1 : 128 + 15));
-});
+runInOwnProcessGroup(command, { cwd: root, detached: !help });

@@ -16,6 +16,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { dashboardPort } from './dashboard.ts';
 import { removePodManifests } from './manifests.ts';
 import { startObserver, type Observer } from './observer.ts';
 import { isStartError, pause } from './process.ts';
@@ -34,13 +35,6 @@ const OBSERVER_PORT = 7073;
 
 function say(message: string): void {
   process.stdout.write(`volumescope: ${message}\n`);
-}
-
-function dashboardPort(): number {
-  const raw = process.env['PORT'] ?? '3000';
-  const port = Number(raw);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`PORT=${JSON.stringify(raw)} is not a port number (1-65535)`);
-  return port;
 }
 
 /** Refuses a second demo on the same directory (its ports would clash anyway, but this says why). */

@@ -27,6 +27,7 @@ import { createHash } from 'node:crypto';
 import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
 import { CSI_DRIVER_NAME, removePodManifests } from './manifests.ts';
 import { findLeftoverMounts, loopDevicesBackedBelow, unmountLeftovers, type LeftoverMount } from './mount-check.ts';
+import { startDashboard, type DashboardAgent } from './dashboard.ts';
 import { ManagedProcess, assertPortFree, childEnv, httpStatus, pause, waitUntil, type ExitInfo } from './process.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 
@@ -334,32 +335,14 @@ export class Stack {
     return agent;
   }
 
-  /** The dashboard's agent configuration (lib/dashboard/agents-config.ts, environment form). */
-  dashboardEnv(): NodeJS.ProcessEnv {
-    const env = childEnv({
-      NEXT_TELEMETRY_DISABLED: '1',
-      VOLUMESCOPE_AGENTS: [...this.agents.map((a) => `${a.name}=${a.url}`), ...(this.options.extraAgents ?? []).map((a) => `${a.name}=${a.url}`)].join(','),
-      VOLUMESCOPE_AGENT_TOKENS: [...this.agents.map((a) => `${a.name}=${a.dirs.tokenFile}`), ...(this.options.extraAgents ?? []).map((a) => `${a.name}=${a.tokenFile}`)].join(','),
-    });
-    // The file form may not be combined with the variables.
-    delete env['VOLUMESCOPE_DASHBOARD_CONFIG'];
-    delete env['PORT'];
-    return env;
+  /** The agents the dashboard lists: this stack's, then the extra ones. */
+  dashboardAgents(): DashboardAgent[] {
+    return [...this.agents.map((a) => ({ name: a.name, url: a.url, tokenFile: a.dirs.tokenFile })), ...(this.options.extraAgents ?? [])];
   }
 
   private async startDashboard(): Promise<void> {
     const { repoRoot, dashboardHost, dashboardPort, logDir } = this.options;
-    this.dashboard = ManagedProcess.start({
-      name: 'dashboard',
-      args: [join(repoRoot, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '-H', dashboardHost, '-p', String(dashboardPort)],
-      cwd: repoRoot,
-      env: this.dashboardEnv(),
-      logFile: join(logDir, 'dashboard.log'),
-    });
-    await waitUntil(`the dashboard answers on ${this.dashboardUrl}/`, async () => (await httpStatus(`${this.dashboardUrl}/`)) === 200, {
-      deadlineMs: 60_000,
-      process: this.dashboard,
-    });
+    this.dashboard = await startDashboard({ repoRoot, host: dashboardHost, port: dashboardPort, logFile: join(logDir, 'dashboard.log'), agents: this.dashboardAgents() });
   }
 
   /** The processes of the stack that exited although nobody stopped them. */

@@ -20,6 +20,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { configMap, csiClaim, csiDriverObject, pod, podFileName, removeManifest, secret, writeManifest, type VolumeSource } from './manifests.ts';
 import { findLeftoverMounts } from './mount-check.ts';
+import { SerialSteps } from './serial-steps.ts';
 import type { AgentHandle, Stack } from './stack.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 
@@ -53,15 +54,17 @@ const sharedVolumes: Record<string, VolumeSource> = {
 };
 
 export class DemoWorkload {
-  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private readonly started = performance.now();
-  private stopped = false;
   private workers = 0;
   private reports = 0;
-  /** The step running now (an agent restart takes seconds); stop() waits for it. */
-  private inFlight: Promise<void> = Promise.resolve();
+  /** The timed steps; stop() waits for the one running (an agent restart takes seconds). */
+  private readonly steps: SerialSteps;
 
-  constructor(private readonly o: DemoWorkloadOptions) {}
+  constructor(private readonly o: DemoWorkloadOptions) {
+    this.steps = new SerialSteps((err) => {
+      this.o.say(`demo workload step failed: ${errorMessage(err)}`);
+    });
+  }
 
   get hostPathDir(): string {
     return join(this.o.hostDataDir, 'logs');
@@ -103,10 +106,7 @@ export class DemoWorkload {
 
   /** Cancels every timer and waits for the step in flight. The pods stay (teardown removes them). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
-    await this.inFlight;
+    await this.steps.stop();
   }
 
   private agent(name: string): AgentHandle {
@@ -149,25 +149,12 @@ export class DemoWorkload {
     });
   }
 
-  /** Runs `step` once after `ms`; steps never overlap. */
   private after(ms: number, step: () => Promise<void>): void {
-    if (this.stopped) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      if (this.stopped) return;
-      this.inFlight = this.inFlight.then(step).catch((err: unknown) => {
-        this.o.say(`demo workload step failed: ${errorMessage(err)}`);
-      });
-    }, ms);
-    this.timers.add(timer);
+    this.steps.after(ms, step);
   }
 
-  /** Runs `step` after `firstMs` and then every `periodMs`. */
   private every(periodMs: number, firstMs: number, step: () => Promise<void>): void {
-    this.after(firstMs, async () => {
-      await step();
-      this.every(periodMs, periodMs, step);
-    });
+    this.steps.every(periodMs, firstMs, step);
   }
 
   /** Seconds since the workload started, as `m:ss`. */
