@@ -47,7 +47,7 @@ async function horizontalOverflow(page: Page): Promise<{ px: number; culprits: s
         if (clips(a)) clipped = true;
         if (a.getBoundingClientRect().right > width + 1) outermost = false;
       }
-      if (!clipped && outermost) culprits.push(`${el.tagName.toLowerCase()}.${el.className.toString().split(' ').join('.')} right=${Math.round(el.getBoundingClientRect().right)}`);
+      if (!clipped && outermost) culprits.push(`${el.tagName.toLowerCase()}.${(el.getAttribute('class') ?? '').split(' ').join('.')} right=${Math.round(el.getBoundingClientRect().right)}`);
     }
     return { px: document.documentElement.scrollWidth - width, culprits: culprits.slice(0, 5) };
   });
