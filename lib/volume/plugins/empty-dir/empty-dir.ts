@@ -10,12 +10,17 @@
  *   `MounterArgs.desiredSize` when positive, else `sizeLimit`, else no size option (the
  *   kernel's default of half the RAM).
  *
+ * A SetUp that succeeded writes the kubelet's readiness file,
+ * `pods/<uid>/plugins/kubernetes.io~empty-dir/<name>/ready` (volumeutil.SetReady); TearDown
+ * removes it first.
+ *
  * TearDown unmounts a tmpfs (its contents go with it) and removes the directory only when it is
  * empty. Unlike the kubelet, which deletes an emptyDir recursively, VolumeScope refuses to
  * delete files it did not create (docs/safety.md): a disk-backed emptyDir that
  * containers wrote into must be emptied by hand, and so must a Memory one under the unprivileged
  * mounter, whose tmpfs is a plain directory. Hugepages are not supported.
  */
+import { basename } from 'node:path';
 import { parseQuantity } from '../../quantity.ts';
 import type { Pod } from '../../k8s-types.ts';
 import type { Mounter, MounterArgs, ReconstructedVolume, Unmounter, VolumePlugin } from '../../plugins.ts';
@@ -23,7 +28,7 @@ import { specFromVolume, specName, type Spec } from '../../spec.ts';
 import { pluginName, type PodUID } from '../../types.ts';
 import { UnsupportedSpecError, VolumeSetupError } from '../util/errors.ts';
 import { InTreePluginBase, podUIDOf } from '../util/plugin-base.ts';
-import { EMPTY_DIR_MODE, ensureDir, ensureTmpfs, mountsAt, tearDownVolumeDir, type RemovalContext } from '../util/volume-dir.ts';
+import { EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE, emptyDirMetaDir, ensureDir, ensureTmpfs, mountsAt, removeReady, setReady, tearDownVolumeDir, type RemovalContext } from '../util/volume-dir.ts';
 
 export const EMPTY_DIR_PLUGIN_NAME = pluginName('kubernetes.io/empty-dir');
 
@@ -53,7 +58,14 @@ export class EmptyDirPlugin extends InTreePluginBase implements VolumePlugin {
   newUnmounter(name: string, podUID: PodUID): Unmounter {
     const dir = this.volumeDir(podUID, name);
     const removal = this.removalContext();
-    return { getPath: () => dir, tearDown: () => tearDownVolumeDir(removal, dir) };
+    return {
+      getPath: () => dir,
+      // The ready file first, as the kubelet's TearDownAt.
+      tearDown: async () => {
+        await removeReady(removal, emptyDirMetaDir(dir, name));
+        await tearDownVolumeDir(removal, dir);
+      },
+    };
   }
 
   /** `{name, emptyDir: {}}`, with `medium: Memory` when the directory is a tmpfs mount point now. */
@@ -85,7 +97,7 @@ export class EmptyDirMounter implements Mounter {
     const limit = args.desiredSize !== null && args.desiredSize > 0 ? args.desiredSize : fromSpec > 0 ? fromSpec : null;
     switch (this.medium) {
       case '':
-        await ensureDir(this.dir, EMPTY_DIR_MODE);
+        await ensureDir(this.dir, EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE);
         break;
       case 'Memory':
         await ensureTmpfs(this.removal, this.dir, limit === null ? [] : [`size=${limit}`]);
@@ -94,5 +106,6 @@ export class EmptyDirMounter implements Mounter {
         throw new VolumeSetupError(`unknown storage medium "${this.medium}"`);
     }
     this.sizeLimitBytes = limit;
+    await setReady(emptyDirMetaDir(this.dir, basename(this.dir)));
   }
 }
