@@ -198,7 +198,7 @@ interface Claim {
   status: { phase?: string; capacity?: { storage?: string }; conditions?: { type: string }[] };
 }
 
-/** What is known of one side's objects once created: pod UIDs, the PV and its handle. */
+/** What is known of one side's objects once created: the pods' UIDs and the claim's PV (csi-loop's handle is the PV name). */
 interface Objects {
   readonly pods: Readonly<Record<string, string>>;
   readonly pv: string;
@@ -250,7 +250,9 @@ function walk(base: string, dir: string, n: (t: string) => string, out: string[]
   }
   for (const name of names) {
     const path = join(dir, name);
-    const st = lstatSync(path);
+    // Gone between readdir and lstat (the atomic writer swaps its dirs on a change): not listed.
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    if (st === undefined) continue;
     const rel = n(relative(base, path));
     if (st.isSymbolicLink()) out.push(`${rel} l -> ${n(readlinkSync(path))}`);
     else if (st.isDirectory()) {
