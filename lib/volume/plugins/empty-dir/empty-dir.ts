@@ -8,7 +8,9 @@
  *   project quotas or eviction, neither of which VolumeScope has.
  * - `medium: Memory`: a tmpfs, `mount -t tmpfs -o size=<bytes>` with the size from
  *   `MounterArgs.desiredSize` when positive, else `sizeLimit`, else no size option (the
- *   kernel's default of half the RAM).
+ *   kernel's default of half the RAM; the kubelet would use the pod's memory limit or the node's
+ *   allocatable memory, which the plugins do not know: docs/engine.md "Side by side"), plus
+ *   `noswap` on kernels that take it, as the kubelet.
  *
  * A SetUp that succeeded writes the kubelet's readiness file,
  * `pods/<uid>/plugins/kubernetes.io~empty-dir/<name>/ready` (volumeutil.SetReady); TearDown
