@@ -24,6 +24,7 @@ import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVER, KUBELET_NODE, NODE } from '../../scripts/cluster/cluster.ts';
 import { waitFor } from '../../lib/clock/testing/wait-for.ts';
+import { nodeAllocatableMemoryBytes } from '../../lib/volume/plugins/util/memory-size.ts';
 import { cluster, facts, mountTable, versionTag } from './cluster-context.ts';
 import { BACKOFF_INITIAL_MS, RUN_NAMES, agentBackoff, differences, explain, goDuration, kubeletBackoff, normaliser, renderTable, type Attempt, type Deliberate, type Facts, type Side } from './side-by-side-compare.ts';
 
@@ -108,13 +109,6 @@ const DELIBERATE: readonly Deliberate[] = [
   },
   { section: 'mount propagation', side: 'kubelet', line: /.* shared/, reason: 'below the kubelet\'s rshared root dir every mount is shared (see mounts)' },
   { section: 'mount propagation', side: 'agent', line: /.* private/, reason: 'the agent does not change the propagation of its root dir (see mounts)' },
-  {
-    section: 'tmpfs size',
-    side: 'kubelet',
-    line: /.* size=<n>k/,
-    reason: "the kubelet sizes every memory-backed emptyDir (and the ones secret, configMap, downward API and projected volumes wrap) to the least of sizeLimit, the pod's memory limit and the node's allocatable memory; the agent's plugins do not know the node's allocatable memory and use sizeLimit only (else the kernel's default)",
-  },
-  { section: 'tmpfs size', side: 'agent', line: /.* no size/, reason: 'see the kubelet line: no sizeLimit, so no size option' },
 ];
 
 // ---- the workload -----------------------------------------------------------------------------
@@ -190,7 +184,7 @@ interface CsiNode {
 }
 interface NodeObject {
   metadata: Meta;
-  status: { volumesInUse?: string[]; volumesAttached?: { name: string; devicePath: string }[] };
+  status: { volumesInUse?: string[]; volumesAttached?: { name: string; devicePath: string }[]; allocatable?: Record<string, string> };
 }
 interface Claim {
   metadata: Meta;
@@ -278,7 +272,9 @@ function volDataFields(s: NodeSide, n: (t: string) => string, files: readonly st
  * group numbers, or `private`), and a tmpfs' size option (`size=<n>k` or `no size`), so that
  * a difference in one does not hide the others.
  */
-function mounts(s: NodeSide, n: (t: string) => string): { mounts: string[]; propagation: string[]; sizes: string[] } {
+function mounts(s: NodeSide, n: (t: string) => string, allocatableBytes: number | null): { mounts: string[]; propagation: string[]; sizes: string[] } {
+  // tmpfs reports its size in KiB of whole pages.
+  const allocatable = allocatableBytes === null ? null : `size=${Math.ceil(allocatableBytes / 4096) * 4}k`;
   const out = { mounts: [] as string[], propagation: [] as string[], sizes: [] as string[] };
   for (const m of mountTable()) {
     if (m.mountPoint !== s.root && !m.mountPoint.startsWith(`${s.root}/`)) continue;
@@ -288,7 +284,7 @@ function mounts(s: NodeSide, n: (t: string) => string): { mounts: string[]; prop
     const size = m.superOptions.find((o) => o.startsWith('size='));
     out.mounts.push(`${at} ${m.fsType} ${n(m.source)} root=${n(m.root)} opts=${m.mountOptions.join(',')} super=${m.superOptions.filter((o) => o !== size).join(',')}`);
     out.propagation.push(`${at} ${m.optionalFields.map((f) => f.replace(/:\d+$/, '')).join(',') || 'private'}`);
-    if (m.fsType === 'tmpfs') out.sizes.push(`${at} ${size === undefined ? 'no size' : size.replace(/\d+/, '<n>')}`);
+    if (m.fsType === 'tmpfs') out.sizes.push(`${at} ${size === undefined ? 'no size' : size === allocatable ? "size=<the node's allocatable memory>" : size.replace(/\d+/, '<n>')}`);
   }
   return out;
 }
@@ -333,7 +329,6 @@ async function collect(s: NodeSide, o: Objects): Promise<Facts> {
   const host: string[] = [];
   walk(s.hostPaths, s.hostPaths, n, host);
 
-  const node = await getJson<NodeObject>(['get', 'node', s.node]);
   const ours = (name: string): boolean => name.includes(o.pv) || Object.values(o.pods).some((uid) => name.includes(uid));
   const csiNode = await getJson<CsiNode>(['get', 'csinode', s.node]);
   const events = (await getJson<{ items: KubeEvent[] }>(['get', 'events', '-n', s.ns])).items;
@@ -345,7 +340,8 @@ async function collect(s: NodeSide, o: Objects): Promise<Facts> {
     return out;
   };
   const backoff = await backoffOf(s, o);
-  const mountFacts = mounts(s, n);
+  const node = await getJson<NodeObject>(['get', 'node', s.node]);
+  const mountFacts = mounts(s, n, nodeAllocatableMemoryBytes({ metadata: { name: s.node }, status: { allocatable: node.status.allocatable ?? {} } }));
 
   return {
     root,

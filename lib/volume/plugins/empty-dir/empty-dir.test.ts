@@ -127,6 +127,18 @@ describe(`EmptyDirPlugin in ${mountMode} mode`, () => {
     await plugin.newUnmounter('scratch', POD_UID).tearDown();
   });
 
+  it("sizes a Memory emptyDir as the kubelet when the node's allocatable memory is known: the least of it, the pod's limit and sizeLimit", async () => {
+    const sized = initPlugin(env, new EmptyDirPlugin({ ...env.deps, nodeAllocatableMemoryBytes: () => 8 * 1024 * 1024 }));
+    const mounter = sized.newMounter(specFromVolume(volume({ medium: 'Memory' })), makePod());
+    await mounter.setUp(noArgs);
+
+    const [entry] = await mountsAtOrBelow(env.mounter, volumeDir());
+    if (realMountsAllowed) expect(entry?.superOptions).toContain('size=8192k');
+    else expect(entry?.mountOptions).toContain(`size=${8 * 1024 * 1024}`);
+    expect(mounter.sizeLimitBytes).toBe(8 * 1024 * 1024);
+    await sized.newUnmounter('scratch', POD_UID).tearDown();
+  });
+
   it('fails for an unknown storage medium with the kubelet text and creates nothing', async () => {
     const spec = specFromVolume(volume({ medium: 'HugePages' as 'Memory' }));
 

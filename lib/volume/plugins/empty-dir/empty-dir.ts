@@ -7,10 +7,10 @@
  *   ({@link EmptyDirMounter.sizeLimitBytes}) but not enforced: the kubelet enforces it with
  *   project quotas or eviction, neither of which VolumeScope has.
  * - `medium: Memory`: a tmpfs, `mount -t tmpfs -o size=<bytes>` with the size from
- *   `MounterArgs.desiredSize` when positive, else `sizeLimit`, else no size option (the
- *   kernel's default of half the RAM; the kubelet would use the pod's memory limit or the node's
- *   allocatable memory, which the plugins do not know: docs/engine.md "Side by side"), plus
- *   `noswap` on kernels that take it, as the kubelet.
+ *   `MounterArgs.desiredSize` when positive, else the kubelet's (util/memory-size.ts: the node's
+ *   allocatable memory lowered to the pod's memory limit and to `sizeLimit`), else (none of
+ *   them known) no size option, the kernel's default of half the RAM; plus `noswap` on kernels
+ *   that take it, as the kubelet.
  *
  * A SetUp that succeeded writes the kubelet's readiness file,
  * `pods/<uid>/plugins/kubernetes.io~empty-dir/<name>/ready` (volumeutil.SetReady); TearDown
@@ -54,6 +54,7 @@ export class EmptyDirPlugin extends InTreePluginBase implements VolumePlugin {
       source.medium ?? '',
       source.sizeLimit ?? null,
       this.removalContext(),
+      (sizeLimit) => this.memoryVolumeSize(pod, sizeLimit),
     );
   }
 
@@ -88,6 +89,8 @@ export class EmptyDirMounter implements Mounter {
     /** `sizeLimit` as written in the spec; parsed at SetUp so that NewMounter never fails on it. */
     private readonly specSizeLimit: string | null,
     private readonly removal: RemovalContext,
+    /** `Memory`: the kubelet's size for the tmpfs given the spec's limit (util/memory-size.ts). */
+    private readonly memorySize: (sizeLimitBytes: number | null) => number | null = (sizeLimit) => sizeLimit,
   ) {}
 
   getPath(): string {
@@ -101,9 +104,13 @@ export class EmptyDirMounter implements Mounter {
       case '':
         await ensureDir(this.dir, EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE);
         break;
-      case 'Memory':
-        await ensureTmpfs(this.removal, this.dir, limit === null ? [] : [`size=${limit}`]);
-        break;
+      case 'Memory': {
+        const size = args.desiredSize !== null && args.desiredSize > 0 ? args.desiredSize : this.memorySize(fromSpec > 0 ? fromSpec : null);
+        await ensureTmpfs(this.removal, this.dir, size === null ? [] : [`size=${size}`]);
+        this.sizeLimitBytes = size;
+        await setReady(emptyDirMetaDir(this.dir, basename(this.dir)));
+        return;
+      }
       default:
         throw new VolumeSetupError(`unknown storage medium "${this.medium}"`);
     }

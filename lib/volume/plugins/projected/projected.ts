@@ -63,7 +63,7 @@ export class ProjectedPlugin extends InTreePluginBase implements VolumePlugin {
   newMounter(spec: Spec, pod: Pod): Mounter {
     const volumeName = specName(spec);
     return new AtomicWriterVolumeMounter(
-      { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'memory', removal: this.removalContext(), clock: this.clock },
+      { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'memory', memorySize: () => this.memoryVolumeSize(pod), removal: this.removalContext(), clock: this.clock },
       (args) => this.collectData(spec, pod, args),
     );
   }

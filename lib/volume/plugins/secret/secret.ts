@@ -89,7 +89,7 @@ export class SecretPlugin extends InTreePluginBase implements VolumePlugin {
     const volumeName = specName(spec);
     const optional = source.optional === true;
     return new AtomicWriterVolumeMounter(
-      { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'memory', removal: this.removalContext(), clock: this.clock },
+      { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'memory', memorySize: () => this.memoryVolumeSize(pod), removal: this.removalContext(), clock: this.clock },
       async () => {
         const secret = await getSecretForVolume(this.deps, podNamespace(pod), source.secretName ?? '', optional, volumeName);
         return makeSecretPayload(source.items, secret, source.defaultMode ?? DEFAULT_FILE_MODE, optional);

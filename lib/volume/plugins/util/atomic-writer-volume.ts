@@ -20,12 +20,14 @@ import { AtomicWriter, type Payload } from './atomic-writer.ts';
 import { basename } from 'node:path';
 import { EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE, emptyDirMetaDir, ensureDir, ensureTmpfs, removeReady, setReady, tearDownVolumeDir, type RemovalContext } from './volume-dir.ts';
 
-/** Where the payload lives: a plain directory, or a tmpfs (no size option: the kernel's default of half the RAM). */
+/** Where the payload lives: a plain directory, or a tmpfs (sized as the kubelet's wrapped emptyDir: `memorySize`). */
 export type AtomicVolumeMedium = 'disk' | 'memory';
 
 export interface AtomicVolumeOptions {
   dir: string;
   medium: AtomicVolumeMedium;
+  /** `memory`: the tmpfs' size in bytes (null: no size option), asked at SetUp. */
+  memorySize?: () => number | null;
   removal: RemovalContext;
   clock: Clock;
 }
@@ -48,7 +50,10 @@ export class AtomicWriterVolumeMounter implements VolumeMounter {
 
   async setUp(args: MounterArgs): Promise<void> {
     const payload = await this.source(args);
-    if (this.o.medium === 'memory') await ensureTmpfs(this.o.removal, this.o.dir, []);
+    if (this.o.medium === 'memory') {
+      const size = this.o.memorySize?.() ?? null;
+      await ensureTmpfs(this.o.removal, this.o.dir, size === null ? [] : [`size=${size}`]);
+    }
     else await ensureDir(this.o.dir, EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE);
     await new AtomicWriter({ targetDir: this.o.dir, clock: this.o.clock, mounter: this.o.removal.mounter }).write(payload);
     await setReady(wrappedMetaDir(this.o.dir));
