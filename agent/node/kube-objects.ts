@@ -42,7 +42,7 @@ import { RequestDeadlines } from '../../lib/kube-client/request-deadline.ts';
 import type { KubeSource } from '../../lib/sources/kube/index.ts';
 import { convertNode, convertPersistentVolume } from '../../lib/sources/kube/api-objects.ts';
 import type { VolumeAttachmentReader, VolumeAttachmentStatus } from '../../lib/volume/csi/index.ts';
-import type { Node, PersistentVolume, PersistentVolumeClaim } from '../../lib/volume/k8s-types.ts';
+import type { ConfigMap, Node, PersistentVolume, PersistentVolumeClaim, Secret } from '../../lib/volume/k8s-types.ts';
 import type { ServiceAccountTokenSource, TokenRequestResult, TokenRequestSpec } from '../../lib/volume/token/token-manager.ts';
 import { ObjectNotFoundError } from '../../lib/volume/kube-client.ts';
 import type { NodeName } from '../../lib/volume/types.ts';
@@ -117,6 +117,16 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.storage = kubeConfig.makeApiClient(StorageV1Api);
     this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock, timeoutMs: kubeObjectGetTimeoutMs });
+  }
+
+  /** The config map once its first GET ended (a pod's volume is set up right after the pod arrives). */
+  awaitConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined> {
+    return this.kube.awaitConfigMap(namespace, name);
+  }
+
+  /** The secret once its first GET ended. */
+  awaitSecret(namespace: string, name: string): Promise<Secret | undefined> {
+    return this.kube.awaitSecret(namespace, name);
   }
 
   /** Rejects with ObjectNotFoundError when absent, with the API error when the GET fails. */

@@ -43,6 +43,7 @@ import { errorMessage } from '../../lib/volume/errors.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
 import { TokenManager } from '../../lib/volume/token/token-manager.ts';
 import { probeVolumePlugins } from '../../lib/volume/plugins/index.ts';
+import { nodeAllocatableMemoryBytes } from '../../lib/volume/plugins/util/memory-size.ts';
 import { nodeName as toNodeName, uniquePodName, type NodeName } from '../../lib/volume/types.ts';
 import type { Observe } from '../../lib/api/observe.ts';
 import type { OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
@@ -229,7 +230,18 @@ export class NodeAgent implements AgentRuntime {
     this.volumeManager = new VolumeManager({
       nodeName: this.nodeName,
       rootDir: this.rootDir,
-      plugins: [...probeVolumePlugins({ mounter: this.hostMounter, objects, rootDir: this.rootDir, clock: this.clock, ...(serviceAccountTokens === undefined ? {} : { serviceAccountTokens }) }), csi],
+      plugins: [
+        ...probeVolumePlugins({
+          mounter: this.hostMounter,
+          objects,
+          rootDir: this.rootDir,
+          clock: this.clock,
+          // The size of memory-backed emptyDirs, as the kubelet's (its own Node's allocatable memory).
+          nodeAllocatableMemoryBytes: () => nodeAllocatableMemoryBytes(parts.kube?.source.getNode()),
+          ...(serviceAccountTokens === undefined ? {} : { serviceAccountTokens }),
+        }),
+        csi,
+      ],
       podManager: pods,
       podStateProvider: pods,
       sourcesReady: pods,

@@ -144,6 +144,8 @@ export interface Pod {
     initContainers?: Container[];
     ephemeralContainers?: Container[];
     securityContext?: PodSecurityContext;
+    /** The RuntimeClass overhead, counted in the pod's limits (the size of a memory-backed emptyDir). */
+    overhead?: ResourceList;
   };
   status?: { phase?: PodPhase };
 }
@@ -216,7 +218,7 @@ export interface AttachedVolumeStatus {
 
 export interface Node {
   metadata: ObjectMeta;
-  status?: { volumesAttached?: AttachedVolumeStatus[]; volumesInUse?: string[] };
+  status?: { volumesAttached?: AttachedVolumeStatus[]; volumesInUse?: string[]; allocatable?: ResourceList };
 }
 
 /** The PV annotation holding a supplemental group id (`pv.beta.kubernetes.io/gid`). */

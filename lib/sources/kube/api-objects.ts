@@ -274,6 +274,8 @@ const nodeSchema = z.object({
     .object({
       volumesAttached: z.array(z.object({ name: z.string(), devicePath: z.string() })).optional(),
       volumesInUse: z.array(z.string()).optional(),
+      // The size of memory-backed emptyDirs (lib/volume/plugins/util/memory-size.ts).
+      allocatable: z.record(z.string(), z.string()).optional(),
     })
     .optional(),
 });

@@ -364,6 +364,18 @@ export class KubeSource {
     return object !== undefined && isSecret(object) ? object : undefined;
   }
 
+  /** {@link KubeSource.getConfigMap} once the config map's first GET has ended (ReferencedObjectCache.getWhenFetched). */
+  async awaitConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined> {
+    const object = await this.references.getWhenFetched({ kind: 'ConfigMap', namespace, name });
+    return object !== undefined && isConfigMap(object) ? object : undefined;
+  }
+
+  /** {@link KubeSource.getSecret} once the secret's first GET has ended (ReferencedObjectCache.getWhenFetched). */
+  async awaitSecret(namespace: string, name: string): Promise<Secret | undefined> {
+    const object = await this.references.getWhenFetched({ kind: 'Secret', namespace, name });
+    return object !== undefined && isSecret(object) ? object : undefined;
+  }
+
   getCSIDriver(name: string): CSIDriver | undefined {
     return this.csiDrivers.get(name);
   }

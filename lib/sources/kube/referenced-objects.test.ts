@@ -76,6 +76,24 @@ describe('ReferencedObjectCache', () => {
     expect(cache.errors()).toEqual([]);
   });
 
+  it('getWhenFetched waits for the first GET of a reference (never "absent" for "not fetched yet"), starts no extra GET, and answers at once afterwards', async () => {
+    const { cache, fetched, answerAll } = setup();
+    cache.setReferences([cmRef('a'), cmRef('b')]);
+    let a: ReferencedObject | undefined | 'waiting' = 'waiting';
+    void cache.getWhenFetched(cmRef('a')).then((v) => (a = v));
+    await flushMicrotasks();
+    expect(a).toBe('waiting');
+    expect(cache.get(cmRef('a'))).toBeUndefined();
+    await answerAll((ref) => (ref.name === 'a' ? { kind: 'object', object: cm('a', '1') } : { kind: 'absent' }));
+    expect(a).toEqual(cm('a', '1'));
+    expect(fetched).toEqual(['ConfigMap default/a', 'ConfigMap default/b']);
+    // Fetched once: answered from the cache, absent included; an unreferenced object at once.
+    expect(await cache.getWhenFetched(cmRef('a'))).toEqual(cm('a', '1'));
+    expect(await cache.getWhenFetched(cmRef('b'))).toBeUndefined();
+    expect(await cache.getWhenFetched(cmRef('c'))).toBeUndefined();
+    expect(fetched).toHaveLength(2);
+  });
+
   it('fetches a settled object again after the TTL, and an absent one with backoff', async () => {
     const { clock, cache, fetched, answerAll } = setup();
     cache.setReferences([cmRef('a'), cmRef('b')]);

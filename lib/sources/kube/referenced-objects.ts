@@ -162,6 +162,26 @@ export class ReferencedObjectCache {
     return this.entries.get(refKey(ref))?.value;
   }
 
+  /**
+   * The cached object once its first fetch has ended (at once when it has, or when `ref` is not
+   * referenced): what {@link ReferencedObjectCache.get} answers then. A reference whose first
+   * GET is still queued or in flight is waited for, so that "not fetched yet" is never answered
+   * as "absent" (the kubelet's configmap and secret managers wait for their cache the same way).
+   * Starts no fetch of its own.
+   */
+  async getWhenFetched(ref: ObjectRef): Promise<ReferencedObject | undefined> {
+    const entry = this.entries.get(refKey(ref));
+    if (entry === undefined || entry.attempts > 0 || this.stopped) return entry?.value;
+    await new Promise<void>((resolve) => {
+      if (entry.inFlight) entry.waitingForCurrent.push(resolve);
+      else {
+        entry.waitingForNext.push(resolve);
+        this.enqueue(entry);
+      }
+    });
+    return this.get(ref);
+  }
+
   /** Whether `ref` is currently referenced (and therefore cached). */
   has(ref: ObjectRef): boolean {
     return this.entries.has(refKey(ref));

@@ -42,7 +42,7 @@ describe('saveVolumeData', () => {
     // Assert
     expect(await loadVolumeData(dir)).toEqual({ driverName: 'd', volumeHandle: 'new' });
     expect(JSON.parse(await readFile(join(dir, 'old-link'), 'utf8'))).toEqual({ driverName: 'd', volumeHandle: 'old' });
-    expect((await stat(join(dir, VOL_DATA_FILE_NAME))).mode & 0o777).toBe(0o640);
+    expect((await stat(join(dir, VOL_DATA_FILE_NAME))).mode & 0o777).toBe(0o644);
     expect((await readdir(dir)).sort()).toEqual(['old-link', VOL_DATA_FILE_NAME]);
   });
 

@@ -112,7 +112,8 @@ export function isVolumeDataError(err: unknown): err is VolumeDataError {
 export async function saveVolumeData(dir: string, data: Readonly<Record<string, string>>, fs?: DurableWriteFs): Promise<void> {
   const file = join(dir, VOL_DATA_FILE_NAME);
   try {
-    await writeFileDurably(file, JSON.stringify(data), { mode: 0o640, ...(fs === undefined ? {} : { fs }) });
+    // 0644: the kubelet's saveVolumeData uses os.Create (0666 less its umask 022).
+    await writeFileDurably(file, JSON.stringify(data), { mode: 0o644, ...(fs === undefined ? {} : { fs }) });
   } catch (err) {
     throw new VolumeDataError(file, false, `failed to save volume data file ${file}: ${(err as Error).message}`, { cause: err });
   }

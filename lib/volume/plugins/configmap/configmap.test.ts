@@ -140,6 +140,22 @@ describe(`ConfigMapPlugin in ${mountMode} mode`, () => {
     expect(err.message).toBe('cannot setup configMap volume config because kube client is not configured');
   });
 
+  it('with a lazily reading getter, SetUp waits for its first read instead of failing with "not found"', async () => {
+    let release: () => void = () => undefined;
+    const read = new Promise<void>((resolve) => (release = resolve));
+    const sync = env.objects.getConfigMap.bind(env.objects);
+    // Not read yet: the synchronous getter would say "absent"; the awaited one answers after the read.
+    env.objects.getConfigMap = () => undefined;
+    Object.assign(env.objects, { awaitConfigMap: async (ns: string, name: string) => (await read, sync(ns, name)) });
+    let done = false;
+    const setting = setUp({ name: 'cfg' }).then(() => (done = true));
+    await Promise.resolve();
+    expect(done).toBe(false);
+    release();
+    await setting;
+    expect(await visible()).toEqual(['app.conf', 'blob.bin', 'other']);
+  });
+
   it('tears down every file, link and data dir it wrote, then the directory, idempotently', async () => {
     await setUp({ name: 'cfg' });
     env.objects.putConfigMap('ns', 'cfg', { x: 'y' });

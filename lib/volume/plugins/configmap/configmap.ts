@@ -52,11 +52,12 @@ export function makeConfigMapPayload(items: readonly KeyToPath[] | undefined, co
  * Fetches a ConfigMap for a volume: the object, an empty one when it is missing and optional,
  * or `configmap "x" not found`.
  */
-export function getConfigMapForVolume(deps: VolumePluginDeps, namespace: string, name: string, optional: boolean, volumeName: string): ConfigMap {
+export async function getConfigMapForVolume(deps: VolumePluginDeps, namespace: string, name: string, optional: boolean, volumeName: string): Promise<ConfigMap> {
   if (deps.objects === undefined) {
     throw new VolumeSetupError(`cannot setup configMap volume ${volumeName} because kube client is not configured`);
   }
-  const configMap = deps.objects.getConfigMap(namespace, name);
+  // A getter that reads lazily answers once its first read ended: never "not found" for "not read yet".
+  const configMap = deps.objects.awaitConfigMap !== undefined ? await deps.objects.awaitConfigMap(namespace, name) : deps.objects.getConfigMap(namespace, name);
   if (configMap !== undefined) return configMap;
   if (optional) return { metadata: { name, namespace } };
   throw new ObjectNotFoundError('configmap', name);
@@ -86,8 +87,8 @@ export class ConfigMapPlugin extends InTreePluginBase implements VolumePlugin {
     const optional = source.optional === true;
     return new AtomicWriterVolumeMounter(
       { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'disk', removal: this.removalContext(), clock: this.clock },
-      () => {
-        const configMap = getConfigMapForVolume(this.deps, podNamespace(pod), source.name ?? '', optional, volumeName);
+      async () => {
+        const configMap = await getConfigMapForVolume(this.deps, podNamespace(pod), source.name ?? '', optional, volumeName);
         return makeConfigMapPayload(source.items, configMap, source.defaultMode ?? DEFAULT_FILE_MODE, optional);
       },
     );

@@ -84,7 +84,7 @@ export class DownwardAPIPlugin extends InTreePluginBase implements VolumePlugin 
     const source = spec.volume?.downwardAPI ?? {};
     const volumeName = specName(spec);
     return new AtomicWriterVolumeMounter(
-      { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'memory', removal: this.removalContext(), clock: this.clock },
+      { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'memory', memorySize: () => this.memoryVolumeSize(pod), removal: this.removalContext(), clock: this.clock },
       () =>
         collectDownwardAPIData(
           source.items ?? [],

@@ -17,6 +17,7 @@ import {
   type PluginTestEnv,
 } from '../testing/plugin-test-env.ts';
 import { isTearDownRefusedError } from '../util/errors.ts';
+import { kernelSupportsTmpfsNoswap, tmpfsNoswapSupported } from '../util/volume-dir.ts';
 import { EMPTY_DIR_PLUGIN_NAME, EmptyDirPlugin } from './empty-dir.ts';
 
 let env: PluginTestEnv;
@@ -62,6 +63,21 @@ describe(`EmptyDirPlugin in ${mountMode} mode`, () => {
     expect(mounter.sizeLimitBytes).toBe(1024 * 1024);
   });
 
+  it("writes the kubelet's ready file in the pod's plugins dir, the plugin dir 0755; TearDown removes the ready file and its dir first", async () => {
+    const metaDir = join(env.podsDir, POD_UID, 'plugins', 'kubernetes.io~empty-dir', 'scratch');
+    await plugin.newMounter(specFromVolume(volume({})), makePod()).setUp(noArgs);
+
+    expect(await readdir(metaDir)).toEqual(['ready']);
+    expect(await modeOf(metaDir)).toBe(0o750);
+    expect(await modeOf(join(metaDir, 'ready'))).toBe(0o644);
+    expect(await modeOf(join(env.podsDir, POD_UID, 'volumes', 'kubernetes.io~empty-dir'))).toBe(0o755);
+    expect(await modeOf(join(env.podsDir, POD_UID, 'volumes'))).toBe(0o750);
+
+    await plugin.newUnmounter('scratch', POD_UID).tearDown();
+    expect(await exists(metaDir)).toBe(false);
+    expect(await exists(volumeDir())).toBe(false);
+  });
+
   it('keeps what containers wrote when SetUp runs again', async () => {
     const mounter = plugin.newMounter(specFromVolume(volume({})), makePod());
     await mounter.setUp(noArgs);
@@ -99,6 +115,28 @@ describe(`EmptyDirPlugin in ${mountMode} mode`, () => {
     expect(entry?.fsType).toBe('tmpfs');
     expect([...(entry?.mountOptions ?? []), ...(realMountsAllowed ? [] : (entry?.superOptions ?? []))].some((o) => o.startsWith('size='))).toBe(false);
     await plugin.newUnmounter('scratch', POD_UID).tearDown();
+  });
+
+  it("adds tmpfs' noswap when the kernel takes it (6.4 or later), as the kubelet", async () => {
+    expect([kernelSupportsTmpfsNoswap('6.4.0'), kernelSupportsTmpfsNoswap('6.18.44-fc'), kernelSupportsTmpfsNoswap('7.0'), kernelSupportsTmpfsNoswap('6.3.9'), kernelSupportsTmpfsNoswap('5.15.0-91-generic'), kernelSupportsTmpfsNoswap('')]).toEqual([true, true, true, false, false, false]);
+    await plugin.newMounter(specFromVolume(volume({ medium: 'Memory' })), makePod()).setUp(noArgs);
+
+    const [entry] = await mountsAtOrBelow(env.mounter, volumeDir());
+    const options = [...(entry?.mountOptions ?? []), ...(entry?.superOptions ?? [])];
+    expect(options.includes('noswap')).toBe(tmpfsNoswapSupported());
+    await plugin.newUnmounter('scratch', POD_UID).tearDown();
+  });
+
+  it("sizes a Memory emptyDir as the kubelet when the node's allocatable memory is known: the least of it, the pod's limit and sizeLimit", async () => {
+    const sized = initPlugin(env, new EmptyDirPlugin({ ...env.deps, nodeAllocatableMemoryBytes: () => 8 * 1024 * 1024 }));
+    const mounter = sized.newMounter(specFromVolume(volume({ medium: 'Memory' })), makePod());
+    await mounter.setUp(noArgs);
+
+    const [entry] = await mountsAtOrBelow(env.mounter, volumeDir());
+    if (realMountsAllowed) expect(entry?.superOptions).toContain('size=8192k');
+    else expect(entry?.mountOptions).toContain(`size=${8 * 1024 * 1024}`);
+    expect(mounter.sizeLimitBytes).toBe(8 * 1024 * 1024);
+    await sized.newUnmounter('scratch', POD_UID).tearDown();
   });
 
   it('fails for an unknown storage medium with the kubelet text and creates nothing', async () => {

@@ -7,8 +7,14 @@
  *   ({@link EmptyDirMounter.sizeLimitBytes}) but not enforced: the kubelet enforces it with
  *   project quotas or eviction, neither of which VolumeScope has.
  * - `medium: Memory`: a tmpfs, `mount -t tmpfs -o size=<bytes>` with the size from
- *   `MounterArgs.desiredSize` when positive, else `sizeLimit`, else no size option (the
- *   kernel's default of half the RAM).
+ *   `MounterArgs.desiredSize` when positive, else the kubelet's (util/memory-size.ts: the node's
+ *   allocatable memory lowered to the pod's memory limit and to `sizeLimit`), else (none of
+ *   them known) no size option, the kernel's default of half the RAM; plus `noswap` on kernels
+ *   that take it, as the kubelet.
+ *
+ * A SetUp that succeeded writes the kubelet's readiness file,
+ * `pods/<uid>/plugins/kubernetes.io~empty-dir/<name>/ready` (volumeutil.SetReady); TearDown
+ * removes it first.
  *
  * TearDown unmounts a tmpfs (its contents go with it) and removes the directory only when it is
  * empty. Unlike the kubelet, which deletes an emptyDir recursively, VolumeScope refuses to
@@ -16,6 +22,7 @@
  * containers wrote into must be emptied by hand, and so must a Memory one under the unprivileged
  * mounter, whose tmpfs is a plain directory. Hugepages are not supported.
  */
+import { basename } from 'node:path';
 import { parseQuantity } from '../../quantity.ts';
 import type { Pod } from '../../k8s-types.ts';
 import type { Mounter, MounterArgs, ReconstructedVolume, Unmounter, VolumePlugin } from '../../plugins.ts';
@@ -23,7 +30,7 @@ import { specFromVolume, specName, type Spec } from '../../spec.ts';
 import { pluginName, type PodUID } from '../../types.ts';
 import { UnsupportedSpecError, VolumeSetupError } from '../util/errors.ts';
 import { InTreePluginBase, podUIDOf } from '../util/plugin-base.ts';
-import { EMPTY_DIR_MODE, ensureDir, ensureTmpfs, mountsAt, tearDownVolumeDir, type RemovalContext } from '../util/volume-dir.ts';
+import { EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE, emptyDirMetaDir, ensureDir, ensureTmpfs, mountsAt, removeReady, setReady, tearDownVolumeDir, type RemovalContext } from '../util/volume-dir.ts';
 
 export const EMPTY_DIR_PLUGIN_NAME = pluginName('kubernetes.io/empty-dir');
 
@@ -47,13 +54,21 @@ export class EmptyDirPlugin extends InTreePluginBase implements VolumePlugin {
       source.medium ?? '',
       source.sizeLimit ?? null,
       this.removalContext(),
+      (sizeLimit) => this.memoryVolumeSize(pod, sizeLimit),
     );
   }
 
   newUnmounter(name: string, podUID: PodUID): Unmounter {
     const dir = this.volumeDir(podUID, name);
     const removal = this.removalContext();
-    return { getPath: () => dir, tearDown: () => tearDownVolumeDir(removal, dir) };
+    return {
+      getPath: () => dir,
+      // The ready file first, as the kubelet's TearDownAt.
+      tearDown: async () => {
+        await removeReady(removal, emptyDirMetaDir(dir, name));
+        await tearDownVolumeDir(removal, dir);
+      },
+    };
   }
 
   /** `{name, emptyDir: {}}`, with `medium: Memory` when the directory is a tmpfs mount point now. */
@@ -74,6 +89,8 @@ export class EmptyDirMounter implements Mounter {
     /** `sizeLimit` as written in the spec; parsed at SetUp so that NewMounter never fails on it. */
     private readonly specSizeLimit: string | null,
     private readonly removal: RemovalContext,
+    /** `Memory`: the kubelet's size for the tmpfs given the spec's limit (util/memory-size.ts). */
+    private readonly memorySize: (sizeLimitBytes: number | null) => number | null = (sizeLimit) => sizeLimit,
   ) {}
 
   getPath(): string {
@@ -85,14 +102,19 @@ export class EmptyDirMounter implements Mounter {
     const limit = args.desiredSize !== null && args.desiredSize > 0 ? args.desiredSize : fromSpec > 0 ? fromSpec : null;
     switch (this.medium) {
       case '':
-        await ensureDir(this.dir, EMPTY_DIR_MODE);
+        await ensureDir(this.dir, EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE);
         break;
-      case 'Memory':
-        await ensureTmpfs(this.removal, this.dir, limit === null ? [] : [`size=${limit}`]);
-        break;
+      case 'Memory': {
+        const size = args.desiredSize !== null && args.desiredSize > 0 ? args.desiredSize : this.memorySize(fromSpec > 0 ? fromSpec : null);
+        await ensureTmpfs(this.removal, this.dir, size === null ? [] : [`size=${size}`]);
+        this.sizeLimitBytes = size;
+        await setReady(emptyDirMetaDir(this.dir, basename(this.dir)));
+        return;
+      }
       default:
         throw new VolumeSetupError(`unknown storage medium "${this.medium}"`);
     }
     this.sizeLimitBytes = limit;
+    await setReady(emptyDirMetaDir(this.dir, basename(this.dir)));
   }
 }

@@ -63,7 +63,7 @@ export class ProjectedPlugin extends InTreePluginBase implements VolumePlugin {
   newMounter(spec: Spec, pod: Pod): Mounter {
     const volumeName = specName(spec);
     return new AtomicWriterVolumeMounter(
-      { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'memory', removal: this.removalContext(), clock: this.clock },
+      { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'memory', memorySize: () => this.memoryVolumeSize(pod), removal: this.removalContext(), clock: this.clock },
       (args) => this.collectData(spec, pod, args),
     );
   }
@@ -107,11 +107,11 @@ export class ProjectedPlugin extends InTreePluginBase implements VolumePlugin {
       const { secret, configMap, downwardAPI, serviceAccountToken } = projection;
       if (secret !== undefined) {
         const optional = secret.optional === true;
-        await add(() => makeSecretPayload(secret.items, getSecretForVolume(this.deps, namespace, secret.name ?? '', optional, volumeName), defaultMode, optional));
+        await add(async () => makeSecretPayload(secret.items, await getSecretForVolume(this.deps, namespace, secret.name ?? '', optional, volumeName), defaultMode, optional));
       } else if (configMap !== undefined) {
         const optional = configMap.optional === true;
-        await add(() =>
-          makeConfigMapPayload(configMap.items, getConfigMapForVolume(this.deps, namespace, configMap.name ?? '', optional, volumeName), defaultMode, optional),
+        await add(async () =>
+          makeConfigMapPayload(configMap.items, await getConfigMapForVolume(this.deps, namespace, configMap.name ?? '', optional, volumeName), defaultMode, optional),
         );
       } else if (downwardAPI !== undefined) {
         await add(() =>

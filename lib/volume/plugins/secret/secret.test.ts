@@ -62,6 +62,15 @@ describe(`SecretPlugin in ${mountMode} mode`, () => {
     await plugin.newUnmounter('creds-vol', POD_UID).tearDown();
   });
 
+  it("writes the ready file of the emptyDir the kubelet wraps it in (wrapped_<volume>), removed by TearDown", async () => {
+    const metaDir = join(env.podsDir, POD_UID, 'plugins', 'kubernetes.io~empty-dir', 'wrapped_creds-vol');
+    await setUp({ secretName: 'creds' });
+    expect(await readdir(metaDir)).toEqual(['ready']);
+    expect(await modeOf(join(env.podsDir, POD_UID, 'volumes', 'kubernetes.io~secret'))).toBe(0o755);
+    await plugin.newUnmounter('creds-vol', POD_UID).tearDown();
+    expect(await exists(metaDir)).toBe(false);
+  });
+
   it('applies items, item modes and defaultMode', async () => {
     await setUp({ secretName: 'creds', defaultMode: 0o400, items: [{ key: 'password', path: 'db/pass', mode: 0o440 }, { key: 'user', path: 'u' }] });
 

@@ -55,11 +55,12 @@ export function makeSecretPayload(items: readonly KeyToPath[] | undefined, secre
 }
 
 /** Fetches a Secret for a volume: the object, an empty one when missing and optional, or `secret "x" not found`. */
-export function getSecretForVolume(deps: VolumePluginDeps, namespace: string, name: string, optional: boolean, volumeName: string): Secret {
+export async function getSecretForVolume(deps: VolumePluginDeps, namespace: string, name: string, optional: boolean, volumeName: string): Promise<Secret> {
   if (deps.objects === undefined) {
     throw new VolumeSetupError(`cannot setup secret volume ${volumeName} because kube client is not configured`);
   }
-  const secret = deps.objects.getSecret(namespace, name);
+  // A getter that reads lazily answers once its first read ended: never "not found" for "not read yet".
+  const secret = deps.objects.awaitSecret !== undefined ? await deps.objects.awaitSecret(namespace, name) : deps.objects.getSecret(namespace, name);
   if (secret !== undefined) return secret;
   if (optional) return { metadata: { name, namespace } };
   throw new ObjectNotFoundError('secret', name);
@@ -88,9 +89,9 @@ export class SecretPlugin extends InTreePluginBase implements VolumePlugin {
     const volumeName = specName(spec);
     const optional = source.optional === true;
     return new AtomicWriterVolumeMounter(
-      { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'memory', removal: this.removalContext(), clock: this.clock },
-      () => {
-        const secret = getSecretForVolume(this.deps, podNamespace(pod), source.secretName ?? '', optional, volumeName);
+      { dir: this.volumeDir(podUIDOf(pod), volumeName), medium: 'memory', memorySize: () => this.memoryVolumeSize(pod), removal: this.removalContext(), clock: this.clock },
+      async () => {
+        const secret = await getSecretForVolume(this.deps, podNamespace(pod), source.secretName ?? '', optional, volumeName);
         return makeSecretPayload(source.items, secret, source.defaultMode ?? DEFAULT_FILE_MODE, optional);
       },
     );

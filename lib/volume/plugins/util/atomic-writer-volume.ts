@@ -17,20 +17,26 @@
 import type { Clock } from '../../../clock/clock.ts';
 import type { Mounter as VolumeMounter, MounterArgs, Unmounter } from '../../plugins.ts';
 import { AtomicWriter, type Payload } from './atomic-writer.ts';
-import { EMPTY_DIR_MODE, ensureDir, ensureTmpfs, tearDownVolumeDir, type RemovalContext } from './volume-dir.ts';
+import { basename } from 'node:path';
+import { EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE, emptyDirMetaDir, ensureDir, ensureTmpfs, removeReady, setReady, tearDownVolumeDir, type RemovalContext } from './volume-dir.ts';
 
-/** Where the payload lives: a plain directory, or a tmpfs (no size option: the kernel's default of half the RAM). */
+/** Where the payload lives: a plain directory, or a tmpfs (sized as the kubelet's wrapped emptyDir: `memorySize`). */
 export type AtomicVolumeMedium = 'disk' | 'memory';
 
 export interface AtomicVolumeOptions {
   dir: string;
   medium: AtomicVolumeMedium;
+  /** `memory`: the tmpfs' size in bytes (null: no size option), asked at SetUp. */
+  memorySize?: () => number | null;
   removal: RemovalContext;
   clock: Clock;
 }
 
 /** Computes the files of the volume; throws the plugin's (kubelet-worded) errors. */
 export type PayloadSource = (args: MounterArgs) => Payload | Promise<Payload>;
+
+/** The meta dir of the emptyDir the kubelet wraps these volumes in (`wrapped_<volume>`, with its `ready` file). */
+export const wrappedMetaDir = (volumeDir: string): string => emptyDirMetaDir(volumeDir, `wrapped_${basename(volumeDir)}`);
 
 export class AtomicWriterVolumeMounter implements VolumeMounter {
   constructor(
@@ -44,9 +50,13 @@ export class AtomicWriterVolumeMounter implements VolumeMounter {
 
   async setUp(args: MounterArgs): Promise<void> {
     const payload = await this.source(args);
-    if (this.o.medium === 'memory') await ensureTmpfs(this.o.removal, this.o.dir, []);
-    else await ensureDir(this.o.dir, EMPTY_DIR_MODE);
+    if (this.o.medium === 'memory') {
+      const size = this.o.memorySize?.() ?? null;
+      await ensureTmpfs(this.o.removal, this.o.dir, size === null ? [] : [`size=${size}`]);
+    }
+    else await ensureDir(this.o.dir, EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE);
     await new AtomicWriter({ targetDir: this.o.dir, clock: this.o.clock, mounter: this.o.removal.mounter }).write(payload);
+    await setReady(wrappedMetaDir(this.o.dir));
   }
 }
 
@@ -63,6 +73,7 @@ export class AtomicWriterVolumeUnmounter implements Unmounter {
   }
 
   async tearDown(): Promise<void> {
+    await removeReady(this.o.removal, wrappedMetaDir(this.o.dir));
     const writer = new AtomicWriter({ targetDir: this.o.dir, clock: this.o.clock, mounter: this.o.removal.mounter });
     await tearDownVolumeDir(this.o.removal, this.o.dir, () => writer.removeAll());
     this.o.afterTearDown?.();

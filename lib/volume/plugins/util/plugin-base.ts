@@ -13,6 +13,7 @@ import type { VolumeHost } from '../../plugins.ts';
 import type { Spec } from '../../spec.ts';
 import { escapePluginName, type PluginName, type PodUID } from '../../types.ts';
 import { PluginNotInitializedError, VolumeSetupError } from './errors.ts';
+import { emptyDirMemorySizeBytes } from './memory-size.ts';
 import type { VolumePluginDeps } from './plugin-deps.ts';
 import type { RemovalContext } from './volume-dir.ts';
 
@@ -50,6 +51,11 @@ export abstract class InTreePluginBase {
 
   supportsSELinuxContextMount(_spec: Spec): boolean {
     return false;
+  }
+
+  /** The size of the memory-backed emptyDir of `pod` (or the one a volume wraps), computed at SetUp. */
+  protected memoryVolumeSize(pod: Pod, sizeLimitBytes: number | null = null): number | null {
+    return emptyDirMemorySizeBytes(this.deps.nodeAllocatableMemoryBytes?.() ?? null, sizeLimitBytes, pod);
   }
 
   protected get clock(): Clock {

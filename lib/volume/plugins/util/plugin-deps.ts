@@ -36,4 +36,10 @@ export interface VolumePluginDeps {
    * total memory; resources missing here count as 0.
    */
   nodeAllocatable?: ResourceList;
+  /**
+   * The node's allocatable memory in bytes (its Node's `status.allocatable.memory`), read at
+   * each SetUp; null while unknown. The size the kubelet gives a memory-backed emptyDir that
+   * nothing smaller bounds (util/memory-size.ts). Absent: unknown.
+   */
+  nodeAllocatableMemoryBytes?: () => number | null;
 }

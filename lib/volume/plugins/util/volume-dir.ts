@@ -11,7 +11,8 @@
  *   where it is and reported, never deleted. The kubelet's emptyDir TearDown deletes
  *   recursively (`os.RemoveAll`); VolumeScope deliberately does not.
  */
-import { chmod, lstat, mkdir, readdir, realpath } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, realpath, writeFile } from 'node:fs/promises';
+import { release } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import type { Mounter } from '../../../mount-utils/mounter.ts';
 import type { MountInfo } from '../../../mount-utils/mountinfo.ts';
@@ -22,6 +23,14 @@ import { hasErrnoCode, TearDownRefusedError, VolumeMountStateError } from './err
 export const VOLUME_PARENT_DIR_MODE = 0o750;
 /** The kubelet emptyDir's `perm` (also the dir of every volume that wraps an emptyDir). */
 export const EMPTY_DIR_MODE = 0o777;
+/**
+ * The plugin directory (`pods/<uid>/volumes/kubernetes.io~empty-dir`, `…~secret`, …) of an
+ * emptyDir or a volume that wraps one: the kubelet's `os.MkdirAll(dir, 0777)` creates it, so
+ * under its usual umask (022) it is 0755, not 0750 (kubelet-0 and agent-0 side by side).
+ */
+export const EMPTY_DIR_PARENT_MODE = 0o755;
+/** The kubelet's emptyDir readiness file (`volumeutil.SetReady`), in the volume's meta dir. */
+export const READY_FILE_NAME = 'ready';
 /** Bounds the unmount loop for stacked mounts at one volume dir. */
 const MAX_STACKED_UNMOUNTS = 16;
 /** At most this many names are listed in a refusal. */
@@ -71,18 +80,20 @@ export function isWithin(path: string, base: string): boolean {
 }
 
 /**
- * Creates `dir` (parents with {@link VOLUME_PARENT_DIR_MODE}) and gives it exactly `mode`
- * whatever the umask, as the kubelet's emptyDir `setupDir` does. An existing directory only gets
- * its permission bits corrected (the sticky bit of a tmpfs root is kept). Returns true when the
- * directory was created by this call.
+ * Creates `dir` and gives it exactly `mode` whatever the umask, as the kubelet's emptyDir
+ * `setupDir` does. Its parent (the plugin dir) is created with `parentMode`, the ones above it
+ * (`pods/<uid>/volumes`) with {@link VOLUME_PARENT_DIR_MODE}, as the kubelet's pod data dirs. An
+ * existing directory only gets its permission bits corrected (the sticky bit of a tmpfs root is
+ * kept). Returns true when the directory was created by this call.
  */
-export async function ensureDir(dir: string, mode: number): Promise<boolean> {
+export async function ensureDir(dir: string, mode: number, parentMode: number = VOLUME_PARENT_DIR_MODE): Promise<boolean> {
   const st = await lstat(dir).catch((err: unknown) => {
     if (hasErrnoCode(err, 'ENOENT')) return null;
     throw err;
   });
   if (st === null) {
-    await mkdir(dirname(dir), { recursive: true, mode: VOLUME_PARENT_DIR_MODE });
+    await mkdir(dirname(dirname(dir)), { recursive: true, mode: VOLUME_PARENT_DIR_MODE });
+    await mkdir(dirname(dir), { recursive: true, mode: parentMode });
     await mkdir(dir, { mode });
     await chmod(dir, mode);
     return true;
@@ -91,26 +102,92 @@ export async function ensureDir(dir: string, mode: number): Promise<boolean> {
   return false;
 }
 
+/** utilkernel.TmpfsNoswapSupportKernelVersion: tmpfs takes `noswap` from Linux 6.4 on. */
+const TMPFS_NOSWAP_KERNEL: readonly [number, number] = [6, 4];
+
+/**
+ * Whether a kernel release (`uname -r`, e.g. `6.8.0-45-generic`) takes tmpfs' `noswap` option:
+ * 6.4 or later, as the kubelet's `swap.IsTmpfsNoswapOptionSupported` decides first. On an older
+ * or unparsable release the kubelet then tries a test mount with the option; VolumeScope does
+ * not (no mount the volume manager does not need) and answers false.
+ */
+export function kernelSupportsTmpfsNoswap(kernelRelease: string): boolean {
+  const m = /^(\d+)\.(\d+)/.exec(kernelRelease);
+  if (m === null) return false;
+  const [major, minor] = [Number(m[1]), Number(m[2])];
+  return major > TMPFS_NOSWAP_KERNEL[0] || (major === TMPFS_NOSWAP_KERNEL[0] && minor >= TMPFS_NOSWAP_KERNEL[1]);
+}
+
+let noswapSupported: boolean | undefined;
+/** {@link kernelSupportsTmpfsNoswap} of this kernel, decided once (the kubelet's sync.Once). */
+export function tmpfsNoswapSupported(): boolean {
+  noswapSupported ??= kernelSupportsTmpfsNoswap(release());
+  return noswapSupported;
+}
+
 /**
  * SetUp of a memory-backed volume: the directory, then a tmpfs on it unless one is already
  * mounted there (idempotent, like the kubelet's `setupTmpfs`). `options` are tmpfs options such
  * as `size=1048576`. A different file system already mounted at `dir` is an error, never
- * stacked over. If the mount fails, a directory this call created is removed again (when
- * empty), so a failed SetUp leaves no orphan behind.
+ * stacked over. `noswap` is added when the kernel takes it ({@link tmpfsNoswapSupported}), as the
+ * kubelet's emptyDir `generateTmpfsMountOptions` does, so that a secret in memory never goes to
+ * swap. If the mount fails, a directory this call created is removed again (when empty), so a
+ * failed SetUp leaves no orphan behind.
  */
 export async function ensureTmpfs(ctx: RemovalContext, dir: string, options: readonly string[]): Promise<void> {
-  const created = await ensureDir(dir, EMPTY_DIR_MODE);
+  const created = await ensureDir(dir, EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE);
   const top = (await mountsAt(ctx.mounter, dir)).at(-1);
   if (top?.fsType === 'tmpfs') return;
   if (top !== undefined) {
     throw new VolumeMountStateError(`${dir} is already a mount point of a ${top.fsType} file system; refusing to mount a tmpfs over it`);
   }
   try {
-    await ctx.mounter.mount('tmpfs', dir, 'tmpfs', options);
+    await ctx.mounter.mount('tmpfs', dir, 'tmpfs', tmpfsNoswapSupported() ? [...options, 'noswap'] : options);
   } catch (err) {
     if (created) await removeEmptyDirQuietly(ctx, dir);
     throw err;
   }
+}
+
+/**
+ * The emptyDir meta dir of a volume (`getMetaDir`): `pods/<uid>/plugins/kubernetes.io~empty-dir/<name>`
+ * for the pod volume dir `pods/<uid>/volumes/<plugin>/<volume>`; `name` is the volume's, or
+ * `wrapped_<volume>` for the emptyDir a configMap, secret, downward API or projected volume wraps.
+ */
+export function emptyDirMetaDir(volumeDir: string, name: string): string {
+  return join(dirname(dirname(dirname(volumeDir))), 'plugins', 'kubernetes.io~empty-dir', name);
+}
+
+/**
+ * `volumeutil.SetReady`: the meta dir (0750, with parents) and an empty `ready` file in it,
+ * written when the emptyDir's SetUp succeeded (the kubelet's emptyDir and its wrappers do).
+ */
+export async function setReady(metaDir: string): Promise<void> {
+  await mkdir(metaDir, { recursive: true, mode: VOLUME_PARENT_DIR_MODE });
+  await writeFile(join(metaDir, READY_FILE_NAME), '', { mode: 0o644 });
+}
+
+/**
+ * The first step of the emptyDir's TearDown (upstream `os.RemoveAll(readyDir)`): the `ready`
+ * file and then the meta dir, each only through `safeRemove` (the dir only when empty; anything
+ * else in it stays and fails the TearDown). Nothing to do when the meta dir does not exist.
+ */
+export async function removeReady(ctx: RemovalContext, metaDir: string): Promise<void> {
+  if (!(await pathExists(metaDir))) return;
+  const ready = join(metaDir, READY_FILE_NAME);
+  if (await pathExists(ready)) await safeRemove(ready, { mounter: ctx.mounter, root: ctx.rootDir, allowFiles: [READY_FILE_NAME] });
+  await safeRemove(metaDir, { mounter: ctx.mounter, root: ctx.rootDir });
+}
+
+/** Whether `path` exists (lstat: a symlink counts); errors other than ENOENT are thrown. */
+async function pathExists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    (err: unknown) => {
+      if (hasErrnoCode(err, 'ENOENT')) return false;
+      throw err;
+    },
+  );
 }
 
 /** Removes `dir` if it is an empty, unmounted directory; never fails (used to undo a failed SetUp). */
@@ -150,14 +227,7 @@ export function listNames(names: readonly string[]): string {
  *    the error names what is left.
  */
 export async function tearDownVolumeDir(ctx: RemovalContext, dir: string, removeOwned?: () => Promise<void>): Promise<void> {
-  const exists = await lstat(dir).then(
-    () => true,
-    (err: unknown) => {
-      if (hasErrnoCode(err, 'ENOENT')) return false;
-      throw err;
-    },
-  );
-  if (!exists) return;
+  if (!(await pathExists(dir))) return;
   // Checked before unmounting: the kernel would refuse to unmount a tmpfs with a mount inside
   // (EBUSY), and nothing SetUp makes puts one there.
   const below = await mountsBelow(ctx.mounter, dir);
