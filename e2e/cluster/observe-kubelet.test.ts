@@ -162,7 +162,7 @@ describe(`observe mode beside the upstream kubelet on ${KUBELET_NODE} (${KUBELET
     if (backoff === null) throw new Error('no back-off');
     // Against the log: the failure the Event counted is logged with its exact window; the estimate
     // has the same window and a deadline within the second the Event's timestamp drops.
-    const logged = await loggedBackoffs('MountVolume.SetUp failed for volume "gone"');
+    const logged = await loggedBackoffs(`{volumeName:kubernetes.io/host-path/${missingUid}-gone `);
     const same = logged.find((l) => l.durationBeforeRetryMs === backoff.durationBeforeRetryMs && Math.abs(l.failedAt - (backoff.observedAt ?? 0)) < 2000);
     console.log(`hostPath back-off: estimated ${new Date(backoff.retryAt).toISOString()} (${backoff.durationBeforeRetryMs} ms), logged ${same === undefined ? 'none' : `${new Date(same.retryAt).toISOString()} (${same.durationBeforeRetryMs} ms)`}; ${logged.length} failures logged`);
     expect(same, JSON.stringify({ backoff, logged })).toBeDefined();
