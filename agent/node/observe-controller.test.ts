@@ -201,7 +201,18 @@ describe('ObserveController plan: a hostPath volume leaves nothing on disk', { t
     lastPlannedAt: 1000,
   });
 
-  it('drops the mount of a hostPath volume of a Running pod (the kubelet set it up before starting containers) and keeps it, saying why, for a pod that is not Running', async () => {
+  /** The verification the engine plans before the mount (volume-wide: no pod). */
+  const verifyOp = (uid: string, plugin: 'host-path' | 'empty-dir', name: string): PlannedOperation => ({
+    ...mountOp(uid, plugin, name),
+    operationName: 'verify_controller_attached_volume',
+    podName: null,
+    podUid: null,
+    outerVolumeSpecName: null,
+    reason: 'attach-verification-required',
+    state: 'VolumeNotAttached',
+  });
+
+  it('drops the verification and mount of a hostPath volume of a Running pod (the kubelet set it up before starting containers) and keeps it, saying why, for a pod that is not Running', async () => {
     // Arrange: two pods in the API, one Running, one Pending, and the engine's plan for both
     const api = await FakeApiServer.start({ token: 't' });
     cleanups.push(() => api.close());
@@ -212,11 +223,19 @@ describe('ObserveController plan: a hostPath volume leaves nothing on disk', { t
     cleanups.push(() => source.stop());
     await source.start();
     await source.waitUntilSynced();
-    const plan = [mountOp('uid-running', 'host-path', 'logs'), mountOp('uid-running', 'empty-dir', 'cache'), mountOp('uid-pending', 'host-path', 'logs')];
+    const plan = [
+      verifyOp('uid-running', 'host-path', 'logs'),
+      mountOp('uid-running', 'host-path', 'logs'),
+      mountOp('uid-running', 'empty-dir', 'cache'),
+      verifyOp('uid-pending', 'host-path', 'logs'),
+      mountOp('uid-pending', 'host-path', 'logs'),
+    ];
+    // The desired state: each volume wanted by its pod (the verification names no pod).
+    const desired = plan.filter((op) => op.operationName === 'volume_mount').map((op) => ({ volumeName: op.volumeName, pods: [{ pod: { metadata: { uid: op.podUid ?? '' } } }] }));
     const controller = new ObserveController({
       nodeName: NODE,
       rootDir: '/nonexistent/kubelet',
-      volumeManager: { ...idleVolumeManager, getPlannedOperations: () => plan },
+      volumeManager: { ...idleVolumeManager, getPlannedOperations: () => plan, getDesiredVolumes: () => desired as unknown as ReturnType<ObservedVolumeManager['getDesiredVolumes']> },
       source,
       api: new KubeObjects(source, kubeConfig),
       readMountInfo: () => readMountInfo(),
@@ -232,11 +251,12 @@ describe('ObserveController plan: a hostPath volume leaves nothing on disk', { t
     const section = controller.section();
 
     // Assert: the Running pod's emptyDir (it has a directory the disk would show) stays planned
-    expect(section.plan.map((p) => [p.pod, p.outerVolumeName])).toEqual([
-      ['apps/running', 'cache'],
-      ['apps/pending', 'logs'],
+    expect(section.plan.map((p) => [p.operation, p.volume])).toEqual([
+      ['verify_controller_attached_volume', 'kubernetes.io/host-path/uid-pending-logs'],
+      ['volume_mount', 'kubernetes.io/empty-dir/uid-running-cache'],
+      ['volume_mount', 'kubernetes.io/host-path/uid-pending-logs'],
     ]);
-    expect(section.plan[0]?.reason).toBe('desired by the pod, not mounted');
-    expect(section.plan[1]?.reason).toMatch(/^desired by the pod, not mounted; the kubelet leaves nothing on disk for a hostPath volume, so only the pod tells: outstanding until the pod is Running/);
+    expect(section.plan[1]?.reason).toBe('desired by the pod, not mounted');
+    expect(section.plan[2]?.reason).toMatch(/^desired by the pod, not mounted; the kubelet leaves nothing on disk for a hostPath volume, so only the pod tells: outstanding until the pod is Running/);
   });
 });

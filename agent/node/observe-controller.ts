@@ -290,17 +290,22 @@ export class ObserveController {
   private plan(): ApiPlannedOperation[] {
     const vm = this.o.volumeManager;
     const innerNames = new Map<string, string>();
-    for (const v of vm.getDesiredVolumes()) for (const p of v.pods) innerNames.set(`${v.volumeName}|${p.podName}`, p.innerVolumeSpecName);
+    const desiredPods = new Map<string, string[]>();
+    for (const v of vm.getDesiredVolumes()) {
+      for (const p of v.pods) innerNames.set(`${v.volumeName}|${p.podName}`, p.innerVolumeSpecName);
+      desiredPods.set(v.volumeName, v.pods.flatMap((p) => (p.pod.metadata.uid === undefined ? [] : [p.pod.metadata.uid])));
+    }
     const entries = new Map<string, ApiPlannedOperation>();
     for (const op of vm.getPlannedOperations()) {
       const key = `${op.operationName}|${op.volumeName}|${op.podUid ?? ''}`;
       if (entries.has(key)) continue;
       const pod = op.podUid === null ? undefined : this.o.source.getPodByUID(op.podUid);
-      const traceless = op.operationName === 'volume_mount' && leavesNoTraceInPodDir(op.volumeName);
-      // The disk cannot show such a volume set up, so the plan always has its mount. A pod in
-      // phase Running shows it: the kubelet starts a pod's containers only once every volume of
-      // the pod is set up (syncPod waits in WaitForAttachAndMount), so its mount is not outstanding.
-      if (traceless && pod?.status?.phase === 'Running') continue;
+      const traceless = leavesNoTraceInPodDir(op.volumeName);
+      // The disk cannot show such a volume set up, so the plan always has its verification and
+      // mount. The pods show it: the kubelet starts a pod's containers only once every volume of
+      // the pod is set up (syncPod waits in WaitForAttachAndMount), so for pods in phase Running
+      // neither is outstanding.
+      if (traceless && this.allRunning(op.podUid === null ? (desiredPods.get(op.volumeName) ?? []) : [op.podUid])) continue;
       const inner = op.podName === null ? undefined : innerNames.get(`${op.volumeName}|${op.podName}`);
       entries.set(key, {
         key,
@@ -315,6 +320,11 @@ export class ObserveController {
       });
     }
     return [...entries.values()].sort((a, b) => compare(a.key, b.key));
+  }
+
+  /** True when there are pods and the API source has each in phase Running. */
+  private allRunning(podUids: readonly string[]): boolean {
+    return podUids.length > 0 && podUids.every((uid) => this.o.source.getPodByUID(uid)?.status?.phase === 'Running');
   }
 
   private backoffFor(op: PlannedOperation, innerSpecName: string | undefined): ApiPlannedOperation['kubeletBackoff'] {

@@ -13,6 +13,9 @@
 // - {@link RunningCluster.stop} stops the nodes first (the agent keeps its mounts on SIGTERM by
 //   design, the kubelet leaves its pods' mounts as a stopped kubelet does), unmounts what they left
 //   below the state dir, then the CSI processes, the controller manager, the API server and etcd.
+// - {@link RunningCluster.stopKubelet} and {@link RunningCluster.startKubelet} stop kubelet-0's
+//   kubelet and start it again with the same flags and root dir (a kubelet that goes down on a real
+//   node: its mounts stay), for tests of what a stopped kubelet leaves behind.
 // - {@link ClusterFacts} is plain data (JSON): what a process that did not start the cluster needs
 //   to use it (a test worker gets it through vitest's provide/inject). The functions that take
 //   facts ({@link kubectl}, {@link issueClientIdentity}, {@link startAgent}, {@link nodeReadiness})
