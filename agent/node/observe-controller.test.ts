@@ -1,7 +1,8 @@
 /**
  * The observe controller's orphan cleanup against the Kubernetes-protocol test server (the real
  * client over HTTP): "the pod is gone from the API" comes from a live read of the node's pods,
- * not from the informer, so a pod the informer has not seen is never cleaned up.
+ * not from the informer, so a pod the informer has not seen is never cleaned up. And the plan's
+ * handling of volumes that leave nothing on disk (hostPath).
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -15,6 +16,8 @@ import { FakeApiServer } from '../../lib/sources/kube/testing/fake-apiserver.ts'
 import { fakeKubeConfig } from '../../lib/sources/kube/testing/kubeconfig-file.ts';
 import { waitFor } from '../../lib/clock/testing/wait-for.ts';
 import { discardLogger } from '../../lib/volume/logger.ts';
+import type { PlannedOperation } from '../../lib/volumemanager/index.ts';
+import { podUID, uniquePodName, uniqueVolumeName } from '../../lib/volume/types.ts';
 import { KubeObjects } from './kube-objects.ts';
 import { ObserveController, type ObservedVolumeManager } from './observe-controller.ts';
 
@@ -179,5 +182,81 @@ describe('ObserveController orphan cleanup: the mount table must be the root dir
     const { controller } = await setup();
     await controller.refresh();
     expect(controller.section()).toMatchObject({ cleanupAllowed: true, cleanupBlocked: null });
+  });
+});
+
+describe('ObserveController plan: a hostPath volume leaves nothing on disk', { timeout: 30_000 }, () => {
+  /** The plan-only engine's volume_mount of volume `name` of a pod (kind `host-path` or `empty-dir`). */
+  const mountOp = (uid: string, plugin: 'host-path' | 'empty-dir', name: string): PlannedOperation => ({
+    operationName: 'volume_mount',
+    volumeName: uniqueVolumeName(`kubernetes.io/${plugin}/${uid}-${name}`),
+    podName: uniquePodName(uid),
+    podUid: podUID(uid),
+    outerVolumeSpecName: name,
+    reason: 'mount-required',
+    state: 'VolumeNotMounted',
+    reconstructed: false,
+    step: 1,
+    firstPlannedAt: 1000,
+    lastPlannedAt: 1000,
+  });
+
+  /** The verification the engine plans before the mount (volume-wide: no pod). */
+  const verifyOp = (uid: string, plugin: 'host-path' | 'empty-dir', name: string): PlannedOperation => ({
+    ...mountOp(uid, plugin, name),
+    operationName: 'verify_controller_attached_volume',
+    podName: null,
+    podUid: null,
+    outerVolumeSpecName: null,
+    reason: 'attach-verification-required',
+    state: 'VolumeNotAttached',
+  });
+
+  it('drops the verification and mount of a hostPath volume of a Running pod (the kubelet set it up before starting containers) and keeps it, saying why, for a pod that is not Running', async () => {
+    // Arrange: two pods in the API, one Running, one Pending, and the engine's plan for both
+    const api = await FakeApiServer.start({ token: 't' });
+    cleanups.push(() => api.close());
+    api.put('pods', { ...pod('running', 'uid-running'), status: { phase: 'Running' } });
+    api.put('pods', { ...pod('pending', 'uid-pending'), status: { phase: 'Pending' } });
+    const kubeConfig = fakeKubeConfig({ server: api.url, token: 't' });
+    const source = new KubeSource({ kubeConfig, nodeName: NODE, clock: realClock, claimsOnly: true });
+    cleanups.push(() => source.stop());
+    await source.start();
+    await source.waitUntilSynced();
+    const plan = [
+      verifyOp('uid-running', 'host-path', 'logs'),
+      mountOp('uid-running', 'host-path', 'logs'),
+      mountOp('uid-running', 'empty-dir', 'cache'),
+      verifyOp('uid-pending', 'host-path', 'logs'),
+      mountOp('uid-pending', 'host-path', 'logs'),
+    ];
+    // The desired state: each volume wanted by its pod (the verification names no pod).
+    const desired = plan.filter((op) => op.operationName === 'volume_mount').map((op) => ({ volumeName: op.volumeName, pods: [{ pod: { metadata: { uid: op.podUid ?? '' } } }] }));
+    const controller = new ObserveController({
+      nodeName: NODE,
+      rootDir: '/nonexistent/kubelet',
+      volumeManager: { ...idleVolumeManager, getPlannedOperations: () => plan, getDesiredVolumes: () => desired as unknown as ReturnType<ObservedVolumeManager['getDesiredVolumes']> },
+      source,
+      api: new KubeObjects(source, kubeConfig),
+      readMountInfo: () => readMountInfo(),
+      mounter: { unmount: () => Promise.reject(new Error('no unmount expected')) },
+      clock: realClock,
+      refreshPeriodMs: 60_000,
+      allowCleanup: false,
+      logger: discardLogger,
+      onChange: () => undefined,
+    });
+
+    // Act
+    const section = controller.section();
+
+    // Assert: the Running pod's emptyDir (it has a directory the disk would show) stays planned
+    expect(section.plan.map((p) => [p.operation, p.volume])).toEqual([
+      ['verify_controller_attached_volume', 'kubernetes.io/host-path/uid-pending-logs'],
+      ['volume_mount', 'kubernetes.io/empty-dir/uid-running-cache'],
+      ['volume_mount', 'kubernetes.io/host-path/uid-pending-logs'],
+    ]);
+    expect(section.plan[1]?.reason).toBe('desired by the pod, not mounted');
+    expect(section.plan[2]?.reason).toMatch(/^desired by the pod, not mounted; the kubelet leaves nothing on disk for a hostPath volume, so only the pod tells: outstanding until the pod is Running/);
   });
 });

@@ -9,7 +9,8 @@
  *   FailedMount/FailedAttachVolume events (at most {@link maxPodsWithEventLookups} pods per refresh);
  * - the snapshot's `observe` section;
  * - the one mutating action: the guarded cleanup of an orphaned pod directory, refused unless
- *   `--allow-orphan-cleanup` and every check of lib/observe/orphan-cleanup.ts passes. "The pod is
+ *   `--allow-orphan-cleanup` and every check of lib/observe/orphan-cleanup.ts passes (among them:
+ *   nothing is unmounted while the plan has the kubelet's own teardown of the pod's volumes). "The pod is
  *   gone from the API" is decided by a live read ({@link ObserveApi.listNodePodsLive}) right
  *   before planning and again right before acting, never by the informer cache alone: a pod the
  *   informer missed (a lost watch event, a stale cache) must not look orphaned. The mount table
@@ -35,9 +36,13 @@ import { diffNodeTruth, type AgentVolume, type TruthDiff } from '../../lib/obser
 import type { VolumeAttachment } from '../../lib/observe/volume-attachment.ts';
 import type { KubeSource } from '../../lib/sources/kube/index.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
+import { HOST_PATH_PLUGIN_NAME } from '../../lib/volume/plugins/host-path/host-path.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
 import type { PlannedOperation, VolumeManager } from '../../lib/volumemanager/index.ts';
 import { OrphanCleanupDisabledError } from '../runtime.ts';
+
+/** The kubelet's per-pod teardown operations (a volume's unmount, a block volume's unmap). */
+const KUBELET_TEARDOWN_OPERATIONS: readonly string[] = ['volume_unmount', 'unmap_volume'];
 
 /** Pods whose events are listed per refresh (the API cost stays bounded on a node in trouble). */
 const maxPodsWithEventLookups = 50;
@@ -285,12 +290,22 @@ export class ObserveController {
   private plan(): ApiPlannedOperation[] {
     const vm = this.o.volumeManager;
     const innerNames = new Map<string, string>();
-    for (const v of vm.getDesiredVolumes()) for (const p of v.pods) innerNames.set(`${v.volumeName}|${p.podName}`, p.innerVolumeSpecName);
+    const desiredPods = new Map<string, string[]>();
+    for (const v of vm.getDesiredVolumes()) {
+      for (const p of v.pods) innerNames.set(`${v.volumeName}|${p.podName}`, p.innerVolumeSpecName);
+      desiredPods.set(v.volumeName, v.pods.flatMap((p) => (p.pod.metadata.uid === undefined ? [] : [p.pod.metadata.uid])));
+    }
     const entries = new Map<string, ApiPlannedOperation>();
     for (const op of vm.getPlannedOperations()) {
       const key = `${op.operationName}|${op.volumeName}|${op.podUid ?? ''}`;
       if (entries.has(key)) continue;
       const pod = op.podUid === null ? undefined : this.o.source.getPodByUID(op.podUid);
+      const traceless = leavesNoTraceInPodDir(op.volumeName);
+      // The disk cannot show such a volume set up, so the plan always has its verification and
+      // mount. The pods show it: the kubelet starts a pod's containers only once every volume of
+      // the pod is set up (syncPod waits in WaitForAttachAndMount), so for pods in phase Running
+      // neither is outstanding.
+      if (traceless && this.allRunning(op.podUid === null ? (desiredPods.get(op.volumeName) ?? []) : [op.podUid])) continue;
       const inner = op.podName === null ? undefined : innerNames.get(`${op.volumeName}|${op.podName}`);
       entries.set(key, {
         key,
@@ -299,12 +314,17 @@ export class ObserveController {
         podUid: op.podUid,
         pod: pod === undefined ? null : `${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`,
         outerVolumeName: op.outerVolumeSpecName,
-        reason: describeReason(op),
+        reason: traceless ? `${describeReason(op)}; ${TRACELESS_REASON}` : describeReason(op),
         since: Math.floor(op.firstPlannedAt),
         kubeletBackoff: this.backoffFor(op, inner),
       });
     }
     return [...entries.values()].sort((a, b) => compare(a.key, b.key));
+  }
+
+  /** True when there are pods and the API source has each in phase Running. */
+  private allRunning(podUids: readonly string[]): boolean {
+    return podUids.length > 0 && podUids.every((uid) => this.o.source.getPodByUID(uid)?.status?.phase === 'Running');
   }
 
   private backoffFor(op: PlannedOperation, innerSpecName: string | undefined): ApiPlannedOperation['kubeletBackoff'] {
@@ -346,6 +366,13 @@ export class ObserveController {
         podKnownToApi: (uid) => this.podKnownToApiLive(uid),
         podInDesiredState: (uid) => vm.getDesiredVolumes().some((v) => v.pods.some((p) => p.pod.metadata.uid === uid)),
         podHasRunningContainers: (uid) => podHasRunningProcesses(uid, this.o.procRoot),
+        // What the plan says the kubelet still unmounts for the pod: its reconstruction finds
+        // these volumes on disk as the agent's did, so it tears them down itself when it runs.
+        kubeletTeardown: (uid) =>
+          vm
+            .getPlannedOperations()
+            .filter((op) => op.podUid === uid && KUBELET_TEARDOWN_OPERATIONS.includes(op.operationName))
+            .map((op) => `${op.operationName} ${op.volumeName}`),
         desiredStateIncomplete: () => {
           if (!this.o.source.isSynced()) return 'the API source has not listed every pod yet';
           const errors = this.o.source.sourceErrors();
@@ -357,6 +384,21 @@ export class ObserveController {
     return result;
   }
 }
+
+/**
+ * Plugins whose SetUp leaves nothing below the pod directory: the kubelet makes no
+ * `volumes/<plugin>/<name>` directory for a hostPath volume and mounts nothing (the container
+ * runtime binds the host path itself), so the actual state rebuilt from disk never has it.
+ */
+const TRACELESS_PLUGINS: readonly string[] = [HOST_PATH_PLUGIN_NAME];
+
+/** Whether a unique volume name (`<plugin>/<name>`) is of a plugin in {@link TRACELESS_PLUGINS}. */
+function leavesNoTraceInPodDir(volumeName: string): boolean {
+  return TRACELESS_PLUGINS.some((plugin) => volumeName.startsWith(`${plugin}/`));
+}
+
+const TRACELESS_REASON =
+  'the kubelet leaves nothing on disk for a hostPath volume, so only the pod tells: outstanding until the pod is Running (the kubelet starts containers only once every volume is set up), failed when the kubelet\'s FailedMount events say so';
 
 function describeReason(op: PlannedOperation): string {
   const texts: Record<PlannedOperation['reason'], string> = {

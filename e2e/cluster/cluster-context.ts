@@ -24,7 +24,7 @@ import {
   type KubectlResult,
 } from '../../scripts/cluster/cluster.ts';
 import type { ClientIdentity } from '../../scripts/cluster/pki.ts';
-import type { ExitInfo } from '../../scripts/demo/process.ts';
+import { waitUntil, type ExitInfo } from '../../scripts/demo/process.ts';
 
 export const facts: ClusterFacts = inject('cluster');
 const control = inject('clusterControl');
@@ -38,6 +38,55 @@ export const mountTable = (): MountInfo[] => parseMountInfo(readFileSync(PROC_SE
 
 /** `kube-apiserver v1.34.4`, for test names. */
 export const versionTag = (component: string): string => `${component} ${componentVersion(facts.versions, component)}`;
+
+/** The fields of a core/v1 Event the cluster tests read. */
+export interface KubeEvent {
+  reason: string;
+  message: string;
+  type: string;
+  count?: number;
+  lastTimestamp?: string;
+  involvedObject: { uid?: string };
+  source?: { component?: string; host?: string };
+}
+
+/** The Events of pod `namespace/pod` with `reason`, as kubectl lists them. */
+export async function podEvents(namespace: string, pod: string, reason: string): Promise<KubeEvent[]> {
+  const out = await kubectl(facts, ['get', 'events', '-n', namespace, '--field-selector', `involvedObject.kind=Pod,involvedObject.name=${pod},reason=${reason}`, '-o', 'json']);
+  return (JSON.parse(out) as { items: KubeEvent[] }).items;
+}
+
+/** The UID of pod `namespace/pod`. */
+export async function podUid(namespace: string, pod: string): Promise<string> {
+  return (await kubectl(facts, ['get', 'pod', pod, '-n', namespace, '-o', 'jsonpath={.metadata.uid}'])).trim();
+}
+
+/** A ReadWriteOnce claim of the cluster's `csi-hostpath` StorageClass (csi-loop), as YAML. */
+export const claimYaml = (namespace: string, name: string, size = '16Mi'): string =>
+  [
+    'apiVersion: v1',
+    'kind: PersistentVolumeClaim',
+    `metadata: {name: ${name}, namespace: ${namespace}}`,
+    `spec: {accessModes: [ReadWriteOnce], storageClassName: csi-hostpath, resources: {requests: {storage: ${size}}}}`,
+  ].join('\n');
+
+/** Polls until claim `namespace/name` is Bound (60 s); resolves with its PV's name. */
+export const waitForClaimBound = (namespace: string, name: string): Promise<string> =>
+  waitUntil(
+    `claim ${name} Bound`,
+    async () => {
+      const claim = JSON.parse(await kubectl(facts, ['get', 'pvc', name, '-n', namespace, '-o', 'json'])) as { status: { phase?: string }; spec: { volumeName?: string } };
+      return claim.status.phase === 'Bound' ? claim.spec.volumeName : undefined;
+    },
+    { deadlineMs: 60_000, intervalMs: 500 },
+  );
+
+/** POSTs an action to the global setup's control server; rejects unless it answers 200. */
+async function controlAction<T>(path: string, what: string): Promise<T> {
+  const res = await fetch(`${control.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${control.token}` }, signal: AbortSignal.timeout(150_000) });
+  if (res.status !== 200) throw new Error(`${what}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
 
 export const cluster = {
   facts,
@@ -55,13 +104,19 @@ export const cluster = {
   kubeletLog: (): Promise<string> => readFile(facts.kubelet.logFile, 'utf8'),
   /** Restarts agent-0 in the process that owns it (SIGKILL with `kill9`); resolves with its exit. */
   async restartAgent(options: { kill9?: boolean } = {}): Promise<ExitInfo | null> {
-    const res = await fetch(`${control.url}/agent/restart${options.kill9 === true ? '?kill9=1' : ''}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${control.token}` },
-      signal: AbortSignal.timeout(150_000),
-    });
-    if (res.status !== 200) throw new Error(`restart of agent ${NODE}: ${res.status} ${await res.text()}`);
-    return ((await res.json()) as { exit: ExitInfo | null }).exit;
+    return (await controlAction<{ exit: ExitInfo | null }>(`/agent/restart${options.kill9 === true ? '?kill9=1' : ''}`, `restart of agent ${NODE}`)).exit;
+  },
+  /**
+   * Stops kubelet-0's kubelet in the process that owns it (RunningCluster.stopKubelet: mounts and
+   * pod directories stay, the Node stays Ready); resolves with its exit. Start it again before the
+   * file ends: the next files expect it running.
+   */
+  async stopKubelet(): Promise<ExitInfo> {
+    return (await controlAction<{ exit: ExitInfo }>('/kubelet/stop', `stop of the kubelet of ${KUBELET_NODE}`)).exit;
+  },
+  /** Starts kubelet-0's kubelet again; resolves once its Node is Ready with a heartbeat from this start. */
+  async startKubelet(): Promise<void> {
+    await controlAction('/kubelet/start', `start of the kubelet of ${KUBELET_NODE}`);
   },
   /** agent-0's whole log (every start). */
   agentLog: (): Promise<string> => readFile(facts.agent.logFile, 'utf8'),

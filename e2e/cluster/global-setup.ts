@@ -6,8 +6,10 @@
  * the teardown in the cluster's own order (agents first, leftover mounts unmounted, then the rest).
  *
  * The tests get the cluster's facts through `inject('cluster')` (e2e/cluster/cluster-context.ts).
- * The processes belong to this (the main vitest) process, so a test restarts node agent-0 through
- * a small control server here (`POST /agent/restart[?kill9=1]`, bearer token in the facts).
+ * The processes belong to this (the main vitest) process, so a test restarts node agent-0, or
+ * stops and starts node kubelet-0's kubelet, through a small control server here
+ * (`POST /agent/restart[?kill9=1]`, `POST /kubelet/stop`, `POST /kubelet/start`; bearer token in
+ * the facts).
  *
  * Node agent-0 is not waited for (`waitForNodeReady: false`): a test that needs it Ready waits
  * itself (waitForNodeReady in cluster-context.ts), so the other tests run whatever its state.
@@ -24,7 +26,7 @@ const testDirFromEnv = process.env.VOLUMESCOPE_CLUSTER_TEST_DIR;
 const stateDir = testDirFromEnv === undefined ? stateDirFor(join(REPO_ROOT, '.volumescope', 'cluster-test'), 'cluster-test') : { dir: testDirFromEnv, moved: false };
 export const CLUSTER_TEST_STATE_DIR = stateDir.dir;
 
-/** Where and how a test asks this process to restart agent-0. */
+/** Where and how a test asks this process to restart agent-0 or to stop and start kubelet-0. */
 export interface ClusterControl {
   readonly url: string;
   readonly token: string;
@@ -59,12 +61,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
       res.writeHead(401).end();
       return;
     }
-    if (req.method !== 'POST' || url.pathname !== '/agent/restart') {
+    // The actions on the processes this process owns: agent-0's restart, kubelet-0's stop and start.
+    const actions: Record<string, (() => Promise<unknown>) | undefined> = {
+      '/agent/restart': () => cluster.restartAgent({ kill9: url.searchParams.get('kill9') === '1' }).then((exit) => ({ exit })),
+      '/kubelet/stop': () => cluster.stopKubelet().then((exit) => ({ exit })),
+      '/kubelet/start': () => cluster.startKubelet().then(() => ({})),
+    };
+    const action = req.method === 'POST' ? actions[url.pathname] : undefined;
+    if (action === undefined) {
       res.writeHead(404).end();
       return;
     }
-    cluster.restartAgent({ kill9: url.searchParams.get('kill9') === '1' }).then(
-      (exit) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ exit })),
+    action().then(
+      (body) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body)),
       (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(err instanceof Error ? err.message : String(err)),
     );
   });

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KUBELET_NODE } from '../../scripts/cluster/cluster.ts';
 import { waitUntil } from '../../scripts/demo/process.ts';
-import { cluster, facts, mountTable, versionTag } from './cluster-context.ts';
+import { claimYaml, cluster, facts, mountTable, podEvents, podUid as podUidIn, versionTag, waitForClaimBound, type KubeEvent } from './cluster-context.ts';
 import type { MountInfo } from '../../lib/mount-utils/mountinfo.ts';
 
 const KUBELET = versionTag('kubelet');
@@ -26,24 +26,10 @@ const ROOT = facts.kubelet.rootDir;
 /** hostPath volumes of the tests live below the state dir (removed with it, never in the host's /). */
 const HOST_PATHS = join(facts.stateDir, 'host-paths', NS);
 
-interface KubeEvent {
-  reason: string;
-  message: string;
-  type: string;
-  source?: { component?: string; host?: string };
-}
-
-async function podEvents(pod: string, reason: string): Promise<KubeEvent[]> {
-  const out = await cluster.kubectl(['get', 'events', '-n', NS, '--field-selector', `involvedObject.kind=Pod,involvedObject.name=${pod},reason=${reason}`, '-o', 'json']);
-  return (JSON.parse(out) as { items: KubeEvent[] }).items;
-}
-
 const firstEvent = (pod: string, reason: string): Promise<KubeEvent> =>
-  waitUntil(`a ${reason} Event of pod ${pod}`, async () => (await podEvents(pod, reason))[0], { deadlineMs: 90_000, intervalMs: 1000 });
+  waitUntil(`a ${reason} Event of pod ${pod}`, async () => (await podEvents(NS, pod, reason))[0], { deadlineMs: 90_000, intervalMs: 1000 });
 
-async function podUid(pod: string): Promise<string> {
-  return (await cluster.kubectl(['get', 'pod', pod, '-n', NS, '-o', 'jsonpath={.metadata.uid}'])).trim();
-}
+const podUid = (pod: string): Promise<string> => podUidIn(NS, pod);
 
 const container = (mounts: readonly string[]): string =>
   [
@@ -127,7 +113,9 @@ describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real moun
     const file = (plugin: string, name: string, path: string): string => join(volumes, plugin, name, path);
     await waitUntil(
       `the volumes of pod ${pod} set up`,
-      () => Promise.resolve(existsSync(file('kubernetes.io~projected', 'projected', 'token')) && existsSync(file('kubernetes.io~secret', 'secret', 'password')) && existsSync(file('kubernetes.io~downward-api', 'downward', 'labels')) && existsSync(hostDir)),
+      () => Promise.resolve(existsSync(file('kubernetes.io~projected', 'projected', 'token')) && existsSync(file('kubernetes.io~secret', 'secret', 'password')) && existsSync(file('kubernetes.io~downward-api', 'downward', 'labels')) && existsSync(hostDir) &&
+          // and the service account token (its TokenRequest may wait behind the client's throttling)
+          readdirSync(join(volumes, 'kubernetes.io~projected')).some((n) => n.startsWith('kube-api-access-') && existsSync(join(volumes, 'kubernetes.io~projected', n, 'token')))),
       { deadlineMs: 90_000, intervalMs: 500 },
     );
 
@@ -198,10 +186,7 @@ describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real moun
     const pod = 'csi-claim';
     await cluster.kubectl(['apply', '-f', '-'], {
       input: [
-        'apiVersion: v1',
-        'kind: PersistentVolumeClaim',
-        `metadata: {name: data, namespace: ${NS}}`,
-        'spec: {accessModes: [ReadWriteOnce], storageClassName: csi-hostpath, resources: {requests: {storage: 16Mi}}}',
+        claimYaml(NS, 'data'),
         '---',
         'apiVersion: v1',
         'kind: Pod',
@@ -213,14 +198,7 @@ describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real moun
         '  - {name: data, persistentVolumeClaim: {claimName: data}}',
       ].join('\n'),
     });
-    const pv = await waitUntil(
-      'claim data Bound',
-      async () => {
-        const claim = JSON.parse(await cluster.kubectl(['get', 'pvc', 'data', '-n', NS, '-o', 'json'])) as { status: { phase?: string }; spec: { volumeName?: string } };
-        return claim.status.phase === 'Bound' ? claim.spec.volumeName : undefined;
-      },
-      { deadlineMs: 60_000, intervalMs: 500 },
-    );
+    const pv = await waitForClaimBound(NS, 'data');
     interface Attachment {
       metadata: { name: string };
       spec: { attacher: string; nodeName: string; source: { persistentVolumeName?: string } };

@@ -485,3 +485,62 @@ describe('orphan cleanup refusals that need no mounts', () => {
     expect((await cleanupOrphanPodDir(options('gone'))).outcome).toBe('not-found');
   });
 });
+
+describe(`orphan cleanup and the kubelet's own teardown, with the ${mountMode} mounter`, () => {
+  const teardown = (ops: readonly string[]): OrphanCleanupGuards => ({ ...guards(), kubeletTeardown: () => Promise.resolve(ops) });
+
+  it('refuses to unmount while the kubelet still tears the pod\'s volumes down itself, changing nothing, plan and act alike', async () => {
+    // Arrange: a mounted orphan whose volume the plan says the kubelet unmounts (a kubelet that was stopped)
+    const target = await podWithMountedCsiVolume('orphan');
+    const before = await snapshotTree(root);
+    const ops = ['volume_unmount kubernetes.io/csi/csi.example.com^vol-1'];
+    const plan = mustPlan(await planOrphanCleanup(options('orphan')));
+
+    // Act
+    const dry = await cleanupOrphanPodDir({ ...options('orphan', { guards: teardown(ops) }), dryRun: true });
+    const act = await executeOrphanCleanup(plan, options('orphan', { guards: teardown(ops) }));
+
+    // Assert
+    expect(codes(dry)).toEqual(['kubelet-tears-down']);
+    expect(codes(act)).toEqual(['kubelet-tears-down']);
+    expect('refused' in dry && dry.refused[0]?.message).toBe(
+      `1 mount below ${podDir('orphan')} belong to volumes the kubelet still tears down itself (${ops[0] ?? ''}): it finds them on disk and unmounts them through their plugin as soon as it runs. Leave them to the kubelet; clean up what it leaves behind.`,
+    );
+    expect(dry.checks.find((c) => c.check === 'kubelet-tears-down')).toMatchObject({ passed: false, detail: ops[0] });
+    expect(await mountsUnder(podDir('orphan'))).toEqual([target]);
+    expect(await snapshotTree(root)).toEqual(before);
+    await mounter.unmount(target);
+  });
+
+  it('plans the unmount once the kubelet has no teardown of the pod outstanding (it left the mount behind)', async () => {
+    const target = await podWithMountedCsiVolume('orphan');
+
+    const dry = await cleanupOrphanPodDir({ ...options('orphan', { guards: teardown([]) }), dryRun: true });
+
+    expect(dry.outcome).toBe('planned');
+    expect(dry.checks.find((c) => c.check === 'kubelet-tears-down')).toMatchObject({ passed: true, detail: 'no teardown of this pod outstanding' });
+    await mounter.unmount(target);
+  });
+
+  it('does not ask about the kubelet\'s teardown when nothing is mounted below the pod directory: empty directories go', async () => {
+    await mkdir(join(podDir('orphan'), 'volumes', 'kubernetes.io~empty-dir', 'disk'), { recursive: true });
+    let asked = 0;
+    const g: OrphanCleanupGuards = { ...guards(), kubeletTeardown: () => { asked++; return ['volume_unmount kubernetes.io/empty-dir/orphan-disk']; } };
+
+    const result = await cleanupOrphanPodDir(options('orphan', { guards: g }));
+
+    expect(result.outcome).toBe('completed');
+    expect(asked).toBe(0);
+    expect(await exists(podDir('orphan'))).toBe(false);
+  });
+
+  it('refuses when the teardown check itself fails', async () => {
+    const target = await podWithMountedCsiVolume('orphan');
+    const g: OrphanCleanupGuards = { ...guards(), kubeletTeardown: () => Promise.reject(new Error('plan unavailable')) };
+
+    const dry = await cleanupOrphanPodDir({ ...options('orphan', { guards: g }), dryRun: true });
+
+    expect(codes(dry)).toEqual(['guard-check-failed']);
+    await mounter.unmount(target);
+  });
+});

@@ -6,7 +6,9 @@
  * 1. Refuse unless the pod is gone: not known to the API, not in the desired state, no running
  *    container in the runtime, and the desired state complete (reconstruction finished, no pods
  *    unresolved because of API errors). The caller answers these through {@link OrphanCleanupGuards};
- *    a guard that throws refuses too (fail closed).
+ *    a guard that throws refuses too (fail closed). With mounts below the pod dir, refuse while the
+ *    kubelet still tears the pod's volumes down itself (its reconstruction finds them: a kubelet
+ *    that was stopped when the pod was deleted unmounts them when it starts again).
  * 2. Read the mount table fresh and check that it is the table of the root dir's mount namespace
  *    (lib/observe/mount-table-check.ts: the root dir's device as listed, every listed mount below
  *    it present with its device, every volume mount on disk listed); refuse otherwise, since a
@@ -65,6 +67,17 @@ export interface OrphanCleanupGuards {
    * because of API errors), or null when it is complete.
    */
   desiredStateIncomplete(): string | null | Promise<string | null>;
+  /**
+   * The kubelet's own outstanding teardown of the pod's volumes, one line per operation (e.g.
+   * `volume_unmount kubernetes.io/empty-dir/<uid>-mem`): what the observer's plan says the kubelet
+   * still does for this pod because its reconstruction finds those volumes on disk. While any is
+   * outstanding and something is mounted below the pod directory, nothing is unmounted
+   * (`kubelet-tears-down`): the kubelet unmounts them itself, through the volume plugin (for CSI,
+   * NodeUnpublishVolume, which a plain unmount would bypass), as soon as it runs; the cleanup is
+   * for what it leaves behind (volumes it cannot reconstruct, empty directories). Absent: no such
+   * check (callers without a plan).
+   */
+  kubeletTeardown?(podUID: string): readonly string[] | Promise<readonly string[]>;
 }
 
 /** File system calls of the cleanup: those of `safeRemove`, with a `lstat` that also gives size and mtime. */
@@ -106,7 +119,8 @@ export type OrphanCleanupRefusalCode =
   | 'unlisted-filesystem-boundary'
   | 'too-many-entries'
   | 'mounts-changed'
-  | 'mounts-remain';
+  | 'mounts-remain'
+  | 'kubelet-tears-down';
 
 export interface CleanupRefusal {
   code: OrphanCleanupRefusalCode;
@@ -369,6 +383,30 @@ class Cleanup {
     return refused;
   }
 
+  /**
+   * With mounts below the pod dir: refused while the kubelet has its own teardown of the pod's
+   * volumes outstanding ({@link OrphanCleanupGuards.kubeletTeardown}); a guard that throws refuses.
+   */
+  async kubeletTeardownRefusal(table: readonly MountInfo[], podDir: string): Promise<CleanupRefusal | null> {
+    const { guards } = this.opts;
+    if (guards.kubeletTeardown === undefined) return null;
+    const mounts = mountsAtOrBelow(table, podDir);
+    let ops: readonly string[];
+    try {
+      ops = mounts.length === 0 ? [] : await guards.kubeletTeardown(this.opts.podUID);
+    } catch (err) {
+      this.record('kubelet-tears-down', false, `the check failed: ${errorMessage(err)}`);
+      return { code: 'guard-check-failed', message: `Could not check whether the kubelet tears the pod's volumes down itself: ${errorMessage(err)}. Refusing rather than guessing.` };
+    }
+    const blocked = mounts.length > 0 && ops.length > 0;
+    this.record('kubelet-tears-down', !blocked, mounts.length === 0 ? 'nothing mounted below the pod directory' : ops.length === 0 ? 'no teardown of this pod outstanding' : ops.join('; '));
+    if (!blocked) return null;
+    return {
+      code: 'kubelet-tears-down',
+      message: `${plural(mounts.length, 'mount')} below ${podDir} belong to volumes the kubelet still tears down itself (${ops.join('; ')}): it finds them on disk and unmounts them through their plugin as soon as it runs. Leave them to the kubelet; clean up what it leaves behind.`,
+    };
+  }
+
   /** Walks the pod dir on its own filesystem, not entering mount points. */
   async walk(podDir: string, table: readonly MountInfo[], podsDev: number): Promise<{ entries: WalkEntry[] } | CleanupRefusal> {
     const mountPoints = new Set(table.map((e) => e.mountPoint));
@@ -470,6 +508,8 @@ export async function planOrphanCleanup(opts: OrphanCleanupOptions): Promise<Orp
   const foreign = await c.tableShowsRoot(table, root);
   if (foreign !== null) refused.push(foreign);
   refused.push(...(await c.mountRefusals(table, root, podDir)));
+  const teardown = await c.kubeletTeardownRefusal(table, podDir);
+  if (teardown !== null) refused.push(teardown);
   const podsStat = await c.fs.lstat(dirname(podDir));
   const walk = await c.walk(podDir, table, podsStat.dev);
   if ('code' in walk) refused.push(walk);
@@ -508,6 +548,8 @@ export async function executeOrphanCleanup(plan: OrphanCleanupPlan, opts: Orphan
   const foreign = await c.tableShowsRoot(table, root);
   if (foreign !== null) refused.push(foreign);
   refused.push(...(await c.mountRefusals(table, root, podDir)));
+  const teardown = await c.kubeletTeardownRefusal(table, podDir);
+  if (teardown !== null) refused.push(teardown);
   const planned = new Set(plan.unmounts.map((u) => `${u.id} ${u.mountPoint}`));
   const unplanned = mountsAtOrBelow(table, podDir).filter((e) => !planned.has(`${e.id} ${e.mountPoint}`));
   c.record('mounts-as-planned', unplanned.length === 0, unplanned.length === 0 ? 'yes' : `new: ${unplanned.map((e) => e.mountPoint).join(', ')}`);

@@ -13,6 +13,9 @@
 // - {@link RunningCluster.stop} stops the nodes first (the agent keeps its mounts on SIGTERM by
 //   design, the kubelet leaves its pods' mounts as a stopped kubelet does), unmounts what they left
 //   below the state dir, then the CSI processes, the controller manager, the API server and etcd.
+// - {@link RunningCluster.stopKubelet} and {@link RunningCluster.startKubelet} stop kubelet-0's
+//   kubelet and start it again with the same flags and root dir (a kubelet that goes down on a real
+//   node: its mounts stay), for tests of what a stopped kubelet leaves behind.
 // - {@link ClusterFacts} is plain data (JSON): what a process that did not start the cluster needs
 //   to use it (a test worker gets it through vitest's provide/inject). The functions that take
 //   facts ({@link kubectl}, {@link issueClientIdentity}, {@link startAgent}, {@link nodeReadiness})
@@ -392,24 +395,40 @@ export class ClusterAgent {
       '--import',
       'tsx',
       join(root, 'agent', 'main.ts'),
-      '--mode=managed',
+      ...this.modeArgs(),
       `--kubeconfig=${kc}`,
       `--node-name=${nodeName}`,
       `--root-dir=${rootDir}`,
       `--listen=${new URL(url).host}`,
       `--token-file=${tokenFile}`,
-      '--controller-attach-detach=true',
-      // The agent is this node's volume manager and no kubelet runs beside it: it registers the Node.
-      '--register-node=true',
       ...this.extraArgs,
     ];
   }
 
+  /**
+   * The flags of the agent's mode: managed, controller attach/detach, and the Node registered by
+   * the agent (it is this node's volume manager and no kubelet runs beside it). An observe-mode
+   * agent (scripts/cluster/observer.ts) overrides this and {@link prepare}.
+   */
+  protected modeArgs(): string[] {
+    return ['--mode=managed', '--controller-attach-detach=true', '--register-node=true'];
+  }
+
+  /** Creates what the agent expects below its root dir before it starts (managed mode: plugins_registry). */
+  protected prepare(): void {
+    mkdirSync(join(this.facts.rootDir, 'plugins_registry'), { recursive: true });
+  }
+
+  /** For messages and the process list: `agent <node>`. */
+  protected processName(): string {
+    return `agent ${this.facts.nodeName}`;
+  }
+
   /** Starts the process and waits until /healthz answers 200 (rejects when it exits first). */
   async start(): Promise<void> {
-    mkdirSync(join(this.facts.rootDir, 'plugins_registry'), { recursive: true });
-    this.proc = ManagedProcess.start({ name: `agent ${this.facts.nodeName}`, args: this.args(), cwd: root, env: childEnv(), logFile: this.facts.logFile });
-    await waitUntil(`agent ${this.facts.nodeName} /healthz`, async () => (await httpStatus(`${this.facts.url}/healthz`)) === 200, { deadlineMs: 90_000, process: this.proc, intervalMs: 250 });
+    this.prepare();
+    this.proc = ManagedProcess.start({ name: this.processName(), args: this.args(), cwd: root, env: childEnv(), logFile: this.facts.logFile });
+    await waitUntil(`${this.processName()} /healthz`, async () => (await httpStatus(`${this.facts.url}/healthz`)) === 200, { deadlineMs: 90_000, process: this.proc, intervalMs: 250 });
   }
 
   /**
@@ -418,7 +437,7 @@ export class ClusterAgent {
    */
   async restart(options: { kill9?: boolean } = {}): Promise<ExitInfo | null> {
     const exit = options.kill9 === true ? ((await this.proc?.kill()) ?? null) : await this.stop();
-    appendFileSync(this.facts.logFile, `\n--- cluster: agent ${this.facts.nodeName} ${options.kill9 === true ? 'killed (SIGKILL)' : 'stopped'}, starting again ---\n`);
+    appendFileSync(this.facts.logFile, `\n--- cluster: ${this.processName()} ${options.kill9 === true ? 'killed (SIGKILL)' : 'stopped'}, starting again ---\n`);
     await this.start();
     return exit;
   }
@@ -464,8 +483,23 @@ export interface RunningCluster {
   readonly facts: ClusterFacts;
   /** Node agent-0. */
   readonly agent: ClusterAgent;
-  /** Node kubelet-0's kubelet process. */
+  /** Node kubelet-0's kubelet process (the current one after {@link startKubelet}). */
   readonly kubelet: ManagedProcess;
+  /**
+   * Stops node kubelet-0's kubelet (SIGTERM, SIGKILL after 15 s), as a kubelet goes down on a real
+   * node: its pods' mounts and directories stay, its Node stays Ready (no node-lifecycle
+   * controller runs here), and the API server goes on accepting changes to its pods (a pod deleted
+   * now with `--grace-period=0 --force` is gone from the API while its directory stays on the
+   * node). Rejects when it is not running. Resolves with its exit.
+   */
+  stopKubelet(): Promise<ExitInfo>;
+  /**
+   * Starts kubelet-0's kubelet again with the same flags and root dir (it reconstructs its volumes
+   * from the pod directories and cleans up those of deleted pods) and resolves once the Node is
+   * Ready with a heartbeat from this start; rejects after `timeoutMs` (default 60 s), when it
+   * exits first, or when it is running.
+   */
+  startKubelet(timeoutMs?: number): Promise<void>;
   kubectl(args: readonly string[], options?: KubectlOptions): Promise<string>;
   /** Restarts agent-0 (see {@link ClusterAgent.restart}). */
   restartAgent(options?: { kill9?: boolean }): Promise<ExitInfo | null>;
@@ -652,11 +686,26 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     return p;
   };
 
+  // Node kubelet-0's kubelet; a test may stop and start it again (RunningCluster.stopKubelet /
+  // startKubelet), so the current process replaces the previous one in `started` (the stop below
+  // stops whichever runs). The kubelet runs in an empty directory of its own: when it removes a
+  // container, its log manager deletes every file matching `<log path>*` (kubernetes/kubernetes
+  // pkg/kubelet/logs/container_log_manager.go@v1.34 Clean), and the fake CRI reports an empty log
+  // path, so `*` is globbed in the working directory: run in the state dir, deleting a pod with a
+  // started container removed admin.kubeconfig and the other kubeconfigs there.
+  const kubeletCwd = join(kubeletFacts.rootDir, 'fake-cri-cwd');
+  const startKubeletProcess = (): ManagedProcess => {
+    const previous = started.findIndex((p) => p.name === KUBELET_PROCESS);
+    if (previous >= 0) started.splice(previous, 1);
+    return startGo(KUBELET_PROCESS, 'kubelet', [`--kubeconfig=${kubeletFacts.kubeconfig}`, `--node-name=${KUBELET_NODE}`, `--root-dir=${kubeletFacts.rootDir}`, '--v=2'], kubeletCwd);
+  };
+  const currentKubelet = (): ManagedProcess | undefined => started.find((p) => p.name === KUBELET_PROCESS);
+
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       say('stopping…');
-      await Promise.all([agent.stop(), started.find((p) => p.name === KUBELET_PROCESS)?.stop(15_000)]);
+      await Promise.all([agent.stop(), currentKubelet()?.stop(15_000)]);
       const nodesDir = join(state, 'nodes');
       const agentRoots = existsSync(nodesDir) ? readdirSync(nodesDir).map((n) => join(nodesDir, n)) : [];
       const leftovers = await findLeftoverMounts(state, agentRoots);
@@ -772,14 +821,8 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     await waitUntil(`the CSI driver socket of ${KUBELET_NODE}`, () => Promise.resolve(existsSync(kubeletFacts.csiSocket)), { deadlineMs: 60_000, process: kubeletDriver, intervalMs: 250 });
     const kubeletStarted = performance.now();
     const kubeletStartedAt = Date.now();
-    // The kubelet runs in an empty directory of its own: when it removes a container, its log
-    // manager deletes every file matching `<log path>*` (kubernetes/kubernetes
-    // pkg/kubelet/logs/container_log_manager.go@v1.34 Clean), and the fake CRI reports an empty
-    // log path, so `*` is globbed in the working directory: run in the state dir, deleting a pod
-    // with a started container removed admin.kubeconfig and the other kubeconfigs there.
-    const kubeletCwd = join(kubeletFacts.rootDir, 'fake-cri-cwd');
     mkdirSync(kubeletCwd, { recursive: true });
-    const kubelet = startGo(KUBELET_PROCESS, 'kubelet', [`--kubeconfig=${kubeletFacts.kubeconfig}`, `--node-name=${KUBELET_NODE}`, `--root-dir=${kubeletFacts.rootDir}`, '--v=2'], kubeletCwd);
+    const kubelet = startKubeletProcess();
 
     if (options.waitForNodeReady ?? true) {
       const timeoutMs = options.nodeTimeoutMs ?? 60_000;
@@ -802,12 +845,32 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     throw err;
   }
 
-  const kubelet = started.find((p) => p.name === KUBELET_PROCESS);
-  if (kubelet === undefined) throw new Error(`${KUBELET_PROCESS} was not started`);
+  if (currentKubelet() === undefined) throw new Error(`${KUBELET_PROCESS} was not started`);
   return {
     facts,
     agent,
-    kubelet,
+    get kubelet(): ManagedProcess {
+      const p = currentKubelet();
+      if (p === undefined) throw new Error(`${KUBELET_PROCESS} was not started`);
+      return p;
+    },
+    stopKubelet: async () => {
+      const p = currentKubelet();
+      if (p === undefined || p.exitInfo !== null) throw new Error(`${KUBELET_PROCESS} is not running`);
+      const exit = await p.stop(15_000);
+      appendFileSync(kubeletFacts.logFile, `\n--- cluster: ${KUBELET_PROCESS} stopped (${exit.signal ?? `code ${String(exit.code)}`}) ---\n`);
+      return exit;
+    },
+    startKubelet: async (timeoutMs = 60_000) => {
+      if (stopping !== null) throw new Error(`the cluster is stopping: ${KUBELET_PROCESS} is not started again`);
+      if (currentKubelet()?.exitInfo === null) throw new Error(`${KUBELET_PROCESS} is running already`);
+      appendFileSync(kubeletFacts.logFile, `\n--- cluster: ${KUBELET_PROCESS} starting again ---\n`);
+      const startedAt = Date.now();
+      const p = startKubeletProcess();
+      // No node-lifecycle controller runs: the stopped kubelet's Node still says Ready, so only a
+      // heartbeat written after this start counts.
+      await waitForNodeReady(facts, KUBELET_NODE, timeoutMs, p, startedAt);
+    },
     kubectl: (args, kubectlOptions) => kubectl(facts, args, kubectlOptions),
     restartAgent: (restartOptions) => agent.restart(restartOptions),
     agentLog: () => agent.log(),
