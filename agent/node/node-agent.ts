@@ -511,6 +511,7 @@ export class NodeAgent implements AgentRuntime {
       capabilities: [...d.capabilities],
       lastProbeAt: d.lastProbeAt === null ? null : Math.floor(d.lastProbeAt),
       lastError: d.lastError === null ? null : truncateMessage(d.lastError),
+      maxVolumesPerNode: this.registry.details(d.name)?.maxVolumesPerNode ?? null,
     }));
   }
 

@@ -393,6 +393,13 @@ export const RecentEventSchema = z.object({
    * grouping per volume; absent for events about no one volume (and from agents that predate it).
    */
   volume: z.string().optional(),
+  /**
+   * The namespace and name of the pod the event is about (its involved object), kept with the
+   * event so a pod that is gone is still named; absent for node-level events (and from agents
+   * that predate them).
+   */
+  podNamespace: z.string().optional(),
+  podName: z.string().optional(),
 });
 /** An event the agent recorded. */
 export type RecentEvent = z.infer<typeof RecentEventSchema>;
@@ -451,6 +458,12 @@ export const DriverSchema = z.object({
   lastProbeAt: EpochMsSchema.nullable(),
   /** The last probe or registration error; `null` when the last probe succeeded or none ran. */
   lastError: z.string().nullable(),
+  /**
+   * The driver's attach limit: NodeGetInfo `max_volumes_per_node`, which the kubelet publishes as
+   * the CSINode's `allocatable.count`; 0 = no limit; `null` until NodeGetInfo answered. Absent
+   * from agents that predate it.
+   */
+  maxVolumesPerNode: CountSchema.nullable().optional(),
 });
 /** A CSI driver registered (or trying to register) with the agent. */
 export type Driver = z.infer<typeof DriverSchema>;
