@@ -1,7 +1,7 @@
 'use client';
 
 import { describeUnmount, unmountAvailability } from '../../lib/dashboard/action-guards.ts';
-import type { VolumeRow } from '../../lib/dashboard/pipeline.ts';
+import { rowPodName, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { ActionButton } from './action-button.tsx';
@@ -19,15 +19,19 @@ export interface UnmountButtonProps {
   readonly onAction: (action: PendingAction) => void;
 }
 
-/** The small "Unmount" button of a pod volume: asks for confirmation, then unmounts it. */
+/**
+ * The small "Unmount" button of a pod volume: asks for confirmation, then unmounts it. Its
+ * accessible name says which volume of which pod.
+ */
 export function UnmountButton({ node, row, phase, synced, observing, onAction }: UnmountButtonProps) {
   return (
     <ActionButton
       small
       label="Unmount"
+      accessibleName={`Unmount volume ${row.volumeName} of pod ${rowPodName(row)}`}
       availability={unmountAvailability(row, { statesSynced: synced, observing }, phase)}
       onClick={() => {
-        onAction({ title: 'Unmount', description: describeUnmount(node, row), confirmLabel: 'Unmount', request: { kind: 'unmount', body: { podUid: row.podUid, volume: row.uniqueVolumeName } } });
+        onAction({ title: `Unmount volume ${row.volumeName} of pod ${rowPodName(row)}`, description: describeUnmount(node, row), confirmLabel: 'Unmount', request: { kind: 'unmount', body: { podUid: row.podUid, volume: row.uniqueVolumeName } } });
       }}
     />
   );

@@ -8,6 +8,7 @@ import { RECONSTRUCTION_FIRST_MS } from '../../lib/dashboard/blind-view.ts';
 import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
 import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
 import { createVolumeRowsSelector } from '../../lib/dashboard/pipeline.ts';
+import { nodeProblems } from '../../lib/dashboard/problems.ts';
 import { embedHref } from '../../lib/dashboard/routes.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
@@ -25,6 +26,7 @@ import { StaleFrame } from '../shared/stale-frame.tsx';
 import { AuditTable } from './audit-table.tsx';
 import { DriversTable } from './drivers-table.tsx';
 import { EventsTable } from './events-table.tsx';
+import { JumpToProblems } from './jump-to-problems.tsx';
 import { NodeCounts } from './node-counts.tsx';
 import { NodeFacts } from './node-facts.tsx';
 import { OperationHistoryTable } from './operation-history-table.tsx';
@@ -84,6 +86,8 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
   const selectRows = useMemo(() => createVolumeRowsSelector(), []);
   const rows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
   const summary = summarizeNode(snapshot);
+  const podNames = usePodNames(snapshot);
+  const problems = useMemo(() => nodeProblems(snapshot, rows), [snapshot, rows]);
   const deferredSnapshot = useDeferredValue(snapshot);
   const restart = useAgentRestart(snapshot);
   // For the first minutes after the agent started, what it found on disk is what matters most.
@@ -94,6 +98,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
       <RestartBanner restart={restart} />
       <header className="page-header">
         <div>
+          <JumpToProblems problems={problems} />
           <p className="breadcrumb">Node</p>
           <h1>{agent}</h1>
           {snapshot.nodeName !== agent ? <p className="muted">Node object: {snapshot.nodeName}</p> : null}
@@ -102,9 +107,10 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
         <div className="toolbar">
           <ActionButton
             label="Force resync"
+            accessibleName={`Force resync of node ${agent}`}
             availability={resyncAvailability(connection.phase)}
             onClick={() => {
-              onAction({ title: 'Force resync', description: describeResync(agent), confirmLabel: 'Resync now', request: { kind: 'resync' } });
+              onAction({ title: `Force resync of node ${agent}`, description: describeResync(agent), confirmLabel: 'Resync now', request: { kind: 'resync' } });
             }}
           />
           <CopyButton label="Copy link" getText={() => window.location.href} />
@@ -135,7 +141,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
       {reconstructionFirst ? <ReconstructionPanel agent={agent} snapshot={snapshot} /> : null}
       <Panel id="pods" title="Pods and volumes">
         <Suspense fallback={<p className="empty">Loading the table…</p>}>
-          <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} />
+          <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} podNames={podNames} />
         </Suspense>
       </Panel>
       <LowPriorityPanels agent={agent} snapshot={deferredSnapshot} phase={connection.phase} onAction={onAction} reconstructionFirst={reconstructionFirst} />

@@ -23,6 +23,7 @@ import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
 import { VolumePipeline } from './volume-pipeline.tsx';
 import { VolumeSpecSection } from './volume-spec.tsx';
+import { PodRefLink } from '../shared/pod-ref.tsx';
 
 function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
@@ -113,7 +114,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
                 : actual.pods.map((m, i) => (
                     <span key={m.podUid}>
                       {i > 0 ? ', ' : ''}
-                      <Link href={podHref(agent, m.podUid)}>{podNames.get(m.podUid) ?? m.podUid}</Link> ({m.mountState === 'uncertain' ? '? uncertain' : 'mounted'}
+                      <PodRefLink node={agent} uid={m.podUid} name={podNames.get(m.podUid)} /> ({m.mountState === 'uncertain' ? '? uncertain' : 'mounted'}
                       {m.remountRequired ? ', remount required' : ''})
                     </span>
                   ))}

@@ -6,6 +6,7 @@
 import type { Operation, Snapshot } from '../api/index.ts';
 import { rowPodName, type VolumeRow } from './pipeline.ts';
 import type { ConnectionPhase } from './queries.ts';
+import type { RetryTargetNames } from './retry-follow-up.ts';
 
 /** An action's availability: allowed, or not with the reason shown next to the disabled button. */
 export type ActionAvailability = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
@@ -63,8 +64,9 @@ export function describeResync(node: string): string {
 const INITIAL_BACKOFF_TEXT = '500 ms';
 
 /** The confirmation text of Retry now. */
-export function describeRetry(node: string, op: Operation): string {
-  const pod = op.podUid === null ? 'a volume-level operation' : `pod ${op.podUid}`;
+export function describeRetry(node: string, op: Operation, names: RetryTargetNames = {}): string {
+  const pod =
+    op.podUid === null ? 'a volume-level operation' : names.podName === undefined || names.podName === null ? `pod uid ${op.podUid}` : `pod ${names.podName}, uid ${op.podUid}`;
   return (
     `Retry now on ${node}: clears the backoff of ${op.operationName} for volume ${op.volume} (${pod}, ` +
     `${op.failures} failure${op.failures === 1 ? '' : 's'} so far), so the reconciler starts it again on its ` +
