@@ -3,6 +3,7 @@ import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import type { Operation } from '../../lib/api/index.ts';
 import { exampleSnapshot } from '../../lib/api/testing/snapshot-fixtures.ts';
+import { describeUnmount } from '../../lib/dashboard/action-guards.ts';
 import { deriveVolumeRows, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { RetryButton, retryAction } from './retry-button.tsx';
@@ -28,6 +29,13 @@ describe('action buttons name their target', () => {
   it('Unmount: names the volume and the pod', () => {
     const html = renderToStaticMarkup(createElement(UnmountButton, { node: 'node-a', row: { ...row, desired: false }, phase: 'live', synced: true, observing: false, onAction: noop }));
     expect(html).toContain('aria-label="Unmount volume config of pod default/web-0"');
+  });
+
+  it('Unmount of a mount whose pod is gone: the name its events recorded, with the UID in the dialog', () => {
+    const gone: VolumeRow = { ...row, desired: false, podName: row.podUid };
+    const html = renderToStaticMarkup(createElement(UnmountButton, { node: 'node-a', row: gone, podName: 'shop/cart-2', phase: 'live', synced: true, observing: false, onAction: noop }));
+    expect(html).toContain('aria-label="Unmount volume config of pod shop/cart-2"');
+    expect(describeUnmount('node-a', gone, 'shop/cart-2')).toContain(`of pod shop/cart-2 (uid ${row.podUid}) on node-a`);
   });
 
   it('the Retry now dialog names the target in words, the pod namespace/name with its UID, and carries the operation to follow', () => {

@@ -71,7 +71,7 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
         <SourceErrorsList errors={snapshot.sourceErrors} />
       </Panel>
       <Panel id="drivers" title="CSI drivers" count={snapshot.drivers.length}>
-        <DriversTable drivers={snapshot.drivers} attach={snapshot.attachVerification} />
+        <DriversTable drivers={snapshot.drivers} attach={snapshot.attachVerification} volumes={snapshot.actual.volumes} />
       </Panel>
       <Panel id="audit" title="Audit log" count={snapshot.audit.length}>
         <AuditTable audit={snapshot.audit} />

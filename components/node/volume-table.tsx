@@ -77,7 +77,7 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
       </div>
       <div role="cell" className="vt__cell vt__actions">
         {op !== null ? <RetryButton node={ctx.node} op={op} podName={rowPodLabel(row, ctx.podNames)} volumeName={row.volumeName} phase={ctx.phase} onAction={ctx.onAction} /> : null}
-        {!row.desired ? <UnmountButton node={ctx.node} row={row} phase={ctx.phase} synced={ctx.synced} observing={ctx.observing === true} onAction={ctx.onAction} /> : null}
+        {!row.desired ? <UnmountButton node={ctx.node} row={row} podName={rowPodLabel(row, ctx.podNames)} phase={ctx.phase} synced={ctx.synced} observing={ctx.observing === true} onAction={ctx.onAction} /> : null}
       </div>
     </>
   );

@@ -7,6 +7,7 @@ import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
 import { podMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
 import { kubeletSummaryLine, podDisplayName } from '../../lib/dashboard/pipeline.ts';
 import { embedHref, nodeHref } from '../../lib/dashboard/routes.ts';
+import { podCommands } from '../../lib/dashboard/kube-commands.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
 import { ActionDialog } from '../dialogs/action-dialog.tsx';
 import { usePendingAction } from '../hooks/use-pending-action.ts';
@@ -47,7 +48,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   );
   const body =
     pod === null ? (
-      <PodGone agent={agent} uid={uid} />
+      <PodGone agent={agent} uid={uid} podName={podNames.get(uid) ?? null} />
     ) : (
       <>
         <header className="page-header">
@@ -64,6 +65,11 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
           <ConnectionStatus agent={agent} />
           <div className="toolbar">
             <CopyButton label="Copy link" getText={() => window.location.href} />
+            <CopyButton
+              label="Copy kubectl commands"
+              accessibleName={`Copy kubectl commands for pod ${podDisplayName(pod)}`}
+              getText={() => podCommands({ node: agent, uid, podName: podDisplayName(pod) })}
+            />
             <CopyButton
               label="Copy as Markdown"
               getText={() => podMarkdownSummary({ node: agent, pod, now: Date.now(), seq: snapshot.seq, url: window.location.href })}

@@ -24,6 +24,7 @@ import { Panel } from '../shared/panel.tsx';
 import { VolumePipeline } from './volume-pipeline.tsx';
 import { VolumeSpecSection } from './volume-spec.tsx';
 import { PodRefLink } from '../shared/pod-ref.tsx';
+import { volumeCommands } from '../../lib/dashboard/kube-commands.ts';
 
 function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
@@ -78,6 +79,11 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
         <ConnectionStatus agent={agent} />
         <div className="toolbar">
           <CopyButton label="Copy link" getText={() => window.location.href} />
+          <CopyButton
+            label="Copy kubectl commands"
+            accessibleName={`Copy kubectl commands for volume ${volume}`}
+            getText={() => volumeCommands({ node: agent, uniqueVolumeName: volume, namespace: rows[0]?.namespace ?? null, spec: spec.pods[0]?.spec ?? null })}
+          />
         </div>
       </header>
       <Panel id="actual" title="On the node">

@@ -75,10 +75,14 @@ export function describeRetry(node: string, op: Operation, names: RetryTargetNam
   );
 }
 
-/** The confirmation text of Unmount. */
-export function describeUnmount(node: string, row: VolumeRow): string {
+/**
+ * The confirmation text of Unmount. `podName`: the pod's `namespace/name` when the row has only
+ * its UID (a pod that is gone, named by its events).
+ */
+export function describeUnmount(node: string, row: VolumeRow, podName: string | null = null): string {
+  const pod = podName !== null ? `${podName} (uid ${row.podUid})` : `${rowPodName(row)}${row.podName === row.podUid ? '' : ` (uid ${row.podUid})`}`;
   return (
-    `Unmount volume “${row.volumeName}” (${row.uniqueVolumeName}) of pod ${rowPodName(row)}${row.podName === row.podUid ? '' : ` (uid ${row.podUid})`} on ${node}: ` +
+    `Unmount volume “${row.volumeName}” (${row.uniqueVolumeName}) of pod ${pod} on ${node}: ` +
     'the agent first checks that the pod is gone from the desired state and from its source (read live), that the source ' +
     'reports no error for it and that no operation runs on the volume; ' +
     'if every check passes it tears the pod’s mount down (TearDown). If a check fails, nothing is done and ' +
