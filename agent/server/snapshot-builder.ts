@@ -257,6 +257,7 @@ export class SnapshotBuilder {
       audit: reuseList(prev?.audit ?? [], this.audit()),
       drivers: reuseList<Driver>(prev?.drivers ?? [], uniqueSortedByKey(rt.drivers(), driverKey)),
       attachVerification: reuseValue(prev?.attachVerification, attachVerification),
+      ...this.buildNodeConditions(prev),
       ...(rt.observe === undefined ? {} : { observe: reuseValue(prev?.observe, rt.observe()) }),
     };
     return {
@@ -290,6 +291,11 @@ export class SnapshotBuilder {
       value: { state: report.state, startedAt: report.startedAt, finishedAt: report.finishedAt, volumes: volumes.items },
       positions: volumes.positions,
     };
+  }
+
+  private buildNodeConditions(prev: Snapshot | null): Pick<Snapshot, 'nodeConditions'> {
+    const conditions = this.runtime.nodeConditions?.() ?? null;
+    return conditions === null ? {} : { nodeConditions: reuseValue(prev?.nodeConditions, conditions) };
   }
 
   private buildPodErrors(prev: Snapshot | null): PodErrors {

@@ -27,6 +27,7 @@ import { AuditTable } from './audit-table.tsx';
 import { DriversTable } from './drivers-table.tsx';
 import { EventsTable } from './events-table.tsx';
 import { JumpToProblems } from './jump-to-problems.tsx';
+import { NodeConditions } from './node-conditions.tsx';
 import { NodeCounts } from './node-counts.tsx';
 import { NodeFacts } from './node-facts.tsx';
 import { OperationHistoryTable } from './operation-history-table.tsx';
@@ -125,6 +126,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
       </header>
       <StaleFrame>
         <NodeFacts summary={summary} />
+        <NodeConditions conditions={snapshot.nodeConditions} />
         <NodeCounts summary={summary} />
       </StaleFrame>
       <nav className="toc" aria-label="Sections">

@@ -480,6 +480,22 @@ export const AttachVerificationSchema = z.object({
 /** The periodic check that volumes the actual state calls attached are still attached. */
 export type AttachVerification = z.infer<typeof AttachVerificationSchema>;
 
+// NODE
+
+/** A condition of the Node object (`status.conditions[]`), as the API server has it. */
+export const NodeConditionSchema = z.object({
+  /** `Ready`, `MemoryPressure`, `DiskPressure`, `PIDPressure`, `NetworkUnavailable`, … */
+  type: z.string(),
+  /** `True`, `False` or `Unknown`. */
+  status: z.string(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  /** When the status last changed; `null` when the API server has no time. */
+  lastTransitionTime: EpochMsSchema.nullable(),
+});
+/** A condition of the Node object. */
+export type NodeCondition = z.infer<typeof NodeConditionSchema>;
+
 // SNAPSHOT
 
 /** The whole state of one node's volume manager at one sequence number. */
@@ -512,6 +528,12 @@ export const SnapshotSchema = z.object({
   /** CSI drivers known to the agent; empty when none registered. */
   drivers: uniqueArray(DriverSchema, driverKey, 'driver'),
   attachVerification: AttachVerificationSchema,
+  /**
+   * The Node object's conditions in the API server's order, from the agent's node informer. Only
+   * with the kubernetes pod source, once the Node was seen; absent otherwise (the manifest source
+   * has no Node object) and from agents that predate it.
+   */
+  nodeConditions: z.array(NodeConditionSchema).optional(),
   /** Observe mode only (`--mode=observe`): the kubelet's outstanding work, orphans, truth diff. Absent in managed mode. */
   observe: ObserveSchema.optional(),
 });

@@ -274,6 +274,9 @@ const nodeSchema = z.object({
     .object({
       volumesAttached: z.array(z.object({ name: z.string(), devicePath: z.string() })).optional(),
       volumesInUse: z.array(z.string()).optional(),
+      conditions: z
+        .array(z.object({ type: z.string(), status: z.string(), reason: z.string().optional(), message: z.string().optional(), lastTransitionTime: z.string().optional() }))
+        .optional(),
     })
     .optional(),
 });
