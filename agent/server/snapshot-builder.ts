@@ -92,10 +92,12 @@ interface DesiredPair {
 function desiredPodFromPairs(uid: string, pairs: readonly DesiredPair[], nodeName: string): DesiredPod {
   const first = pairs[0] as DesiredPair;
   const volumes = pairs.map(({ view, entry }) => desiredVolumeFromView(view, entry, nodeName));
+  const phase = first.entry.pod.status?.phase;
   return {
     uid,
     namespace: desiredPodNamespace(first.entry),
     name: first.entry.pod.metadata.name,
+    ...(phase === undefined ? {} : { phase }),
     volumes: volumes.length > 1 ? uniqueSortedByKey(volumes, desiredVolumeKey) : volumes,
   };
 }
@@ -126,7 +128,8 @@ function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, vie
         volume === undefined ||
         !desiredVolumeMatchesView(volume, view, entry, nodeName) ||
         pod.namespace !== desiredPodNamespace(entry) ||
-        pod.name !== entry.pod.metadata.name
+        pod.name !== entry.pod.metadata.name ||
+        pod.phase !== entry.pod.status?.phase
       ) {
         dirty[pos] = 1;
         changed = true;

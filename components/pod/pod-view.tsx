@@ -29,6 +29,8 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   const { pending, open: onAction, close: closeDialog } = usePendingAction();
   const pod = useLivePod(snapshot, uid);
   const podNames = usePodNames(snapshot);
+  // status.phase as the pod source has it; nothing without a status (a manifest): nothing is invented.
+  const phase = useMemo(() => snapshot.desired.pods.find((p) => p.uid === uid)?.phase, [snapshot.desired.pods, uid]);
   const events = useMemo(() => snapshot.recentEvents.filter((e) => e.podUid === uid), [snapshot.recentEvents, uid]);
   const volumes = useMemo(() => new Set(pod?.rows.map((r) => r.uniqueVolumeName) ?? []), [pod]);
   // The pod's own operations, and the volume-wide ones (attach, device mount) of its volumes.
@@ -59,6 +61,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
             <h1>{podDisplayName(pod)}</h1>
             <p className="muted small">
               uid <code>{pod.uid}</code>
+              {phase === undefined ? '' : ` · phase ${phase}`}
               {pod.desired ? '' : ' · not in the desired world (its volumes are being unmounted)'}
             </p>
           </div>

@@ -185,6 +185,12 @@ export const DesiredPodSchema = z.object({
   uid: z.string(),
   namespace: z.string(),
   name: z.string(),
+  /**
+   * The pod's `status.phase` as its source has it (`Pending`, `Running`, `Succeeded`, `Failed`,
+   * `Unknown`: the API server's, written by the node's kubelet); absent when the source has none
+   * (a manifest without status) and from agents that predate it.
+   */
+  phase: z.string().optional(),
   /** The pod's volumes that some container uses; empty when none are (yet) added. */
   volumes: uniqueArray(DesiredVolumeSchema, desiredVolumeKey, 'desired volume'),
 });
