@@ -75,7 +75,7 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
         <DriversTable drivers={snapshot.drivers} attach={snapshot.attachVerification} volumes={snapshot.actual.volumes} />
       </Panel>
       <Panel id="audit" title="Audit log" count={snapshot.audit.length}>
-        <AuditTable audit={snapshot.audit} />
+        <AuditTable audit={snapshot.audit} podNames={podNames} />
       </Panel>
     </>
   );

@@ -154,7 +154,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
         <h3>Events</h3>
         <EventsTable node={agent} events={history.events} snapshot={snapshot} podNames={podNames} />
         <h3>Operator actions</h3>
-        <AuditTable audit={history.audit} />
+        <AuditTable audit={history.audit} podNames={podNames} />
         {history.reconstruction.volumes.length > 0 ? (
           <>
             <h3>Reconstruction</h3>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RecentEvent } from '../api/index.ts';
 import { exampleSnapshot, FIXTURE_T0 } from '../api/testing/snapshot-fixtures.ts';
-import { podNamesOf, podRefText, podShortText } from './pod-refs.ts';
+import { auditTargetText, podNamesOf, podRefText, podShortText } from './pod-refs.ts';
 
 const example = exampleSnapshot();
 const GONE = '0d4f8e7a-1b2c-4d3e-8f9a-0b1c2d3e4f50';
@@ -33,5 +33,17 @@ describe('podRefText / podShortText', () => {
     expect(podRefText('other', names)).toBe('uid other');
     expect(podShortText(GONE, names)).toBe('shop/cart-2');
     expect(podShortText('other', names)).toBe('other');
+  });
+});
+
+describe('auditTargetText', () => {
+  const names = new Map([[GONE, 'shop/cart-2']]);
+  it.each([
+    { target: `${GONE}/kubernetes.io/csi/d^vol-1`, text: `shop/cart-2 (uid ${GONE}): kubernetes.io/csi/d^vol-1` },
+    { target: GONE, text: `shop/cart-2 (uid ${GONE})` },
+    { target: 'kubernetes.io/csi/d^vol-1', text: 'kubernetes.io/csi/d^vol-1' },
+    { target: 'other-uid/vol', text: 'other-uid/vol' },
+  ])('$target → $text', ({ target, text }) => {
+    expect(auditTargetText(target, names)).toBe(text);
   });
 });

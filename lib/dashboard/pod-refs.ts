@@ -34,3 +34,16 @@ export function podRefText(uid: string, names: PodNames): string {
 export function podShortText(uid: string, names: PodNames): string {
   return names.get(uid) ?? uid;
 }
+
+/**
+ * An audit entry's target with its pod named: `<podUid>/<volume>` (retry, unmount) or `<podUid>`
+ * (orphan cleanup) become `namespace/name (uid <uid>): <volume>`; anything else (a volume-level
+ * retry's volume) and pods without a name stay as they are.
+ */
+export function auditTargetText(target: string, names: PodNames): string {
+  const slash = target.indexOf('/');
+  const uid = slash < 0 ? target : target.slice(0, slash);
+  const name = names.get(uid);
+  if (name === undefined) return target;
+  return slash < 0 ? `${name} (uid ${uid})` : `${name} (uid ${uid}): ${target.slice(slash + 1)}`;
+}
