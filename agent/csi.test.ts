@@ -247,6 +247,9 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
     // The device path of a CSI volume is its attachment name (upstream: the VolumeAttachment name).
     expect(actualVolume(s, 'vol-life')?.devicePath).toMatch(/^csi-[0-9a-f]{64}$/);
     expect(s.desired.pods.find((p) => p.uid === uid)?.volumes).toEqual([expect.objectContaining({ name: 'data', attachable: true, deviceMountable: true })]);
+    // The driver's attach limit as NodeGetInfo said it (csi-loop: 0, no limit).
+    expect(s.drivers.find((d) => d.name === csiLoopDriverName)?.maxVolumesPerNode).toBe(0);
+    expect(s.recentEvents.find((e) => e.podUid === uid)).toMatchObject({ podNamespace: 'default', podName: 'life' });
     expect(await isDriverMounted(env, target)).toBe(true);
     await writeDurably(join(target, 'hello.txt'), 'written through the pod volume');
     const published = (await env.driver.state()).volumes['vol-life'];

@@ -138,6 +138,8 @@ describe(`node agent with the Kubernetes API source, managed mode (${mountMode})
     expect((nodeObject.metadata as { annotations?: Record<string, string> }).annotations).toMatchObject({ 'volumes.kubernetes.io/controller-managed-attach-detach': 'true', 'csi.volume.kubernetes.io/nodeid': `{"${csiLoopDriverName}":"${NODE}"}` });
     const ready = (): unknown => (env.api.get('nodes', undefined, NODE)?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions?.find((c) => c.type === 'Ready')?.status;
     await waitFor(() => ready() === 'True', { what: 'the node is Ready', timeoutMs: MOUNT_DEADLINE_MS });
+    // The snapshot carries the Node's conditions as the node informer sees them.
+    await env.agent.waitForSnapshot('the snapshot has the Node conditions', (s) => s.nodeConditions?.find((c) => c.type === 'Ready')?.status === 'True', MOUNT_DEADLINE_MS);
     await waitFor(() => env.api.get('leases', 'kube-node-lease', NODE), { what: 'the node lease', timeoutMs: MOUNT_DEADLINE_MS });
     expect((env.api.get('csinodes', undefined, NODE)?.spec as { drivers?: unknown[] }).drivers).toEqual([{ name: csiLoopDriverName, nodeID: NODE, topologyKeys: [] }]);
 

@@ -6,7 +6,7 @@
  * engine's fake plugin.
  */
 import type { Observe } from '../lib/api/observe.ts';
-import type { Driver, RecentEvent, SourceError } from '../lib/api/snapshot.ts';
+import type { Driver, NodeCondition, RecentEvent, SourceError } from '../lib/api/snapshot.ts';
 import type { ResyncFindings } from '../lib/kubelet-pods/resync.ts';
 import type { OrphanCleanupResult } from '../lib/observe/orphan-cleanup.ts';
 import type { Clock } from '../lib/clock/clock.ts';
@@ -56,6 +56,11 @@ export interface AgentRuntime {
    * a part that changed without one would not be published.
    */
   onChange(listener: () => void): () => void;
+  /**
+   * The Node object's conditions (the snapshot's `nodeConditions`), with the kubernetes pod
+   * source once its node informer saw the Node; null before, and absent with the manifest source.
+   */
+  nodeConditions?(): NodeCondition[] | null;
   /** Observe mode only: the snapshot's `observe` section. Absent in managed mode. */
   observe?(): Observe;
   /**

@@ -33,7 +33,7 @@ describe('RingEventRecorder', () => {
     // Assert
     expect(recorder.recent()).toEqual([
       { time: 1_005, type: 'Normal', reason: 'Something', podUid: null, message: 'second' },
-      { time: 1_010, type: 'Normal', reason: 'SuccessfulAttachVolume', podUid: 'u2', message: 'third' },
+      { time: 1_010, type: 'Normal', reason: 'SuccessfulAttachVolume', podUid: 'u2', message: 'third', podNamespace: 'default', podName: 'db' },
     ]);
     expect(lines).toEqual(['warn first', 'info second', 'info third']);
     expect(heard).toBe(3);
@@ -67,7 +67,7 @@ describe('RingEventRecorder with a file', () => {
       const second = new RingEventRecorder(clock, recordingLogger([]), 10, file);
 
       expect(second.recent()).toEqual([
-        { time: 1_000, type: 'Warning', reason: 'FailedMount', podUid: 'u2', message: 'MountVolume.SetUp failed', volume: 'kubernetes.io/csi/loop^pg' },
+        { time: 1_000, type: 'Warning', reason: 'FailedMount', podUid: 'u2', message: 'MountVolume.SetUp failed', volume: 'kubernetes.io/csi/loop^pg', podNamespace: 'default', podName: 'db' },
       ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -41,6 +41,9 @@ export class RingEventRecorder implements EventRecorder {
       podUid: object.kind === 'Pod' ? (object.uid ?? null) : null,
       message,
       ...(volume === undefined ? {} : { volume }),
+      // The pod's name stays with the event: the dashboard names pods that are gone by it.
+      ...(object.kind === 'Pod' && object.namespace !== undefined ? { podNamespace: object.namespace } : {}),
+      ...(object.kind === 'Pod' ? { podName: object.name } : {}),
     };
     this.ring.append(entry);
     const fields = {

@@ -26,7 +26,8 @@
  */
 import { mkdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Driver, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
+import type { Driver, NodeCondition, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
+import { nodeConditionsFromNode } from '../server/snapshot-items.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import { detectMounter, LinuxMounter, UnprivilegedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
 import { VolumeManager, type OperationRecord, type ReconcilerMetrics, type PodSourceProbe } from '../../lib/volumemanager/index.ts';
@@ -345,6 +346,11 @@ export class NodeAgent implements AgentRuntime {
             },
           })
         : null;
+    // The Node's conditions come from the kube source's node informer (its changes notify, onSourceChange).
+    if (kube !== null) {
+      const source = kube.source;
+      this.nodeConditions = () => nodeConditionsFromNode(source.getNode());
+    }
     const observer = this.observer;
     if (observer !== null) {
       this.observe = () => observer.section();
@@ -523,6 +529,7 @@ export class NodeAgent implements AgentRuntime {
       capabilities: [...d.capabilities],
       lastProbeAt: d.lastProbeAt === null ? null : Math.floor(d.lastProbeAt),
       lastError: d.lastError === null ? null : truncateMessage(d.lastError),
+      maxVolumesPerNode: this.registry.details(d.name)?.maxVolumesPerNode ?? null,
     }));
   }
 
@@ -562,6 +569,7 @@ export class NodeAgent implements AgentRuntime {
   }
 
   observe: (() => Observe) | undefined = undefined;
+  nodeConditions: (() => NodeCondition[] | null) | undefined = undefined;
   cleanupOrphan: ((podUid: string, dryRun: boolean) => Promise<OrphanCleanupResult>) | undefined = undefined;
 
   onChange(listener: () => void): () => void {

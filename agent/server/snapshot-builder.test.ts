@@ -212,6 +212,32 @@ describe('SnapshotBuilder', () => {
     expect(SnapshotSchema.parse(mounted.snapshot)).toEqual(mounted.snapshot);
   });
 
+  it("shows a desired pod's status.phase as its source has it, and rebuilds the pod when the phase changes", () => {
+    // Arrange: pod-0 without a status (a manifest), pod-1 Pending
+    const { h, builder } = setup();
+    populate(h, 2);
+    const volume = gcePdVolume('vol-1', 'pd-1');
+    const readd = (phase: 'Pending' | 'Running'): void => {
+      const pod: Pod = { ...makePod([volume], { uid: 'uid-1', name: 'pod-1', namespace: 'default' }), status: { phase } };
+      h.dsw.addPodToVolume(uniquePodName('uid-1'), pod, specFromVolume(volume), volume.name, '', []);
+    };
+    readd('Pending');
+    const first = builder.initial();
+
+    // Act: the kubelet reports the pod Running (the source publishes the update; the populator re-adds it)
+    readd('Running');
+    const next = builder.build(first, 1);
+
+    // Assert
+    expect(first.snapshot.desired.pods.map((p) => [p.name, p.phase])).toEqual([
+      ['pod-0', undefined],
+      ['pod-1', 'Pending'],
+    ]);
+    expect(next.snapshot.desired.pods[1]?.phase).toBe('Running');
+    expect(next.snapshot.desired.pods[0]).toBe(first.snapshot.desired.pods[0]);
+    expect(first.snapshot.desired.pods[0]).not.toHaveProperty('phase');
+  });
+
   it('reuses every part when nothing changed, and only the changed item otherwise', () => {
     // Arrange
     const { h, builder } = setup();

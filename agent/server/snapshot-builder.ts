@@ -92,10 +92,12 @@ interface DesiredPair {
 function desiredPodFromPairs(uid: string, pairs: readonly DesiredPair[], nodeName: string): DesiredPod {
   const first = pairs[0] as DesiredPair;
   const volumes = pairs.map(({ view, entry }) => desiredVolumeFromView(view, entry, nodeName));
+  const phase = first.entry.pod.status?.phase;
   return {
     uid,
     namespace: desiredPodNamespace(first.entry),
     name: first.entry.pod.metadata.name,
+    ...(phase === undefined ? {} : { phase }),
     volumes: volumes.length > 1 ? uniqueSortedByKey(volumes, desiredVolumeKey) : volumes,
   };
 }
@@ -126,7 +128,8 @@ function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, vie
         volume === undefined ||
         !desiredVolumeMatchesView(volume, view, entry, nodeName) ||
         pod.namespace !== desiredPodNamespace(entry) ||
-        pod.name !== entry.pod.metadata.name
+        pod.name !== entry.pod.metadata.name ||
+        pod.phase !== entry.pod.status?.phase
       ) {
         dirty[pos] = 1;
         changed = true;
@@ -257,6 +260,7 @@ export class SnapshotBuilder {
       audit: reuseList(prev?.audit ?? [], this.audit()),
       drivers: reuseList<Driver>(prev?.drivers ?? [], uniqueSortedByKey(rt.drivers(), driverKey)),
       attachVerification: reuseValue(prev?.attachVerification, attachVerification),
+      ...this.buildNodeConditions(prev),
       ...(rt.observe === undefined ? {} : { observe: reuseValue(prev?.observe, rt.observe()) }),
     };
     return {
@@ -290,6 +294,11 @@ export class SnapshotBuilder {
       value: { state: report.state, startedAt: report.startedAt, finishedAt: report.finishedAt, volumes: volumes.items },
       positions: volumes.positions,
     };
+  }
+
+  private buildNodeConditions(prev: Snapshot | null): Pick<Snapshot, 'nodeConditions'> {
+    const conditions = this.runtime.nodeConditions?.() ?? null;
+    return conditions === null ? {} : { nodeConditions: reuseValue(prev?.nodeConditions, conditions) };
   }
 
   private buildPodErrors(prev: Snapshot | null): PodErrors {

@@ -85,6 +85,14 @@ describe('SnapshotFeed', () => {
       want: ['d.example.com'],
     },
     {
+      name: 'the Node’s conditions',
+      change: ({ runtime }) => {
+        runtime.setNodeConditions([{ type: 'Ready', status: 'False', reason: 'KubeletNotReady', lastTransitionTime: 1 }]);
+      },
+      shows: (s) => s.nodeConditions?.map((c) => `${c.type}=${c.status}`),
+      want: ['Ready=False'],
+    },
+    {
       name: 'an attach verification',
       change: async ({ h }) => {
         await h.vm.verifyAttachedVolumes();

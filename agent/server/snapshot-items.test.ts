@@ -18,6 +18,7 @@ import {
   reconstructedVolumeFromEntry,
   reconstructedVolumeMatchesEntry,
   reconstructionEntryKey,
+  nodeConditionsFromNode,
   type DesiredPodEntry,
   type NamespaceOf,
 } from './snapshot-items.ts';
@@ -234,5 +235,27 @@ describe('reconstructedVolumeMatchesEntry', () => {
     expect(reconstructedVolumeMatchesEntry(item, entry)).toBe(same);
     expect(jsonEqual(item, reconstructedVolumeFromEntry(entry))).toBe(same);
     expect(reconstructionEntryKey(entry)).toBe(reconstructedVolumeKey(reconstructedVolumeFromEntry(entry)));
+  });
+});
+
+describe('nodeConditionsFromNode', () => {
+  it('keeps the Node’s conditions in order, transition times as epoch ms, empty reasons left out', () => {
+    const conditions = nodeConditionsFromNode({
+      status: {
+        conditions: [
+          { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available', lastTransitionTime: '2026-11-30T08:00:00Z' },
+          { type: 'Ready', status: 'False', reason: '', lastTransitionTime: 'not a time' },
+        ],
+      },
+    });
+    expect(conditions).toEqual([
+      { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available', lastTransitionTime: Date.UTC(2026, 10, 30, 8) },
+      { type: 'Ready', status: 'False', lastTransitionTime: null },
+    ]);
+  });
+
+  it('is null while the Node is not known, and empty for a Node without conditions', () => {
+    expect(nodeConditionsFromNode(undefined)).toBeNull();
+    expect(nodeConditionsFromNode({})).toEqual([]);
   });
 });

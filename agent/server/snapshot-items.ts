@@ -10,6 +10,7 @@ import {
   podMountKey,
   type ActualVolume,
   type DesiredVolume,
+  type NodeCondition,
   type Operation,
   type OperationHistory,
   type PodMount,
@@ -17,6 +18,7 @@ import {
 } from '../../lib/api/snapshot.ts';
 import { type OperationHistoryView, type PendingOperationView, type DeviceMountState, type ActualVolumeView, type DesiredVolumeView, podNamespace, type ReconstructionEntry, type ReconstructionOutcome } from '../../lib/volumemanager/index.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
+import type { Node } from '../../lib/volume/k8s-types.ts';
 import { findByKey } from './keyed-collection.ts';
 import { desiredVolumeSpec, volumeSpecMatches } from './volume-spec.ts';
 
@@ -266,4 +268,24 @@ export function reconstructedVolumeMatchesEntry(volume: ReconstructedVolume, ent
 /** The API key of a reconstruction entry without building the item (`reconstructedVolumeKey`). */
 export function reconstructionEntryKey(entry: ReconstructionEntry): string {
   return `${entry.podName}|${entry.volumeSpecName}`;
+}
+
+// NODE
+
+/**
+ * The snapshot's `nodeConditions` from the Node object: its conditions in order, transition
+ * times as epoch ms (`null` when absent or unparsable); null when the Node is not known.
+ */
+export function nodeConditionsFromNode(node: Pick<Node, 'status'> | undefined): NodeCondition[] | null {
+  if (node === undefined) return null;
+  return (node.status?.conditions ?? []).map((c) => {
+    const at = c.lastTransitionTime === undefined ? Number.NaN : Date.parse(c.lastTransitionTime);
+    return {
+      type: c.type,
+      status: c.status,
+      ...(c.reason === undefined || c.reason === '' ? {} : { reason: c.reason }),
+      ...(c.message === undefined || c.message === '' ? {} : { message: truncateMessage(c.message) }),
+      lastTransitionTime: Number.isFinite(at) && at >= 0 ? Math.floor(at) : null,
+    };
+  });
 }

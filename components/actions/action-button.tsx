@@ -6,9 +6,22 @@ import type { ActionAvailability } from '../../lib/dashboard/action-guards.ts';
 /**
  * A button for an action. When not allowed it stays focusable but inert (`aria-disabled`), and
  * the reason is shown under it (over what follows, never moving it: `.action__reason` is
- * positioned) and read with it.
+ * positioned) and read with it. `accessibleName` names the target too ("Unmount volume config of
+ * pod default/web-0"); it starts with the visible `label`, so speech input finds the button.
  */
-export function ActionButton({ label, availability, onClick, small = false }: { label: string; availability: ActionAvailability; onClick: () => void; small?: boolean }) {
+export function ActionButton({
+  label,
+  accessibleName,
+  availability,
+  onClick,
+  small = false,
+}: {
+  label: string;
+  accessibleName?: string;
+  availability: ActionAvailability;
+  onClick: () => void;
+  small?: boolean;
+}) {
   const reasonId = useId();
   const allowed = availability.allowed;
   return (
@@ -16,6 +29,7 @@ export function ActionButton({ label, availability, onClick, small = false }: { 
       <button
         type="button"
         className={`button button--action${small ? ' button--small' : ''}`}
+        aria-label={accessibleName}
         aria-disabled={!allowed}
         aria-describedby={allowed ? undefined : reasonId}
         onClick={() => {

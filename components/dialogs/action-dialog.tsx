@@ -6,6 +6,8 @@ import { formatDuration } from '../../lib/dashboard/time-format.ts';
 import { ActionError } from './action-error.tsx';
 import { ChecksList } from './checks-list.tsx';
 import { ConfirmDialog } from './confirm-dialog.tsx';
+import { RetryProgress } from './retry-progress.tsx';
+import type { Operation } from '../../lib/api/index.ts';
 
 /** An action waiting for confirmation: what the dialog says and what it sends. */
 export interface PendingAction {
@@ -14,9 +16,11 @@ export interface PendingAction {
   readonly description: string;
   readonly confirmLabel: string;
   readonly request: ActionRequest;
+  /** Retry now: the operation as the dialog showed it; after the retry the dialog follows it live. */
+  readonly operation?: Operation;
 }
 
-function ResultView({ result }: { result: ActionResult }) {
+function ResultView({ agent, result, operation }: { agent: string; result: ActionResult; operation: Operation | undefined }) {
   switch (result.kind) {
     case 'resync': {
       const r = result.response;
@@ -43,6 +47,7 @@ function ResultView({ result }: { result: ActionResult }) {
           <p>
             <span aria-hidden="true">✓ </span>Backoff cleared for <code>{result.response.cleared}</code>. The reconciler retries it on its next pass.
           </p>
+          {operation === undefined ? null : <RetryProgress agent={agent} before={operation} />}
         </div>
       );
     case 'unmount': {
@@ -84,7 +89,7 @@ export function ActionDialog({ agent, pending, onClose }: { agent: string; pendi
     <ConfirmDialog
       content={pending === null ? null : { title: pending.title, description: pending.description, confirmLabel: pending.confirmLabel, variables: pending.request }}
       mutation={mutation}
-      renderResult={(result) => <ResultView result={result} />}
+      renderResult={(result) => <ResultView agent={agent} result={result} operation={pending?.operation} />}
       renderError={(error) => <ActionError error={error} failedHeading="The action failed" refusedHeading="The agent refused (409)" />}
       onClose={onClose}
     />

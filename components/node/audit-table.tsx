@@ -2,12 +2,15 @@
 
 import { memo } from 'react';
 import type { AuditEntry } from '../../lib/api/index.ts';
+import { auditTargetText, type PodNames } from '../../lib/dashboard/pod-refs.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
 import { DataTable } from '../shared/data-table.tsx';
 
-/** Operator actions the agent recorded, newest first. */
-export const AuditTable = memo(function AuditTable({ audit }: { audit: readonly AuditEntry[] }) {
+const NO_NAMES: PodNames = new Map();
+
+/** Operator actions the agent recorded, newest first; targets with their pod named (`auditTargetText`). */
+export const AuditTable = memo(function AuditTable({ audit, podNames = NO_NAMES }: { audit: readonly AuditEntry[]; podNames?: PodNames }) {
   if (audit.length === 0) return <EmptyState>No operator actions yet.</EmptyState>;
   const icon = { succeeded: '✓', refused: '⊘', failed: '✕', running: '…' } as const;
   return (
@@ -19,7 +22,7 @@ export const AuditTable = memo(function AuditTable({ audit }: { audit: readonly 
           </td>
           <td>{a.caller}</td>
           <td>{a.action}</td>
-          <td className="cell-wrap">{a.target ?? 'node'}</td>
+          <td className="cell-wrap">{a.target === null ? 'node' : auditTargetText(a.target, podNames)}</td>
           <td>
             <span className={a.result === 'succeeded' || a.result === 'running' ? undefined : 'text-bad'}>
               <span aria-hidden="true">{icon[a.result]} </span>

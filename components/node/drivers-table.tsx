@@ -1,18 +1,41 @@
 'use client';
 
 import { memo } from 'react';
-import type { AttachVerification, Driver } from '../../lib/api/index.ts';
+import type { ActualVolume, AttachVerification, Driver } from '../../lib/api/index.ts';
+import { driverLimit } from '../../lib/dashboard/driver-limits.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
 import { DataTable } from '../shared/data-table.tsx';
 
-/** CSI drivers and the attach verification. */
-export const DriversTable = memo(function DriversTable({ drivers, attach }: { drivers: readonly Driver[]; attach: AttachVerification }) {
+const NO_VOLUMES: readonly ActualVolume[] = [];
+
+function LimitText({ limit }: { limit: ReturnType<typeof driverLimit> }) {
+  return limit.full ? (
+    <span className="text-bad" title="the next volume of this driver cannot be attached to this node">
+      <span aria-hidden="true">! </span>
+      {limit.text} (full)
+    </span>
+  ) : (
+    <span title="NodeGetInfo max_volumes_per_node, the CSINode allocatable.count">{limit.text}</span>
+  );
+}
+
+/** CSI drivers (with their attach limit against the node's volumes of each) and the attach verification. */
+export const DriversTable = memo(function DriversTable({
+  drivers,
+  attach,
+  volumes = NO_VOLUMES,
+}: {
+  drivers: readonly Driver[];
+  attach: AttachVerification;
+  /** The actual state's volumes, counted against each driver's attach limit. */
+  volumes?: readonly ActualVolume[];
+}) {
   return (
     <>
       {drivers.length === 0 ? <EmptyState>No CSI driver registered.</EmptyState> : (
-        <DataTable columns={['Driver', 'Registered', 'Node ID', 'Capabilities', 'Last probe', 'Last error']}>
+        <DataTable columns={['Driver', 'Registered', 'Node ID', 'Attach limit', 'Capabilities', 'Last probe', 'Last error']}>
           {drivers.map((d) => (
             <tr key={d.name}>
               <td>
@@ -24,6 +47,9 @@ export const DriversTable = memo(function DriversTable({ drivers, attach }: { dr
                 {d.registered ? 'yes' : 'no'}
               </td>
               <td>{d.nodeId ?? '—'}</td>
+              <td>
+                <LimitText limit={driverLimit(d, volumes)} />
+              </td>
               <td>{d.capabilities.length === 0 ? '—' : d.capabilities.join(', ')}</td>
               <td>
                 <RelativeTime at={d.lastProbeAt} fallback="never" />

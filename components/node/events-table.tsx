@@ -4,11 +4,12 @@ import Link from 'next/link';
 import { memo, useMemo } from 'react';
 import type { RecentEvent, Snapshot } from '../../lib/api/index.ts';
 import { eventGroupSummary, eventsByVolume, type VolumeEvents } from '../../lib/dashboard/incident-history.ts';
-import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
+import { volumeHref } from '../../lib/dashboard/routes.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { DataTable } from '../shared/data-table.tsx';
 import { LiveText, TimeOfDay } from '../shared/time-text.tsx';
+import { PodRefLink } from '../shared/pod-ref.tsx';
 
 export interface EventsTableProps {
   readonly node: string;
@@ -56,7 +57,7 @@ function VolumeEventsTable({ node, entry, podNames }: { node: string; entry: Vol
                 : g.podUids.map((uid, i) => (
                     <span key={uid}>
                       {i > 0 ? ', ' : ''}
-                      <Link href={podHref(node, uid)}>{podNames.get(uid) ?? uid}</Link>
+                      <PodRefLink node={node} uid={uid} name={podNames.get(uid)} />
                     </span>
                   ))}
             </td>

@@ -8,6 +8,7 @@ import { RECONSTRUCTION_FIRST_MS } from '../../lib/dashboard/blind-view.ts';
 import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
 import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
 import { createVolumeRowsSelector } from '../../lib/dashboard/pipeline.ts';
+import { nodeProblems } from '../../lib/dashboard/problems.ts';
 import { embedHref } from '../../lib/dashboard/routes.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
@@ -26,6 +27,8 @@ import { StaleFrame } from '../shared/stale-frame.tsx';
 import { AuditTable } from './audit-table.tsx';
 import { DriversTable } from './drivers-table.tsx';
 import { EventsTable } from './events-table.tsx';
+import { JumpToProblems } from './jump-to-problems.tsx';
+import { NodeConditions } from './node-conditions.tsx';
 import { NodeCounts } from './node-counts.tsx';
 import { NodeFacts } from './node-facts.tsx';
 import { OperationHistoryTable } from './operation-history-table.tsx';
@@ -70,10 +73,10 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
         <SourceErrorsList errors={snapshot.sourceErrors} />
       </Panel>
       <Panel id="drivers" title="CSI drivers" count={snapshot.drivers.length}>
-        <DriversTable drivers={snapshot.drivers} attach={snapshot.attachVerification} />
+        <DriversTable drivers={snapshot.drivers} attach={snapshot.attachVerification} volumes={snapshot.actual.volumes} />
       </Panel>
       <Panel id="audit" title="Audit log" count={snapshot.audit.length}>
-        <AuditTable audit={snapshot.audit} />
+        <AuditTable audit={snapshot.audit} podNames={podNames} />
       </Panel>
     </>
   );
@@ -85,6 +88,8 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
   const selectRows = useMemo(() => createVolumeRowsSelector(), []);
   const rows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
   const summary = summarizeNode(snapshot);
+  const podNames = usePodNames(snapshot);
+  const problems = useMemo(() => nodeProblems(snapshot, rows), [snapshot, rows]);
   const deferredSnapshot = useDeferredValue(snapshot);
   const restart = useAgentRestart(snapshot);
   const publicBaseUrl = usePublicBaseUrl();
@@ -96,6 +101,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
       <RestartBanner restart={restart} />
       <header className="page-header">
         <div>
+          <JumpToProblems problems={problems} />
           <p className="breadcrumb">Node</p>
           <h1>{agent}</h1>
           {snapshot.nodeName !== agent ? <p className="muted">Node object: {snapshot.nodeName}</p> : null}
@@ -104,9 +110,10 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
         <div className="toolbar">
           <ActionButton
             label="Force resync"
+            accessibleName={`Force resync of node ${agent}`}
             availability={resyncAvailability(connection.phase)}
             onClick={() => {
-              onAction({ title: 'Force resync', description: describeResync(agent), confirmLabel: 'Resync now', request: { kind: 'resync' } });
+              onAction({ title: `Force resync of node ${agent}`, description: describeResync(agent), confirmLabel: 'Resync now', request: { kind: 'resync' } });
             }}
           />
           <CopyButton label="Copy link" getText={() => window.location.href} />
@@ -121,6 +128,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
       </header>
       <StaleFrame>
         <NodeFacts summary={summary} />
+        <NodeConditions conditions={snapshot.nodeConditions} />
         <NodeCounts summary={summary} />
       </StaleFrame>
       <nav className="toc" aria-label="Sections">
@@ -137,7 +145,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
       {reconstructionFirst ? <ReconstructionPanel agent={agent} snapshot={snapshot} /> : null}
       <Panel id="pods" title="Pods and volumes">
         <Suspense fallback={<p className="empty">Loading the table…</p>}>
-          <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} />
+          <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} podNames={podNames} />
         </Suspense>
       </Panel>
       <LowPriorityPanels agent={agent} snapshot={deferredSnapshot} phase={connection.phase} onAction={onAction} reconstructionFirst={reconstructionFirst} />

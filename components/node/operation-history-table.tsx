@@ -5,10 +5,11 @@ import { memo, useMemo } from 'react';
 import type { OperationHistory } from '../../lib/api/index.ts';
 import { operationKey } from '../../lib/api/index.ts';
 import { formatSpan, historyTiming, sortHistory } from '../../lib/dashboard/incident-history.ts';
-import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
+import { volumeHref } from '../../lib/dashboard/routes.ts';
 import { DataTable } from '../shared/data-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { LiveText, RelativeTime, TimeOfDay } from '../shared/time-text.tsx';
+import { PodRefLink } from '../shared/pod-ref.tsx';
 
 /** The attempts of one history, expandable: start, duration, outcome. */
 export function AttemptList({ history }: { history: OperationHistory }) {
@@ -57,7 +58,7 @@ export const OperationHistoryTable = memo(function OperationHistoryTable({
           <td className="cell-wrap">
             <Link href={volumeHref(node, h.volume)}>{h.volume}</Link>
           </td>
-          <td>{h.podUid === null ? '—' : <Link href={podHref(node, h.podUid)}>{podNames.get(h.podUid) ?? h.podUid}</Link>}</td>
+          <td>{h.podUid === null ? '—' : <PodRefLink node={node} uid={h.podUid} name={podNames.get(h.podUid)} />}</td>
           <td>
             <TimeOfDay at={h.firstFailureAt} /> (<RelativeTime at={h.firstFailureAt} />)
           </td>

@@ -7,11 +7,12 @@ import type { Operation, OperationHistory } from '../../lib/api/index.ts';
 import { operationKey } from '../../lib/api/index.ts';
 import { historyTiming } from '../../lib/dashboard/incident-history.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
-import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
+import { volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { ErrorCauseText } from '../shared/error-cause.tsx';
+import { PodRefLink } from '../shared/pod-ref.tsx';
 import { OperationStateBadge } from '../shared/status-badges.tsx';
 import { LiveText, OperationCountdown, RelativeTime } from '../shared/time-text.tsx';
 import { VirtualList } from '../shared/virtual-list.tsx';
@@ -89,9 +90,7 @@ const OperationRow = memo(function OperationRow({
       </div>
       <div role="cell" className="vt__cell">
         {op.podUid === null ? '—' : (
-          <Link href={podHref(ctx.node, op.podUid)} tabIndex={-1} title={`pod uid ${op.podUid}`}>
-            {podName ?? op.podUid}
-          </Link>
+          <PodRefLink node={ctx.node} uid={op.podUid} name={podName} tabIndex={-1} />
         )}
       </div>
       <div role="cell" className="vt__cell">
@@ -118,7 +117,7 @@ const OperationRow = memo(function OperationRow({
         )}
       </div>
       <div role="cell" className="vt__cell vt__actions">
-        <RetryButton node={ctx.node} op={op} phase={ctx.phase} onAction={ctx.onAction} />
+        <RetryButton node={ctx.node} op={op} podName={podName} phase={ctx.phase} onAction={ctx.onAction} />
       </div>
     </>
   );

@@ -1,14 +1,13 @@
 'use client';
 
-import Link from 'next/link';
 import { memo } from 'react';
 import type { Reconstruction } from '../../lib/api/index.ts';
 import { RECONSTRUCTION_LEGEND } from '../../lib/dashboard/blind-view.ts';
 import { reconstructionNote } from '../../lib/dashboard/reconstruction-view.ts';
-import { podHref } from '../../lib/dashboard/routes.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
 import { DataTable } from '../shared/data-table.tsx';
+import { PodRefLink } from '../shared/pod-ref.tsx';
 
 // Memoized, as every table of the node page: its inputs keep their identity across deltas that
 // do not touch them, so a stream flush re-renders only the tables whose data changed.
@@ -37,7 +36,7 @@ export const ReconstructionTable = memo(function ReconstructionTable({ node, rec
       {reconstruction.volumes.map((v) => (
         <tr key={`${v.podUid}|${v.volumeName}`}>
           <td>
-            <Link href={podHref(node, v.podUid)}>{podNames.get(v.podUid) ?? v.podUid}</Link>
+            <PodRefLink node={node} uid={v.podUid} name={podNames.get(v.podUid)} />
           </td>
           <td>
             <code>{v.volumeName}</code>

@@ -6,6 +6,7 @@ import { memo, useCallback, useDeferredValue, useEffect, useId, useMemo, useStat
 import { stageLabel, VOLUME_STATES, rowPodName, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
+import type { PodNames } from '../../lib/dashboard/pod-refs.ts';
 import { createNamespacesSelector, createVolumeFiltersSelector, type VolumeSortKey } from '../../lib/dashboard/volume-filters.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
 import { UnmountButton } from '../actions/unmount-button.tsx';
@@ -16,6 +17,18 @@ import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { VolumeStateBadge, volumeStateLabel } from '../shared/status-badges.tsx';
 import { OperationCountdown } from '../shared/time-text.tsx';
 import { VirtualList } from '../shared/virtual-list.tsx';
+import { PodRefLink } from '../shared/pod-ref.tsx';
+
+const NO_NAMES: PodNames = new Map();
+
+/**
+ * The pod of a row as `namespace/name`: a desired pod's own name; for a mount whose pod is gone
+ * (its row has the UID as its name), the name its events recorded, else null (the UID alone).
+ */
+function rowPodLabel(row: VolumeRow, names: PodNames): string | null {
+  if (row.desired) return rowPodName(row);
+  return names.get(row.podUid) ?? null;
+}
 
 /** Fixed row height of the pods table (px); the windowing depends on it. */
 const ROW_HEIGHT = 44;
@@ -27,6 +40,8 @@ interface RowContext {
   /** The agent runs in observe mode: no Unmount. */
   readonly observing?: boolean;
   readonly onAction: (action: PendingAction) => void;
+  /** Names of pods that are gone (from their events), for rows the desired state no longer names. */
+  readonly podNames: PodNames;
 }
 
 const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeRow; ctx: RowContext }) {
@@ -34,9 +49,7 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
   return (
     <>
       <div role="cell" className="vt__cell vt__pod">
-        <Link href={podHref(ctx.node, row.podUid)} tabIndex={-1} title={`pod uid ${row.podUid}`}>
-          {rowPodName(row)}
-        </Link>
+        <PodRefLink node={ctx.node} uid={row.podUid} name={rowPodLabel(row, ctx.podNames)} tabIndex={-1} />
         {!row.desired ? <span className="muted small"> not desired</span> : null}
       </div>
       <div role="cell" className="vt__cell vt__volume">
@@ -63,8 +76,8 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
         {op === null || op.lastError === null ? '' : <ErrorCauseText message={op.lastError} variant="cell" />}
       </div>
       <div role="cell" className="vt__cell vt__actions">
-        {op !== null ? <RetryButton node={ctx.node} op={op} phase={ctx.phase} onAction={ctx.onAction} /> : null}
-        {!row.desired ? <UnmountButton node={ctx.node} row={row} phase={ctx.phase} synced={ctx.synced} observing={ctx.observing === true} onAction={ctx.onAction} /> : null}
+        {op !== null ? <RetryButton node={ctx.node} op={op} podName={rowPodLabel(row, ctx.podNames)} volumeName={row.volumeName} phase={ctx.phase} onAction={ctx.onAction} /> : null}
+        {!row.desired ? <UnmountButton node={ctx.node} row={row} podName={rowPodLabel(row, ctx.podNames)} phase={ctx.phase} synced={ctx.synced} observing={ctx.observing === true} onAction={ctx.onAction} /> : null}
       </div>
     </>
   );
@@ -88,6 +101,8 @@ export interface VolumeTableProps {
   /** The agent runs in observe mode: no Unmount. */
   readonly observing?: boolean;
   readonly onAction: (action: PendingAction) => void;
+  /** Names of pods that are gone (from their events), for rows the desired state no longer names. */
+  readonly podNames?: PodNames;
 }
 
 /**
@@ -95,7 +110,7 @@ export interface VolumeTableProps {
  * all kept in the URL (`?ns=&state=&q=&sort=&dir=`). Rows are windowed and memoized by their
  * stable id, so a node with 10,000 rows stays smooth while deltas stream in.
  */
-export function VolumeTable({ node, rows, phase, synced, observing = false, onAction }: VolumeTableProps) {
+export function VolumeTable({ node, rows, phase, synced, observing = false, onAction, podNames = NO_NAMES }: VolumeTableProps) {
   const [filters, setFilters] = useUrlFilters();
   const [text, setText] = useState(filters.q);
   const searchId = useId();
@@ -119,7 +134,7 @@ export function VolumeTable({ node, rows, phase, synced, observing = false, onAc
   const [selectNamespaces] = useState(createNamespacesSelector);
   const namespaces = useMemo(() => selectNamespaces(deferredRows), [selectNamespaces, deferredRows]);
   const shown = useMemo(() => selectShown(deferredRows, filters), [selectShown, deferredRows, filters]);
-  const ctx = useMemo<RowContext>(() => ({ node, phase, synced, observing, onAction }), [node, phase, synced, observing, onAction]);
+  const ctx = useMemo<RowContext>(() => ({ node, phase, synced, observing, onAction, podNames }), [node, phase, synced, observing, onAction, podNames]);
   const renderRow = useCallback((row: VolumeRow) => <VolumeTableRow row={row} ctx={ctx} />, [ctx]);
   const getKey = useCallback((row: VolumeRow) => row.id, []);
   const router = useRouter();

@@ -58,6 +58,7 @@ export const OrphanCard = memo(function OrphanCard({ agent, orphan, availability
         <ActionButton
           small
           label="Dry run"
+          accessibleName={`Dry run cleanup of pod directory ${orphan.podUid}`}
           availability={availability}
           onClick={() => {
             if (!dryRun.isPending) dryRun.mutate({ podUid: orphan.podUid, dryRun: true });
@@ -66,6 +67,7 @@ export const OrphanCard = memo(function OrphanCard({ agent, orphan, availability
         <ActionButton
           small
           label="Clean up"
+          accessibleName={`Clean up pod directory ${orphan.podUid}`}
           availability={availability}
           onClick={() => {
             onCleanup(orphan);

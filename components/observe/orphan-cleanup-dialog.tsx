@@ -20,7 +20,7 @@ export function OrphanCleanupDialog({ agent, pending, onClose }: { agent: string
   return (
     <ConfirmDialog
       content={
-        pending === null ? null : { title: 'Clean up orphaned pod directory', description: pending.description, confirmLabel: 'Clean up', variables: { podUid: pending.orphan.podUid } }
+        pending === null ? null : { title: `Clean up orphaned pod directory of pod uid ${pending.orphan.podUid}`, description: pending.description, confirmLabel: 'Clean up', variables: { podUid: pending.orphan.podUid } }
       }
       mutation={mutation}
       renderResult={(response) => <CleanupResult response={response} />}

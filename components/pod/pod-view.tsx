@@ -7,6 +7,7 @@ import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
 import { podMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
 import { kubeletSummaryLine, podDisplayName } from '../../lib/dashboard/pipeline.ts';
 import { embedHref, nodeHref } from '../../lib/dashboard/routes.ts';
+import { podCommands } from '../../lib/dashboard/kube-commands.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
 import { ActionDialog } from '../dialogs/action-dialog.tsx';
 import { usePendingAction } from '../hooks/use-pending-action.ts';
@@ -30,6 +31,8 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   const pod = useLivePod(snapshot, uid);
   const podNames = usePodNames(snapshot);
   const publicBaseUrl = usePublicBaseUrl();
+  // status.phase as the pod source has it; nothing without a status (a manifest): nothing is invented.
+  const phase = useMemo(() => snapshot.desired.pods.find((p) => p.uid === uid)?.phase, [snapshot.desired.pods, uid]);
   const events = useMemo(() => snapshot.recentEvents.filter((e) => e.podUid === uid), [snapshot.recentEvents, uid]);
   const volumes = useMemo(() => new Set(pod?.rows.map((r) => r.uniqueVolumeName) ?? []), [pod]);
   // The pod's own operations, and the volume-wide ones (attach, device mount) of its volumes.
@@ -49,7 +52,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   );
   const body =
     pod === null ? (
-      <PodGone agent={agent} uid={uid} />
+      <PodGone agent={agent} uid={uid} podName={podNames.get(uid) ?? null} />
     ) : (
       <>
         <header className="page-header">
@@ -60,12 +63,18 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
             <h1>{podDisplayName(pod)}</h1>
             <p className="muted small">
               uid <code>{pod.uid}</code>
+              {phase === undefined ? '' : ` · phase ${phase}`}
               {pod.desired ? '' : ' · not in the desired world (its volumes are being unmounted)'}
             </p>
           </div>
           <ConnectionStatus agent={agent} />
           <div className="toolbar">
             <CopyButton label="Copy link" getText={() => window.location.href} />
+            <CopyButton
+              label="Copy kubectl commands"
+              accessibleName={`Copy kubectl commands for pod ${podDisplayName(pod)}`}
+              getText={() => podCommands({ node: agent, uid, podName: podDisplayName(pod) })}
+            />
             <CopyButton
               label="Copy as Markdown"
               getText={() => podMarkdownSummary({ node: agent, pod, snapshot, now: Date.now(), baseUrl: publicBaseUrl() })}

@@ -30,9 +30,10 @@ function copyBySelection(text: string): boolean {
 
 /**
  * Copies text to the clipboard; `getText` runs on click so it can read the latest state. Says
- * "Copied" (announced) for a moment, or why it failed.
+ * "Copied" (announced) for a moment, or why it failed. `accessibleName` (starting with `label`)
+ * says what is copied when the label alone does not.
  */
-export function CopyButton({ label, getText }: { label: string; getText: () => string }) {
+export function CopyButton({ label, accessibleName, getText }: { label: string; accessibleName?: string; getText: () => string }) {
   const [status, setStatus] = useState<string>('');
   const copy = async (): Promise<void> => {
     const text = getText();
@@ -48,7 +49,7 @@ export function CopyButton({ label, getText }: { label: string; getText: () => s
   };
   return (
     <span className="copy">
-      <button type="button" className="button" onClick={() => void copy()}>
+      <button type="button" className="button" aria-label={accessibleName} onClick={() => void copy()}>
         {label}
       </button>
       <span className="copy__status" role="status">

@@ -4,7 +4,7 @@ import Link from 'next/link';
 import { memo } from 'react';
 import { operationKey, type OperationHistory } from '../../lib/api/index.ts';
 import { historyTiming } from '../../lib/dashboard/incident-history.ts';
-import { stageLabel, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
+import { rowPodName, stageLabel, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
@@ -93,7 +93,7 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
         {!compact ? <code className="muted small">{row.uniqueVolumeName}</code> : null}
         {onAction !== null ? (
           <span className="toolbar">
-            {op !== null ? <RetryButton node={node} op={op} phase={phase} onAction={onAction} /> : null}
+            {op !== null ? <RetryButton node={node} op={op} podName={rowPodName(row)} volumeName={row.volumeName} phase={phase} onAction={onAction} /> : null}
             {!row.desired ? <UnmountButton node={node} row={row} phase={phase} synced={synced} observing={observing} onAction={onAction} /> : null}
           </span>
         ) : null}

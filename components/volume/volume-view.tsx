@@ -23,6 +23,8 @@ import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
 import { VolumePipeline } from './volume-pipeline.tsx';
 import { VolumeSpecSection } from './volume-spec.tsx';
+import { PodRefLink } from '../shared/pod-ref.tsx';
+import { volumeCommands } from '../../lib/dashboard/kube-commands.ts';
 
 function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
@@ -77,6 +79,11 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
         <ConnectionStatus agent={agent} />
         <div className="toolbar">
           <CopyButton label="Copy link" getText={() => window.location.href} />
+          <CopyButton
+            label="Copy kubectl commands"
+            accessibleName={`Copy kubectl commands for volume ${volume}`}
+            getText={() => volumeCommands({ node: agent, uniqueVolumeName: volume, namespace: rows[0]?.namespace ?? null, spec: spec.pods[0]?.spec ?? null })}
+          />
         </div>
       </header>
       <Panel id="actual" title="On the node">
@@ -113,7 +120,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
                 : actual.pods.map((m, i) => (
                     <span key={m.podUid}>
                       {i > 0 ? ', ' : ''}
-                      <Link href={podHref(agent, m.podUid)}>{podNames.get(m.podUid) ?? m.podUid}</Link> ({m.mountState === 'uncertain' ? '? uncertain' : 'mounted'}
+                      <PodRefLink node={agent} uid={m.podUid} name={podNames.get(m.podUid)} /> ({m.mountState === 'uncertain' ? '? uncertain' : 'mounted'}
                       {m.remountRequired ? ', remount required' : ''})
                     </span>
                   ))}
@@ -147,7 +154,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
         <h3>Events</h3>
         <EventsTable node={agent} events={history.events} snapshot={snapshot} podNames={podNames} />
         <h3>Operator actions</h3>
-        <AuditTable audit={history.audit} />
+        <AuditTable audit={history.audit} podNames={podNames} />
         {history.reconstruction.volumes.length > 0 ? (
           <>
             <h3>Reconstruction</h3>

@@ -19,6 +19,7 @@ import {
   ActualVolumeSchema,
   AgentInfoSchema,
   AttachVerificationSchema,
+  NodeConditionSchema,
   AuditEntrySchema,
   DesiredPodSchema,
   DriverSchema,
@@ -75,6 +76,8 @@ export const DeltaSetSchema = z.object({
   attachVerification: AttachVerificationSchema.optional(),
   /** The observe-mode section, whole; `null` when it went away. */
   observe: ObserveSchema.nullable().optional(),
+  /** The Node's conditions, whole; `null` when they went away. */
+  nodeConditions: z.array(NodeConditionSchema).nullable().optional(),
 });
 /** Top-level values of a delta that are replaced whole; a field is absent when unchanged. */
 export type DeltaSet = z.infer<typeof DeltaSetSchema>;
@@ -135,6 +138,7 @@ export const snapshotFieldTransport: Record<keyof Snapshot, 'seq' | 'set' | 'key
   seq: 'seq',
   statesSynced: 'set',
   observe: 'set',
+  nodeConditions: 'set',
   agent: 'set',
   mounter: 'set',
   desired: 'keyed',
@@ -274,6 +278,7 @@ export function computeDelta(prev: Snapshot, next: Snapshot): Delta {
   if (!jsonEqual(reconstructionStatus(a), status)) set.reconstruction = status;
   if (!jsonEqual(a.attachVerification, b.attachVerification)) set.attachVerification = b.attachVerification;
   if (!jsonEqual(a.observe ?? null, b.observe ?? null)) set.observe = b.observe ?? null;
+  if (!jsonEqual(a.nodeConditions ?? null, b.nodeConditions ?? null)) set.nodeConditions = b.nodeConditions ?? null;
 
   const delta: Delta = { fromSeq: a.seq, seq: b.seq };
   if (Object.keys(set).length > 0) delta.set = set;
@@ -308,7 +313,7 @@ export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
   const pods = applyKeyed(snapshot.desired.pods, delta.desiredPods, desiredPodKey);
   const volumes = applyKeyed(snapshot.actual.volumes, delta.actualVolumes, actualVolumeKey);
   const reconstructed = applyKeyed(snapshot.reconstruction.volumes, delta.reconstructionVolumes, reconstructedVolumeKey);
-  const { observe: _observeBefore, ...withoutObserve } = snapshot;
+  const { observe: _observeBefore, nodeConditions: _conditionsBefore, ...withoutObserve } = snapshot;
   return normalizeSnapshot({
     ...withoutObserve,
     seq: delta.seq,
@@ -331,6 +336,7 @@ export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
     recentEvents: applyRing(snapshot.recentEvents, delta.recentEvents),
     audit: applyRing(snapshot.audit, delta.audit),
     ...observeAfter(snapshot, set),
+    ...nodeConditionsAfter(snapshot, set),
   });
 }
 
@@ -338,6 +344,12 @@ export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
 function observeAfter(snapshot: Snapshot, set: DeltaSet): Pick<Snapshot, 'observe'> {
   const observe = set.observe === undefined ? snapshot.observe : (set.observe ?? undefined);
   return observe === undefined ? {} : { observe };
+}
+
+/** `{nodeConditions}` after the delta's `set.nodeConditions` (null removes them), or `{}` when absent before and after. */
+function nodeConditionsAfter(snapshot: Snapshot, set: DeltaSet): Pick<Snapshot, 'nodeConditions'> {
+  const conditions = set.nodeConditions === undefined ? snapshot.nodeConditions : (set.nodeConditions ?? undefined);
+  return conditions === undefined ? {} : { nodeConditions: conditions };
 }
 
 /**

@@ -42,6 +42,10 @@ const changes: Record<Exclude<keyof Snapshot, 'seq'>, FieldChange> = {
   },
   drivers: { change: () => ({ drivers: [] }), part: 'drivers' },
   attachVerification: { change: (s) => ({ attachVerification: { ...s.attachVerification, checked: s.attachVerification.checked + 1 } }), part: 'set.attachVerification' },
+  nodeConditions: {
+    change: () => ({ nodeConditions: [{ type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: 'container runtime is down', lastTransitionTime: FIXTURE_T0 }] }),
+    part: 'set.nodeConditions',
+  },
   observe: {
     change: () => ({
       observe: {

@@ -185,6 +185,12 @@ export const DesiredPodSchema = z.object({
   uid: z.string(),
   namespace: z.string(),
   name: z.string(),
+  /**
+   * The pod's `status.phase` as its source has it (`Pending`, `Running`, `Succeeded`, `Failed`,
+   * `Unknown`: the API server's, written by the node's kubelet); absent when the source has none
+   * (a manifest without status) and from agents that predate it.
+   */
+  phase: z.string().optional(),
   /** The pod's volumes that some container uses; empty when none are (yet) added. */
   volumes: uniqueArray(DesiredVolumeSchema, desiredVolumeKey, 'desired volume'),
 });
@@ -393,6 +399,13 @@ export const RecentEventSchema = z.object({
    * grouping per volume; absent for events about no one volume (and from agents that predate it).
    */
   volume: z.string().optional(),
+  /**
+   * The namespace and name of the pod the event is about (its involved object), kept with the
+   * event so a pod that is gone is still named; absent for node-level events (and from agents
+   * that predate them).
+   */
+  podNamespace: z.string().optional(),
+  podName: z.string().optional(),
 });
 /** An event the agent recorded. */
 export type RecentEvent = z.infer<typeof RecentEventSchema>;
@@ -451,6 +464,12 @@ export const DriverSchema = z.object({
   lastProbeAt: EpochMsSchema.nullable(),
   /** The last probe or registration error; `null` when the last probe succeeded or none ran. */
   lastError: z.string().nullable(),
+  /**
+   * The driver's attach limit: NodeGetInfo `max_volumes_per_node`, which the kubelet publishes as
+   * the CSINode's `allocatable.count`; 0 = no limit; `null` until NodeGetInfo answered. Absent
+   * from agents that predate it.
+   */
+  maxVolumesPerNode: CountSchema.nullable().optional(),
 });
 /** A CSI driver registered (or trying to register) with the agent. */
 export type Driver = z.infer<typeof DriverSchema>;
@@ -466,6 +485,22 @@ export const AttachVerificationSchema = z.object({
 });
 /** The periodic check that volumes the actual state calls attached are still attached. */
 export type AttachVerification = z.infer<typeof AttachVerificationSchema>;
+
+// NODE
+
+/** A condition of the Node object (`status.conditions[]`), as the API server has it. */
+export const NodeConditionSchema = z.object({
+  /** `Ready`, `MemoryPressure`, `DiskPressure`, `PIDPressure`, `NetworkUnavailable`, … */
+  type: z.string(),
+  /** `True`, `False` or `Unknown`. */
+  status: z.string(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  /** When the status last changed; `null` when the API server has no time. */
+  lastTransitionTime: EpochMsSchema.nullable(),
+});
+/** A condition of the Node object. */
+export type NodeCondition = z.infer<typeof NodeConditionSchema>;
 
 // SNAPSHOT
 
@@ -499,6 +534,12 @@ export const SnapshotSchema = z.object({
   /** CSI drivers known to the agent; empty when none registered. */
   drivers: uniqueArray(DriverSchema, driverKey, 'driver'),
   attachVerification: AttachVerificationSchema,
+  /**
+   * The Node object's conditions in the API server's order, from the agent's node informer. Only
+   * with the kubernetes pod source, once the Node was seen; absent otherwise (the manifest source
+   * has no Node object) and from agents that predate it.
+   */
+  nodeConditions: z.array(NodeConditionSchema).optional(),
   /** Observe mode only (`--mode=observe`): the kubelet's outstanding work, orphans, truth diff. Absent in managed mode. */
   observe: ObserveSchema.optional(),
 });

@@ -6,6 +6,7 @@
 import type { Operation, Snapshot } from '../api/index.ts';
 import { rowPodName, type VolumeRow } from './pipeline.ts';
 import type { ConnectionPhase } from './queries.ts';
+import type { RetryTargetNames } from './retry-follow-up.ts';
 
 /** An action's availability: allowed, or not with the reason shown next to the disabled button. */
 export type ActionAvailability = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
@@ -63,8 +64,9 @@ export function describeResync(node: string): string {
 const INITIAL_BACKOFF_TEXT = '500 ms';
 
 /** The confirmation text of Retry now. */
-export function describeRetry(node: string, op: Operation): string {
-  const pod = op.podUid === null ? 'a volume-level operation' : `pod ${op.podUid}`;
+export function describeRetry(node: string, op: Operation, names: RetryTargetNames = {}): string {
+  const pod =
+    op.podUid === null ? 'a volume-level operation' : names.podName === undefined || names.podName === null ? `pod uid ${op.podUid}` : `pod ${names.podName}, uid ${op.podUid}`;
   return (
     `Retry now on ${node}: clears the backoff of ${op.operationName} for volume ${op.volume} (${pod}, ` +
     `${op.failures} failure${op.failures === 1 ? '' : 's'} so far), so the reconciler starts it again on its ` +
@@ -73,10 +75,14 @@ export function describeRetry(node: string, op: Operation): string {
   );
 }
 
-/** The confirmation text of Unmount. */
-export function describeUnmount(node: string, row: VolumeRow): string {
+/**
+ * The confirmation text of Unmount. `podName`: the pod's `namespace/name` when the row has only
+ * its UID (a pod that is gone, named by its events).
+ */
+export function describeUnmount(node: string, row: VolumeRow, podName: string | null = null): string {
+  const pod = podName !== null ? `${podName} (uid ${row.podUid})` : `${rowPodName(row)}${row.podName === row.podUid ? '' : ` (uid ${row.podUid})`}`;
   return (
-    `Unmount volume “${row.volumeName}” (${row.uniqueVolumeName}) of pod ${rowPodName(row)}${row.podName === row.podUid ? '' : ` (uid ${row.podUid})`} on ${node}: ` +
+    `Unmount volume “${row.volumeName}” (${row.uniqueVolumeName}) of pod ${pod} on ${node}: ` +
     'the agent first checks that the pod is gone from the desired state and from its source (read live), that the source ' +
     'reports no error for it and that no operation runs on the volume; ' +
     'if every check passes it tears the pod’s mount down (TearDown). If a check fails, nothing is done and ' +

@@ -216,9 +216,19 @@ export interface AttachedVolumeStatus {
   devicePath: string;
 }
 
+/** `node.status.conditions[]` (the fields the agent shows). */
+export interface NodeCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  /** RFC 3339. */
+  lastTransitionTime?: string;
+}
+
 export interface Node {
   metadata: ObjectMeta;
-  status?: { volumesAttached?: AttachedVolumeStatus[]; volumesInUse?: string[]; allocatable?: ResourceList };
+  status?: { volumesAttached?: AttachedVolumeStatus[]; volumesInUse?: string[]; allocatable?: ResourceList; conditions?: NodeCondition[] };
 }
 
 /** The PV annotation holding a supplemental group id (`pv.beta.kubernetes.io/gid`). */

@@ -3,7 +3,7 @@
  * pod source, fake clock), with switchable source sync, settable source errors/drivers/events,
  * and a logger that keeps every line.
  */
-import type { Driver, RecentEvent, SourceError } from '../../../lib/api/snapshot.ts';
+import type { Driver, NodeCondition, RecentEvent, SourceError } from '../../../lib/api/snapshot.ts';
 import type { FakeClock } from '../../../lib/clock/fake-clock.ts';
 import type { NodeName, PodUID } from '../../../lib/volume/types.ts';
 import type { Harness } from '../../../lib/volumemanager/testing/harness.ts';
@@ -60,6 +60,7 @@ export class FakeAgentRuntime implements AgentRuntime {
   };
   private sourceErrorList: SourceError[] = [];
   private driverList: Driver[] = [];
+  private conditions: NodeCondition[] | null = null;
   private events: RecentEvent[] = [];
   private readonly listeners = new Set<() => void>();
 
@@ -124,6 +125,16 @@ export class FakeAgentRuntime implements AgentRuntime {
 
   setDrivers(drivers: Driver[]): void {
     this.driverList = drivers;
+    this.notify();
+  }
+
+  /** The Node's conditions as a node informer would see them (null: no Node known). */
+  nodeConditions(): NodeCondition[] | null {
+    return this.conditions;
+  }
+
+  setNodeConditions(conditions: NodeCondition[] | null): void {
+    this.conditions = conditions;
     this.notify();
   }
 

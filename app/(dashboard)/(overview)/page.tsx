@@ -1,5 +1,6 @@
 import { connection } from 'next/server';
 import { NodesOverview } from '../../../components/overview/nodes-overview.tsx';
+import { PodSearch } from '../../../components/overview/pod-search.tsx';
 import { ConfigErrorPanel } from '../../../components/page/page-states.tsx';
 import { serverAgentsReady } from '../../../lib/dashboard/server-deps.ts';
 import { agentsForPage } from '../../../lib/dashboard/server-pages.ts';
@@ -26,7 +27,10 @@ export default async function OverviewPage() {
           </p>
         </div>
       ) : (
-        <NodesOverview agents={list} discovery={discovery} />
+        <>
+          <PodSearch />
+          <NodesOverview agents={list} discovery={discovery} />
+        </>
       )}
     </>
   );

@@ -91,15 +91,27 @@ describe('convert other kinds', () => {
     expect(pv.ok && pv.object.spec).toEqual({ capacity: { storage: '1Gi' }, claimRef: { namespace: 'n', name: 'c' } });
   });
 
-  it('keeps only the attachment fields of a Node status', () => {
+  it('keeps only the attachment fields and the conditions of a Node status', () => {
     const node = convertNode({
       metadata: { name: 'node-a', resourceVersion: '9' },
-      status: { volumesAttached: [{ name: 'v', devicePath: '/dev/sdb' }], volumesInUse: ['v'], conditions: [{ type: 'Ready', status: 'True' }] },
+      status: {
+        volumesAttached: [{ name: 'v', devicePath: '/dev/sdb' }],
+        volumesInUse: ['v'],
+        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', lastHeartbeatTime: '2026-11-30T08:00:05Z', lastTransitionTime: '2026-11-30T08:00:00Z' }],
+        capacity: { cpu: '2' },
+      },
     });
     expect(node).toEqual({
       ok: true,
       warnings: [],
-      object: { metadata: { name: 'node-a', resourceVersion: '9' }, status: { volumesAttached: [{ name: 'v', devicePath: '/dev/sdb' }], volumesInUse: ['v'] } },
+      object: {
+        metadata: { name: 'node-a', resourceVersion: '9' },
+        status: {
+          volumesAttached: [{ name: 'v', devicePath: '/dev/sdb' }],
+          volumesInUse: ['v'],
+          conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', lastTransitionTime: '2026-11-30T08:00:00Z' }],
+        },
+      },
     });
   });
 });

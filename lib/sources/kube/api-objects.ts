@@ -276,6 +276,9 @@ const nodeSchema = z.object({
       volumesInUse: z.array(z.string()).optional(),
       // The size of memory-backed emptyDirs (lib/volume/plugins/util/memory-size.ts).
       allocatable: z.record(z.string(), z.string()).optional(),
+      conditions: z
+        .array(z.object({ type: z.string(), status: z.string(), reason: z.string().optional(), message: z.string().optional(), lastTransitionTime: z.string().optional() }))
+        .optional(),
     })
     .optional(),
 });

@@ -495,7 +495,7 @@ describe('KubeSource watch failures', () => {
 });
 
 describe('KubeSource node', () => {
-  it('serves volumesAttached of its own Node and publishes attachment changes but not heartbeats', async () => {
+  it('serves volumesAttached and the conditions of its own Node and publishes their changes but not heartbeats', async () => {
     const server = await startServer();
     server.put('nodes', node('node-a', [{ name: 'kubernetes.io/csi/csi.example.com^vol-1', devicePath: '' }]));
     server.put('nodes', node('node-b', [{ name: 'other', devicePath: '/dev/sdz' }]));
@@ -503,11 +503,16 @@ describe('KubeSource node', () => {
     await startSynced(source);
     expect(source.getAttachedVolumesFromNodeStatus()).toEqual(new Map([['kubernetes.io/csi/csi.example.com^vol-1', '']]));
     expect(source.getNode()?.metadata.name).toBe('node-a');
-    const before = changes.length;
-
     const core = fakeKubeConfig({ server: server.url, token }).makeApiClient(CoreV1Api);
     const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-    await core.patchNodeStatus({ name: 'node-a', body: { status: { conditions: [{ type: 'Ready', status: 'True' }] } } }, mergePatch);
+    const ready = (heartbeat: string) => ({ status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', lastHeartbeatTime: heartbeat, lastTransitionTime: '2026-11-30T08:00:00Z' }] } });
+    const initial = changes.length;
+    await core.patchNodeStatus({ name: 'node-a', body: ready('2026-11-30T08:00:00Z') }, mergePatch);
+    await waitFor(() => changes.slice(initial).some((c) => c.nodeChanged), { what: 'the new condition published' });
+    expect(source.getNode()?.status?.conditions).toEqual([{ type: 'Ready', status: 'True', reason: 'KubeletReady', lastTransitionTime: '2026-11-30T08:00:00Z' }]);
+    const before = changes.length;
+
+    await core.patchNodeStatus({ name: 'node-a', body: ready('2026-11-30T08:00:10Z') }, mergePatch);
     await core.patchNodeStatus({ name: 'node-a', body: { status: { volumesAttached: [{ name: 'vol-2', devicePath: '/dev/sdb' }] } } }, mergePatch);
 
     await waitFor(() => source.getAttachedVolumesFromNodeStatus()?.has('vol-2') === true, { what: 'new attachment seen' });

@@ -1,0 +1,18 @@
+import Link from 'next/link';
+import { podHref } from '../../lib/dashboard/routes.ts';
+
+/**
+ * A link to a pod's page, named `namespace/name` with its UID secondary (muted, after the link);
+ * only the UID when no name is known (a pod that is gone and no event named).
+ */
+/** `name`: the pod's `namespace/name` (`PodNames`), undefined or null when unknown. */
+export function PodRefLink({ node, uid, name, tabIndex }: { node: string; uid: string; name: string | null | undefined; tabIndex?: number }) {
+  return (
+    <span className="pod-ref">
+      <Link href={podHref(node, uid)} tabIndex={tabIndex} title={`pod uid ${uid}`}>
+        {name ?? uid}
+      </Link>
+      {name === undefined || name === null ? null : <span className="pod-ref__uid"> uid {uid}</span>}
+    </span>
+  );
+}
