@@ -31,6 +31,18 @@ export const KubeletBackoffSchema = z.object({
    * 2m2s after its last occurrence): read it as "about".
    */
   basis: z.enum(['message', 'event-count']),
+  /**
+   * The kubelet's failed step as its message names it (`MountVolume.SetUp`,
+   * `MountVolume.MountDevice`, `AttachVolume.Attach`, `MapVolume.MapPodDevice`…): how far the
+   * kubelet got. A failed `MountVolume.SetUp` means attach (or its verification) and the device
+   * mount succeeded as far as the kubelet is concerned. Absent when the message names none (and
+   * from agents that predate it).
+   */
+  operation: z.string().optional(),
+  /** The event's reason (`FailedMount`, `FailedAttachVolume`, `FailedMapVolume`); absent from agents that predate it. */
+  reason: z.string().optional(),
+  /** How often the API server saw the event (its `count`, at least 1); absent from agents that predate it. */
+  count: z.number().int().positive().optional(),
 });
 export type KubeletBackoff = z.infer<typeof KubeletBackoffSchema>;
 
