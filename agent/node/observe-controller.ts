@@ -53,7 +53,7 @@ const maxObservedEvents = 200;
  * GenerateMountVolumeFunc: MountDevice runs first in the same operation, and a failed MountDevice
  * is reported as `MountVolume.MountDevice`).
  */
-const POD_STEP_FAILURES: ReadonlySet<string> = new Set(['MountVolume.SetUp', 'MapVolume.MapPodDevice', 'MapVolume.SetUpDevice']);
+const POD_STEP_FAILURES: ReadonlySet<string> = new Set(['MountVolume.SetUp', 'MapVolume.MapPodDevice']);
 
 /** Plan operations that come before the pod's own mount of a volume (done once a pod step failed). */
 const BEFORE_POD_STEP: ReadonlySet<string> = new Set(['verify_controller_attached_volume', 'volume_attach', 'mount_device', 'map_device']);

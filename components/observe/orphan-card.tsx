@@ -4,7 +4,7 @@ import { useMutation } from '@tanstack/react-query';
 import { memo, useId } from 'react';
 import type { OrphanPod } from '../../lib/api/observe.ts';
 import { orphanCleanupMutationOptions } from '../../lib/dashboard/actions-client.ts';
-import { orphanVerdictLabel, type ObserveActionAvailability } from '../../lib/dashboard/observe-view.ts';
+import { cleanupAvailabilityFor, orphanVerdictLabel, type ObserveActionAvailability } from '../../lib/dashboard/observe-view.ts';
 import { ActionButton } from '../actions/action-button.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
 import { CleanupError } from './cleanup-error.tsx';
@@ -66,7 +66,7 @@ export const OrphanCard = memo(function OrphanCard({ agent, orphan, availability
         <ActionButton
           small
           label="Clean up"
-          availability={availability}
+          availability={cleanupAvailabilityFor(orphan, availability)}
           onClick={() => {
             onCleanup(orphan);
           }}

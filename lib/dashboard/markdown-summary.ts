@@ -4,6 +4,7 @@
  */
 import { stageLabel, kubeletSummaryLine, podDisplayName, rowPodName, type PodView, type VolumeRow } from './pipeline.ts';
 import type { NodeSummary } from './node-summary.ts';
+import { formatGoDuration } from '../volume/util/go-format.ts';
 import { formatUtc, operationTiming } from './time-format.ts';
 
 /** Makes text safe inside a Markdown table cell: one line, pipes escaped. */
@@ -24,8 +25,23 @@ function retryText(row: VolumeRow, now: number): string {
   const op = row.operation;
   if (op === null) return '—';
   const timing = operationTiming(op, now);
-  if (timing.kind === 'retry-in' && op.retryAt !== null) return `${timing.text} (${formatUtc(op.retryAt)})`;
-  return timing.text;
+  // Observe mode: the kubelet's own window, as the plan shows it.
+  const window = row.kubelet === null ? '' : `, durationBeforeRetry ${formatGoDuration(row.kubelet.backoff.durationBeforeRetryMs)}`;
+  if (timing.kind === 'retry-in' && op.retryAt !== null) return `${timing.text} (${formatUtc(op.retryAt)}${window})`;
+  return `${timing.text}${window === '' ? '' : ` (${window.slice(2)})`}`;
+}
+
+/**
+ * The error of a row: the last error verbatim; in observe mode the kubelet's, followed by the
+ * event it came from and when that event was seen.
+ */
+export function rowErrorText(row: Pick<VolumeRow, 'operation' | 'kubelet'>): string {
+  const error = row.operation?.lastError ?? null;
+  if (error === null) return '—';
+  const backoff = row.kubelet?.backoff;
+  if (backoff === undefined) return error;
+  const at = backoff.observedAt === null ? '' : ` at ${formatUtc(backoff.observedAt)}`;
+  return `${error} (the kubelet’s ${backoff.reason ?? 'event'}${at})`;
 }
 
 function volumeTable(rows: readonly VolumeRow[], now: number, withPod: boolean): string[] {
@@ -38,7 +54,7 @@ function volumeTable(rows: readonly VolumeRow[], now: number, withPod: boolean):
       row.volumeName,
       row.state,
       rowStageText(row),
-      row.operation?.lastError ?? '—',
+      rowErrorText(row),
       retryText(row, now),
     ];
     lines.push(`| ${cells.map((c) => markdownCell(c)).join(' | ')} |`);
