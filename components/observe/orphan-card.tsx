@@ -24,6 +24,7 @@ export interface OrphanCardProps {
 export const OrphanCard = memo(function OrphanCard({ agent, orphan, availability, onCleanup }: OrphanCardProps) {
   const titleId = useId();
   const dryRun = useMutation(orphanCleanupMutationOptions(agent));
+  const cleanup = cleanupAvailabilityFor(orphan, availability);
   return (
     <article className="pipeline-card" aria-labelledby={titleId}>
       <div className="pipeline-card__header">
@@ -66,7 +67,7 @@ export const OrphanCard = memo(function OrphanCard({ agent, orphan, availability
         <ActionButton
           small
           label="Clean up"
-          availability={cleanupAvailabilityFor(orphan, availability)}
+          availability={cleanup}
           onClick={() => {
             onCleanup(orphan);
           }}
@@ -75,6 +76,10 @@ export const OrphanCard = memo(function OrphanCard({ agent, orphan, availability
           // Read to screen readers through each button's description; shown once here.
           <span className="action__reason" aria-hidden="true">
             Not available: {availability.reason}
+          </span>
+        ) : !cleanup.allowed ? (
+          <span className="action__reason" aria-hidden="true">
+            Clean up not available: {cleanup.reason}
           </span>
         ) : null}
       </div>
