@@ -110,7 +110,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
             label="Force resync"
             availability={resyncAvailability(connection.phase)}
             onClick={() => {
-              onAction({ title: 'Force resync', description: describeResync(agent), confirmLabel: 'Resync now', request: { kind: 'resync' } });
+              onAction({ title: 'Force resync', description: describeResync(agent, snapshot.observe !== undefined), confirmLabel: 'Resync now', request: { kind: 'resync' } });
             }}
           />
           <CopyButton label="Copy link" getText={() => window.location.href} />

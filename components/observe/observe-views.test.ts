@@ -2,6 +2,7 @@ import { createElement } from 'react';
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import { summarizeSnapshot } from '../../lib/api/summary.ts';
+import { describeResync } from '../../lib/dashboard/action-guards.ts';
 import { observedSnapshot } from '../../lib/api/testing/observe-fixtures.ts';
 import { exampleSnapshot } from '../../lib/api/testing/snapshot-fixtures.ts';
 import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
@@ -29,7 +30,7 @@ describe('observe-mode views', () => {
     expect(html).toContain('durationBeforeRetry 1m4s');
     expect(html).toContain('FailedMount event seen');
     expect(html).toContain('(7 times)');
-    expect(html).toContain('href="#observe-plan"');
+    expect(html).toContain('href="/nodes/observer#observe-plan"');
     expect(html).not.toContain('Retry now');
     expect(html).not.toContain('reconciler');
     expect(html).not.toContain('not verified yet');
@@ -50,6 +51,12 @@ describe('observe-mode views', () => {
     const orphan = render(rowOf('uid-o2', 'x'));
     expect(orphan).not.toContain('>Unmount</button>');
     expect(orphan).toContain('the kubelet unmounts it');
+  });
+
+  it('Force resync is described in the words of the mode', () => {
+    expect(describeResync('observer', true)).toContain('It never mounts or unmounts anything (the kubelet does)');
+    expect(describeResync('observer', true)).not.toContain('corrected');
+    expect(describeResync('node-a')).toContain('the actual state is corrected where it was wrong');
   });
 
   it('observe mode’s pods table has no Actions column (no Unmount, no Retry now)', () => {

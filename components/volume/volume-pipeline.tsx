@@ -6,7 +6,7 @@ import { operationKey, type OperationHistory } from '../../lib/api/index.ts';
 import { historyTiming } from '../../lib/dashboard/incident-history.ts';
 import { stageLabel, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
-import { volumeHref } from '../../lib/dashboard/routes.ts';
+import { nodeHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
 import { UnmountButton } from '../actions/unmount-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
@@ -41,13 +41,13 @@ export function nothingPendingText(row: Pick<VolumeRow, 'observed'>, stage: Pick
 }
 
 /** Observe mode: the kubelet's failed step, its event and backoff, exactly as the plan shows them. */
-function KubeletBlockingDetail({ row, kubelet }: { row: VolumeRow; kubelet: KubeletEvidence }) {
+function KubeletBlockingDetail({ node, row, kubelet }: { node: string; row: VolumeRow; kubelet: KubeletEvidence }) {
   const step = kubelet.backoff.operation;
   return (
     <>
       <p>
         The kubelet’s <code>{step ?? kubelet.planned.operation}</code> failed for this volume; it retries on its own when its backoff ends (this agent only
-        observes). <a href="#observe-plan">In the kubelet’s plan</a>: <code>{kubelet.planned.operation}</code>
+        observes). <Link href={`${nodeHref(node)}#observe-plan`}>In the kubelet’s plan</Link>: <code>{kubelet.planned.operation}</code>
         {row.podUid === kubelet.planned.podUid ? null : ' (volume-wide)'}.
       </p>
       <KubeletBackoffCell backoff={kubelet.backoff} />
@@ -55,7 +55,7 @@ function KubeletBlockingDetail({ row, kubelet }: { row: VolumeRow; kubelet: Kube
   );
 }
 
-function BlockingDetail({ row, stage, history }: { row: VolumeRow; stage: PipelineStage; history: OperationHistory | null }) {
+function BlockingDetail({ node, row, stage, history }: { node: string; row: VolumeRow; stage: PipelineStage; history: OperationHistory | null }) {
   const op = row.operation;
   return (
     <div className="blocking">
@@ -64,7 +64,7 @@ function BlockingDetail({ row, stage, history }: { row: VolumeRow; stage: Pipeli
         {blockingTitle(row, stage)}
       </p>
       {row.kubelet !== null ? (
-        <KubeletBlockingDetail row={row} kubelet={row.kubelet} />
+        <KubeletBlockingDetail node={node} row={row} kubelet={row.kubelet} />
       ) : op !== null ? (
         <>
           <p>
@@ -144,7 +144,7 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
           );
         })}
       </ol>
-      {row.blocking !== null && !compact ? <BlockingDetail row={row} stage={row.blocking} history={opHistory} /> : null}
+      {row.blocking !== null && !compact ? <BlockingDetail node={node} row={row} stage={row.blocking} history={opHistory} /> : null}
       {row.blocking !== null && compact && op !== null ? (
         <p className="compact-error">
           <OperationCountdown op={op} /> {op.lastError !== null ? <ErrorCauseText message={op.lastError} /> : null}
