@@ -50,7 +50,7 @@ describe('observe-mode views', () => {
     expect(uncertain).not.toContain('reconciler');
     const orphan = render(rowOf('uid-o2', 'x'));
     expect(orphan).not.toContain('>Unmount</button>');
-    expect(orphan).toContain('the kubelet unmounts it');
+    expect(orphan).toContain('the kubelet tears it down (unmounts or removes it)');
   });
 
   it('Force resync is described in the words of the mode', () => {

@@ -57,7 +57,7 @@ describe('observe mode feeds the views the kubelet’s evidence', () => {
   it('words every stage for the mode: the kubelet in observe mode, the reconciler in managed mode', () => {
     const observed = deriveVolumeRows(observedSnapshot());
     const orphan = row(observed, 'uid-o2', 'x');
-    expect(stageOf(orphan, 'desired')?.detail).toBe('no pod wants it any more: the kubelet unmounts it');
+    expect(stageOf(orphan, 'desired')?.detail).toBe('no pod wants it any more: the kubelet tears it down (unmounts or removes it)');
     expect(stageOf(row(observed, 'uid-a', 'cache'), 'mounted')?.detail).toMatch(/^found on disk, not confirmed \(the agent rebuilt it from the kubelet’s root dir/);
     expect(JSON.stringify(observed.map((r) => r.stages))).not.toContain('reconciler');
 

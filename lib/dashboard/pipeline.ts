@@ -280,7 +280,7 @@ function deriveAgentStages(desired: DesiredVolume | null, actual: ActualVolume |
   stages.push(
     desired !== null
       ? stage('desired', 'done')
-      : stage('desired', 'missing', observed ? 'no pod wants it any more: the kubelet unmounts it' : 'not in the desired world any more: the reconciler will unmount it'),
+      : stage('desired', 'missing', observed ? 'no pod wants it any more: the kubelet tears it down (unmounts or removes it)' : 'not in the desired world any more: the reconciler will unmount it'),
   );
   if (!attachable) {
     stages.push(stage('reported-in-use', 'skipped', 'not needed: the plugin is not attachable'));
