@@ -21,7 +21,7 @@
  * and a pod counts as known under its UID and, for static pods, under its mirror pod's
  * `kubernetes.io/config.mirror` hash (the UID of the static pod's directory).
  */
-import type { Observe, OrphanPod as ApiOrphanPod, PlannedOperation as ApiPlannedOperation, TruthDiffRow as ApiTruthDiffRow } from '../../lib/api/observe.ts';
+import { kubeletStepProgress, type Observe, type OrphanPod as ApiOrphanPod, type PlannedOperation as ApiPlannedOperation, type TruthDiffRow as ApiTruthDiffRow } from '../../lib/api/observe.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import type { MountInfo, MountInfoReader } from '../../lib/mount-utils/mountinfo.ts';
 import type { Mounter } from '../../lib/mount-utils/mounter.ts';
@@ -45,15 +45,6 @@ const maxPodsWithEventLookups = 50;
 
 /** The most API events kept for the snapshot's `recentEvents` (the latest ones). */
 const maxObservedEvents = 200;
-
-/**
- * The kubelet's failed steps that mean every step before the pod's own mount succeeded as far as
- * the kubelet is concerned: it only sets a volume up for a pod once the volume is attached (or
- * its attachment verified) and its device globally mounted (operation_generator.go
- * GenerateMountVolumeFunc: MountDevice runs first in the same operation, and a failed MountDevice
- * is reported as `MountVolume.MountDevice`).
- */
-const POD_STEP_FAILURES: ReadonlySet<string> = new Set(['MountVolume.SetUp', 'MapVolume.MapPodDevice']);
 
 /** Plan operations that come before the pod's own mount of a volume (done once a pod step failed). */
 const BEFORE_POD_STEP: ReadonlySet<string> = new Set(['verify_controller_attached_volume', 'volume_attach', 'mount_device', 'map_device']);
@@ -370,7 +361,7 @@ export class ObserveController {
     const podStepFailed = new Set<string>();
     for (const op of planned) {
       const operation = backoffs.get(op)?.operation;
-      if (op.podUid !== null && operation !== undefined && POD_STEP_FAILURES.has(operation)) podStepFailed.add(op.volumeName);
+      if (op.podUid !== null && kubeletStepProgress(operation) === 'pod-step-failed') podStepFailed.add(op.volumeName);
     }
     const mountedPaths = this.podMountsByVolume();
     for (const op of planned) {

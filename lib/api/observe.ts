@@ -46,6 +46,24 @@ export const KubeletBackoffSchema = z.object({
 });
 export type KubeletBackoff = z.infer<typeof KubeletBackoffSchema>;
 
+/** How far the kubelet got with a volume, by the failed step its event names (see {@link kubeletStepProgress}). */
+export type KubeletProgress = 'pod-step-failed' | 'device-step-failed' | 'unknown';
+
+/**
+ * How far the kubelet got, from the failed step of its event (`KubeletBackoff.operation`). It sets
+ * a volume up for a pod only once the volume is attached (or its attachment verified) and its
+ * device mounted (kubernetes/kubernetes pkg/volume/util/operationexecutor/operation_generator.go@v1.34
+ * GenerateMountVolumeFunc, GenerateMapVolumeFunc), so `pod-step-failed` (`MountVolume.SetUp`,
+ * `MapVolume.MapPodDevice`) means every earlier step is done as far as the kubelet is concerned,
+ * and `device-step-failed` (`MountVolume.MountDevice`, `MapVolume.SetUpDevice`,
+ * `MapVolume.MapBlockVolume`) means attach is. `unknown` for any other step or none.
+ */
+export function kubeletStepProgress(operation: string | undefined): KubeletProgress {
+  if (operation === 'MountVolume.SetUp' || operation === 'MapVolume.MapPodDevice') return 'pod-step-failed';
+  if (operation === 'MountVolume.MountDevice' || operation === 'MapVolume.SetUpDevice' || operation === 'MapVolume.MapBlockVolume') return 'device-step-failed';
+  return 'unknown';
+}
+
 /** One operation the kubelet still has to perform, as the agent's plan-only reconciler sees it. */
 export const PlannedOperationSchema = z.object({
   /** `<operation>|<volume>|<podUid or empty>`: unique within the plan. */

@@ -9,7 +9,7 @@
  * words that say whose evidence it is. Pure; memoized per plan array (the observe section
  * travels whole, so an unchanged plan is the same array).
  */
-import type { KubeletBackoff, Observe, PlannedOperation } from '../api/observe.ts';
+import { kubeletStepProgress, type KubeletBackoff, type KubeletProgress, type Observe, type PlannedOperation } from '../api/observe.ts';
 import type { Operation } from '../api/snapshot.ts';
 
 /** The kubelet's backoff behind an operation of {@link kubeletOperations}, with the plan entry. */
@@ -18,26 +18,9 @@ export interface KubeletEvidence {
   readonly backoff: KubeletBackoff;
 }
 
-/**
- * The kubelet's failed steps that mean every step before the pod's own mount succeeded as far as
- * the kubelet is concerned: it sets a volume up for a pod only once the volume is attached (or
- * its attachment verified) and its device mounted (kubernetes/kubernetes
- * pkg/volume/util/operationexecutor/operation_generator.go@v1.34 GenerateMountVolumeFunc).
- */
-const POD_STEP_FAILURES: ReadonlySet<string> = new Set(['MountVolume.SetUp', 'MapVolume.MapPodDevice']);
-/** Failed device steps: attach (or its verification) is done, the device mount is not. */
-const DEVICE_STEP_FAILURES: ReadonlySet<string> = new Set(['MountVolume.MountDevice', 'MapVolume.SetUpDevice', 'MapVolume.MapBlockVolume']);
-
-/** How far the kubelet got with a volume, by the failed step its event names. */
-export type KubeletProgress = 'pod-step-failed' | 'device-step-failed' | 'unknown';
-
-/** How far the kubelet got, from the failed step named in its backoff (`unknown` when it names none we know). */
+/** How far the kubelet got, from the failed step named in its backoff (lib/api/observe.ts kubeletStepProgress). */
 export function kubeletProgress(backoff: Pick<KubeletBackoff, 'operation'>): KubeletProgress {
-  const op = backoff.operation;
-  if (op === undefined) return 'unknown';
-  if (POD_STEP_FAILURES.has(op)) return 'pod-step-failed';
-  if (DEVICE_STEP_FAILURES.has(op)) return 'device-step-failed';
-  return 'unknown';
+  return kubeletStepProgress(backoff.operation);
 }
 
 const evidence = new WeakMap<Operation, KubeletEvidence>();
