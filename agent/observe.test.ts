@@ -21,7 +21,7 @@ import { FakeApiServer } from '../lib/sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../lib/sources/kube/testing/kubeconfig-file.ts';
 import { AgentProcess, agentArgs, mountsBelow, runAgentToExit, standInMounter } from './node/testing/agent-process.ts';
 import { waitFor } from '../lib/clock/testing/wait-for.ts';
-import { buildObservedKubeletRoot, OBSERVED_PLANNED_KEY, OBSERVED_RETRY_AT, putObservedApiObjects } from './node/testing/observed-kubelet.ts';
+import { buildObservedKubeletRoot, OBSERVED_FAILED_AT as FAILED_AT, OBSERVED_PLANNED_KEY, OBSERVED_RETRY_AT, putObservedApiObjects } from './node/testing/observed-kubelet.ts';
 
 const NODE = 'node-a';
 const DEADLINE_MS = 20_000;
@@ -82,7 +82,7 @@ function observed(s: Snapshot): NonNullable<Snapshot['observe']> | false {
 }
 
 describe(`node agent in observe mode (${mountMode})`, { timeout: 60_000 }, () => {
-  it('plans what the kubelet still has to do with its backoff, classifies orphans, refuses the cleanup of a live pod and cleans an orphan (real mounts; with stand-ins the cleanup is disabled), changing nothing else', async () => {
+  it('plans what the kubelet still has to do with its backoff, classifies orphans, refuses the cleanup of a live pod and of a still-mounted orphan, and cleans an unmounted one (real mounts; with stand-ins the cleanup is disabled), changing nothing else', async () => {
     const env = await startEnv();
     const mountsBefore = (await mountsBelow(env.rootDir)).map((m) => m.mountPoint).sort();
     expect(mountsBefore).toEqual([join(podDir(env, 'uid-a'), 'volumes/kubernetes.io~secret/creds'), join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~secret/tok')].sort());
@@ -93,6 +93,20 @@ describe(`node agent in observe mode (${mountMode})`, { timeout: 60_000 }, () =>
     const planned = obs.plan.find((p) => p.key === PLANNED_KEY);
     expect(planned).toMatchObject({ operation: 'volume_mount', podUid: 'uid-b', pod: 'default/b', outerVolumeName: 'scratch' });
     expect(planned?.kubeletBackoff).toMatchObject({ retryAt: RETRY_AT, durationBeforeRetryMs: 64_000, basis: 'message', error: expect.stringContaining('no space left on device') as string });
+    // The event says SetUp failed: as far as the kubelet is concerned the volume's earlier steps
+    // are done, so the plan holds the pod's mount alone, and says how far the kubelet got.
+    expect(planned?.kubeletBackoff).toMatchObject({ operation: 'MountVolume.SetUp', reason: 'FailedMount', count: 7 });
+    expect(obs.plan.filter((p) => p.volume === 'kubernetes.io/empty-dir/uid-b-scratch').map((p) => p.operation)).toEqual(['volume_mount']);
+    expect(planned?.reason).toContain('SetUp');
+    expect(planned?.reason).not.toContain('step 2');
+    // The orphans' emptyDirs are directories, not mounts: found on disk, not confirmed; o1's secret is mounted.
+    expect(obs.plan.find((p) => p.key === 'volume_unmount|kubernetes.io/empty-dir/uid-o2-x|uid-o2')?.reason).toMatch(/^found on disk, not confirmed: nothing is mounted there/);
+    expect(obs.plan.find((p) => p.key === 'volume_unmount|kubernetes.io/secret/uid-o1-tok|uid-o1')?.reason).toMatch(/^mounted for a pod that no longer wants it/);
+    // "Recent events" are the kubelet's, as read from the API server.
+    const withEvents = await env.agent.waitForSnapshot('the kubelet events in recentEvents', (s) => s.recentEvents.length > 0 && s, DEADLINE_MS);
+    expect(withEvents.recentEvents).toEqual([
+      expect.objectContaining({ type: 'Warning', reason: 'FailedMount', podUid: 'uid-b', volume: 'kubernetes.io/empty-dir/uid-b-scratch', count: 7, time: Math.floor(FAILED_AT / 1000) * 1000 }),
+    ]);
     // Pod a's volumes are on disk: nothing to mount for it.
     expect(obs.plan.filter((p) => p.podUid === 'uid-a' && p.operation === 'volume_mount')).toEqual([]);
 
@@ -151,28 +165,37 @@ describe(`node agent in observe mode (${mountMode})`, { timeout: 60_000 }, () =>
     expect(unseenChecks.find((c) => c.name === 'pod-known-to-api')).toEqual({ name: 'pod-known-to-api', ok: false, detail: 'yes' });
     expect(unseenChecks.find((c) => c.name === 'desired-state-incomplete')?.ok).toBe(true);
 
-    // A dry run plans the unmount of o1's tmpfs and changes nothing.
-    const dry = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-o1', dryRun: true });
-    expect(dry.status).toBe(200);
-    expect(OrphanCleanupResponseSchema.parse(dry.body)).toMatchObject({ outcome: 'planned', unmounts: [join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~secret/tok')] });
+    // o1's verdict says its tmpfs is still mounted and the kubelet has to unmount it first: the
+    // cleanup refuses (even as a dry run) instead of unmounting in the kubelet's place.
+    const mountedOrphan = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-o1', dryRun: true });
+    expect(mountedOrphan.status).toBe(409);
+    const verdictCheck = (ApiErrorBodySchema.parse(mountedOrphan.body).error.checks ?? []).find((c) => c.name === 'kubelet-must-unmount');
+    expect(verdictCheck?.ok).toBe(false);
+    expect(verdictCheck?.detail).toContain('the kubelet has to unmount');
     expect((await mountsBelow(env.rootDir)).map((m) => m.mountPoint).sort()).toEqual(mountsBefore);
 
-    // The cleanup: unmounted, empty directories removed, the file kept and reported.
-    const done = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-o1' });
+    // o2 (gone from the API again) has nothing mounted: the dry run says it unmounts nothing and
+    // changes nothing; the cleanup removes its empty directories.
+    env.api.remove('pods', 'default', 'late');
+    await env.agent.waitForSnapshot('the informer saw pod late go', (s) => !s.desired.pods.some((p) => p.uid === 'uid-o2') && s, DEADLINE_MS);
+    const dry = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-o2', dryRun: true });
+    expect(dry.status).toBe(200);
+    expect(OrphanCleanupResponseSchema.parse(dry.body)).toMatchObject({ outcome: 'planned', unmounts: [] });
+    expect(await readdir(podDir(env, 'uid-o2'))).toEqual(['volumes']);
+    const done = await env.agent.post('/api/v1/orphans/cleanup', { podUid: 'uid-o2' });
     expect(done.status).toBe(200);
     const result = OrphanCleanupResponseSchema.parse(done.body);
     expect(result.outcome).toBe('completed');
-    expect(result.unmounts).toEqual([join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~secret/tok')]);
-    expect(result.removals).toContain(join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~secret/tok'));
-    expect(result.kept.map((k) => k.path)).toContain(join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~empty-dir/data/left-behind.log'));
+    expect(result.unmounts).toEqual([]);
+    expect(result.removals).toContain(podDir(env, 'uid-o2'));
+    expect((await mountsBelow(env.rootDir)).map((m) => m.mountPoint).sort()).toEqual(mountsBefore);
     expect(await readFile(join(podDir(env, 'uid-o1'), 'volumes/kubernetes.io~empty-dir/data/left-behind.log'), 'utf8')).toBe('old data');
-    expect((await mountsBelow(env.rootDir)).map((m) => m.mountPoint)).toEqual([join(podDir(env, 'uid-a'), 'volumes/kubernetes.io~secret/creds')]);
 
-    // Pod a is untouched; the actions are in the audit log; o1 is now a data-only orphan.
+    // Pod a is untouched; the actions are in the audit log; o2 is gone from the orphans.
     expect(await readFile(join(podDir(env, 'uid-a'), 'volumes/kubernetes.io~empty-dir/cache/state.db'), 'utf8')).toBe('live data');
     const after = await env.agent.waitForSnapshot(
-      'o1 is re-inspected after the cleanup',
-      (s) => s.observe?.orphans.find((o) => o.podUid === 'uid-o1')?.verdict === 'volume-data' && s,
+      'o2 is re-inspected after the cleanup',
+      (s) => s.observe !== undefined && !s.observe.orphans.some((o) => o.podUid === 'uid-o2') && s,
       DEADLINE_MS,
     );
     expect(after.audit.map((e) => [e.action, e.target, e.result])).toEqual([
@@ -180,8 +203,9 @@ describe(`node agent in observe mode (${mountMode})`, { timeout: 60_000 }, () =>
       ['retry', 'uid-b/kubernetes.io/empty-dir/uid-b-scratch', 'refused'],
       ['orphan-cleanup', 'uid-a', 'refused'],
       ['orphan-cleanup-dry-run', 'uid-o2', 'refused'],
-      ['orphan-cleanup-dry-run', 'uid-o1', 'succeeded'],
-      ['orphan-cleanup', 'uid-o1', 'succeeded'],
+      ['orphan-cleanup-dry-run', 'uid-o1', 'refused'],
+      ['orphan-cleanup-dry-run', 'uid-o2', 'succeeded'],
+      ['orphan-cleanup', 'uid-o2', 'succeeded'],
     ]);
     // Observe mode wrote no node status and posted no events.
     expect(env.api.requests({ verb: 'patch' })).toEqual([]);

@@ -533,8 +533,9 @@ export class NodeAgent implements AgentRuntime {
     }));
   }
 
+  /** Managed mode: the events the agent recorded. Observe mode: the kubelet's, read from the API server. */
   recentEvents(): RecentEvent[] {
-    return this.recorder.recent();
+    return this.observer?.events() ?? this.recorder.recent();
   }
 
   sourcesSynced(): boolean {

@@ -46,6 +46,7 @@ function pod(name: string, uid: string) {
 async function setup(
   readTable: MountInfoReader = () => readMountInfo(),
   onChange: () => void = () => undefined,
+  volumeManager: ObservedVolumeManager = idleVolumeManager,
 ): Promise<{ api: FakeApiServer; controller: ObserveController; rootDir: string }> {
   const base = await makeTempDir('volumescope-observe-controller-');
   cleanups.push(async () => {
@@ -78,7 +79,7 @@ async function setup(
   const controller = new ObserveController({
     nodeName: NODE,
     rootDir,
-    volumeManager: idleVolumeManager,
+    volumeManager,
     source,
     api: new KubeObjects(source, kubeConfig),
     readMountInfo: readTable,
@@ -258,5 +259,60 @@ describe('ObserveController plan: a hostPath volume leaves nothing on disk', { t
     ]);
     expect(section.plan[1]?.reason).toBe('desired by the pod, not mounted');
     expect(section.plan[2]?.reason).toMatch(/^desired by the pod, not mounted; the kubelet leaves nothing on disk for a hostPath volume, so only the pod tells: outstanding until the pod is Running/);
+  });
+});
+
+describe('ObserveController: the kubelet’s evidence', { timeout: 30_000 }, () => {
+  const SCRATCH = uniqueVolumeName('kubernetes.io/empty-dir/uid-early-scratch');
+  const plannedOp = (operationName: string, pod: boolean, step: number): PlannedOperation => ({
+    operationName,
+    volumeName: SCRATCH,
+    podName: pod ? uniquePodName('uid-early') : null,
+    podUid: pod ? podUID('uid-early') : null,
+    outerVolumeSpecName: pod ? 'scratch' : null,
+    reason: pod ? 'mount-required' : 'attach-verification-required',
+    state: 'VolumeNotAttached',
+    reconstructed: false,
+    step,
+    firstPlannedAt: 1_000,
+    lastPlannedAt: 1_000,
+  });
+  const planning: ObservedVolumeManager = { ...idleVolumeManager, getPlannedOperations: () => [plannedOp('verify_controller_attached_volume', false, 1), plannedOp('volume_mount', true, 2)] };
+  const failedEvent = (step: string) => ({
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: 'early.1', namespace: 'apps' },
+    involvedObject: { kind: 'Pod', namespace: 'apps', name: 'early', uid: 'uid-early' },
+    reason: 'FailedMount',
+    type: 'Warning',
+    count: 3,
+    lastTimestamp: '2031-01-02T03:04:05Z',
+    message: `${step} failed for volume "scratch" (UniqueName: "${SCRATCH}") pod "early" (UID: "uid-early") : mkdir: no space left on device`,
+  });
+
+  it('a SetUp-failed event leaves only the pod’s mount in the plan, names the failed step, and is listed as a recent event', async () => {
+    const { api, controller } = await setup(undefined, undefined, planning);
+    api.put('events', failedEvent('MountVolume.SetUp'));
+
+    await controller.refresh();
+
+    const plan = controller.section().plan;
+    expect(plan.map((p) => p.operation)).toEqual(['volume_mount']);
+    expect(plan[0]?.kubeletBackoff).toMatchObject({ operation: 'MountVolume.SetUp', reason: 'FailedMount', count: 3, basis: 'event-count' });
+    expect(plan[0]?.reason).toBe('desired by the pod, not mounted; the kubelet’s event shows it got as far as this pod’s own mount (SetUp), which failed');
+    expect(controller.events()).toEqual([
+      { time: Date.parse('2031-01-02T03:04:05Z'), type: 'Warning', reason: 'FailedMount', podUid: 'uid-early', message: failedEvent('MountVolume.SetUp').message, volume: SCRATCH, count: 3 },
+    ]);
+    expect(controller.events()).toBe(controller.events());
+  });
+
+  it('keeps the earlier steps when the failed step is the device mount', async () => {
+    const { api, controller } = await setup(undefined, undefined, planning);
+    api.put('events', failedEvent('MountVolume.MountDevice'));
+
+    await controller.refresh();
+
+    expect(controller.section().plan.map((p) => p.operation)).toEqual(['verify_controller_attached_volume', 'volume_mount']);
+    expect(controller.section().plan.find((p) => p.operation === 'volume_mount')?.reason).toContain('step 2 (after the steps before it succeed)');
   });
 });

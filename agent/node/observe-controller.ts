@@ -22,11 +22,12 @@
  * and a pod counts as known under its UID and, for static pods, under its mirror pod's
  * `kubernetes.io/config.mirror` hash (the UID of the static pod's directory).
  */
-import type { Observe, OrphanPod as ApiOrphanPod, PlannedOperation as ApiPlannedOperation, TruthDiffRow as ApiTruthDiffRow } from '../../lib/api/observe.ts';
+import { kubeletStepProgress, type Observe, type OrphanPod as ApiOrphanPod, type PlannedOperation as ApiPlannedOperation, type TruthDiffRow as ApiTruthDiffRow } from '../../lib/api/observe.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import type { MountInfo, MountInfoReader } from '../../lib/mount-utils/mountinfo.ts';
 import type { Mounter } from '../../lib/mount-utils/mounter.ts';
-import { latestBackoffPerVolume, type VolumeBackoff, type CoreEvent } from '../../lib/observe/kubelet-backoff-events.ts';
+import type { RecentEvent } from '../../lib/api/snapshot.ts';
+import { eventObservedAt, latestBackoffPerVolume, parseKubeletBackoff, parseVolumeOperationFailure, type VolumeBackoff, type CoreEvent } from '../../lib/observe/kubelet-backoff-events.ts';
 import { checkMountTableShowsRootDir } from '../../lib/observe/mount-table-check.ts';
 import { cleanupOrphanPodDir, type OrphanCleanupResult } from '../../lib/observe/orphan-cleanup.ts';
 import { nodeReadOnlyFs } from '../../lib/observe/pod-dir-walk.ts';
@@ -46,6 +47,12 @@ const KUBELET_TEARDOWN_OPERATIONS: readonly string[] = ['volume_unmount', 'unmap
 
 /** Pods whose events are listed per refresh (the API cost stays bounded on a node in trouble). */
 const maxPodsWithEventLookups = 50;
+
+/** The most API events kept for the snapshot's `recentEvents` (the latest ones). */
+const maxObservedEvents = 200;
+
+/** Plan operations that come before the pod's own mount of a volume (done once a pod step failed). */
+const BEFORE_POD_STEP: ReadonlySet<string> = new Set(['verify_controller_attached_volume', 'volume_attach', 'mount_device', 'map_device']);
 
 /** The annotation of a mirror pod that carries its static pod's UID (the config hash). */
 export const ConfigMirrorAnnotationKey = 'kubernetes.io/config.mirror';
@@ -104,9 +111,13 @@ export class ObserveController {
   private inspection: OrphanInspection | null = null;
   private truth: TruthDiff | null = null;
   private backoffs = new Map<string, VolumeBackoff[]>();
+  /** The API events last read per pod UID (the pods with planned operations). */
+  private podEvents = new Map<string, CoreEvent[]>();
   private volumeAttachments: VolumeAttachment[] = [];
   /** Why a cleanup would be refused whatever the pod (the mount table is not the root dir's); null when not. */
   private cleanupBlocked: string | null = 'the mount table has not been checked against the kubelet root dir yet (first refresh pending)';
+  /** The last built `recentEvents`; dropped with every read of the events. */
+  private eventsCache: RecentEvent[] | null = null;
   /** The last built section; dropped on every change of the plan, the worlds or a refresh. */
   private cached: Observe | null = null;
   private readonly unsubscribe: (() => void)[] = [];
@@ -200,19 +211,26 @@ export class ObserveController {
   private async refreshBackoffs(errors: string[]): Promise<void> {
     const uids = [...new Set(this.o.volumeManager.getPlannedOperations().flatMap((op) => (op.podUid === null ? [] : [op.podUid])))].slice(0, maxPodsWithEventLookups);
     const next = new Map<string, VolumeBackoff[]>();
+    const nextEvents = new Map<string, CoreEvent[]>();
     for (const uid of uids) {
       const pod = this.o.source.getPodByUID(uid);
       const namespace = pod?.metadata.namespace;
       if (namespace === undefined) continue;
       try {
-        next.set(uid, latestBackoffPerVolume(await this.o.api.listPodEvents(namespace, uid), { podUID: uid }));
+        const events = (await this.o.api.listPodEvents(namespace, uid)).filter((e) => e.involvedObject?.uid === undefined || e.involvedObject.uid === '' || e.involvedObject.uid === uid);
+        nextEvents.set(uid, events);
+        next.set(uid, latestBackoffPerVolume(events, { podUID: uid }));
       } catch (err) {
         errors.push(`events of pod ${namespace}/${pod?.metadata.name ?? uid}: ${errorMessage(err)}`);
         const previous = this.backoffs.get(uid);
         if (previous !== undefined) next.set(uid, previous);
+        const previousEvents = this.podEvents.get(uid);
+        if (previousEvents !== undefined) nextEvents.set(uid, previousEvents);
       }
     }
     this.backoffs = next;
+    this.podEvents = nextEvents;
+    this.eventsCache = null;
   }
 
   /** Why `table` is not the root dir's mount table, or null when it is (lib/observe/mount-table-check.ts). */
@@ -266,6 +284,53 @@ export class ObserveController {
     };
   }
 
+  // EVENTS
+
+  /**
+   * The kubelet's events of the pods with planned operations, as last read from the API server,
+   * for the snapshot's `recentEvents` (observe mode records no events of its own): oldest first,
+   * the latest {@link maxObservedEvents}. Each names its volume (unique name) when its message
+   * does, or when the volume it names is one of the pod's desired volumes. The same array is
+   * returned until the next read.
+   */
+  events(): RecentEvent[] {
+    this.eventsCache ??= this.buildEvents();
+    return this.eventsCache;
+  }
+
+  private buildEvents(): RecentEvent[] {
+    const uniqueByPodVolume = new Map<string, string>();
+    for (const v of this.o.volumeManager.getDesiredVolumes()) {
+      for (const p of v.pods) {
+        const uid = p.pod.metadata.uid ?? p.podName;
+        uniqueByPodVolume.set(`${uid}|${p.outerVolumeSpecName}`, v.volumeName);
+        uniqueByPodVolume.set(`${uid}|${p.innerVolumeSpecName}`, v.volumeName);
+      }
+    }
+    const out: RecentEvent[] = [];
+    for (const [uid, events] of this.podEvents) {
+      for (const e of events) {
+        const time = eventObservedAt(e);
+        if (time === null || (e.type !== 'Normal' && e.type !== 'Warning')) continue;
+        const message = typeof e.message === 'string' ? e.message : '';
+        const failure = parseVolumeOperationFailure(parseKubeletBackoff(message)?.error ?? message);
+        const volume = failure?.uniqueVolumeName ?? (failure === null ? undefined : uniqueByPodVolume.get(`${uid}|${failure.volumeName}`));
+        const count = typeof e.count === 'number' && Number.isInteger(e.count) && e.count >= 1 ? e.count : undefined;
+        out.push({
+          time: Math.max(0, Math.floor(time)),
+          type: e.type,
+          reason: typeof e.reason === 'string' ? e.reason : '',
+          podUid: uid,
+          message,
+          ...(volume === undefined ? {} : { volume }),
+          ...(count === undefined ? {} : { count }),
+        });
+      }
+    }
+    out.sort((a, b) => a.time - b.time || compare(a.podUid ?? '', b.podUid ?? '') || compare(a.message, b.message));
+    return out.slice(-maxObservedEvents);
+  }
+
   // SNAPSHOT SECTION
 
   section(): Observe {
@@ -296,9 +361,23 @@ export class ObserveController {
       desiredPods.set(v.volumeName, v.pods.flatMap((p) => (p.pod.metadata.uid === undefined ? [] : [p.pod.metadata.uid])));
     }
     const entries = new Map<string, ApiPlannedOperation>();
-    for (const op of vm.getPlannedOperations()) {
+    const planned = vm.getPlannedOperations();
+    const backoffs = new Map<PlannedOperation, ApiPlannedOperation['kubeletBackoff']>();
+    for (const op of planned) backoffs.set(op, this.backoffFor(op, op.podName === null ? undefined : innerNames.get(`${op.volumeName}|${op.podName}`)));
+    // The kubelet's evidence beats the agent's reading of the disk: once its event says a pod's
+    // own step failed (SetUp), the steps before it (verify attached, attach, device mount) are
+    // done as far as the kubelet is concerned, whatever the agent could (not) see on disk.
+    const podStepFailed = new Set<string>();
+    for (const op of planned) {
+      const operation = backoffs.get(op)?.operation;
+      if (op.podUid !== null && kubeletStepProgress(operation) === 'pod-step-failed') podStepFailed.add(op.volumeName);
+    }
+    const mountedPaths = this.podMountsByVolume();
+    for (const op of planned) {
       const key = `${op.operationName}|${op.volumeName}|${op.podUid ?? ''}`;
       if (entries.has(key)) continue;
+      const kubeletPastIt = podStepFailed.has(op.volumeName);
+      if (kubeletPastIt && op.podUid === null && BEFORE_POD_STEP.has(op.operationName)) continue;
       const pod = op.podUid === null ? undefined : this.o.source.getPodByUID(op.podUid);
       const traceless = leavesNoTraceInPodDir(op.volumeName);
       // The disk cannot show such a volume set up, so the plan always has its verification and
@@ -306,7 +385,8 @@ export class ObserveController {
       // the pod is set up (syncPod waits in WaitForAttachAndMount), so for pods in phase Running
       // neither is outstanding.
       if (traceless && this.allRunning(op.podUid === null ? (desiredPods.get(op.volumeName) ?? []) : [op.podUid])) continue;
-      const inner = op.podName === null ? undefined : innerNames.get(`${op.volumeName}|${op.podName}`);
+      const nothingMounted = this.truth !== null && op.reconstructed && op.podUid !== null && mountedPaths.get(op.volumeName)?.has(op.podUid) !== true;
+      const why = describeReason(op, { kubeletPastEarlierSteps: kubeletPastIt, nothingMounted });
       entries.set(key, {
         key,
         operation: op.operationName,
@@ -314,9 +394,9 @@ export class ObserveController {
         podUid: op.podUid,
         pod: pod === undefined ? null : `${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`,
         outerVolumeName: op.outerVolumeSpecName,
-        reason: traceless ? `${describeReason(op)}; ${TRACELESS_REASON}` : describeReason(op),
+        reason: traceless ? `${why}; ${TRACELESS_REASON}` : why,
         since: Math.floor(op.firstPlannedAt),
-        kubeletBackoff: this.backoffFor(op, inner),
+        kubeletBackoff: backoffs.get(op) ?? null,
       });
     }
     return [...entries.values()].sort((a, b) => compare(a.key, b.key));
@@ -342,7 +422,20 @@ export class ObserveController {
       error: match.error,
       observedAt: Math.max(0, Math.floor(match.observedAt)),
       basis: match.basis,
+      ...(match.operation === undefined ? {} : { operation: match.operation }),
+      reason: match.reason,
+      count: Math.max(1, Math.floor(match.count)),
     };
+  }
+
+  /** Per unique volume name, the pod UIDs the mount table shows it mounted for (the last truth diff). */
+  private podMountsByVolume(): Map<string, Set<string>> {
+    const out = new Map<string, Set<string>>();
+    for (const row of this.truth?.rows ?? []) {
+      if (row.volumeName === null) continue;
+      out.set(row.volumeName, new Set(row.podMounts.map((m) => m.podUID)));
+    }
+    return out;
   }
 
   // CLEANUP
@@ -378,6 +471,12 @@ export class ObserveController {
           const errors = this.o.source.sourceErrors();
           return errors.length === 0 ? null : `the API source reports errors (${errors.map((e) => e.file).join(', ')}): the pod list may be incomplete`;
         },
+        // The inspection's verdict is what the dashboard shows: when it says the kubelet has to
+        // unmount first, the cleanup does not unmount in its place.
+        kubeletMustUnmountFirst: (uid) => {
+          const orphan = this.inspection?.orphans.find((o) => o.podUID === uid);
+          return orphan?.verdict === 'mounted' ? orphan.explanation : null;
+        },
       },
     });
     if (!dryRun) void this.refresh();
@@ -400,7 +499,15 @@ function leavesNoTraceInPodDir(volumeName: string): boolean {
 const TRACELESS_REASON =
   'the kubelet leaves nothing on disk for a hostPath volume, so only the pod tells: outstanding until the pod is Running (the kubelet starts containers only once every volume is set up), failed when the kubelet\'s FailedMount events say so';
 
-function describeReason(op: PlannedOperation): string {
+/**
+ * Why the plan holds `op`, for people. `kubeletPastEarlierSteps`: the kubelet's event says a pod
+ * step of the volume failed, so the steps before it are not waited for. `nothingMounted`: the
+ * entry was found on disk but the mount table shows nothing mounted there.
+ */
+function describeReason(op: PlannedOperation, facts: { kubeletPastEarlierSteps: boolean; nothingMounted: boolean }): string {
+  if (op.reason === 'pod-not-desired' && facts.nothingMounted) {
+    return 'found on disk, not confirmed: nothing is mounted there, and no pod wants it; the kubelet removes it';
+  }
   const texts: Record<PlannedOperation['reason'], string> = {
     'attach-required': 'not attached; the kubelet attaches it itself (controller attach/detach is off)',
     'attach-verification-required': 'not in the actual state yet; the kubelet verifies the controller attached it',
@@ -413,8 +520,9 @@ function describeReason(op: PlannedOperation): string {
     'volume-not-needed': 'no pod uses it and its device is unmounted; the kubelet detaches it',
   };
   const parts = [texts[op.reason]];
-  if (op.step > 1) parts.push(`step ${String(op.step)} (after the steps before it succeed)`);
-  if (op.reconstructed) parts.push('found on disk, not confirmed since');
+  if (facts.kubeletPastEarlierSteps && op.podUid !== null) parts.push('the kubelet’s event shows it got as far as this pod’s own mount (SetUp), which failed');
+  else if (op.step > 1) parts.push(`step ${String(op.step)} (after the steps before it succeed)`);
+  if (op.reconstructed) parts.push(facts.nothingMounted ? 'found on disk, not confirmed: nothing is mounted there' : 'found on disk, not confirmed since');
   return parts.join('; ');
 }
 

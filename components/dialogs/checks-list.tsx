@@ -1,4 +1,5 @@
 import type { Check } from '../../lib/api/index.ts';
+import { checkQuestion } from '../../lib/dashboard/check-questions.ts';
 import { failedChecks } from '../../lib/dashboard/observe-view.ts';
 
 export interface ChecksListProps {
@@ -12,19 +13,23 @@ export interface ChecksListProps {
   readonly grouped?: boolean;
 }
 
-/** An action's checks, each as icon + outcome (for screen readers) + name + the agent's detail. */
+/** An action's checks, each as icon + outcome (for screen readers) + question and answer + the agent's detail and check name. */
 export function ChecksList({ checks, grouped = false }: ChecksListProps) {
   if (checks.length === 0) return null;
   if (!grouped) {
     return (
       <ul className="checks">
-        {checks.map((c) => (
-          <li key={c.name} className={c.ok ? 'checks__ok' : 'checks__failed'}>
-            <span aria-hidden="true">{c.ok ? '✓ ' : '✕ '}</span>
-            <span className="visually-hidden">{c.ok ? 'passed: ' : 'failed: '}</span>
-            <code>{c.name}</code> — {c.detail}
-          </li>
-        ))}
+        {checks.map((c) => {
+          const q = checkQuestion(c);
+          return (
+            <li key={c.name} className={c.ok ? 'checks__ok' : 'checks__failed'}>
+              <span aria-hidden="true">{c.ok ? '✓ ' : '✕ '}</span>
+              <span className="visually-hidden">{c.ok ? 'passed: ' : 'failed: '}</span>
+              {q.question} <strong>{q.answer}</strong>
+              {q.detail === null ? null : <> — {q.detail}</>} <code className="muted small">{c.name}</code>
+            </li>
+          );
+        })}
       </ul>
     );
   }

@@ -1,5 +1,6 @@
 'use client';
 
+import { checkQuestion } from '../../lib/dashboard/check-questions.ts';
 import { memo } from 'react';
 import type { AuditEntry } from '../../lib/api/index.ts';
 import { auditTargetText, type PodNames } from '../../lib/dashboard/pod-refs.ts';
@@ -32,7 +33,7 @@ export const AuditTable = memo(function AuditTable({ audit, podNames = NO_NAMES 
           <td className="cell-error">
             {a.message ?? ''}
             {a.checks.length > 0 ? (
-              <span className="muted"> {a.checks.map((c) => `${c.ok ? '✓' : '✕'} ${c.name}`).join(', ')}</span>
+              <span className="muted"> {a.checks.map((c) => `${c.ok ? '✓' : '✕'} ${checkQuestion(c).question} ${checkQuestion(c).answer}`).join(', ')}</span>
             ) : null}
           </td>
         </tr>

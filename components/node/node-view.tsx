@@ -4,6 +4,7 @@ import { Suspense, memo, useDeferredValue, useMemo } from 'react';
 import type { Snapshot } from '../../lib/api/index.ts';
 import { describeResync, resyncAvailability } from '../../lib/dashboard/action-guards.ts';
 import { nodeMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
+import { nodeSectionLinks } from '../../lib/dashboard/observe-view.ts';
 import { RECONSTRUCTION_FIRST_MS } from '../../lib/dashboard/blind-view.ts';
 import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
 import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
@@ -59,12 +60,17 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
   return (
     <>
       <ObservePanels agent={agent} observe={snapshot.observe} />
-      <Panel id="operations" title="Pending operations" count={snapshot.operations.length}>
-        <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} history={history} phase={phase} onAction={onAction} limit={500} />
-      </Panel>
-      <Panel id="operation-history" title="Operation history" count={snapshot.operationHistory.length}>
-        <OperationHistoryTable node={agent} history={snapshot.operationHistory} podNames={podNames} />
-      </Panel>
+      {/* Observe mode: the agent runs no operations; the kubelet's are in its plan above. */}
+      {snapshot.observe === undefined ? (
+        <>
+          <Panel id="operations" title="Pending operations" count={snapshot.operations.length}>
+            <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} history={history} phase={phase} onAction={onAction} limit={500} />
+          </Panel>
+          <Panel id="operation-history" title="Operation history" count={snapshot.operationHistory.length}>
+            <OperationHistoryTable node={agent} history={snapshot.operationHistory} podNames={podNames} />
+          </Panel>
+        </>
+      ) : null}
       {reconstructionFirst ? null : <ReconstructionPanel agent={agent} snapshot={snapshot} />}
       <Panel id="events" title="Recent events" count={snapshot.recentEvents.length}>
         <EventsTable node={agent} events={snapshot.recentEvents} snapshot={snapshot} podNames={podNames} />
@@ -113,7 +119,7 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
             accessibleName={`Force resync of node ${agent}`}
             availability={resyncAvailability(connection.phase)}
             onClick={() => {
-              onAction({ title: `Force resync of node ${agent}`, description: describeResync(agent), confirmLabel: 'Resync now', request: { kind: 'resync' } });
+              onAction({ title: `Force resync of node ${agent}`, description: describeResync(agent, snapshot.observe !== undefined), confirmLabel: 'Resync now', request: { kind: 'resync' } });
             }}
           />
           <CopyButton label="Copy link" getText={() => window.location.href} />
@@ -134,8 +140,11 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
       <nav className="toc" aria-label="Sections">
         {reconstructionFirst ? <a href="#reconstruction">Reconstruction</a> : null}
         <a href="#pods">Pods and volumes</a>
-        <a href="#operations">Pending operations ({snapshot.operations.length})</a>
-        <a href="#operation-history">Operation history ({snapshot.operationHistory.length})</a>
+        {nodeSectionLinks(snapshot).map((l) => (
+          <a key={l.href} href={l.href}>
+            {l.label}
+          </a>
+        ))}
         {reconstructionFirst ? null : <a href="#reconstruction">Reconstruction</a>}
         <a href="#events">Recent events</a>
         <a href="#source-errors">Source errors ({snapshot.sourceErrors.length})</a>

@@ -37,7 +37,7 @@ interface RowContext {
   readonly node: string;
   readonly phase: ConnectionPhase;
   readonly synced: boolean;
-  /** The agent runs in observe mode: no Unmount. */
+  /** The agent runs in observe mode: no Actions column (the kubelet retries and unmounts, the agent does neither). */
   readonly observing?: boolean;
   readonly onAction: (action: PendingAction) => void;
   /** Names of pods that are gone (from their events), for rows the desired state no longer names. */
@@ -75,10 +75,12 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
       <div role="cell" className="vt__cell vt__error" title={op?.lastError ?? undefined}>
         {op === null || op.lastError === null ? '' : <ErrorCauseText message={op.lastError} variant="cell" />}
       </div>
-      <div role="cell" className="vt__cell vt__actions">
-        {op !== null ? <RetryButton node={ctx.node} op={op} podName={rowPodLabel(row, ctx.podNames)} volumeName={row.volumeName} phase={ctx.phase} onAction={ctx.onAction} /> : null}
-        {!row.desired ? <UnmountButton node={ctx.node} row={row} podName={rowPodLabel(row, ctx.podNames)} phase={ctx.phase} synced={ctx.synced} observing={ctx.observing === true} onAction={ctx.onAction} /> : null}
-      </div>
+      {ctx.observing === true ? null : (
+        <div role="cell" className="vt__cell vt__actions">
+          {op !== null ? <RetryButton node={ctx.node} op={op} podName={rowPodLabel(row, ctx.podNames)} volumeName={row.volumeName} phase={ctx.phase} onAction={ctx.onAction} /> : null}
+          {!row.desired ? <UnmountButton node={ctx.node} row={row} podName={rowPodLabel(row, ctx.podNames)} phase={ctx.phase} synced={ctx.synced} observing={false} onAction={ctx.onAction} /> : null}
+        </div>
+      )}
     </>
   );
 });
@@ -93,12 +95,17 @@ const COLUMNS: { key: VolumeSortKey | null; label: string; className: string }[]
   { key: null, label: 'Actions', className: 'vt__actions' },
 ];
 
+/** The columns of the mode: observe mode has no Actions (no Retry now, no Unmount). */
+export function volumeTableColumns(observing: boolean): typeof COLUMNS {
+  return observing ? COLUMNS.filter((c) => c.className !== 'vt__actions') : COLUMNS;
+}
+
 export interface VolumeTableProps {
   readonly node: string;
   readonly rows: readonly VolumeRow[];
   readonly phase: ConnectionPhase;
   readonly synced: boolean;
-  /** The agent runs in observe mode: no Unmount. */
+  /** The agent runs in observe mode: no Actions column. */
   readonly observing?: boolean;
   readonly onAction: (action: PendingAction) => void;
   /** Names of pods that are gone (from their events), for rows the desired state no longer names. */
@@ -151,7 +158,7 @@ export function VolumeTable({ node, rows, phase, synced, observing = false, onAc
   const filtered = filters.ns !== null || filters.state !== null || filters.q !== '';
 
   return (
-    <div className="vt">
+    <div className={observing ? 'vt vt--observe' : 'vt'}>
       <div className="filters" role="search" aria-label="Filter pods and volumes">
         <label>
           Namespace{' '}
@@ -216,7 +223,7 @@ export function VolumeTable({ node, rows, phase, synced, observing = false, onAc
       <div className="vt__table" role="table" aria-label="Pods and volumes" aria-rowcount={shown.length + 1}>
         <div role="rowgroup">
           <div role="row" className="vt__head" aria-rowindex={1}>
-            {COLUMNS.map((c) => {
+            {volumeTableColumns(observing).map((c) => {
               const active = c.key !== null && filters.sort === c.key;
               return (
                 <div

@@ -4,7 +4,7 @@ import { useMutation } from '@tanstack/react-query';
 import { memo, useId } from 'react';
 import type { OrphanPod } from '../../lib/api/observe.ts';
 import { orphanCleanupMutationOptions } from '../../lib/dashboard/actions-client.ts';
-import { orphanVerdictLabel, type ObserveActionAvailability } from '../../lib/dashboard/observe-view.ts';
+import { cleanupAvailabilityFor, orphanVerdictLabel, type ObserveActionAvailability } from '../../lib/dashboard/observe-view.ts';
 import { ActionButton } from '../actions/action-button.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
 import { CleanupError } from './cleanup-error.tsx';
@@ -24,6 +24,7 @@ export interface OrphanCardProps {
 export const OrphanCard = memo(function OrphanCard({ agent, orphan, availability, onCleanup }: OrphanCardProps) {
   const titleId = useId();
   const dryRun = useMutation(orphanCleanupMutationOptions(agent));
+  const cleanup = cleanupAvailabilityFor(orphan, availability);
   return (
     <article className="pipeline-card" aria-labelledby={titleId}>
       <div className="pipeline-card__header">
@@ -68,7 +69,7 @@ export const OrphanCard = memo(function OrphanCard({ agent, orphan, availability
           small
           label="Clean up"
           accessibleName={`Clean up pod directory ${orphan.podUid}`}
-          availability={availability}
+          availability={cleanup}
           onClick={() => {
             onCleanup(orphan);
           }}
@@ -77,6 +78,10 @@ export const OrphanCard = memo(function OrphanCard({ agent, orphan, availability
           // Read to screen readers through each button's description; shown once here.
           <span className="action__reason" aria-hidden="true">
             Not available: {availability.reason}
+          </span>
+        ) : !cleanup.allowed ? (
+          <span className="action__reason" aria-hidden="true">
+            Clean up not available: {cleanup.reason}
           </span>
         ) : null}
       </div>

@@ -1,6 +1,7 @@
 'use client';
 
 import { useId, useMemo, useState } from 'react';
+import { outstandingWork } from '../../lib/api/summary.ts';
 import type { Observe } from '../../lib/api/observe.ts';
 import { OBSERVE_BANNER, capRows, sortPlan } from '../../lib/dashboard/observe-view.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
@@ -17,7 +18,7 @@ export function PlanPanel({ node, observe }: { node: string; observe: Observe })
   const sorted = useMemo(() => sortPlan(observe.plan), [observe.plan]);
   const { shown } = capRows(sorted, showAll);
   return (
-    <Panel id="observe-plan" title="Kubelet’s outstanding work (plan)" count={observe.plan.length}>
+    <Panel id="observe-plan" title="Kubelet’s outstanding work (plan)" count={outstandingWork(observe)}>
       <p className="blocking" role="note">
         <span aria-hidden="true">◎ </span>
         {OBSERVE_BANNER}

@@ -35,7 +35,11 @@ function KubeletRetryCountdown({ backoff }: { backoff: KubeletBackoff }) {
   );
 }
 
-function KubeletBackoffCell({ backoff }: { backoff: KubeletBackoff | null }) {
+/**
+ * The kubelet's backoff as the plan shows it: a live "retry in", its durationBeforeRetry, the
+ * error verbatim and when its event was seen. The pod and volume pages show the same facts.
+ */
+export function KubeletBackoffCell({ backoff }: { backoff: KubeletBackoff | null }) {
   if (backoff === null) return <span className="muted">none known</span>;
   const note = backoffBasisNote(backoff);
   return (
@@ -45,7 +49,8 @@ function KubeletBackoffCell({ backoff }: { backoff: KubeletBackoff | null }) {
       <div className="error-text">{backoff.error}</div>
       {backoff.observedAt !== null ? (
         <div className="muted small">
-          event seen <RelativeTime at={backoff.observedAt} />
+          {backoff.reason ?? 'event'} event seen <RelativeTime at={backoff.observedAt} />
+          {backoff.count !== undefined && backoff.count > 1 ? ` (${backoff.count} times)` : ''}
         </div>
       ) : null}
     </>

@@ -6,10 +6,12 @@ import { operationKey, type OperationHistory } from '../../lib/api/index.ts';
 import { historyTiming } from '../../lib/dashboard/incident-history.ts';
 import { rowPodName, stageLabel, type PipelineStage, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
-import { volumeHref } from '../../lib/dashboard/routes.ts';
+import { nodeHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
 import { UnmountButton } from '../actions/unmount-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
+import type { KubeletEvidence } from '../../lib/dashboard/kubelet-evidence.ts';
+import { KubeletBackoffCell } from '../observe/plan-row.tsx';
 import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { StageStatusBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
 import { AbsoluteTime, LiveText, OperationCountdown, RelativeTime, TimeOfDay } from '../shared/time-text.tsx';
@@ -24,15 +26,46 @@ function HistoryLine({ history }: { history: OperationHistory }) {
   );
 }
 
-function BlockingDetail({ row, stage, history }: { row: VolumeRow; stage: PipelineStage; history: OperationHistory | null }) {
+/** The blocking stage's headline, in the words of the mode: who settles it. */
+export function blockingTitle(row: Pick<VolumeRow, 'observed'>, stage: Pick<PipelineStage, 'status'>): string {
+  if (stage.status !== 'uncertain') return 'Blocked here.';
+  return row.observed
+    ? 'Found on disk, not confirmed: the agent rebuilt it from the kubelet’s root dir; the kubelet settles it.'
+    : 'Uncertain here: neither mounted nor failed; the reconciler will settle it.';
+}
+
+/** What the blocking stage waits for when no operation works on it, in the words of the mode. */
+export function nothingPendingText(row: Pick<VolumeRow, 'observed'>, stage: Pick<PipelineStage, 'detail'>): string {
+  const next = row.observed ? 'the kubelet picks it up on its next pass.' : 'the reconciler picks it up on its next pass.';
+  return `${row.observed ? 'No kubelet event reports a failure for it' : 'No operation is pending for it'}: ${stage.detail ?? next}`;
+}
+
+/** Observe mode: the kubelet's failed step, its event and backoff, exactly as the plan shows them. */
+function KubeletBlockingDetail({ node, row, kubelet }: { node: string; row: VolumeRow; kubelet: KubeletEvidence }) {
+  const step = kubelet.backoff.operation;
+  return (
+    <>
+      <p>
+        The kubelet’s <code>{step ?? kubelet.planned.operation}</code> failed for this volume; it retries on its own when its backoff ends (this agent only
+        observes). <Link href={`${nodeHref(node)}#observe-plan`}>In the kubelet’s plan</Link>: <code>{kubelet.planned.operation}</code>
+        {row.podUid === kubelet.planned.podUid ? null : ' (volume-wide)'}.
+      </p>
+      <KubeletBackoffCell backoff={kubelet.backoff} />
+    </>
+  );
+}
+
+function BlockingDetail({ node, row, stage, history }: { node: string; row: VolumeRow; stage: PipelineStage; history: OperationHistory | null }) {
   const op = row.operation;
   return (
     <div className="blocking">
       <p className="blocking__title">
         <span aria-hidden="true">▶ </span>
-        {stage.status === 'uncertain' ? 'Uncertain here: neither mounted nor failed; the reconciler will settle it.' : 'Blocked here.'}
+        {blockingTitle(row, stage)}
       </p>
-      {op !== null ? (
+      {row.kubelet !== null ? (
+        <KubeletBlockingDetail node={node} row={row} kubelet={row.kubelet} />
+      ) : op !== null ? (
         <>
           <p>
             <code>{op.operationName}</code> {op.state === 'running' ? 'is running' : 'is in backoff'}
@@ -55,7 +88,7 @@ function BlockingDetail({ row, stage, history }: { row: VolumeRow; stage: Pipeli
           ) : null}
         </>
       ) : (
-        <p className="muted">No operation is pending for it: {stage.detail ?? 'the reconciler picks it up on its next pass.'}</p>
+        <p className="muted">{nothingPendingText(row, stage)}</p>
       )}
     </div>
   );
@@ -93,8 +126,8 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
         {!compact ? <code className="muted small">{row.uniqueVolumeName}</code> : null}
         {onAction !== null ? (
           <span className="toolbar">
-            {op !== null ? <RetryButton node={node} op={op} podName={rowPodName(row)} volumeName={row.volumeName} phase={phase} onAction={onAction} /> : null}
-            {!row.desired ? <UnmountButton node={node} row={row} phase={phase} synced={synced} observing={observing} onAction={onAction} /> : null}
+            {op !== null && !row.observed ? <RetryButton node={node} op={op} podName={rowPodName(row)} volumeName={row.volumeName} phase={phase} onAction={onAction} /> : null}
+            {!row.desired && !row.observed ? <UnmountButton node={node} row={row} phase={phase} synced={synced} observing={observing} onAction={onAction} /> : null}
           </span>
         ) : null}
       </header>
@@ -121,7 +154,12 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
           );
         })}
       </ol>
-      {row.blocking !== null && !compact ? <BlockingDetail row={row} stage={row.blocking} history={opHistory} /> : null}
+      {row.blocking !== null && !compact ? <BlockingDetail node={node} row={row} stage={row.blocking} history={opHistory} /> : null}
+      {row.blocking !== null && compact && op !== null ? (
+        <p className="compact-error">
+          <OperationCountdown op={op} /> {op.lastError !== null ? <ErrorCauseText message={op.lastError} /> : null}
+        </p>
+      ) : null}
     </article>
   );
 });

@@ -4,6 +4,8 @@ import Link from 'next/link';
 import { useMemo } from 'react';
 import type { Snapshot } from '../../lib/api/index.ts';
 import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
+import { notOnNodeText } from '../../lib/dashboard/kubelet-evidence.ts';
+import { sortPlan } from '../../lib/dashboard/observe-view.ts';
 import { createVolumeRowsSelector, indexSnapshot, rowPodName, volumeKnown } from '../../lib/dashboard/pipeline.ts';
 import { nodeHref, podHref } from '../../lib/dashboard/routes.ts';
 import { attachFact, volumeSpecView } from '../../lib/dashboard/volume-spec-view.ts';
@@ -19,6 +21,8 @@ import { EventsTable } from '../node/events-table.tsx';
 import { OperationHistoryTable } from '../node/operation-history-table.tsx';
 import { OperationsTable } from '../node/operations-table.tsx';
 import { ReconstructionTable } from '../node/reconstruction-table.tsx';
+import { PlanRow } from '../observe/plan-row.tsx';
+import { DataTable } from '../shared/data-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
 import { VolumePipeline } from './volume-pipeline.tsx';
@@ -36,6 +40,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
   const actual = indexSnapshot(snapshot).actualByName.get(volume) ?? null;
   const spec = useMemo(() => volumeSpecView(snapshot, volume, actual), [snapshot, volume, actual]);
   const operations = useMemo(() => snapshot.operations.filter((op) => op.volume === volume), [snapshot.operations, volume]);
+  const planned = useMemo(() => (snapshot.observe === undefined ? null : sortPlan(snapshot.observe.plan.filter((op) => op.volume === volume))), [snapshot.observe, volume]);
   const operationHistory = useMemo(() => snapshot.operationHistory.filter((h) => h.volume === volume), [snapshot.operationHistory, volume]);
   const historyByKey = useMemo(() => historyByOperationKey(operationHistory), [operationHistory]);
   const history = useMemo(() => {
@@ -88,7 +93,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
       </header>
       <Panel id="actual" title="On the node">
         {actual === null ? (
-          <EmptyState>Not in the actual state: not attached (or not verified) on this node yet.</EmptyState>
+          <EmptyState>{notOnNodeText(snapshot.observe !== undefined, rows)}</EmptyState>
         ) : (
           <dl className="facts-grid">
             <dt>plugin</dt>
@@ -144,12 +149,29 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
           ))}
         </div>
       </Panel>
-      <Panel id="operations" title="Operations" count={operations.length}>
-        <OperationsTable node={agent} operations={operations} podNames={podNames} history={historyByKey} phase={connection.phase} onAction={onAction} />
-      </Panel>
-      <Panel id="operation-history" title="Operation history" count={operationHistory.length}>
-        <OperationHistoryTable node={agent} history={operationHistory} podNames={podNames} />
-      </Panel>
+      {planned === null ? (
+        <>
+          <Panel id="operations" title="Operations" count={operations.length}>
+            <OperationsTable node={agent} operations={operations} podNames={podNames} history={historyByKey} phase={connection.phase} onAction={onAction} />
+          </Panel>
+          <Panel id="operation-history" title="Operation history" count={operationHistory.length}>
+            <OperationHistoryTable node={agent} history={operationHistory} podNames={podNames} />
+          </Panel>
+        </>
+      ) : (
+        // Observe mode: the agent runs no operations; these are the kubelet's, as in its plan.
+        <Panel id="operations" title="Kubelet’s outstanding work for this volume" count={planned.length}>
+          {planned.length === 0 ? (
+            <EmptyState>The kubelet has nothing outstanding for this volume.</EmptyState>
+          ) : (
+            <DataTable columns={['Operation', 'Volume', 'Pod', 'Reason', 'Outstanding', 'Kubelet’s backoff']} caption="The kubelet’s plan for this volume, longest outstanding first">
+              {planned.map((op) => (
+                <PlanRow key={op.key} node={agent} op={op} />
+              ))}
+            </DataTable>
+          )}
+        </Panel>
+      )}
       <Panel id="history" title="History">
         <h3>Events</h3>
         <EventsTable node={agent} events={history.events} snapshot={snapshot} podNames={podNames} />

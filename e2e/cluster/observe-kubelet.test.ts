@@ -260,8 +260,10 @@ describe(`observe mode beside the upstream kubelet on ${KUBELET_NODE} (${KUBELET
     const refused = await api('POST', '/api/v1/orphans/cleanup', { podUid: mountedUid });
     expect(refused.status).toBe(409);
     const error = (refused.json as { error: { message: string; checks: { name: string; ok: boolean }[] } }).error;
-    expect(error.message).toMatch(/^kubelet-tears-down: 2 mounts below .* belong to volumes the kubelet still tears down itself \(volume_unmount /);
-    expect(error.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual(['kubelet-tears-down']);
+    // Two checks refuse it: the orphan's own verdict (mounted: the kubelet's to unmount) and the
+    // plan, which has the kubelet's teardown of those very mounts.
+    expect(error.message).toMatch(/^kubelet-must-unmount: The orphan's verdict leaves this to the kubelet: .*; kubelet-tears-down: 2 mounts below .* belong to volumes the kubelet still tears down itself \(volume_unmount /);
+    expect(error.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual(['kubelet-must-unmount', 'kubelet-tears-down']);
     expect(mountsBelow(mountedDir)).toEqual(mounted);
 
     // Cleanup of the empty one: the empty directories go, files stay (listed as kept).

@@ -31,8 +31,38 @@ export const KubeletBackoffSchema = z.object({
    * 2m2s after its last occurrence): read it as "about".
    */
   basis: z.enum(['message', 'event-count']),
+  /**
+   * The kubelet's failed step as its message names it (`MountVolume.SetUp`,
+   * `MountVolume.MountDevice`, `AttachVolume.Attach`, `MapVolume.MapPodDevice`…): how far the
+   * kubelet got. A failed `MountVolume.SetUp` means attach (or its verification) and the device
+   * mount succeeded as far as the kubelet is concerned. Absent when the message names none (and
+   * from agents that predate it).
+   */
+  operation: z.string().optional(),
+  /** The event's reason (`FailedMount`, `FailedAttachVolume`, `FailedMapVolume`); absent from agents that predate it. */
+  reason: z.string().optional(),
+  /** How often the API server saw the event (its `count`, at least 1); absent from agents that predate it. */
+  count: z.number().int().positive().optional(),
 });
 export type KubeletBackoff = z.infer<typeof KubeletBackoffSchema>;
+
+/** How far the kubelet got with a volume, by the failed step its event names (see {@link kubeletStepProgress}). */
+export type KubeletProgress = 'pod-step-failed' | 'device-step-failed' | 'unknown';
+
+/**
+ * How far the kubelet got, from the failed step of its event (`KubeletBackoff.operation`). It sets
+ * a volume up for a pod only once the volume is attached (or its attachment verified) and its
+ * device mounted (kubernetes/kubernetes pkg/volume/util/operationexecutor/operation_generator.go@v1.34
+ * GenerateMountVolumeFunc, GenerateMapVolumeFunc), so `pod-step-failed` (`MountVolume.SetUp`,
+ * `MapVolume.MapPodDevice`) means every earlier step is done as far as the kubelet is concerned,
+ * and `device-step-failed` (`MountVolume.MountDevice`, `MapVolume.SetUpDevice`,
+ * `MapVolume.MapBlockVolume`) means attach is. `unknown` for any other step or none.
+ */
+export function kubeletStepProgress(operation: string | undefined): KubeletProgress {
+  if (operation === 'MountVolume.SetUp' || operation === 'MapVolume.MapPodDevice') return 'pod-step-failed';
+  if (operation === 'MountVolume.MountDevice' || operation === 'MapVolume.SetUpDevice' || operation === 'MapVolume.MapBlockVolume') return 'device-step-failed';
+  return 'unknown';
+}
 
 /** One operation the kubelet still has to perform, as the agent's plan-only reconciler sees it. */
 export const PlannedOperationSchema = z.object({

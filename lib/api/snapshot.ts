@@ -406,6 +406,11 @@ export const RecentEventSchema = z.object({
    */
   podNamespace: z.string().optional(),
   podName: z.string().optional(),
+  /**
+   * How often the API server saw the event (its `count`). Only on events read from the API
+   * server (observe mode); absent on the agent's own events, which are listed once per occurrence.
+   */
+  count: z.number().int().positive().optional(),
 });
 /** An event the agent recorded. */
 export type RecentEvent = z.infer<typeof RecentEventSchema>;
@@ -527,7 +532,11 @@ export const SnapshotSchema = z.object({
   podErrors: PodErrorsSchema,
   /** Unreadable pod-source files; empty when all parse. */
   sourceErrors: uniqueArray(SourceErrorSchema, sourceErrorKey, 'source error'),
-  /** The latest events, oldest first, bounded (a ring buffer). */
+  /**
+   * The latest events, oldest first, bounded (a ring buffer). In observe mode the agent records
+   * none of its own: these are the kubelet's events of the node's pods as the agent last read
+   * them from the API server (the pods with outstanding work), with their `count`.
+   */
   recentEvents: z.array(RecentEventSchema),
   /** The latest operator actions, oldest first, bounded (a ring buffer). */
   audit: z.array(AuditEntrySchema),

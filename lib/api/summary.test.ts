@@ -49,7 +49,7 @@ describe('summarizeSnapshot', () => {
     const observe = { kubeletRootDir: '/var/lib/kubelet', refreshedAt: null, refreshError: null, plan: [], orphans: [orphan('a'), orphan('b')], orphansTruncated: false, truthDiff: [row], cleanupAllowed: false };
 
     // Act + Assert
-    expect(summarizeSnapshot({ ...exampleSnapshot(), observe }).observe).toEqual({ orphans: 2, attachErrors: 1 });
+    expect(summarizeSnapshot({ ...exampleSnapshot(), observe }).observe).toEqual({ orphans: 2, attachErrors: 1, outstanding: 0, failing: 0 });
     expect(summarizeSnapshot(exampleSnapshot())).not.toHaveProperty('observe');
   });
 

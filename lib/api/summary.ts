@@ -75,9 +75,22 @@ export const AgentSummarySchema = z.object({
    * Observe mode only (absent in managed mode, and from agents that predate it):
    * `orphans` is `observe.orphans.length` (pod directories whose pod the API server no longer
    * knows); `attachErrors` counts the VolumeAttachments of `observe.truthDiff[]` with an
-   * `attachError` (the external attacher's `status.attachError`).
+   * `attachError` (the external attacher's `status.attachError`); `outstanding` and `failing`
+   * count the kubelet's plan and its entries in the kubelet's backoff.
    */
-  observe: z.object({ orphans: CountSchema, attachErrors: CountSchema }).optional(),
+  observe: z
+    .object({
+      orphans: CountSchema,
+      attachErrors: CountSchema,
+      /**
+       * The kubelet's outstanding work: `observe.plan.length` ({@link outstandingWork}), the one
+       * number every view shows for it. Absent from agents that predate it.
+       */
+      outstanding: CountSchema.optional(),
+      /** Plan entries whose last attempt failed in the kubelet (with a `kubeletBackoff`). Absent from agents that predate it. */
+      failing: CountSchema.optional(),
+    })
+    .optional(),
 });
 /** The body of `GET /api/v1/summary`. */
 export type AgentSummary = z.infer<typeof AgentSummarySchema>;
@@ -167,9 +180,30 @@ export function summarizeSnapshot(snapshot: Snapshot): AgentSummary {
   };
 }
 
+/** The observe-mode counts of a summary and of a snapshot. */
+export interface ObserveCounts {
+  orphans: number;
+  attachErrors: number;
+  /** {@link outstandingWork}. */
+  outstanding: number;
+  /** Plan entries in the kubelet's backoff (their last attempt failed). */
+  failing: number;
+}
+
+/**
+ * The kubelet's outstanding work: one count, the entries of its plan (each operation the kubelet
+ * still has to perform, keyed `<operation>|<volume>|<podUid>`). The overview cards, the node
+ * page's counts, its table of contents and the plan's header all show this number.
+ */
+export function outstandingWork(observe: Pick<NonNullable<Snapshot['observe']>, 'plan'>): number {
+  return observe.plan.length;
+}
+
 /** The observe-mode counts of a summary (see `AgentSummarySchema.observe`). */
-export function observeCounts(observe: NonNullable<Snapshot['observe']>): { orphans: number; attachErrors: number } {
+export function observeCounts(observe: NonNullable<Snapshot['observe']>): ObserveCounts {
   let attachErrors = 0;
   for (const row of observe.truthDiff) for (const va of row.volumeAttachments) if (va.attachError !== null) attachErrors++;
-  return { orphans: observe.orphans.length, attachErrors };
+  let failing = 0;
+  for (const op of observe.plan) if (op.kubeletBackoff !== null) failing++;
+  return { orphans: observe.orphans.length, attachErrors, outstanding: outstandingWork(observe), failing };
 }

@@ -47,8 +47,18 @@ export function unmountAvailability(row: VolumeRow, snapshot: Pick<Snapshot, 'st
   return ALLOWED;
 }
 
-/** The confirmation text of Force resync. */
-export function describeResync(node: string): string {
+/**
+ * The confirmation text of Force resync. Observe mode (`observing`): a refresh of what the agent
+ * reads; the kubelet's state is the kubelet's, nothing is corrected or mounted by the agent.
+ */
+export function describeResync(node: string, observing = false): string {
+  if (observing) {
+    return (
+      `Force resync on ${node}: the agent reads the kubelet's root dir, the mount table, the kubelet's events and the ` +
+      'VolumeAttachments again, now instead of at its next refresh. It never mounts or unmounts anything (the kubelet does); ' +
+      'what changed is listed.'
+    );
+  }
   return (
     `Force resync on ${node}: the agent rescans the pod volume directories and the mount table and checks ` +
     'that attached volumes are still attached, now instead of at its next periodic pass. Nothing is mounted ' +

@@ -50,6 +50,12 @@ describe('aggregateEvents', () => {
     expect(group?.lastMessage).toContain(`attempt at ${FIXTURE_T0 + 61_000}`);
   });
 
+  it('counts an event read from the API server (observe mode) as often as the API server saw it', () => {
+    const [group] = aggregateEvents([failedMount(FIXTURE_T0, { count: 7 })]);
+    expect(group).toMatchObject({ count: 7, firstAt: FIXTURE_T0, lastAt: FIXTURE_T0 });
+    expect(group === undefined ? null : eventGroupSummary(group, FIXTURE_T0 + 3_000)).toBe('FailedMount ×7, last 3 s ago');
+  });
+
   it('keeps volumes, reasons and types apart, newest group first', () => {
     const groups = aggregateEvents([
       failedMount(FIXTURE_T0),

@@ -54,6 +54,7 @@ export interface EventGroup {
   volume: string | null;
   type: RecentEvent['type'];
   reason: string;
+  /** Occurrences: one per agent event, an API event's `count` for each event read from the API server. */
   count: number;
   firstAt: number;
   lastAt: number;
@@ -77,7 +78,8 @@ export function aggregateEvents(events: readonly RecentEvent[], lookup: VolumeNa
       group = { key, volume, type: event.type, reason: event.reason, count: 0, firstAt: event.time, lastAt: event.time, lastMessage: event.message, podUids: [] };
       groups.set(key, group);
     }
-    group.count += 1;
+    // An event read from the API server (observe mode) stands for its `count` occurrences.
+    group.count += event.count ?? 1;
     group.firstAt = Math.min(group.firstAt, event.time);
     // The ring is oldest first: a later event (or one at the same time) carries the latest message.
     if (event.time >= group.lastAt) {
@@ -101,11 +103,13 @@ export function formatSpan(ms: number): string {
 
 /**
  * The kubectl-like line of a group at `now`: `FailedMount ×9 over 61 s, last 3 s ago`, or
- * `FailedMount, 3 s ago` for a single event.
+ * `FailedMount, 3 s ago` for a single event, `FailedMount ×7, last 3 s ago` when the repeats are
+ * known only from an API event's count (no span: its first occurrence is not known).
  */
 export function eventGroupSummary(group: Pick<EventGroup, 'reason' | 'count' | 'firstAt' | 'lastAt'>, now: number): string {
   const last = formatRelative(group.lastAt, now);
   if (group.count === 1) return `${group.reason}, ${last}`;
+  if (group.firstAt === group.lastAt) return `${group.reason} ×${group.count}, last ${last}`;
   return `${group.reason} ×${group.count} over ${formatSpan(group.lastAt - group.firstAt)}, last ${last}`;
 }
 

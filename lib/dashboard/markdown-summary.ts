@@ -20,6 +20,7 @@ import { stageLabel, kubeletSummaryLine, podDisplayName, rowPodName, type PodVie
 import type { NodeSummary } from './node-summary.ts';
 import { publicLink } from './public-url.ts';
 import { nodeHref, podHref, volumeHref } from './routes.ts';
+import { formatGoDuration } from '../volume/util/go-format.ts';
 import { formatUtc, operationTiming } from './time-format.ts';
 
 /** How many aggregated events a summary lists: the latest groups. */
@@ -46,8 +47,23 @@ function retryText(row: VolumeRow, now: number): string {
   const op = row.operation;
   if (op === null) return '—';
   const timing = operationTiming(op, now);
-  if (timing.kind === 'retry-in' && op.retryAt !== null) return `${timing.text} (${formatUtc(op.retryAt)})`;
-  return timing.text;
+  // Observe mode: the kubelet's own window, as the plan shows it.
+  const window = row.kubelet === null ? '' : `, durationBeforeRetry ${formatGoDuration(row.kubelet.backoff.durationBeforeRetryMs)}`;
+  if (timing.kind === 'retry-in' && op.retryAt !== null) return `${timing.text} (${formatUtc(op.retryAt)}${window})`;
+  return `${timing.text}${window === '' ? '' : ` (${window.slice(2)})`}`;
+}
+
+/**
+ * The error of a row: the last error verbatim; in observe mode the kubelet's, followed by the
+ * event it came from and when that event was seen.
+ */
+export function rowErrorText(row: Pick<VolumeRow, 'operation' | 'kubelet'>): string {
+  const error = row.operation?.lastError ?? null;
+  if (error === null) return '—';
+  const backoff = row.kubelet?.backoff;
+  if (backoff === undefined) return error;
+  const at = backoff.observedAt === null ? '' : ` at ${formatUtc(backoff.observedAt)}`;
+  return `${error} (the kubelet’s ${backoff.reason ?? 'event'}${at})`;
 }
 
 /** A Markdown link on the public base URL; the bare (escaped) text when there is no base. */
@@ -84,7 +100,7 @@ function volumeTable(rows: readonly VolumeRow[], node: string, now: number, with
       link(row.volumeName, base, volumeHref(node, row.uniqueVolumeName)),
       markdownCell(row.state),
       markdownCell(rowStageText(row)),
-      markdownCell(row.operation?.lastError ?? '—'),
+      markdownCell(rowErrorText(row)),
       markdownCell(failureText(row, failures, now)),
       markdownCell(retryText(row, now)),
     ];

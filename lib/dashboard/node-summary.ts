@@ -1,7 +1,7 @@
 /**
  * The per-node numbers of the overview page, derived from a snapshot. Pure.
  */
-import { actualVolumeCounts, desiredPodPairs, observeCounts, type ActualVolume, type DesiredPod, type ReconstructedVolume, type Snapshot } from '../api/index.ts';
+import { actualVolumeCounts, desiredPodPairs, observeCounts, type ActualVolume, type AgentSummary, type DesiredPod, type ReconstructedVolume, type Snapshot } from '../api/index.ts';
 
 /** A reconstruction outcome (`reconstruction.volumes[].outcome`). */
 export type ReconstructionOutcome = ReconstructedVolume['outcome'];
@@ -10,7 +10,10 @@ export type ReconstructionOutcome = ReconstructedVolume['outcome'];
  * The node's health, as text an operator can act on:
  * - `syncing`: the desired and actual states are not synced yet (`/readyz` is 503);
  * - `degraded`: something needs attention (operations in backoff, uncertain mounts, pod or
- *   source errors, failed reconstructions, driver errors, volumes found detached);
+ *   source errors, failed reconstructions, driver errors, volumes found detached; in observe
+ *   mode operations failing in the kubelet and VolumeAttachments with an attach error, while
+ *   uncertain states are not a reason: the agent rebuilds every volume from the kubelet's root
+ *   dir, so "uncertain" there only says "found on disk, not confirmed");
  * - `healthy`: none of that.
  */
 export type NodeHealth = 'healthy' | 'degraded' | 'syncing';
@@ -54,8 +57,12 @@ export interface NodeSummary {
   readonly drivers: { readonly total: number; readonly registered: number; readonly failing: number };
   /** `observe`: the agent watches a real kubelet (`--mode=observe`); `managed`: it runs the volume manager. */
   readonly mode: 'managed' | 'observe';
-  /** Observe mode: orphaned pod directories and VolumeAttachments with an attach error; `null` in managed mode (or not sent by the agent). */
-  readonly observe: { readonly orphans: number; readonly attachErrors: number } | null;
+  /**
+   * Observe mode: orphaned pod directories, VolumeAttachments with an attach error, the kubelet's
+   * outstanding work (`outstandingWork`, absent from agents that predate it) and its entries in
+   * the kubelet's backoff; `null` in managed mode (or not sent by the agent).
+   */
+  readonly observe: NonNullable<AgentSummary['observe']> | null;
 }
 
 /** The counts the health of a node is judged on (from a snapshot, or from an agent's summary). */
@@ -68,6 +75,8 @@ export interface NodeHealthInput {
   readonly failedReconstructions: number;
   readonly failingDrivers: number;
   readonly foundDetached: number;
+  /** Observe mode's counts; `null` in managed mode. Then uncertain states do not count (see {@link NodeHealth}). */
+  readonly observe: Pick<NonNullable<AgentSummary['observe']>, 'attachErrors' | 'failing'> | null;
 }
 
 /** The node's health and, when degraded, why (one short phrase per reason; none while syncing). */
@@ -75,7 +84,11 @@ export function nodeHealth(c: NodeHealthInput): { health: NodeHealth; reasons: s
   if (!c.statesSynced) return { health: 'syncing', reasons: [] };
   const reasons: string[] = [];
   if (c.inBackoff > 0) reasons.push(`${c.inBackoff} in backoff`);
-  if (c.uncertain > 0) reasons.push(`${c.uncertain} uncertain`);
+  if (c.observe === null && c.uncertain > 0) reasons.push(`${c.uncertain} uncertain`);
+  const failing = c.observe?.failing ?? 0;
+  if (failing > 0) reasons.push(`${failing} failing in the kubelet`);
+  const attachErrors = c.observe?.attachErrors ?? 0;
+  if (attachErrors > 0) reasons.push(`${attachErrors} attachment error${attachErrors === 1 ? '' : 's'}`);
   if (c.podErrors > 0) reasons.push(`${c.podErrors} pod${c.podErrors === 1 ? '' : 's'} with errors`);
   if (c.sourceErrors > 0) reasons.push(`${c.sourceErrors} source errors`);
   if (c.failedReconstructions > 0) reasons.push(`${c.failedReconstructions} failed reconstructions`);
@@ -170,6 +183,7 @@ export function summarizeNode(snapshot: Snapshot): NodeSummary {
     registered: snapshot.drivers.filter((d) => d.registered).length,
     failing: snapshot.drivers.filter((d) => d.lastError !== null).length,
   };
+  const observe = snapshot.observe === undefined ? null : observeCounts(snapshot.observe);
   const { health, reasons } = nodeHealth({
     statesSynced: snapshot.statesSynced,
     inBackoff,
@@ -179,6 +193,7 @@ export function summarizeNode(snapshot: Snapshot): NodeSummary {
     failedReconstructions: outcomes.failed,
     failingDrivers: drivers.failing,
     foundDetached: snapshot.attachVerification.foundDetached.length,
+    observe,
   });
   const summary: NodeSummary = {
     nodeName: snapshot.nodeName,
@@ -205,7 +220,7 @@ export function summarizeNode(snapshot: Snapshot): NodeSummary {
     },
     drivers,
     mode: snapshot.observe === undefined ? 'managed' : 'observe',
-    observe: snapshot.observe === undefined ? null : observeCounts(snapshot.observe),
+    observe,
   };
   summaryCache.set(snapshot, summary);
   return summary;

@@ -7,6 +7,7 @@ import {
   OBSERVE_ROW_CAP,
   backoffBasisNote,
   capRows,
+  cleanupAvailabilityFor,
   describeOrphanCleanup,
   durationBeforeRetryText,
   failedChecks,
@@ -259,13 +260,15 @@ describe('orphan cleanup', () => {
     });
     const text = describeOrphanCleanup('node-a', o);
     expect(text).toContain('pod uid-1 on node-a');
-    expect(text).toContain(`unmounts 2 mount(s) below ${ROOT}/pods/uid-1, then removes only empty directories; files are never deleted; refused if any check fails.`);
+    expect(text).toContain(
+      `unmounts exactly 2 mounts: ${ROOT}/pods/uid-1/volumes/kubernetes.io~csi/pv-1/mount (ext4 from /dev/sdb), ${ROOT}/pods/uid-1/volume-subpaths/pv-1/app/0 (ext4 from /dev/sdb) below ${ROOT}/pods/uid-1, then removes only empty directories; files are never deleted; refused if any check fails.`,
+    );
     expect(text).toContain('The 2 files (2.0 KiB) in it stay');
   });
 
-  it('the confirmation of an orphan without mounts or files says 0 mounts and nothing about files', () => {
+  it('the confirmation of an orphan without mounts or files says it unmounts nothing and nothing about files', () => {
     const text = describeOrphanCleanup('node-a', orphan('uid-2', 'empty-volume-dirs', T0, { volumes: [volume('empty')] }));
-    expect(text).toContain(`unmounts 0 mount(s) below ${ROOT}/pods/uid-2`);
+    expect(text).toContain(`unmounts nothing below ${ROOT}/pods/uid-2`);
     expect(text).not.toContain('stay');
     expect(orphanFileTotals({ volumes: [volume('non-empty', { files: 1, bytes: 1, truncated: true }), volume('non-empty', { files: 2, bytes: 3 })] })).toEqual({
       files: 3,
@@ -274,12 +277,25 @@ describe('orphan cleanup', () => {
     });
   });
 
+  it('a dry run that unmounts nothing says so', () => {
+    expect(summarizeCleanupResult(cleanupResponse({ outcome: 'planned', removals: ['/c'] })).headline).toBe(
+      'Dry run for pod uid-1: would unmount nothing and remove 1 empty directory; 0 kept. Nothing was changed.',
+    );
+  });
+
+  it('Clean up is refused for an orphan whose verdict says the kubelet has to unmount first, and follows the node otherwise', () => {
+    const mounted = orphan('uid-1', 'mounted', T0);
+    expect(cleanupAvailabilityFor(mounted, { allowed: true })).toEqual({ allowed: false, reason: `the kubelet has to unmount first (${mounted.explanation})` });
+    expect(cleanupAvailabilityFor(orphan('uid-2', 'empty-volume-dirs', T0), { allowed: true })).toEqual({ allowed: true });
+    expect(cleanupAvailabilityFor(mounted, { allowed: false, reason: 'the agent is unreachable' })).toEqual({ allowed: false, reason: 'the agent is unreachable' });
+  });
+
   it.each([
     {
       title: 'a dry run as a plan that changed nothing',
       r: cleanupResponse({ outcome: 'planned', unmounts: ['/a', '/b'], removals: ['/c'], kept: [{ path: '/d', reason: 'a file' }] }),
       tone: 'ok',
-      headline: 'Dry run for pod uid-1: would unmount 2 mounts and remove 1 empty directory; 1 kept. Nothing was changed.',
+      headline: 'Dry run for pod uid-1: would unmount exactly 2 mounts: /a, /b and remove 1 empty directory; 1 kept. Nothing was changed.',
     },
     {
       title: 'a completed cleanup as what was done',

@@ -8,6 +8,8 @@
  */
 import type { OrphanCleanupResponse } from '../api/actions.ts';
 import type { KubeletBackoff, Observe, OrphanPod, OrphanVolume, PlannedOperation, TruthDiffRow } from '../api/observe.ts';
+import type { Snapshot } from '../api/snapshot.ts';
+import { outstandingWork } from '../api/summary.ts';
 import type { ConnectionPhase } from './queries.ts';
 import { formatGoDuration } from '../volume/util/go-format.ts';
 import { formatClock } from './time-format.ts';
@@ -225,6 +227,34 @@ export function orphanVolumeDetail(volume: OrphanVolume): string {
   }
 }
 
+// NODE PAGE SECTIONS
+
+/** An in-page link of the node page's table of contents. */
+export interface SectionLink {
+  readonly href: string;
+  readonly label: string;
+}
+
+/**
+ * The table of contents' links to the operation sections of the mode: the agent's pending
+ * operations and their history (managed mode), or the observe-mode panels (the kubelet's plan,
+ * with the one outstanding-work count, the orphans and the truth diff; ids of ObservePanels).
+ */
+export function nodeSectionLinks(snapshot: Pick<Snapshot, 'observe' | 'operations' | 'operationHistory'>): SectionLink[] {
+  const observe = snapshot.observe;
+  if (observe === undefined) {
+    return [
+      { href: '#operations', label: `Pending operations (${snapshot.operations.length})` },
+      { href: '#operation-history', label: `Operation history (${snapshot.operationHistory.length})` },
+    ];
+  }
+  return [
+    { href: '#observe-plan', label: `Kubelet’s outstanding work (${outstandingWork(observe)})` },
+    { href: '#observe-orphans', label: `Orphaned pod directories (${observe.orphans.length})` },
+    { href: '#observe-truth', label: 'Node truth diff' },
+  ];
+}
+
 // ORPHAN CLEANUP
 
 /**
@@ -253,11 +283,29 @@ export function orphanFileTotals(orphan: Pick<OrphanPod, 'volumes'>): { files: n
 }
 
 /**
- * The confirmation text of Clean up, shown verbatim: it unmounts the orphan's mounts, then
+ * Clean up of one orphan: as the node allows it (`availability`), except for an orphan whose
+ * own verdict leaves the next step to the kubelet (`mounted`: its volumes are still mounted and
+ * the kubelet unmounts them; the agent refuses with `kubelet-must-unmount`). Its Dry run stays
+ * available and shows that refusal with every check.
+ */
+export function cleanupAvailabilityFor(orphan: Pick<OrphanPod, 'verdict' | 'explanation'>, availability: ObserveActionAvailability): ObserveActionAvailability {
+  if (!availability.allowed) return availability;
+  if (orphan.verdict === 'mounted') return { allowed: false, reason: `the kubelet has to unmount first (${orphan.explanation})` };
+  return availability;
+}
+
+/** `nothing`, or exactly the mount points (with their file system and source) in the given order. */
+function exactUnmounts(mounts: readonly { mountPoint: string; fsType?: string; source?: string }[]): string {
+  if (mounts.length === 0) return 'nothing';
+  return `exactly ${plural(mounts.length, 'mount', 'mounts')}: ${mounts.map((m) => (m.fsType === undefined ? m.mountPoint : `${m.mountPoint} (${m.fsType} from ${m.source ?? '?'})`)).join(', ')}`;
+}
+
+/**
+ * The confirmation text of Clean up, shown verbatim: what it unmounts, exactly (the mounts the
+ * last inspection listed below the pod directory: none, for an orphan it may clean up), then it
  * removes only empty directories; files are never deleted; any failed check refuses it all.
  */
 export function describeOrphanCleanup(node: string, orphan: Pick<OrphanPod, 'podUid' | 'path' | 'mounts' | 'volumes'>): string {
-  const n = orphan.mounts.length;
   const totals = orphanFileTotals(orphan);
   const kept =
     totals.files > 0
@@ -265,7 +313,7 @@ export function describeOrphanCleanup(node: string, orphan: Pick<OrphanPod, 'pod
       : '';
   return (
     `Clean up the orphaned directory of pod ${orphan.podUid} on ${node}: ` +
-    `unmounts ${n} mount(s) below ${orphan.path}, then removes only empty directories; files are never deleted; refused if any check fails.` +
+    `unmounts ${exactUnmounts(orphan.mounts)} below ${orphan.path}, then removes only empty directories; files are never deleted; refused if any check fails.` +
     kept +
     ' The agent checks again right before acting that the pod is gone (API server, desired state, container runtime) and reads the mount table afresh before every unmount.'
   );
@@ -285,7 +333,11 @@ export function summarizeCleanupResult(r: Pick<OrphanCleanupResponse, 'outcome' 
   const kept = `${r.kept.length} kept`;
   switch (r.outcome) {
     case 'planned':
-      return { tone: 'ok', icon: '✓', headline: `Dry run for pod ${r.podUid}: would unmount ${unmounts} and remove ${removals}; ${kept}. Nothing was changed.` };
+      return {
+        tone: 'ok',
+        icon: '✓',
+        headline: `Dry run for pod ${r.podUid}: would unmount ${exactUnmounts(r.unmounts.map((mountPoint) => ({ mountPoint })))} and remove ${removals}; ${kept}. Nothing was changed.`,
+      };
     case 'completed':
       return { tone: 'ok', icon: '✓', headline: `Cleaned up pod ${r.podUid}: unmounted ${unmounts}, removed ${removals}; ${kept}.` };
     case 'aborted':

@@ -15,6 +15,7 @@ import type {
   PodMount,
   Snapshot,
 } from '../api/index.ts';
+import { kubeletEvidenceOf, kubeletOperations, kubeletProgress, type KubeletEvidence } from './kubelet-evidence.ts';
 
 // TYPES
 
@@ -112,6 +113,16 @@ export interface VolumeRow {
   readonly actual: ActualVolume | null;
   /** The pod's mount of the volume; `null` when not mounted (or uncertainly mounted) yet. */
   readonly mount: PodMount | null;
+  /**
+   * The row is of an observe-mode snapshot: the kubelet acts, the agent only reads its root dir,
+   * mount table and events (the stage details and the views' words say so).
+   */
+  readonly observed: boolean;
+  /**
+   * Observe mode: the kubelet's evidence behind {@link operation} (its backoff, error and event
+   * time from the plan); `null` for the agent's own operations or when there is none.
+   */
+  readonly kubelet: KubeletEvidence | null;
 }
 
 // INDEXES
@@ -131,6 +142,30 @@ const actualIndexCache = new WeakMap<readonly ActualVolume[], Map<string, Actual
 const operationIndexCache = new WeakMap<readonly Operation[], Map<string, Operation[]>>();
 const desiredIndexCache = new WeakMap<readonly DesiredPod[], Map<string, Set<string>>>();
 
+const mergedOperationsCache = new WeakMap<readonly Operation[], WeakMap<readonly Operation[], readonly Operation[]>>();
+
+/**
+ * The operations a row can be explained by: the agent's own, and in observe mode the kubelet's
+ * planned operations with a backoff from its events (kubelet-evidence.ts). The same array while
+ * neither changes.
+ */
+function operationsOf(snapshot: Snapshot): readonly Operation[] {
+  const kubelet = kubeletOperations(snapshot.observe);
+  if (kubelet.length === 0) return snapshot.operations;
+  if (snapshot.operations.length === 0) return kubelet;
+  let byKubelet = mergedOperationsCache.get(snapshot.operations);
+  if (byKubelet === undefined) {
+    byKubelet = new WeakMap();
+    mergedOperationsCache.set(snapshot.operations, byKubelet);
+  }
+  let merged = byKubelet.get(kubelet);
+  if (merged === undefined) {
+    merged = [...snapshot.operations, ...kubelet];
+    byKubelet.set(kubelet, merged);
+  }
+  return merged;
+}
+
 /** The lookups of `snapshot` (memoized per collection). */
 export function indexSnapshot(snapshot: Snapshot): SnapshotIndex {
   let actualByName = actualIndexCache.get(snapshot.actual.volumes);
@@ -139,15 +174,16 @@ export function indexSnapshot(snapshot: Snapshot): SnapshotIndex {
     for (const v of snapshot.actual.volumes) actualByName.set(v.uniqueVolumeName, v);
     actualIndexCache.set(snapshot.actual.volumes, actualByName);
   }
-  let operationsByVolume = operationIndexCache.get(snapshot.operations);
+  const operations = operationsOf(snapshot);
+  let operationsByVolume = operationIndexCache.get(operations);
   if (operationsByVolume === undefined) {
     operationsByVolume = new Map();
-    for (const op of snapshot.operations) {
+    for (const op of operations) {
       const list = operationsByVolume.get(op.volume);
       if (list === undefined) operationsByVolume.set(op.volume, [op]);
       else list.push(op);
     }
-    operationIndexCache.set(snapshot.operations, operationsByVolume);
+    operationIndexCache.set(operations, operationsByVolume);
   }
   let desiredVolumeNames = desiredIndexCache.get(snapshot.desired.pods);
   if (desiredVolumeNames === undefined) {
@@ -196,14 +232,55 @@ export function deriveStages(
   desired: DesiredVolume | null,
   actual: ActualVolume | null,
   mount: PodMount | null,
+  context: StageContext = MANAGED_CONTEXT,
 ): PipelineStage[] {
+  const stages = deriveAgentStages(desired, actual, mount, context.observed);
+  return context.kubelet === null ? stages : withKubeletEvidence(stages, context.kubelet);
+}
+
+/** Whose view the stages are (see {@link VolumeRow.observed}) and the kubelet's evidence, if any. */
+export interface StageContext {
+  readonly observed: boolean;
+  readonly kubelet: KubeletEvidence | null;
+}
+
+const MANAGED_CONTEXT: StageContext = { observed: false, kubelet: null };
+
+/** The detail of a stage the kubelet's event shows done: its failed step came after it. */
+function doneByKubelet(step: string): string {
+  return `done as far as the kubelet is concerned: its ${step} failed, a later step`;
+}
+
+/**
+ * The stages corrected by the kubelet's evidence (observe mode): a failed pod step (SetUp) means
+ * attach, its verification and the device mount succeeded as far as the kubelet is concerned, so
+ * those stages are done whatever the agent could (not) see on disk, and the pod's mount is
+ * blocking with the kubelet's failure; a failed device step (MountDevice) means the same for
+ * attach. The agent's reading stays where the evidence says nothing.
+ */
+function withKubeletEvidence(stages: readonly PipelineStage[], kubelet: KubeletEvidence): PipelineStage[] {
+  const progress = kubeletProgress(kubelet.backoff);
+  if (progress === 'unknown') return [...stages];
+  const step = kubelet.backoff.operation ?? '';
+  const doneBefore: ReadonlySet<StageId> = new Set<StageId>(progress === 'pod-step-failed' ? ['reported-in-use', 'attached', 'device-mounted'] : ['reported-in-use', 'attached']);
+  const failedAt: StageId = progress === 'pod-step-failed' ? 'mounted' : 'device-mounted';
+  const out = stages.map((s) => {
+    if (doneBefore.has(s.id) && (s.status === 'missing' || s.status === 'uncertain')) return stage(s.id, 'done', doneByKubelet(step));
+    if (s.id === failedAt && s.status !== 'skipped') return stage(s.id, 'missing', `the kubelet’s ${step} failed (its ${kubelet.backoff.reason ?? 'event'})`);
+    return s;
+  });
+  const allDone = out.every((s) => s.id === 'ready' || s.status === 'done' || s.status === 'skipped');
+  return out.map((s) => (s.id === 'ready' ? stage('ready', allDone ? 'done' : 'missing') : s));
+}
+
+function deriveAgentStages(desired: DesiredVolume | null, actual: ActualVolume | null, mount: PodMount | null, observed: boolean): PipelineStage[] {
   const attachable = pairAttachable(desired, actual);
   const deviceMountable = desired?.deviceMountable ?? (actual !== null && actual.deviceMountState !== 'not-mounted');
   const stages: PipelineStage[] = [];
   stages.push(
     desired !== null
       ? stage('desired', 'done')
-      : stage('desired', 'missing', 'not in the desired world any more: the reconciler will unmount it'),
+      : stage('desired', 'missing', observed ? 'no pod wants it any more: the kubelet tears it down (unmounts or removes it)' : 'not in the desired world any more: the reconciler will unmount it'),
   );
   if (!attachable) {
     stages.push(stage('reported-in-use', 'skipped', 'not needed: the plugin is not attachable'));
@@ -223,9 +300,11 @@ export function deriveStages(
     );
   }
   if (actual === null) {
-    stages.push(stage('attached', 'missing', attachable ? 'not attached to the node yet' : 'not verified yet'));
+    stages.push(stage('attached', 'missing', attachable ? 'not attached to the node yet' : observed ? 'nothing of it on disk yet, and no kubelet event says how far it got' : 'not verified yet'));
   } else if (actual.attachState === 'uncertain') {
-    stages.push(stage('attached', 'uncertain', actual.devicePath !== '' ? `device ${actual.devicePath}` : attachable ? 'attach not confirmed' : 'not verified yet'));
+    stages.push(
+      stage('attached', 'uncertain', actual.devicePath !== '' ? `device ${actual.devicePath}` : attachable ? 'attach not confirmed' : observed ? FOUND_ON_DISK : 'not verified yet'),
+    );
   } else {
     stages.push(stage('attached', 'done', actual.devicePath !== '' ? `device ${actual.devicePath}` : 'not attachable; verified'));
   }
@@ -240,7 +319,7 @@ export function deriveStages(
   if (mount === null) {
     stages.push(stage('mounted', 'missing', 'not mounted into the pod yet'));
   } else if (mount.mountState === 'uncertain') {
-    stages.push(stage('mounted', 'uncertain', 'SetUp timed out or its result is unknown; the reconciler retries'));
+    stages.push(stage('mounted', 'uncertain', observed ? `${FOUND_ON_DISK} (the agent rebuilt it from the kubelet’s root dir; only the kubelet knows whether its SetUp finished)` : 'SetUp timed out or its result is unknown; the reconciler retries'));
   } else {
     stages.push(stage('mounted', 'done', mount.remountRequired ? 'remount required (SetUp runs again)' : null));
   }
@@ -248,6 +327,9 @@ export function deriveStages(
   stages.push(allDone ? stage('ready', 'done') : stage('ready', 'missing'));
   return stages;
 }
+
+/** Observe mode's word for what the agent rebuilt from the kubelet's root dir and cannot confirm. */
+export const FOUND_ON_DISK = 'found on disk, not confirmed';
 
 /** The first stage that is not done or skipped; `null` when every stage is. */
 export function firstBlockingStage(stages: readonly PipelineStage[]): PipelineStage | null {
@@ -272,10 +354,13 @@ interface RowInputs {
   actual: ActualVolume | null;
   mount: PodMount | null;
   operation: Operation | null;
+  /** The snapshot is an observe-mode one (see {@link VolumeRow.observed}). */
+  observed: boolean;
 }
 
 function buildRow(id: string, podUid: string, podName: string, namespace: string | null, volumeName: string, uniqueVolumeName: string, pluginName: string, inputs: RowInputs): VolumeRow {
-  const stages = deriveStages(inputs.desired, inputs.actual, inputs.mount);
+  const kubelet = kubeletEvidenceOf(inputs.operation);
+  const stages = deriveStages(inputs.desired, inputs.actual, inputs.mount, { observed: inputs.observed, kubelet });
   return {
     id,
     podUid,
@@ -292,6 +377,8 @@ function buildRow(id: string, podUid: string, podName: string, namespace: string
     operation: inputs.operation,
     actual: inputs.actual,
     mount: inputs.mount,
+    observed: inputs.observed,
+    kubelet,
   };
 }
 
@@ -394,6 +481,7 @@ export function createVolumeRowsSelector(): VolumeRowsSelector {
           actual: row.actual,
           mount: row.mount,
           operation,
+          observed: row.observed,
         });
         rows ??= [...lastRows];
         rows[at] = next;
@@ -425,6 +513,7 @@ export function createVolumeRowsSelector(): VolumeRowsSelector {
       return lastRows;
     }
     const index = indexSnapshot(snapshot);
+    const observed = snapshot.observe !== undefined;
     const rows: VolumeRow[] = [];
     for (const pod of snapshot.desired.pods) {
       const n = pod.volumes.length;
@@ -458,6 +547,7 @@ export function createVolumeRowsSelector(): VolumeRowsSelector {
                 actual: act,
                 mount: findMount(act, pod.uid),
                 operation: op,
+                observed,
               }),
         );
       }
@@ -479,6 +569,7 @@ export function createVolumeRowsSelector(): VolumeRowsSelector {
                 actual: act,
                 mount,
                 operation,
+                observed,
               });
         nextOrphans.set(id, { actual: act, operation, row });
         rows.push(row);

@@ -134,6 +134,8 @@ export function toNodeSummary(s: AgentSummary): NodeSummary {
     failedReconstructions: o.failed,
     failingDrivers: s.drivers.failing,
     foundDetached: c.foundDetached,
+    // Observe mode: an agent that predates `failing` reports none (its health then misses them).
+    observe: s.mode === 'observe' ? { attachErrors: s.observe?.attachErrors ?? 0, failing: s.observe?.failing ?? 0 } : null,
   });
   return {
     nodeName: s.nodeName,

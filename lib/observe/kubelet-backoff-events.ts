@@ -333,7 +333,7 @@ export function backoffRemainingMs(backoff: Pick<VolumeBackoff, 'retryAt'>, now:
 }
 
 /** The last time an event was observed: series, then lastTimestamp, eventTime, firstTimestamp, creation. */
-function eventObservedAt(event: CoreEvent): number | null {
+export function eventObservedAt(event: CoreEvent): number | null {
   const candidates = [event.series?.lastObservedTime, event.lastTimestamp, event.eventTime, event.firstTimestamp, event.metadata?.creationTimestamp];
   for (const c of candidates) {
     const t = parseRfc3339(c);

@@ -36,6 +36,8 @@ interface GuardSpec {
   running?: string[];
   incomplete?: string | null;
   throwing?: boolean;
+  /** The orphan's verdict leaves it to the kubelet (its text), per pod UID. */
+  kubeletFirst?: Record<string, string>;
 }
 
 function guards(spec: GuardSpec = {}): OrphanCleanupGuards {
@@ -47,6 +49,7 @@ function guards(spec: GuardSpec = {}): OrphanCleanupGuards {
     podInDesiredState: (uid) => Promise.resolve((spec.desired ?? []).includes(uid)),
     podHasRunningContainers: (uid) => (spec.running ?? []).includes(uid),
     desiredStateIncomplete: () => spec.incomplete ?? null,
+    kubeletMustUnmountFirst: (uid) => spec.kubeletFirst?.[uid] ?? null,
   };
 }
 
@@ -295,6 +298,7 @@ describe(`guarded orphan cleanup with the ${mountMode} mounter`, () => {
     { name: 'the runtime still runs its containers', spec: { running: ['orphan'] }, want: ['pod-has-running-containers'] },
     { name: 'reconstruction has not finished', spec: { incomplete: 'reconstruction running' }, want: ['desired-state-incomplete'] },
     { name: 'the API cannot be asked', spec: { throwing: true }, want: ['guard-check-failed'] },
+    { name: 'its verdict says the kubelet has to unmount first', spec: { kubeletFirst: { orphan: 'the kubelet has to unmount before the directory can go' } }, want: ['kubelet-must-unmount'] },
     { name: 'several guards fail', spec: { known: ['orphan'], running: ['orphan'] }, want: ['pod-known-to-api', 'pod-has-running-containers'] },
   ])('refuses when $name, before and after planning', async ({ spec, want }) => {
     const target = await podWithMountedCsiVolume('orphan');

@@ -78,6 +78,12 @@ export interface OrphanCleanupGuards {
    * check (callers without a plan).
    */
   kubeletTeardown?(podUID: string): readonly string[] | Promise<readonly string[]>;
+  /**
+   * Why the orphan's own verdict leaves the next step to the kubelet (its volumes are still
+   * mounted: the kubelet's reconciler tears them down, and the cleanup must not race it), or null
+   * when it does not. Absent: not checked.
+   */
+  kubeletMustUnmountFirst?(podUID: string): string | null | Promise<string | null>;
 }
 
 /** File system calls of the cleanup: those of `safeRemove`, with a `lstat` that also gives size and mtime. */
@@ -111,6 +117,7 @@ export type OrphanCleanupRefusalCode =
   | 'pod-in-desired-state'
   | 'pod-has-running-containers'
   | 'desired-state-incomplete'
+  | 'kubelet-must-unmount'
   | 'guard-check-failed'
   | 'mount-table-unreadable'
   | 'mount-table-not-for-root-dir'
@@ -317,6 +324,13 @@ class Cleanup {
       this.record('desired-state-incomplete', incomplete.value === null, incomplete.value ?? 'complete');
       if (incomplete.value !== null) {
         refused.push({ code: 'desired-state-incomplete', message: `The desired state is not complete (${incomplete.value}); destructive cleanup waits until it is.` });
+      }
+    }
+    if (guards.kubeletMustUnmountFirst !== undefined) {
+      const r = await ask('kubelet-must-unmount', () => guards.kubeletMustUnmountFirst?.(podUID) ?? null);
+      if (r.ok) {
+        this.record('kubelet-must-unmount', r.value === null, r.value ?? 'no');
+        if (r.value !== null) refused.push({ code: 'kubelet-must-unmount', message: `The orphan's verdict leaves this to the kubelet: ${r.value}` });
       }
     }
     return refused;
