@@ -266,7 +266,7 @@ export class VolumeManager {
     });
     this.asw.onChange((volumeName) => {
       this.reconciler.markDirty(volumeName);
-      this.reconciler.refreshReconstructionReport();
+      this.reconciler.refreshReconstructionReport({ volumeName });
       this.reconciler.kick();
       this.notify();
     });
@@ -644,7 +644,7 @@ export class VolumeManager {
     if (this.records.length > max) this.records.splice(0, this.records.length - max);
     this.options.onOperationRecord?.(record);
     for (const listener of [...this.recordListeners]) listener(record);
-    this.reconciler.refreshReconstructionReport(record);
+    this.reconciler.refreshReconstructionReport({ record });
     this.reconciler.kick();
   }
 

@@ -13,7 +13,7 @@
  * reconstruct-common.ts and the report's types in reconstruct-report.ts.
  */
 import type { Clock } from '../../clock/clock.ts';
-import type { OperationRecord, OperationStarter } from '../../operationexecutor/operation-executor.ts';
+import type { OperationStarter } from '../../operationexecutor/operation-executor.ts';
 import type { MountedVolume } from '../../operationexecutor/types.ts';
 import { errorMessage } from '../../volume/errors.ts';
 import type { VolumeKubeClient } from '../../volume/kube-client.ts';
@@ -36,9 +36,10 @@ import {
 } from './reconstruct-common.ts';
 import {
   newReconstructionEntry,
+  OpenReportEntries,
   pendingReconstructionReport,
-  resolveReportEntries,
   type ReconstructionReport,
+  type ReportChange,
 } from './reconstruct-report.ts';
 
 /** The reconstruction counters (`reconstruct_volume_operations_total`, force-cleanup). */
@@ -114,6 +115,8 @@ export class Reconstruction {
   private volumesFailedReconstruction: PodVolume[] = [];
   private report: ReconstructionReport = pendingReconstructionReport();
   private openReportEntries = 0;
+  /** The open entries of the done report, indexed; null until the first refresh after it is done. */
+  private openEntries: OpenReportEntries | null = null;
   private refreshRunning: Promise<ActualStateRefresh> | null = null;
   private refreshQueued: Promise<ActualStateRefresh> | null = null;
 
@@ -251,6 +254,7 @@ export class Reconstruction {
       // An unreadable pods/ says nothing about what is mounted: keep the previous world and its
       // report entries, and record the error.
       this.report = { ...this.report, state: 'done', finishedAt: clock.now(), error: report.error, entries: this.report.entries };
+      this.openEntries = null;
       this.options.onChange?.();
       return result(report.error, { added: [], removed: [], changed: [] });
     }
@@ -273,6 +277,7 @@ export class Reconstruction {
     report.finishedAt = clock.now();
     this.report = report;
     this.openReportEntries = target.open;
+    this.openEntries = null;
     this.volumesFailedReconstruction = failed;
     this.volumesNeedUpdateFromNodeStatus = resolved ? [] : pending;
     this.options.onChange?.();
@@ -518,12 +523,21 @@ export class Reconstruction {
 
   /**
    * Updates report entries from the actual state (confirmed mounted / torn down) and from
-   * finished cleanup operations. Cheap once every entry is resolved.
+   * finished cleanup operations: `change` says what changed (a volume's actual state, or an
+   * operation finished), and only the open entries it can resolve are looked at (every open
+   * entry at the first call after the report is done). Cheap once every entry is resolved.
    */
-  refreshReconstructionReport(record?: OperationRecord): void {
+  refreshReconstructionReport(change: ReportChange): void {
     // While the scan is still adding volumes to the actual state, "not mounted" only means "not added yet".
     if (this.openReportEntries === 0 || this.report.state !== 'done') return;
-    const resolved = resolveReportEntries(this.report, this.options.asw, record, this.options.clock.now());
+    const { asw, clock } = this.options;
+    const now = clock.now();
+    let resolved = 0;
+    if (this.openEntries === null) {
+      this.openEntries = new OpenReportEntries(this.report);
+      resolved += this.openEntries.resolveAll(asw, now);
+    }
+    resolved += this.openEntries.resolveChange(change, asw, now);
     this.openReportEntries -= resolved;
     if (resolved > 0) this.options.onChange?.();
   }
