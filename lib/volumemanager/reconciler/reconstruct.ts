@@ -38,6 +38,7 @@ import {
   newReconstructionEntry,
   OpenReportEntries,
   pendingReconstructionReport,
+  type ReconstructionEntry,
   type ReconstructionReport,
   type ReportChange,
 } from './reconstruct-report.ts';
@@ -106,6 +107,26 @@ interface ReconstructionTarget {
   open: number;
   /** Volume directories found. */
   scanned: number;
+}
+
+/** Volumes reconstructed at once during a scan. */
+const reconstructConcurrency = 64;
+
+/**
+ * `fn` over `items` with at most `limit` calls running at once; results in item order. `fn`
+ * must not reject (outcomes are values).
+ */
+async function mapConcurrently<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
 }
 
 export class Reconstruction {
@@ -309,21 +330,30 @@ export class Reconstruction {
     }
     target.scanned = podVolumes.length;
 
+    // Each volume is rebuilt by its plugin, up to `reconstructConcurrency` at once (plugins read
+    // the disk and the mount table, which is I/O wait, not work); the outcomes are then taken in
+    // scan order, so the report and the actual state come out as with one volume at a time. The
+    // skip test reads the world before any volume is added to it, as the serial loop did (the
+    // volumes are added in updateStates, after the loop).
+    const scannedAt = this.options.clock.now();
+    const entries = podVolumes.map((volume) => newReconstructionEntry(volume, scannedAt));
+    const skipped = podVolumes.map((volume) => target.asw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName));
+    const outcomes = await mapConcurrently(podVolumes, reconstructConcurrency, (volume, i) =>
+      skipped[i] === true ? Promise.resolve(null) : reconstructVolume(volume, this.options.pluginMgr).then((v) => ({ ok: true as const, v }), (err: unknown) => ({ ok: false as const, err })),
+    );
     const groups = new Map<UniqueVolumeName, { first: ReconstructedVolume; pods: ReconstructedVolume[] }>();
     const names: UniqueVolumeName[] = [];
-    for (const volume of podVolumes) {
-      const entry = newReconstructionEntry(volume, this.options.clock.now());
+    for (const [i, volume] of podVolumes.entries()) {
+      const entry = entries[i] as ReconstructionEntry;
+      const outcome = outcomes[i] ?? null;
       target.report.entries.push(entry);
-      if (target.asw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) {
+      if (outcome === null) {
         entry.outcome = 'skipped';
         entry.resolvedAt = entry.scannedAt;
         continue;
       }
-      let reconstructed: ReconstructedVolume;
-      try {
-        reconstructed = await reconstructVolume(volume, this.options.pluginMgr);
-        this.options.metrics?.reconstructVolumeOperation(false);
-      } catch (err) {
+      if (!outcome.ok) {
+        const err = outcome.err;
         this.options.metrics?.reconstructVolumeOperation(true);
         this.log.info('Could not construct volume information', { podName: volume.podName, volumeSpecName: volume.volumeSpecName, err: errorMessage(err) });
         target.onFailed(volume);
@@ -332,6 +362,8 @@ export class Reconstruction {
         target.open++;
         continue;
       }
+      const reconstructed = outcome.v;
+      this.options.metrics?.reconstructVolumeOperation(false);
       entry.volumeName = reconstructed.volumeName;
       target.open++;
       const group = groups.get(reconstructed.volumeName) ?? { first: reconstructed, pods: [] };
