@@ -37,7 +37,7 @@
  * stopped, and a second agent over the same root dir and manifests is timed until the reconciler's
  * states are synced and every reconstructed volume is confirmed mounted (each through its plugin's
  * SetUp, as the kubelet confirms them), with the time to each milestone. `--volumes N` changes the
- * scale.
+ * scale; `--cpu-profile <file>` writes a CPU profile of the restart alone.
  *
  * Pods carry no uid, so they get the 36-character uids the manifest source derives, as real
  * manifests do; names are short (`big-123`, volumes `v0`…`v4`).
@@ -50,6 +50,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector';
 import { join } from 'node:path';
 import { parseAgentFlags } from '../agent/node/flags.ts';
 import { createAgentLogger } from '../agent/node/logger.ts';
@@ -522,14 +523,47 @@ function mixedPod(name: string, i: number): Record<string, unknown> {
 }
 
 /** `--only restart`: mixed volumes brought up in-process, then one restart timed milestone by milestone. */
-async function measureRestartOnly(volumes: number) {
-  const base = await makeTempDir('volumescope-bench-restart-');
+/**
+ * A CPU profile of this process (node:inspector) from now until `stop`, written to `file` in the
+ * `.cpuprofile` format (Chrome DevTools, speedscope). Null when no file was asked for.
+ */
+async function startProfiler(file: string | null): Promise<{ stop(): Promise<void> } | null> {
+  if (file === null) return null;
+  const session = new Session();
+  session.connect();
+  const post = (method: string): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      session.post(method, (err, result) => {
+        if (err === null) resolve(result);
+        else reject(err);
+      });
+    });
+  await post('Profiler.enable');
+  await post('Profiler.start');
+  return {
+    async stop() {
+      const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+      await writeFile(file, JSON.stringify(profile));
+      session.disconnect();
+      progress(`CPU profile of the restart written to ${file}`);
+    },
+  };
+}
+
+/** Dirs, flags and a quiet logger for an agent run in this process (`--only restart`, `--only idle`). */
+async function inProcessAgentSetup(base: string) {
   const rootDir = join(base, 'root');
   const manifestDir = join(base, 'manifests');
   await mkdir(manifestDir, { recursive: true });
   const parsed = parseAgentFlags(['--source=manifest', '--node-name', NODE_NAME, '--root-dir', rootDir, '--manifest-dir', manifestDir, `--allow-mount=${realMountsAllowed ? 'true' : 'false'}`]);
   if (parsed.help) throw new Error('unexpected --help');
   const log = createAgentLogger({ level: 'warn', nodeName: NODE_NAME, destination: { write: () => undefined } });
+  return { rootDir, manifestDir, config: parsed.config, log };
+}
+
+async function measureRestartOnly(volumes: number, profileFile: string | null) {
+  const base = await makeTempDir('volumescope-bench-restart-');
+  const { manifestDir, config, log } = await inProcessAgentSetup(base);
   try {
     await writeManifest(manifestDir, 'objects.json', [
       { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bench-config', namespace: NAMESPACE }, data: { 'app.conf': 'level=info\n' } },
@@ -543,15 +577,16 @@ async function measureRestartOnly(volumes: number) {
     }
     progress(`bringing up ${volumes} mixed volumes`);
     const setupStarted = performance.now();
-    const first = await NodeAgent.start({ config: parsed.config, log, clock: realClock, version: 'bench' });
+    const first = await NodeAgent.start({ config, log, clock: realClock, version: 'bench' });
     let upCount = 0;
     await waitFor(() => (upCount = first.volumeManager.actualState().countMountedVolumes()) >= pods * VOLUMES_PER_POD, { what: `${pods * VOLUMES_PER_POD} volumes mounted`, timeoutMs: 300_000, describe: () => `${upCount} mounted` });
     const setupMs = performance.now() - setupStarted;
     await first.stop(10_000);
 
     progress('restarting over the same root dir');
+    const profiler = await startProfiler(profileFile);
     const started = performance.now();
-    const agent = await NodeAgent.start({ config: parsed.config, log, clock: realClock, version: 'bench' });
+    const agent = await NodeAgent.start({ config, log, clock: realClock, version: 'bench' });
     const startedMs = performance.now() - started;
     const vm = agent.volumeManager;
     const milestones: Record<string, number> = {};
@@ -570,6 +605,7 @@ async function measureRestartOnly(volumes: number) {
           return synced && report.entries.length > 0 && open === 0 ? report.entries.length : undefined;
         }, { what: 'states synced and every reconstructed volume confirmed mounted', timeoutMs: 300_000, pollMs: 20 });
       stamp('allConfirmedMounted');
+      await profiler?.stop();
       const confirmed = vm.getReconstructionReport().entries.filter((e) => e.outcome === 'confirmed-mounted').length;
       return {
         restartOnly: {
@@ -593,11 +629,49 @@ async function measureRestartOnly(volumes: number) {
   }
 }
 
+/**
+ * `--only idle`: `IDLE_VOLUMES` volumes brought up in this process, then the engine's CPU time
+ * (process.cpuUsage) over `IDLE_SAMPLE_MS` with nothing changing, optionally profiled
+ * (`--cpu-profile <file>`): the periodic work that remains when nothing changes.
+ */
+async function measureIdleInProcess(profileFile: string | null) {
+  const base = await makeTempDir('volumescope-bench-idle-');
+  const { rootDir, manifestDir, config, log } = await inProcessAgentSetup(base);
+  const pods = IDLE_VOLUMES / VOLUMES_PER_POD;
+  for (let f = 0; f * PODS_PER_FILE < pods; f++) {
+    const docs = [];
+    for (let i = f * PODS_PER_FILE; i < Math.min(pods, (f + 1) * PODS_PER_FILE); i++) docs.push(pod(`idle-${i}`, VOLUMES_PER_POD));
+    await writeManifest(manifestDir, `idle-${f}.json`, docs);
+  }
+  const agent = await NodeAgent.start({ config, log, clock: realClock, version: 'bench' });
+  try {
+    await waitFor(() => agent.volumeManager.actualState().countMountedVolumes() >= IDLE_VOLUMES, { what: `${IDLE_VOLUMES} volumes mounted`, timeoutMs: 120_000 });
+    await sleep(SETTLE_MS);
+    const profiler = await startProfiler(profileFile);
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    await sleep(IDLE_SAMPLE_MS);
+    const cpu = process.cpuUsage(cpu0);
+    const seconds = (performance.now() - t0) / 1000;
+    await profiler?.stop();
+    return { idleInProcess: { volumes: IDLE_VOLUMES, sampleSeconds: round(seconds, 2), cpuPercent: round(((cpu.user + cpu.system) / 1e6 / seconds) * 100, 2), rssMB: round(process.memoryUsage().rss / 1024 / 1024) } };
+  } finally {
+    await agent.stop(10_000);
+    await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
+  }
+}
+
 async function main(): Promise<void> {
+  const profileAt = process.argv.indexOf('--cpu-profile');
+  const profileFile = profileAt >= 0 ? (process.argv[profileAt + 1] ?? null) : null;
+  if (process.argv.includes('--only') && process.argv.includes('idle')) {
+    process.stdout.write(`${JSON.stringify(await measureIdleInProcess(profileFile), null, 2)}\n`);
+    return;
+  }
   if (process.argv.includes('--only') && process.argv.includes('restart')) {
     const at = process.argv.indexOf('--volumes');
     const volumes = at >= 0 ? Number(process.argv[at + 1]) : SNAPSHOT_VOLUMES;
-    process.stdout.write(`${JSON.stringify(await measureRestartOnly(volumes), null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(await measureRestartOnly(volumes, profileFile), null, 2)}\n`);
     return;
   }
   if (process.argv.includes('--only') && process.argv.includes('csi')) {

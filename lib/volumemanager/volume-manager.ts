@@ -100,6 +100,8 @@ export interface VolumeManagerOptions {
   controllerAttachDetachEnabled: boolean;
   reconcilerLoopPeriodMs?: number;
   populatorLoopPeriodMs?: number;
+  /** The populator's period until its first loop with sources ready (`pollPeriodMs`); default the loop period. */
+  populatorPollPeriodMs?: number;
   waitForAttachTimeoutMs?: number;
   /** Period of batched attach verification; 0 (default) disables the timer. */
   attachVerifyPeriodMs?: number;
@@ -228,6 +230,7 @@ export class VolumeManager {
       pluginMgr: this.pluginMgr,
       clock: opts.clock,
       loopSleepDurationMs: opts.populatorLoopPeriodMs ?? desiredStateOfWorldPopulatorLoopSleepPeriodMs,
+      ...(opts.populatorPollPeriodMs !== undefined ? { pollPeriodMs: opts.populatorPollPeriodMs } : {}),
       logger: this.log,
     });
     this.reconciler = new Reconciler({

@@ -29,6 +29,7 @@ import { PlanOnlyModeError } from './plan-only.ts';
 import {
   addReconstructedDeviceVolumes,
   getVolumesFromPodDir,
+  mapConcurrently,
   reconstructDeviceVolumes,
   reconstructVolume,
   type PodVolume,
@@ -110,24 +111,7 @@ interface ReconstructionTarget {
 }
 
 /** Volumes reconstructed at once during a scan. */
-const reconstructConcurrency = 64;
-
-/**
- * `fn` over `items` with at most `limit` calls running at once; results in item order. `fn`
- * must not reject (outcomes are values).
- */
-async function mapConcurrently<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i] as T, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
+const reconstructConcurrency = 256;
 
 export class Reconstruction {
   private readonly options: ReconstructionOptions;
