@@ -51,6 +51,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseAgentFlags } from '../agent/node/flags.ts';
 import { createAgentLogger } from '../agent/node/logger.ts';
@@ -585,6 +586,7 @@ async function measureRestartOnly(volumes: number, profileFile: string | null) {
 
     progress('restarting over the same root dir');
     const profiler = await startProfiler(profileFile);
+    const cpuAtStart = process.cpuUsage();
     const started = performance.now();
     const agent = await NodeAgent.start({ config, log, clock: realClock, version: 'bench' });
     const startedMs = performance.now() - started;
@@ -605,6 +607,7 @@ async function measureRestartOnly(volumes: number, profileFile: string | null) {
           return synced && report.entries.length > 0 && open === 0 ? report.entries.length : undefined;
         }, { what: 'states synced and every reconstructed volume confirmed mounted', timeoutMs: 300_000, pollMs: 20 });
       stamp('allConfirmedMounted');
+      const cpu = process.cpuUsage(cpuAtStart);
       await profiler?.stop();
       const confirmed = vm.getReconstructionReport().entries.filter((e) => e.outcome === 'confirmed-mounted').length;
       return {
@@ -616,6 +619,9 @@ async function measureRestartOnly(volumes: number, profileFile: string | null) {
           agentStartMs: Math.round(startedMs),
           milestonesMs: milestones,
           startToAllConfirmedMountedMs: milestones['allConfirmedMounted'],
+          /** CPU time of this process over the same span (less sensitive to a loaded machine than the wall time). */
+          cpuMs: Math.round((cpu.user + cpu.system) / 1000),
+          loadAverage1m: round(loadavg()[0] ?? Number.NaN, 2),
           targetMs: 2000,
         },
       };

@@ -426,7 +426,7 @@ export class NodeAgent implements AgentRuntime {
       this.unsubscribe.push(
         this.volumeManager.onChange(() => {
           statusUpdater.kick();
-          nodeParts?.podDeleter.sync();
+          nodeParts?.podDeleter.requestSync();
         }),
       );
       if (nodeParts === null) {
