@@ -7,7 +7,6 @@ import { realpath, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { execFileNoShell } from './exec.ts';
 import type { ExecFn } from './exec.ts';
-import { FreshRead } from './fresh-read.ts';
 import { MountError } from './mount-error.ts';
 import { isCorruptedMnt, isNotExist, mountsAt, searchMountRefs } from './mount-table.ts';
 import type { Mounter } from './mounter.ts';
@@ -55,7 +54,6 @@ export class LinuxMounter implements Mounter {
   private readonly mountCommand: string;
   private readonly umountCommand: string;
   private readonly mountInfoPath: string;
-  private readonly table = new FreshRead(() => readMountInfo(this.mountInfoPath));
   private readonly exec: ExecFn;
 
   constructor(opts: LinuxMounterOptions = {}) {
@@ -93,9 +91,8 @@ export class LinuxMounter implements Mounter {
     if (r.exitCode !== 0) throw MountError.fromExec('unmount', this.umountCommand, args, r);
   }
 
-  /** Read fresh for each call; calls that overlap a running read share the next one (fresh-read.ts). */
-  async list(): Promise<MountInfo[]> {
-    return (await this.table.get()).slice();
+  list(): Promise<MountInfo[]> {
+    return readMountInfo(this.mountInfoPath);
   }
 
   async isLikelyNotMountPoint(path: string): Promise<boolean> {
