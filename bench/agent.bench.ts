@@ -32,6 +32,13 @@
  *
  * `--only csi` runs only the csi section.
  *
+ * `--only restart` runs only a restart at scale, in this process: an agent brings up
+ * `SNAPSHOT_VOLUMES` volumes of mixed plugins (emptyDir, configMap, secret; see mixedPod), is
+ * stopped, and a second agent over the same root dir and manifests is timed until the reconciler's
+ * states are synced and every reconstructed volume is confirmed mounted (each through its plugin's
+ * SetUp, as the kubelet confirms them), with the time to each milestone. `--volumes N` changes the
+ * scale; `--cpu-profile <file>` writes a CPU profile of the restart alone.
+ *
  * Pods carry no uid, so they get the 36-character uids the manifest source derives, as real
  * manifests do; names are short (`big-123`, volumes `v0`…`v4`).
  *
@@ -43,6 +50,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseAgentFlags } from '../agent/node/flags.ts';
 import { createAgentLogger } from '../agent/node/logger.ts';
@@ -490,7 +499,187 @@ async function measureCsi() {
   };
 }
 
+/**
+ * Pods of the `--only restart` run: five emptyDirs each, except every `MIXED_EVERY`th pod, which
+ * has three emptyDirs, a configMap and a secret. (Fewer tmpfs volumes than emptyDirs: without
+ * mount privileges every tmpfs is a stand-in entry in the unprivileged mounter's table, which is
+ * rewritten durably on each mount, so bringing up thousands of them would dominate the run.)
+ */
+const MIXED_EVERY = 5;
+function mixedPod(name: string, i: number): Record<string, unknown> {
+  const mixed = i % MIXED_EVERY === 0;
+  const volumes = [
+    { name: 'v0', emptyDir: {} },
+    { name: 'v1', emptyDir: {} },
+    { name: 'v2', emptyDir: {} },
+    mixed ? { name: 'cm', configMap: { name: 'bench-config' } } : { name: 'v3', emptyDir: {} },
+    mixed ? { name: 'sec', secret: { secretName: 'bench-secret' } } : { name: 'v4', emptyDir: {} },
+  ];
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NAMESPACE },
+    spec: { containers: [{ name: 'app', image: 'busybox', volumeMounts: volumes.map((v) => ({ name: v.name, mountPath: `/m/${v.name}` })) }], volumes },
+  };
+}
+
+/** `--only restart`: mixed volumes brought up in-process, then one restart timed milestone by milestone. */
+/**
+ * A CPU profile of this process (node:inspector) from now until `stop`, written to `file` in the
+ * `.cpuprofile` format (Chrome DevTools, speedscope). Null when no file was asked for.
+ */
+async function startProfiler(file: string | null): Promise<{ stop(): Promise<void> } | null> {
+  if (file === null) return null;
+  const session = new Session();
+  session.connect();
+  const post = (method: string): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      session.post(method, (err, result) => {
+        if (err === null) resolve(result);
+        else reject(err);
+      });
+    });
+  await post('Profiler.enable');
+  await post('Profiler.start');
+  return {
+    async stop() {
+      const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+      await writeFile(file, JSON.stringify(profile));
+      session.disconnect();
+      progress(`CPU profile of the restart written to ${file}`);
+    },
+  };
+}
+
+/** Dirs, flags and a quiet logger for an agent run in this process (`--only restart`, `--only idle`). */
+async function inProcessAgentSetup(base: string) {
+  const rootDir = join(base, 'root');
+  const manifestDir = join(base, 'manifests');
+  await mkdir(manifestDir, { recursive: true });
+  const parsed = parseAgentFlags(['--source=manifest', '--node-name', NODE_NAME, '--root-dir', rootDir, '--manifest-dir', manifestDir, `--allow-mount=${realMountsAllowed ? 'true' : 'false'}`]);
+  if (parsed.help) throw new Error('unexpected --help');
+  const log = createAgentLogger({ level: 'warn', nodeName: NODE_NAME, destination: { write: () => undefined } });
+  return { rootDir, manifestDir, config: parsed.config, log };
+}
+
+async function measureRestartOnly(volumes: number, profileFile: string | null) {
+  const base = await makeTempDir('volumescope-bench-restart-');
+  const { manifestDir, config, log } = await inProcessAgentSetup(base);
+  try {
+    await writeManifest(manifestDir, 'objects.json', [
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bench-config', namespace: NAMESPACE }, data: { 'app.conf': 'level=info\n' } },
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'bench-secret', namespace: NAMESPACE }, data: { token: Buffer.from('s3cr3t').toString('base64') } },
+    ]);
+    const pods = Math.ceil(volumes / VOLUMES_PER_POD);
+    for (let f = 0; f * PODS_PER_FILE < pods; f++) {
+      const docs = [];
+      for (let i = f * PODS_PER_FILE; i < Math.min(pods, (f + 1) * PODS_PER_FILE); i++) docs.push(mixedPod(`mix-${i}`, i));
+      await writeManifest(manifestDir, `mix-${f}.json`, docs);
+    }
+    progress(`bringing up ${volumes} mixed volumes`);
+    const setupStarted = performance.now();
+    const first = await NodeAgent.start({ config, log, clock: realClock, version: 'bench' });
+    let upCount = 0;
+    await waitFor(() => (upCount = first.volumeManager.actualState().countMountedVolumes()) >= pods * VOLUMES_PER_POD, { what: `${pods * VOLUMES_PER_POD} volumes mounted`, timeoutMs: 300_000, describe: () => `${upCount} mounted` });
+    const setupMs = performance.now() - setupStarted;
+    await first.stop(10_000);
+
+    progress('restarting over the same root dir');
+    const profiler = await startProfiler(profileFile);
+    const cpuAtStart = process.cpuUsage();
+    const started = performance.now();
+    const agent = await NodeAgent.start({ config, log, clock: realClock, version: 'bench' });
+    const startedMs = performance.now() - started;
+    const vm = agent.volumeManager;
+    const milestones: Record<string, number> = {};
+    const stamp = (name: string): void => {
+      milestones[name] ??= Math.round(performance.now() - started);
+    };
+    try {
+      // Milestones are stamped by the poll (every 20 ms): a listener on every change would copy the report each time.
+      const total = await waitFor(() => {
+          const synced = vm.reconcilerStatesHasBeenSynced();
+          if (synced) stamp('statesSynced');
+          const report = vm.getReconstructionReport();
+          if (report.state !== 'done') return undefined;
+          stamp('reconstructionScanDone');
+          const open = report.entries.filter((e) => e.outcome === 'reconstructed').length;
+          return synced && report.entries.length > 0 && open === 0 ? report.entries.length : undefined;
+        }, { what: 'states synced and every reconstructed volume confirmed mounted', timeoutMs: 300_000, pollMs: 20 });
+      stamp('allConfirmedMounted');
+      const cpu = process.cpuUsage(cpuAtStart);
+      await profiler?.stop();
+      const confirmed = vm.getReconstructionReport().entries.filter((e) => e.outcome === 'confirmed-mounted').length;
+      return {
+        restartOnly: {
+          volumesOnDisk: total,
+          confirmedMounted: confirmed,
+          plugins: { emptyDir: 5 * pods - 2 * Math.ceil(pods / MIXED_EVERY), configMap: Math.ceil(pods / MIXED_EVERY), secret: Math.ceil(pods / MIXED_EVERY) },
+          setupSeconds: round(setupMs / 1000, 2),
+          agentStartMs: Math.round(startedMs),
+          milestonesMs: milestones,
+          startToAllConfirmedMountedMs: milestones['allConfirmedMounted'],
+          /** CPU time of this process over the same span (less sensitive to a loaded machine than the wall time). */
+          cpuMs: Math.round((cpu.user + cpu.system) / 1000),
+          loadAverage1m: round(loadavg()[0] ?? Number.NaN, 2),
+          targetMs: 2000,
+        },
+      };
+    } finally {
+      await agent.stop(10_000);
+    }
+  } finally {
+    // Unprivileged, the thousands of tmpfs volumes left are stand-in entries of the mounter's
+    // table under the root dir (no kernel mount): checking for kernel mounts is enough.
+    await cleanUpTempDir(base);
+  }
+}
+
+/**
+ * `--only idle`: `IDLE_VOLUMES` volumes brought up in this process, then the engine's CPU time
+ * (process.cpuUsage) over `IDLE_SAMPLE_MS` with nothing changing, optionally profiled
+ * (`--cpu-profile <file>`): the periodic work that remains when nothing changes.
+ */
+async function measureIdleInProcess(profileFile: string | null) {
+  const base = await makeTempDir('volumescope-bench-idle-');
+  const { rootDir, manifestDir, config, log } = await inProcessAgentSetup(base);
+  const pods = IDLE_VOLUMES / VOLUMES_PER_POD;
+  for (let f = 0; f * PODS_PER_FILE < pods; f++) {
+    const docs = [];
+    for (let i = f * PODS_PER_FILE; i < Math.min(pods, (f + 1) * PODS_PER_FILE); i++) docs.push(pod(`idle-${i}`, VOLUMES_PER_POD));
+    await writeManifest(manifestDir, `idle-${f}.json`, docs);
+  }
+  const agent = await NodeAgent.start({ config, log, clock: realClock, version: 'bench' });
+  try {
+    await waitFor(() => agent.volumeManager.actualState().countMountedVolumes() >= IDLE_VOLUMES, { what: `${IDLE_VOLUMES} volumes mounted`, timeoutMs: 120_000 });
+    await sleep(SETTLE_MS);
+    const profiler = await startProfiler(profileFile);
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    await sleep(IDLE_SAMPLE_MS);
+    const cpu = process.cpuUsage(cpu0);
+    const seconds = (performance.now() - t0) / 1000;
+    await profiler?.stop();
+    return { idleInProcess: { volumes: IDLE_VOLUMES, sampleSeconds: round(seconds, 2), cpuPercent: round(((cpu.user + cpu.system) / 1e6 / seconds) * 100, 2), rssMB: round(process.memoryUsage().rss / 1024 / 1024) } };
+  } finally {
+    await agent.stop(10_000);
+    await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
+  }
+}
+
 async function main(): Promise<void> {
+  const profileAt = process.argv.indexOf('--cpu-profile');
+  const profileFile = profileAt >= 0 ? (process.argv[profileAt + 1] ?? null) : null;
+  if (process.argv.includes('--only') && process.argv.includes('idle')) {
+    process.stdout.write(`${JSON.stringify(await measureIdleInProcess(profileFile), null, 2)}\n`);
+    return;
+  }
+  if (process.argv.includes('--only') && process.argv.includes('restart')) {
+    const at = process.argv.indexOf('--volumes');
+    const volumes = at >= 0 ? Number(process.argv[at + 1]) : SNAPSHOT_VOLUMES;
+    process.stdout.write(`${JSON.stringify(await measureRestartOnly(volumes, profileFile), null, 2)}\n`);
+    return;
+  }
   if (process.argv.includes('--only') && process.argv.includes('csi')) {
     process.stdout.write(`${JSON.stringify({ csi: await measureCsi() }, null, 2)}\n`);
     return;

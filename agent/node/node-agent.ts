@@ -109,8 +109,10 @@ const agentManifestDebounceMs = 10;
 /**
  * Period of the desired-state populator's own loop. The kubelet polls its pod manager every
  * 100 ms; here every pod source change kicks the populator at once (`podsChanged`), so the loop is
- * only a safety net and its first tick gates `hasAddedPods`. Its pass walks every mounted volume,
- * which at 100 ms dominated the idle CPU of a node with 1,000 volumes.
+ * only a safety net. Its pass walks every mounted volume, which at 100 ms dominated the idle CPU
+ * of a node with 1,000 volumes. Until its first loop with sources ready (which gates
+ * `hasAddedPods`), it polls at the reconcile period as the kubelet does, so a restart is not held
+ * up by a whole loop period.
  */
 const agentPopulatorLoopPeriodMs = 1000;
 
@@ -252,6 +254,8 @@ export class NodeAgent implements AgentRuntime {
       planOnly: observing,
       reconcilerLoopPeriodMs: opts.config.reconcilePeriodMs,
       populatorLoopPeriodMs: Math.max(opts.config.reconcilePeriodMs, agentPopulatorLoopPeriodMs),
+      // Until hasAddedPods, the kubelet's period: a restart's unmounts and states-synced wait on it.
+      populatorPollPeriodMs: opts.config.reconcilePeriodMs,
       attachVerifyPeriodMs: opts.config.attachVerifyPeriodMs,
       recorder: parts.kube?.events == null ? this.recorder : teeRecorder(this.recorder, parts.kube.events),
       operationHistory: { initial: this.historyStore.loaded() },
@@ -440,7 +444,7 @@ export class NodeAgent implements AgentRuntime {
       this.unsubscribe.push(
         this.volumeManager.onChange(() => {
           statusUpdater.kick();
-          nodeParts?.podDeleter.sync();
+          nodeParts?.podDeleter.requestSync();
         }),
       );
       if (nodeParts === null) {

@@ -86,6 +86,36 @@ describe('PodDeleter', () => {
     expect(t.deleter.sync()).toEqual([]);
   });
 
+  it('coalesces the sync requests of a burst of changes into one walk of the pods, on the next timer turn', async () => {
+    let walks = 0;
+    const t = setup([]);
+    const list = [pod('a', { deleting: true }), pod('b')];
+    const counted = new PodDeleter({
+      listPods: () => {
+        walks++;
+        return list;
+      },
+      hasPossiblyMountedVolumes: () => false,
+      volumeStatesSynced: () => true,
+      deletePod: (namespace, name, uid) => {
+        t.deletes.push(`${namespace}/${name} ${uid}`);
+        return Promise.resolve();
+      },
+      clock: t.clock,
+      logger: discardLogger,
+    });
+
+    for (let i = 0; i < 1000; i++) counted.requestSync();
+    expect(walks).toBe(0);
+    await t.clock.advance(0);
+
+    expect(walks).toBe(1);
+    expect(t.deletes).toEqual(['apps/pod-a a']);
+    counted.requestSync();
+    await counted.stop();
+    expect(t.clock.pendingTimers()).toBe(0);
+  });
+
   it('syncs on its period as a safety net and stops', async () => {
     const t = setup([pod('a', { deleting: true })]);
     t.mounted.add('a');

@@ -48,6 +48,7 @@ export class PodDeleter {
   /** UIDs whose DELETE was answered (done, 404 or 409): never sent again. */
   private readonly done = new Set<string>();
   private timer: TimerHandle | null = null;
+  private requested: TimerHandle | null = null;
   private stopped = false;
   private readonly pending = new Set<Promise<void>>();
 
@@ -66,7 +67,22 @@ export class PodDeleter {
     this.stopped = true;
     if (this.timer !== null) this.o.clock.clearTimeout(this.timer);
     this.timer = null;
+    if (this.requested !== null) this.o.clock.clearTimeout(this.requested);
+    this.requested = null;
     await Promise.all(this.pending);
+  }
+
+  /**
+   * A {@link sync} soon (the next timer turn), coalescing the requests made meanwhile: a burst of
+   * volume-manager changes (a restart confirms thousands of mounts) costs one walk of the pods,
+   * not one per change.
+   */
+  requestSync(): void {
+    if (this.stopped || this.requested !== null) return;
+    this.requested = this.o.clock.setTimeout(() => {
+      this.requested = null;
+      this.sync();
+    }, 0);
   }
 
   /** Sends the DELETE of every deleting pod whose volumes are gone; returns the UIDs sent now. */

@@ -28,6 +28,7 @@
 import { lstat, mkdir, readdir, readlink, realpath, rmdir, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { writeFileDurably } from './durable-write.ts';
+import { FreshRead } from './fresh-read.ts';
 import { MOUNT_EXIT_FAILURE, MountError } from './mount-error.ts';
 import { isCorruptedMnt, isNotExist, mountsAt, splitDev } from './mount-table.ts';
 import type { Mounter } from './mounter.ts';
@@ -75,6 +76,10 @@ export class UnprivilegedMounter implements Mounter {
   readonly mountInfoPath: string;
   private readonly stateDir: string;
   private readonly systemMountInfoPath: string | null;
+  private readonly table = new FreshRead(async () => {
+    const system = this.systemMountInfoPath === null ? [] : await readMountInfo(this.systemMountInfoPath);
+    return [...system, ...(await this.standIns())];
+  });
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(opts: UnprivilegedMounterOptions) {
@@ -91,9 +96,9 @@ export class UnprivilegedMounter implements Mounter {
     return this.serialised(() => this.doUnmount(target));
   }
 
+  /** Read fresh for each call; calls that overlap a running read share the next one (fresh-read.ts). */
   async list(): Promise<MountInfo[]> {
-    const system = this.systemMountInfoPath === null ? [] : await readMountInfo(this.systemMountInfoPath);
-    return [...system, ...(await this.standIns())];
+    return (await this.table.get()).slice();
   }
 
   async isLikelyNotMountPoint(path: string): Promise<boolean> {
@@ -230,13 +235,11 @@ export class UnprivilegedMounter implements Mounter {
     await this.writeTable(table.filter((e) => e !== entry));
   }
 
-  /** Stand-in entries still matching the disk. */
+  /** Stand-in entries still matching the disk (checked concurrently, kept in table order). */
   private async standIns(): Promise<MountInfo[]> {
-    const valid: MountInfo[] = [];
-    for (const e of await this.readTable()) {
-      if (await matchesDisk(e)) valid.push(e);
-    }
-    return valid;
+    const table = await this.readTable();
+    const matches = await Promise.all(table.map(matchesDisk));
+    return table.filter((_, i) => matches[i] === true);
   }
 
   private async readTable(): Promise<MountInfo[]> {

@@ -100,6 +100,8 @@ export interface VolumeManagerOptions {
   controllerAttachDetachEnabled: boolean;
   reconcilerLoopPeriodMs?: number;
   populatorLoopPeriodMs?: number;
+  /** The populator's period until its first loop with sources ready (`pollPeriodMs`); default the loop period. */
+  populatorPollPeriodMs?: number;
   waitForAttachTimeoutMs?: number;
   /** Period of batched attach verification; 0 (default) disables the timer. */
   attachVerifyPeriodMs?: number;
@@ -228,6 +230,7 @@ export class VolumeManager {
       pluginMgr: this.pluginMgr,
       clock: opts.clock,
       loopSleepDurationMs: opts.populatorLoopPeriodMs ?? desiredStateOfWorldPopulatorLoopSleepPeriodMs,
+      ...(opts.populatorPollPeriodMs !== undefined ? { pollPeriodMs: opts.populatorPollPeriodMs } : {}),
       logger: this.log,
     });
     this.reconciler = new Reconciler({
@@ -266,7 +269,7 @@ export class VolumeManager {
     });
     this.asw.onChange((volumeName) => {
       this.reconciler.markDirty(volumeName);
-      this.reconciler.refreshReconstructionReport();
+      this.reconciler.refreshReconstructionReport({ volumeName });
       this.reconciler.kick();
       this.notify();
     });
@@ -644,7 +647,7 @@ export class VolumeManager {
     if (this.records.length > max) this.records.splice(0, this.records.length - max);
     this.options.onOperationRecord?.(record);
     for (const listener of [...this.recordListeners]) listener(record);
-    this.reconciler.refreshReconstructionReport(record);
+    this.reconciler.refreshReconstructionReport({ record });
     this.reconciler.kick();
   }
 

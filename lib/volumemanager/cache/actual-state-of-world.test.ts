@@ -1,10 +1,11 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { MarkVolumeOpts } from '../../operationexecutor/types.ts';
 import type { PersistentVolume, Volume } from '../../volume/k8s-types.ts';
 import { VolumePluginMgr, type Mounter, type VolumePlugin } from '../../volume/plugins.ts';
 import { specFromPersistentVolume, specFromVolume, type Spec } from '../../volume/spec.ts';
 import { FakeFileVolumePlugin, FakeVolumePlugin } from '../../volume/testing/fake-volume-plugin.ts';
-import { nodeName, pluginName, podUID, uniquePodName, uniqueVolumeName } from '../../volume/types.ts';
+import { nodeName, pluginName, podUID, uniquePodName, uniqueVolumeName, type UniquePodName } from '../../volume/types.ts';
 import {
   ActualStateOfWorld,
   FsResizeRequiredError,
@@ -1141,5 +1142,45 @@ describe('ActualStateOfWorld whole-world copies (plan-only mode)', () => {
     expect(asw.getAttachability(vol)).toBe('Uncertain');
     expect(asw.getAttachability(vol2)).toBe('True');
     expect(asw.getAttachability(uniqueVolumeName('fake-plugin/none'))).toBeNull();
+  });
+});
+
+describe('per-pod questions (answered from the per-pod index)', () => {
+  it('answer what a filter over every entry answers, in the same order, through adds, unmounts, copies and swaps', () => {
+    const podNames = ['pa', 'pb', 'pc'].map(uniquePodName);
+    const volumes = ['v0', 'v1', 'v2', 'v3'];
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ op: fc.constantFrom('mount', 'uncertain', 'unmount', 'swap'), pod: fc.nat(2), volume: fc.nat(3) }), { maxLength: 40 }),
+        (steps) => {
+          let asw = newAsw();
+          for (const step of steps) {
+            const podName = podNames[step.pod] as UniquePodName;
+            const spec = volumes[step.volume] as string;
+            const volumeName = uniqueVolumeName(`fake-plugin/${spec}`);
+            if (step.op === 'swap') {
+              // A copy swapped back in (the plan-only rebuild's path).
+              const next = newAsw();
+              next.replaceContent(asw.cloneVolumes(null));
+              asw = next;
+            } else if (step.op === 'unmount') {
+              if (asw.volumeExists(volumeName)) asw.markVolumeAsUnmounted(podName, volumeName);
+            } else {
+              if (!asw.volumeExists(volumeName)) asw.markVolumeAsAttached(volumeName, specFromVolume({ name: spec }), node, '');
+              asw.addPodToVolume(
+                opts({ podName, podUID: podUID(podName), volumeName, volumeSpec: specFromVolume({ name: spec }), volumeMountState: step.op === 'mount' ? 'VolumeMounted' : 'VolumeMountUncertain' }),
+              );
+            }
+            for (const p of podNames) {
+              const all = asw.getAllMountedVolumes().filter((m) => m.podName === p);
+              expect(asw.getPossiblyMountedVolumesForPod(p)).toEqual(all);
+              expect(asw.getMountedVolumesForPod(p)).toEqual(all.filter((m) => m.volumeMountState === 'VolumeMounted'));
+              for (const v of volumes) expect(asw.volumeExistsWithSpecName(p, v)).toBe(all.some((m) => m.innerVolumeSpecName === v));
+            }
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });

@@ -216,6 +216,11 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
   /** Every (volume, pod) entry in a flat array, scanned linearly by reconciler passes. */
   private readonly pairs: { entry: AttachedVolumeEntry; pod: MountedPod }[] = [];
   private readonly foundDuringReconstruction = new Map<UniqueVolumeName, Map<UniquePodName, PodUID>>();
+  /**
+   * The volumes each pod has an entry on (the inverse of `mountedPods`), so that per-pod
+   * questions cost the pod's volumes rather than the node's.
+   */
+  private readonly volumesOfPod = new Map<UniquePodName, Map<UniqueVolumeName, AttachedVolumeEntry>>();
   private readonly listeners = new Set<(volumeName: UniqueVolumeName) => void>();
   private readonly nodeName: NodeName;
   private readonly pluginMgr: VolumePluginMgr;
@@ -253,6 +258,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     const copyPods = (clone: AttachedVolumeEntry, pod: MountedPod): void => {
       const podClone: MountedPod = { ...pod, pairIndex: copy.pairs.length };
       clone.mountedPods.set(pod.podName, podClone);
+      copy.indexPod(clone, pod.podName);
       copy.pairs.push({ entry: clone, pod: podClone });
     };
     const copyVolume = (entry: AttachedVolumeEntry): AttachedVolumeEntry => {
@@ -294,13 +300,16 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     this.attachedVolumes.clear();
     this.foundDuringReconstruction.clear();
     this.pairs.length = 0;
+    this.volumesOfPod.clear();
     for (const [name, entry] of source.attachedVolumes) this.attachedVolumes.set(name, entry);
+    for (const [podName, volumes] of source.volumesOfPod) this.volumesOfPod.set(podName, volumes);
     for (const [name, pods] of source.foundDuringReconstruction) this.foundDuringReconstruction.set(name, pods);
     // Pair indexes stay valid: the pairs keep their positions.
     for (const pair of source.pairs) this.pairs.push(pair);
     source.attachedVolumes.clear();
     source.foundDuringReconstruction.clear();
     source.pairs.length = 0;
+    source.volumesOfPod.clear();
 
     const added: UniqueVolumeName[] = [];
     const removed: UniqueVolumeName[] = [];
@@ -456,7 +465,10 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
         seLinuxMountContext: opts.seLinuxMountContext,
         volumeMountStateForPod: state,
       };
-      if (existing === undefined) this.pairs.push({ entry, pod });
+      if (existing === undefined) {
+        this.pairs.push({ entry, pod });
+        this.indexPod(entry, opts.podName);
+      }
       else this.pairs[pod.pairIndex] = { entry, pod };
       entry.mountedPods.set(opts.podName, pod);
     }
@@ -482,6 +494,9 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     if (pod !== undefined) {
       entry.mountedPods.delete(podName);
       this.removePair(pod.pairIndex);
+      const volumes = this.volumesOfPod.get(podName);
+      volumes?.delete(volumeName);
+      if (volumes?.size === 0) this.volumesOfPod.delete(podName);
     }
     this.foundDuringReconstruction.get(volumeName)?.delete(podName);
     this.notify(volumeName);
@@ -542,7 +557,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
 
   /** Flags every entry of the pod whose plugin requires remounts (configMap, secret, …). */
   markRemountRequired(podName: UniquePodName): void {
-    for (const entry of this.attachedVolumes.values()) {
+    for (const entry of this.entriesOfPod(podName)) {
       const pod = entry.mountedPods.get(podName);
       if (pod === undefined) continue;
       let plugin;
@@ -750,7 +765,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
   }
 
   volumeExistsWithSpecName(podName: UniquePodName, innerSpecName: string): boolean {
-    for (const entry of this.attachedVolumes.values()) {
+    for (const entry of this.entriesOfPod(podName)) {
       const pod = entry.mountedPods.get(podName);
       if (pod !== undefined && specName(pod.volumeSpec) === innerSpecName) return true;
     }
@@ -792,7 +807,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
 
   /** Mounted entries of one pod. */
   getMountedVolumesForPod(podName: UniquePodName): MountedVolume[] {
-    return this.collectMounted((p) => p.podName === podName && p.volumeMountStateForPod === 'VolumeMounted');
+    return this.collectMountedOfPod(podName, (p) => p.volumeMountStateForPod === 'VolumeMounted');
   }
 
   /** Mounted and Uncertain entries. */
@@ -802,7 +817,7 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
 
   /** Mounted and Uncertain entries of one pod. */
   getPossiblyMountedVolumesForPod(podName: UniquePodName): MountedVolume[] {
-    return this.collectMounted((p) => p.podName === podName);
+    return this.collectMountedOfPod(podName, () => true);
   }
 
   /** Volumes whose device is globally mounted. */
@@ -917,6 +932,31 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
       return false;
     }
     return plugin !== null && plugin.requiresFSResize();
+  }
+
+  /** The volumes the pod has an entry on, in attach order. */
+  private entriesOfPod(podName: UniquePodName): Iterable<AttachedVolumeEntry> {
+    return this.volumesOfPod.get(podName)?.values() ?? [];
+  }
+
+  private indexPod(entry: AttachedVolumeEntry, podName: UniquePodName): void {
+    let volumes = this.volumesOfPod.get(podName);
+    if (volumes === undefined) {
+      volumes = new Map();
+      this.volumesOfPod.set(podName, volumes);
+    }
+    volumes.set(entry.volumeName, entry);
+  }
+
+  /** {@link collectMounted} for one pod, in the same (scan index) order, at the cost of the pod's entries. */
+  private collectMountedOfPod(podName: UniquePodName, filter: (pod: MountedPod) => boolean): MountedVolume[] {
+    const pairs: { entry: AttachedVolumeEntry; pod: MountedPod }[] = [];
+    for (const entry of this.entriesOfPod(podName)) {
+      const pod = entry.mountedPods.get(podName);
+      if (pod !== undefined && filter(pod)) pairs.push({ entry, pod });
+    }
+    pairs.sort((a, b) => a.pod.pairIndex - b.pod.pairIndex);
+    return pairs.map(({ entry, pod }) => this.toMountedVolume(entry, pod));
   }
 
   private collectMounted(filter: (pod: MountedPod) => boolean): MountedVolume[] {

@@ -311,6 +311,32 @@ describe('DesiredStateOfWorldPopulator.start: hasAddedPods', () => {
     expect(rig.populator.hasAddedPods()).toBe(true);
   });
 
+  it('polls at the poll period until hasAddedPods, then loops at the loop period', async () => {
+    // Arrange: a 1 s loop (the agent's) with the kubelet's 100 ms polls.
+    rig = new PopulatorRig({ loopSleepDurationMs: 1000, pollPeriodMs: 100 });
+    rig.serve(dswpPersistentVolume(), dswpClaim());
+    const sources = new FakeSourcesReady();
+    rig.populator.start(sources);
+    await rig.clock.advance(200);
+    expect(rig.populator.hasAddedPods()).toBe(false);
+
+    // Act: sources become ready; the next poll is at most one poll period away.
+    sources.ready = true;
+    await rig.clock.advance(100);
+
+    // Assert
+    expect(rig.populator.hasAddedPods()).toBe(true);
+
+    // Act: a pod appears without a kick; only a loop finds it, one loop period later.
+    rig.podManager.add(dswpPod());
+    await rig.clock.advance(999);
+    expect(rig.dsw.getPods().size).toBe(0);
+    await rig.clock.advance(1);
+
+    // Assert
+    expect(rig.dsw.getPods().has(podName)).toBe(true);
+  });
+
   it('keeps hasAddedPods false while sources are not ready, although loops add pods', async () => {
     // Arrange
     rig = prepareDswpWithVolume();

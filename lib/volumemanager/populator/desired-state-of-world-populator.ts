@@ -61,6 +61,12 @@ export interface DesiredStateOfWorldPopulatorOptions {
   clock: Clock;
   loopSleepDurationMs: number;
   /**
+   * Period of the first polls, until a loop that began with sources ready has run (which sets
+   * `hasAddedPods`); default `loopSleepDurationMs`. Lets a slow steady-state loop keep the
+   * kubelet's prompt start: unmounts and the reconciler's states-synced wait on that first loop.
+   */
+  pollPeriodMs?: number;
+  /**
    * Where the volumes that `processPodVolumes` could not resolve are recorded (shared with the
    * reconciler, which unmounts nothing of such a pod); a private one when absent.
    */
@@ -92,9 +98,9 @@ export class DesiredStateOfWorldPopulator {
   }
 
   /**
-   * Polls every loop period (the first poll after one period): each poll reads sources-ready
+   * Polls every poll period (the first poll after one period): each poll reads sources-ready
    * *before* running the loop, and the first loop that began with sources ready sets
-   * `hasAddedPods`. Then loops every period until {@link stop}.
+   * `hasAddedPods`. Then loops every loop period until {@link stop}.
    */
   start(sourcesReady: SourcesReady): void {
     this.log.info('Desired state populator starts to run');
@@ -107,10 +113,11 @@ export class DesiredStateOfWorldPopulator {
           this.log.info('Finished populating initial desired state of world');
           this.hasAddedPodsFlag = true;
         }
-        if (!this.stopped) this.timer = this.options.clock.setTimeout(tick, this.options.loopSleepDurationMs);
+        if (!this.stopped) this.timer = this.options.clock.setTimeout(tick, this.hasAddedPodsFlag ? this.options.loopSleepDurationMs : pollPeriodMs);
       });
     };
-    this.timer = this.options.clock.setTimeout(tick, this.options.loopSleepDurationMs);
+    const pollPeriodMs = this.options.pollPeriodMs ?? this.options.loopSleepDurationMs;
+    this.timer = this.options.clock.setTimeout(tick, pollPeriodMs);
   }
 
   async stop(): Promise<void> {

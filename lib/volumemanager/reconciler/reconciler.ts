@@ -10,7 +10,7 @@
  * reconstruct.ts; the rounds of plan-only mode are in plan-only.ts.
  */
 import type { Clock, TimerHandle } from '../../clock/clock.ts';
-import type { OperationRecord, OperationStarter } from '../../operationexecutor/operation-executor.ts';
+import type { OperationStarter } from '../../operationexecutor/operation-executor.ts';
 import type { OperationPlanner } from '../../operationexecutor/planning-executor.ts';
 import { isAlreadyExists } from '../../operationexecutor/nested-pending-operations.ts';
 import { isExponentialBackoff } from '../../operationexecutor/exponential-backoff.ts';
@@ -38,7 +38,7 @@ import type { DesiredStateOfWorld } from '../cache/desired-state-of-world.ts';
 import { UnresolvedPodVolumes } from '../cache/unresolved-pod-volumes.ts';
 import { runPlanningRound } from './plan-only.ts';
 import type { PodVolume } from './reconstruct-common.ts';
-import type { ReconstructionReport } from './reconstruct-report.ts';
+import type { ReconstructionReport, ReportChange } from './reconstruct-report.ts';
 import { Reconstruction, type ActualStateRefresh, type ReconcilerMetrics } from './reconstruct.ts';
 
 /** Entries of each world re-examined per pass as a safety net (a full sweep every ⌈entries/256⌉ passes). */
@@ -502,9 +502,9 @@ export class Reconciler {
 
   /**
    * Updates report entries from the actual state (confirmed mounted / torn down) and from
-   * finished cleanup operations. Cheap once every entry is resolved.
+   * finished cleanup operations; `change` says what changed (see reconstruct.ts).
    */
-  refreshReconstructionReport(record?: OperationRecord): void {
-    this.reconstruction.refreshReconstructionReport(record);
+  refreshReconstructionReport(change: ReportChange): void {
+    this.reconstruction.refreshReconstructionReport(change);
   }
 }

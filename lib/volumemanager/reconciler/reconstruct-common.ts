@@ -75,6 +75,26 @@ export function isPodsDirUnreadableError(err: unknown): err is PodsDirUnreadable
 }
 
 /**
+ * `fn` over `items` with at most `limit` calls running at once; results in item order. `fn`
+ * must not reject (outcomes are values).
+ */
+export async function mapConcurrently<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+/** Pod directories listed at once by {@link getVolumesFromPodDir}. */
+const podDirConcurrency = 64;
+
+/**
  * `getVolumesFromPodDir`: lists every `<podUID>/{volumes,volumeDevices}/<plugin>/<entry>` without
  * stat-ing the entries. Throws {@link PodsDirUnreadableError} when `pods/` itself cannot be read.
  */
@@ -85,9 +105,10 @@ export async function getVolumesFromPodDir(podsDir: string, fs: HostFs): Promise
   } catch (err) {
     throw new PodsDirUnreadableError(`failed to read pods dir ${goQuote(podsDir)}: ${errorMessage(err)}`);
   }
-  const out: PodVolume[] = [];
-  for (const pod of pods) {
-    if (!pod.isDirectory) continue;
+  // Pods are listed concurrently (directory reads are I/O wait), the result kept in pods/ order.
+  const perPod = await mapConcurrently(pods, podDirConcurrency, async (pod) => {
+    const out: PodVolume[] = [];
+    if (!pod.isDirectory) return out;
     const podDir = join(podsDir, pod.name);
     const modes: [string, VolumeMode][] = [
       [DefaultKubeletVolumesDirName, 'Filesystem'],
@@ -120,8 +141,9 @@ export async function getVolumesFromPodDir(podsDir: string, fs: HostFs): Promise
         }
       }
     }
-  }
-  return out;
+    return out;
+  });
+  return perPod.flat();
 }
 
 /**

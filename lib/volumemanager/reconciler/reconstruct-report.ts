@@ -64,39 +64,110 @@ export function newReconstructionEntry(volume: PodVolume, scannedAt: number): Re
   };
 }
 
+/** What made the report worth re-reading: one volume's actual state changed, or an operation finished. */
+export type ReportChange = { volumeName: UniqueVolumeName } | { record: OperationRecord };
+
 /**
- * Resolves the open entries of `report` that reached their final outcome: a reconstructed entry
- * once the actual state has it mounted (confirmed) or not mounted (torn down); a failed one once
- * its cleanup `record` succeeded, or once its pod got it mounted normally. Returns how many were
- * resolved.
+ * The open entries of one report, indexed so that a change costs what it touches rather than
+ * the report's size (a restart over 10,000 directories changes the actual state ~30,000 times):
+ * reconstructed entries by volume (their outcome depends only on that volume's actual state),
+ * failed ones by pod (resolved by that pod's cleanup record, or by a mount of that pod).
+ *
+ * An entry reaches its final outcome ({@link resolveEntry}) under the same conditions as when the
+ * whole report is walked: a reconstructed entry once the actual state has it mounted (confirmed)
+ * or not mounted (torn down); a failed one once its cleanup record succeeded, or once its pod got
+ * it mounted normally. Built from the report when it is done; the first refresh walks every open
+ * entry (changes made while the scan was still adding volumes were not looked at).
  */
-export function resolveReportEntries(report: ReconstructionReport, asw: ActualStateOfWorld, record: OperationRecord | undefined, now: number): number {
-  let resolved = 0;
-  const resolve = (entry: ReconstructionEntry, outcome: ReconstructionOutcome): void => {
-    entry.outcome = outcome;
-    entry.resolvedAt = now;
-    resolved++;
-  };
-  for (const entry of report.entries) {
-    if (entry.resolvedAt !== null) continue;
-    if (entry.outcome === 'reconstructed' && entry.volumeName !== null) {
-      const state = asw.getVolumeMountState(entry.volumeName, entry.podName);
-      if (state === 'VolumeMounted') resolve(entry, 'confirmed-mounted');
-      else if (state === 'VolumeNotMounted') resolve(entry, 'cleaned-up');
-    } else if (
-      entry.outcome === 'failed' &&
-      record !== undefined &&
-      record.outcome === 'success' &&
-      record.operationName === 'volume_unmount' &&
-      record.volume === entry.volumeSpecName &&
-      record.pod === entry.podName
-    ) {
-      resolve(entry, 'cleaned-up');
-    } else if (entry.outcome === 'failed' && asw.volumeExistsWithSpecName(entry.podName, entry.volumeSpecName)) {
-      // Failed to reconstruct, but the pod is still desired and got mounted normally.
-      const mounted = asw.getMountedVolumesForPod(entry.podName).some((m) => m.innerVolumeSpecName === entry.volumeSpecName);
-      if (mounted) resolve(entry, 'confirmed-mounted');
+export class OpenReportEntries {
+  private readonly byVolume = new Map<UniqueVolumeName, ReconstructionEntry[]>();
+  private readonly failedByPod = new Map<UniquePodName, ReconstructionEntry[]>();
+
+  constructor(report: ReconstructionReport) {
+    for (const entry of report.entries) {
+      if (entry.resolvedAt !== null) continue;
+      if (entry.outcome === 'reconstructed' && entry.volumeName !== null) push(this.byVolume, entry.volumeName, entry);
+      else if (entry.outcome === 'failed') push(this.failedByPod, entry.podName, entry);
     }
   }
-  return resolved;
+
+  /** Resolves every open entry that reached its final outcome; returns how many. */
+  resolveAll(asw: ActualStateOfWorld, now: number): number {
+    let resolved = 0;
+    for (const volumeName of [...this.byVolume.keys()]) resolved += this.resolveVolume(volumeName, asw, now);
+    for (const podName of [...this.failedByPod.keys()]) resolved += this.resolveFailed(podName, asw, undefined, now);
+    return resolved;
+  }
+
+  /** Resolves the open entries a change can have resolved; returns how many. */
+  resolveChange(change: ReportChange, asw: ActualStateOfWorld, now: number): number {
+    if ('record' in change) {
+      const pod = change.record.pod;
+      return pod === '' ? 0 : this.resolveFailed(pod, asw, change.record, now);
+    }
+    let resolved = this.resolveVolume(change.volumeName, asw, now);
+    if (this.failedByPod.size > 0) {
+      // A failed entry is confirmed by a mount of its pod: look at this volume's pods only.
+      for (const mv of asw.collectMountedVolumesOf(change.volumeName, (podName) => this.failedByPod.has(podName))) {
+        resolved += this.resolveFailed(mv.podName, asw, undefined, now);
+      }
+    }
+    return resolved;
+  }
+
+  private resolveVolume(volumeName: UniqueVolumeName, asw: ActualStateOfWorld, now: number): number {
+    return resolveListed(this.byVolume, volumeName, asw, undefined, now);
+  }
+
+  private resolveFailed(podName: UniquePodName, asw: ActualStateOfWorld, record: OperationRecord | undefined, now: number): number {
+    return resolveListed(this.failedByPod, podName, asw, record, now);
+  }
+}
+
+/** Resolves the entries listed under `key`, keeps the open ones listed; returns how many were resolved. */
+function resolveListed<K>(map: Map<K, ReconstructionEntry[]>, key: K, asw: ActualStateOfWorld, record: OperationRecord | undefined, now: number): number {
+  const entries = map.get(key);
+  if (entries === undefined) return 0;
+  const open = entries.filter((entry) => !resolveEntry(entry, asw, record, now));
+  if (open.length === 0) map.delete(key);
+  else map.set(key, open);
+  return entries.length - open.length;
+}
+
+function push<K>(map: Map<K, ReconstructionEntry[]>, key: K, entry: ReconstructionEntry): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [entry]);
+  else list.push(entry);
+}
+
+/**
+ * Resolves one open entry if it reached its final outcome (see {@link OpenReportEntries}), with
+ * `record` the operation that just finished, if any. Returns true when it did.
+ */
+function resolveEntry(entry: ReconstructionEntry, asw: ActualStateOfWorld, record: OperationRecord | undefined, now: number): boolean {
+  const resolve = (outcome: ReconstructionOutcome): boolean => {
+    entry.outcome = outcome;
+    entry.resolvedAt = now;
+    return true;
+  };
+  if (entry.resolvedAt !== null) return false;
+  if (entry.outcome === 'reconstructed' && entry.volumeName !== null) {
+    const state = asw.getVolumeMountState(entry.volumeName, entry.podName);
+    if (state === 'VolumeMounted') return resolve('confirmed-mounted');
+    if (state === 'VolumeNotMounted') return resolve('cleaned-up');
+  } else if (
+    entry.outcome === 'failed' &&
+    record !== undefined &&
+    record.outcome === 'success' &&
+    record.operationName === 'volume_unmount' &&
+    record.volume === entry.volumeSpecName &&
+    record.pod === entry.podName
+  ) {
+    return resolve('cleaned-up');
+  } else if (entry.outcome === 'failed' && asw.volumeExistsWithSpecName(entry.podName, entry.volumeSpecName)) {
+    // Failed to reconstruct, but the pod is still desired and got mounted normally.
+    const mounted = asw.getMountedVolumesForPod(entry.podName).some((m) => m.innerVolumeSpecName === entry.volumeSpecName);
+    if (mounted) return resolve('confirmed-mounted');
+  }
+  return false;
 }

@@ -13,7 +13,7 @@
  * reconstruct-common.ts and the report's types in reconstruct-report.ts.
  */
 import type { Clock } from '../../clock/clock.ts';
-import type { OperationRecord, OperationStarter } from '../../operationexecutor/operation-executor.ts';
+import type { OperationStarter } from '../../operationexecutor/operation-executor.ts';
 import type { MountedVolume } from '../../operationexecutor/types.ts';
 import { errorMessage } from '../../volume/errors.ts';
 import type { VolumeKubeClient } from '../../volume/kube-client.ts';
@@ -29,6 +29,7 @@ import { PlanOnlyModeError } from './plan-only.ts';
 import {
   addReconstructedDeviceVolumes,
   getVolumesFromPodDir,
+  mapConcurrently,
   reconstructDeviceVolumes,
   reconstructVolume,
   type PodVolume,
@@ -36,9 +37,11 @@ import {
 } from './reconstruct-common.ts';
 import {
   newReconstructionEntry,
+  OpenReportEntries,
   pendingReconstructionReport,
-  resolveReportEntries,
+  type ReconstructionEntry,
   type ReconstructionReport,
+  type ReportChange,
 } from './reconstruct-report.ts';
 
 /** The reconstruction counters (`reconstruct_volume_operations_total`, force-cleanup). */
@@ -107,6 +110,9 @@ interface ReconstructionTarget {
   scanned: number;
 }
 
+/** Volumes reconstructed at once during a scan. */
+const reconstructConcurrency = 256;
+
 export class Reconstruction {
   private readonly options: ReconstructionOptions;
   private readonly log: Logger;
@@ -114,6 +120,8 @@ export class Reconstruction {
   private volumesFailedReconstruction: PodVolume[] = [];
   private report: ReconstructionReport = pendingReconstructionReport();
   private openReportEntries = 0;
+  /** The open entries of the done report, indexed; null until the first refresh after it is done. */
+  private openEntries: OpenReportEntries | null = null;
   private refreshRunning: Promise<ActualStateRefresh> | null = null;
   private refreshQueued: Promise<ActualStateRefresh> | null = null;
 
@@ -251,6 +259,7 @@ export class Reconstruction {
       // An unreadable pods/ says nothing about what is mounted: keep the previous world and its
       // report entries, and record the error.
       this.report = { ...this.report, state: 'done', finishedAt: clock.now(), error: report.error, entries: this.report.entries };
+      this.openEntries = null;
       this.options.onChange?.();
       return result(report.error, { added: [], removed: [], changed: [] });
     }
@@ -273,6 +282,7 @@ export class Reconstruction {
     report.finishedAt = clock.now();
     this.report = report;
     this.openReportEntries = target.open;
+    this.openEntries = null;
     this.volumesFailedReconstruction = failed;
     this.volumesNeedUpdateFromNodeStatus = resolved ? [] : pending;
     this.options.onChange?.();
@@ -304,21 +314,30 @@ export class Reconstruction {
     }
     target.scanned = podVolumes.length;
 
+    // Each volume is rebuilt by its plugin, up to `reconstructConcurrency` at once (plugins read
+    // the disk and the mount table, which is I/O wait, not work); the outcomes are then taken in
+    // scan order, so the report and the actual state come out as with one volume at a time. The
+    // skip test reads the world before any volume is added to it, as the serial loop did (the
+    // volumes are added in updateStates, after the loop).
+    const scannedAt = this.options.clock.now();
+    const entries = podVolumes.map((volume) => newReconstructionEntry(volume, scannedAt));
+    const skipped = podVolumes.map((volume) => target.asw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName));
+    const outcomes = await mapConcurrently(podVolumes, reconstructConcurrency, (volume, i) =>
+      skipped[i] === true ? Promise.resolve(null) : reconstructVolume(volume, this.options.pluginMgr).then((v) => ({ ok: true as const, v }), (err: unknown) => ({ ok: false as const, err })),
+    );
     const groups = new Map<UniqueVolumeName, { first: ReconstructedVolume; pods: ReconstructedVolume[] }>();
     const names: UniqueVolumeName[] = [];
-    for (const volume of podVolumes) {
-      const entry = newReconstructionEntry(volume, this.options.clock.now());
+    for (const [i, volume] of podVolumes.entries()) {
+      const entry = entries[i] as ReconstructionEntry;
+      const outcome = outcomes[i] ?? null;
       target.report.entries.push(entry);
-      if (target.asw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) {
+      if (outcome === null) {
         entry.outcome = 'skipped';
         entry.resolvedAt = entry.scannedAt;
         continue;
       }
-      let reconstructed: ReconstructedVolume;
-      try {
-        reconstructed = await reconstructVolume(volume, this.options.pluginMgr);
-        this.options.metrics?.reconstructVolumeOperation(false);
-      } catch (err) {
+      if (!outcome.ok) {
+        const err = outcome.err;
         this.options.metrics?.reconstructVolumeOperation(true);
         this.log.info('Could not construct volume information', { podName: volume.podName, volumeSpecName: volume.volumeSpecName, err: errorMessage(err) });
         target.onFailed(volume);
@@ -327,6 +346,8 @@ export class Reconstruction {
         target.open++;
         continue;
       }
+      const reconstructed = outcome.v;
+      this.options.metrics?.reconstructVolumeOperation(false);
       entry.volumeName = reconstructed.volumeName;
       target.open++;
       const group = groups.get(reconstructed.volumeName) ?? { first: reconstructed, pods: [] };
@@ -518,12 +539,21 @@ export class Reconstruction {
 
   /**
    * Updates report entries from the actual state (confirmed mounted / torn down) and from
-   * finished cleanup operations. Cheap once every entry is resolved.
+   * finished cleanup operations: `change` says what changed (a volume's actual state, or an
+   * operation finished), and only the open entries it can resolve are looked at (every open
+   * entry at the first call after the report is done). Cheap once every entry is resolved.
    */
-  refreshReconstructionReport(record?: OperationRecord): void {
+  refreshReconstructionReport(change: ReportChange): void {
     // While the scan is still adding volumes to the actual state, "not mounted" only means "not added yet".
     if (this.openReportEntries === 0 || this.report.state !== 'done') return;
-    const resolved = resolveReportEntries(this.report, this.options.asw, record, this.options.clock.now());
+    const { asw, clock } = this.options;
+    const now = clock.now();
+    let resolved = 0;
+    if (this.openEntries === null) {
+      this.openEntries = new OpenReportEntries(this.report);
+      resolved += this.openEntries.resolveAll(asw, now);
+    }
+    resolved += this.openEntries.resolveChange(change, asw, now);
     this.openReportEntries -= resolved;
     if (resolved > 0) this.options.onChange?.();
   }

@@ -156,6 +156,9 @@ export interface PopulatorRigOptions {
   plugins?: VolumePlugin[];
   featureGates?: FeatureGates;
   seLinuxTranslator?: SELinuxLabelTranslator;
+  /** The populator's periods (default: a 100 ms loop, and polls at the loop period). */
+  loopSleepDurationMs?: number;
+  pollPeriodMs?: number;
 }
 
 /** A populator wired by hand, as `createDswpWithVolume` does. */
@@ -188,7 +191,8 @@ export class PopulatorRig {
       kubeClient: this.client,
       pluginMgr: this.pluginMgr,
       clock: this.clock,
-      loopSleepDurationMs: 100,
+      loopSleepDurationMs: opts.loopSleepDurationMs ?? 100,
+      ...(opts.pollPeriodMs !== undefined ? { pollPeriodMs: opts.pollPeriodMs } : {}),
     });
   }
 
