@@ -3,7 +3,8 @@ import type { RecentEvent } from '../api/index.ts';
 import { exampleSnapshot, FIXTURE_T0 } from '../api/testing/snapshot-fixtures.ts';
 import { AgentContactRegistry, type AgentProxyDeps } from './agent-proxy.ts';
 import { AgentsConfigError, type AgentsConfig } from './agents-config.ts';
-import { matchPods, PodSearchAnswerSchema, relayPodSearch, searchPods } from './pod-search.ts';
+import { matchPods, PodSearchAnswerSchema } from './pod-search.ts';
+import { relayPodSearch, searchPods } from './pod-search-relay.ts';
 
 const GONE = '0d4f8e7a-1b2c-4d3e-8f9a-0b1c2d3e4f50';
 const goneEvent: RecentEvent = { time: FIXTURE_T0, type: 'Warning', reason: 'FailedMount', podUid: GONE, message: 'm', podNamespace: 'default', podName: 'db-old' };

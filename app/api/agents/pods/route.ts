@@ -1,4 +1,4 @@
-import { relayPodSearch } from '../../../../lib/dashboard/pod-search.ts';
+import { relayPodSearch } from '../../../../lib/dashboard/pod-search-relay.ts';
 import { serverAgentsReady, serverProxyDeps } from '../../../../lib/dashboard/server-deps.ts';
 
 export const runtime = 'nodejs';
