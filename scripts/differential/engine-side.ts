@@ -19,7 +19,18 @@ export async function playOnEngine(trace: Trace): Promise<ObservedState[]> {
   const plugins = disksOf(trace).map(
     (disk) => new FakeVolumePlugin({ name: `fake-plugin-${disk}`, canSupport: (spec) => spec.volume?.gcePersistentDisk?.pdName === disk }),
   );
-  const h = new Harness({ plugins, hostFs: emptyHostFs, reconcilerLoopPeriodMs: loopSleepMs });
+  const h = new Harness({
+    plugins,
+    hostFs: emptyHostFs,
+    reconcilerLoopPeriodMs: loopSleepMs,
+    controllerAttachDetachEnabled: trace.controllerAttach === true,
+  });
+  h.kube.setVolumesAttached([]);
+  // The node lister the kubelet reads before verifying a controller attach
+  // (GetAttachedVolumesFromNodeStatus), serving the same node as the API, as the oracle's host.
+  Object.assign(h.kube, {
+    getAttachedVolumesFromNodeStatus: () => new Map((h.kube.node?.status?.volumesAttached ?? []).map((a) => [a.name, a.devicePath])),
+  });
   const pods = new Map<string, Pod>();
   const states: ObservedState[] = [];
   try {
@@ -67,6 +78,9 @@ async function apply(h: Harness, pods: Map<string, Pod>, step: Step): Promise<vo
       return;
     case 'markInUse':
       h.dsw.markVolumesReportedInUse(step.inUse);
+      return;
+    case 'nodeStatus':
+      h.kube.setVolumesAttached(step.attached.map((disk) => ({ name: uniqueNameOf(disk), devicePath: 'fake/path' })));
       return;
   }
 }

@@ -44,6 +44,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     weight: 1,
     arbitrary: fc.record({ op: fc.constant('markInUse' as const), inUse: fc.subarray(disks.map(uniqueNameOf)) }),
   },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('nodeStatus' as const), attached: fc.subarray([...disks]) }) },
 );
 
 /**
@@ -69,8 +70,8 @@ export function validSteps(steps: readonly Step[]): Step[] {
 }
 
 export const traceArb: fc.Arbitrary<Trace> = fc
-  .array(stepArb, { minLength: 1, maxLength: 12 })
-  .map((steps) => ({ steps: validSteps(steps) }))
+  .record({ controllerAttach: fc.boolean(), steps: fc.array(stepArb, { minLength: 1, maxLength: 12 }) })
+  .map(({ controllerAttach, steps }) => ({ ...(controllerAttach ? { controllerAttach } : {}), steps: validSteps(steps) }))
   .filter((t) => t.steps.length > 0);
 
 export function generateTraces(count: number, seed: number): Trace[] {

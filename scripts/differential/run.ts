@@ -33,16 +33,16 @@ function divergenceOf(trace: Trace, oracle: Parameters<typeof compareRuns>[0], e
 /** Smaller variants of a trace: one step fewer, one pod volume fewer, a shorter advance. */
 function* candidates(trace: Trace): Generator<Trace> {
   const steps = trace.steps;
-  for (let i = 0; i < steps.length; i++) yield { steps: validSteps([...steps.slice(0, i), ...steps.slice(i + 1)]) };
+  for (let i = 0; i < steps.length; i++) yield { ...trace, steps: validSteps([...steps.slice(0, i), ...steps.slice(i + 1)]) };
   for (let i = 0; i < steps.length; i++) {
     const s = steps[i];
     if (s?.op === 'addPod' && s.volumes.length > 1) {
       for (let j = 0; j < s.volumes.length; j++) {
         const smaller: Step = { ...s, volumes: s.volumes.filter((_, k) => k !== j) };
-        yield { steps: steps.map((x, k) => (k === i ? smaller : x)) };
+        yield { ...trace, steps: steps.map((x, k) => (k === i ? smaller : x)) };
       }
     }
-    if (s?.op === 'advance' && s.ms > 200) yield { steps: steps.map((x, k) => (k === i ? { op: 'advance', ms: Math.floor(s.ms / 2) } : x)) };
+    if (s?.op === 'advance' && s.ms > 200) yield { ...trace, steps: steps.map((x, k) => (k === i ? { op: 'advance', ms: Math.floor(s.ms / 2) } : x)) };
   }
 }
 
@@ -110,12 +110,12 @@ async function main(): Promise<number> {
     if (values['no-save'] !== true) {
       mkdirSync(corpusDir, { recursive: true });
       const file = join(corpusDir, `seed-${seed}-${Date.now()}.json`);
-      writeFileSync(file, `${JSON.stringify({ steps: trace.steps }, null, 2)}\n`);
+      writeFileSync(file, `${JSON.stringify({ ...trace, name: undefined }, null, 2)}\n`);
       console.log(`differential: minimal trace saved as ${file.slice(root.length + 1)}`);
     }
   }
   console.log(`first divergence${trace.name !== undefined ? ` (${trace.name})` : ''}: step ${divergence.step}: ${divergence.difference}`);
-  console.log(`trace: ${JSON.stringify(trace.steps)}`);
+  console.log(`trace: ${JSON.stringify(trace)}`);
   console.log(`oracle: ${JSON.stringify(divergence.oracle)}`);
   console.log(`engine: ${JSON.stringify(divergence.engine)}`);
   return 1;

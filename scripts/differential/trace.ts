@@ -16,10 +16,14 @@ export type Step =
   | { op: 'addPod'; pod: string; volumes: VolumeRef[] }
   | { op: 'removePod'; pod: string }
   | { op: 'advance'; ms: number }
-  | { op: 'markInUse'; inUse: string[] };
+  | { op: 'markInUse'; inUse: string[] }
+  /** node.status.volumesAttached lists these disks from now on. */
+  | { op: 'nodeStatus'; attached: string[] };
 
 export interface Trace {
   name?: string;
+  /** The attach/detach controller attaches (controllerAttachDetachEnabled). */
+  controllerAttach?: boolean;
   steps: Step[];
 }
 

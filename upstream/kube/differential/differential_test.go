@@ -60,12 +60,18 @@ const (
 	// loop period, less than the first backoff window (500 ms), so a failed operation is
 	// observed in its first window and never retried within the settle time.
 	settle = 300 * time.Millisecond
+	// Steps happen half a period after a pass: the loop's passes take no fake time, so they run
+	// at exact multiples of loopSleep, and a step at such an instant would race the pass.
+	phase = 50 * time.Millisecond
 )
 
 // Trace is one differential test case (docs/differential.md).
 type Trace struct {
-	Name  string `json:"name,omitempty"`
-	Steps []Step `json:"steps"`
+	Name string `json:"name,omitempty"`
+	// ControllerAttach: the attach/detach controller attaches (controllerAttachDetachEnabled);
+	// the node's status.volumesAttached comes from nodeStatus steps.
+	ControllerAttach bool   `json:"controllerAttach,omitempty"`
+	Steps            []Step `json:"steps"`
 }
 
 // Step is one action of a trace.
@@ -75,6 +81,8 @@ type Step struct {
 	Volumes []VolumeRef `json:"volumes,omitempty"`
 	Ms      int64       `json:"ms,omitempty"`
 	InUse   []string    `json:"inUse,omitempty"`
+	// Attached: the disks node.status.volumesAttached lists (nodeStatus steps).
+	Attached []string `json:"attached,omitempty"`
 }
 
 // VolumeRef is a pod volume: an inline GCE PD served by the fake plugin. Name is the pod
@@ -201,6 +209,7 @@ func emit(v any) {
 }
 
 type world struct {
+	node    *nodeStatus
 	plugins []*volumetesting.FakeVolumePlugin
 	dsw     cache.DesiredStateOfWorld
 	asw     cache.ActualStateOfWorld
@@ -224,17 +233,23 @@ func play(t *testing.T, tr Trace) {
 		fakePlugins = append(fakePlugins, p)
 		plugins = append(plugins, p)
 	}
-	volumePluginMgr := volumetesting.NewFakeKubeletVolumeHost(t, t.TempDir(), nil, plugins).GetPluginMgr()
+	host := volumetesting.NewFakeKubeletVolumeHost(t, t.TempDir(), nil, plugins)
+	volumePluginMgr := host.GetPluginMgr()
 	dsw := cache.NewDesiredStateOfWorld(volumePluginMgr, util.NewFakeSELinuxLabelTranslator())
 	asw := cache.NewActualStateOfWorld(nodeName, volumePluginMgr)
-	kubeClient := newClient()
+	// The node lister of the volume host (GetAttachedVolumesFromNodeStatus, read before a
+	// controller attach is verified) and the API serve the same node.
+	node := &nodeStatus{withNode: func(n *v1.Node) { host.WithNode(n) }}
+	node.set(nil)
+	kubeClient := newClient(node)
 	oex := operationexecutor.NewOperationExecutor(operationexecutor.NewOperationGenerator(
 		kubeClient, volumePluginMgr, &record.FakeRecorder{}, volumetesting.NewBlockVolumePathHandler()))
-	rc := reconciler.NewReconciler(kubeClient, false, loopSleep, waitForAttachTimeout, nodeName,
+	rc := reconciler.NewReconciler(kubeClient, tr.ControllerAttach, loopSleep, waitForAttachTimeout, nodeName,
 		dsw, asw, func() bool { return true }, oex, mount.NewFakeMounter(nil),
 		hostutil.NewFakeHostUtil(nil), volumePluginMgr, t.TempDir())
-	w := &world{plugins: fakePlugins, dsw: dsw, asw: asw, oex: oex, pods: map[string]*v1.Pod{}, stop: make(chan struct{})}
+	w := &world{node: node, plugins: fakePlugins, dsw: dsw, asw: asw, oex: oex, pods: map[string]*v1.Pod{}, stop: make(chan struct{})}
 	go rc.Run(context.Background(), w.stop)
+	time.Sleep(phase)
 
 	for i, s := range tr.Steps {
 		if err := w.apply(logger, s); err != nil {
@@ -289,6 +304,8 @@ func (w *world) apply(logger klog.Logger, s Step) error {
 			names = append(names, v1.UniqueVolumeName(n))
 		}
 		w.dsw.MarkVolumesReportedInUse(names)
+	case "nodeStatus":
+		w.node.set(s.Attached)
 	default:
 		return fmt.Errorf("unknown step %q", s.Op)
 	}
@@ -415,10 +432,40 @@ func uniqueName(disk string) v1.UniqueVolumeName {
 	return v1.UniqueVolumeName("fake-plugin-" + disk + "/" + disk)
 }
 
-func newClient() *fake.Clientset {
+// nodeStatus is the node object the fake API serves; nodeStatus steps change its attachments.
+type nodeStatus struct {
+	sync.Mutex
+	withNode func(*v1.Node)
+	attached []v1.AttachedVolume
+}
+
+func (n *nodeStatus) set(disks []string) {
+	n.Lock()
+	defer n.Unlock()
+	n.attached = nil
+	for _, d := range disks {
+		n.attached = append(n.attached, v1.AttachedVolume{Name: uniqueName(d), DevicePath: "fake/path"})
+	}
+	n.withNode(n.getLocked())
+}
+
+func (n *nodeStatus) get() *v1.Node {
+	n.Lock()
+	defer n.Unlock()
+	return n.getLocked()
+}
+
+func (n *nodeStatus) getLocked() *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: string(nodeName)},
+		Status:     v1.NodeStatus{VolumesAttached: append([]v1.AttachedVolume(nil), n.attached...)},
+	}
+}
+
+func newClient(node *nodeStatus) *fake.Clientset {
 	c := &fake.Clientset{}
 	c.AddReactor("get", "nodes", func(core.Action) (bool, runtime.Object, error) {
-		return true, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: string(nodeName)}}, nil
+		return true, node.get(), nil
 	})
 	c.AddReactor("*", "*", func(a core.Action) (bool, runtime.Object, error) {
 		return true, nil, fmt.Errorf("no reaction implemented for %s", a)
