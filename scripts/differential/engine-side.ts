@@ -3,55 +3,99 @@
  * and operation executor with the fake volume plugin (one per disk, as the Go oracle does), on a
  * fake clock, and reads the same observable state as upstream/kube/differential after every step.
  */
-import { specFromVolume } from '../../lib/volume/spec.ts';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Mounter, Unmounter } from '../../lib/volume/plugins.ts';
+import { specFromVolume, type Spec } from '../../lib/volume/spec.ts';
 import type { Pod } from '../../lib/volume/k8s-types.ts';
 import { FakeVolumePlugin } from '../../lib/volume/testing/fake-volume-plugin.ts';
 import { formatGoDuration } from '../../lib/volume/util/go-format.ts';
-import { uniquePodName, uniqueVolumeName } from '../../lib/volume/types.ts';
-import type { HostFs } from '../../lib/volume/util/host-fs.ts';
+import { uniquePodName, uniqueVolumeName, type PodUID } from '../../lib/volume/types.ts';
 import { Harness, testNodeName } from '../../lib/volumemanager/testing/harness.ts';
 import { disksOf, loopSleepMs, phaseMs, settleMs, uniqueNameOf, type Counts, type ObservedState, type Step, type Trace } from './trace.ts';
 
-/** Pods dir with nothing in it: the first start reconstructs nothing, as the oracle's empty dir. */
-const emptyHostFs: HostFs = { readDir: () => Promise.resolve([]) };
+/**
+ * The fake plugin with upstream's fake disk: a successful SetUp creates the pod volume directory
+ * and TearDown removes it (pkg/volume/testing FakeVolume SetUpAt / TearDownAt), so a restart
+ * reconstructs from what the previous run left, as the oracle's does.
+ */
+class DiskFakeVolumePlugin extends FakeVolumePlugin {
+  override newMounter(spec: Spec, pod: Pod): Mounter {
+    const mounter = super.newMounter(spec, pod);
+    return { ...mounter, setUp: (args) => mounter.setUp(args).then(() => void mkdirSync(mounter.getPath(), { recursive: true })) };
+  }
 
-export async function playOnEngine(trace: Trace): Promise<ObservedState[]> {
-  const plugins = disksOf(trace).map(
-    (disk) => new FakeVolumePlugin({ name: `fake-plugin-${disk}`, canSupport: (spec) => spec.volume?.gcePersistentDisk?.pdName === disk }),
-  );
+  override newUnmounter(name: string, podUID: PodUID): Unmounter {
+    const unmounter = super.newUnmounter(name, podUID);
+    return { ...unmounter, tearDown: () => unmounter.tearDown().then(() => { rmSync(unmounter.getPath(), { recursive: true, force: true }); }) };
+  }
+}
+
+/** One kubelet run: worlds, executor and reconciler over the shared root dir and plugins. */
+function startRun(trace: Trace, rootDir: string, plugins: FakeVolumePlugin[], pods: ReadonlyMap<string, Pod>, attached: readonly string[]): Harness {
   const h = new Harness({
     plugins,
-    hostFs: emptyHostFs,
+    rootDir,
     reconcilerLoopPeriodMs: loopSleepMs,
     controllerAttachDetachEnabled: trace.controllerAttach === true,
   });
-  h.kube.setVolumesAttached([]);
+  // The node outlives the kubelet: its attachments carry over a restart.
+  h.kube.setVolumesAttached(attached.map((disk) => ({ name: uniqueNameOf(disk), devicePath: 'fake/path' })));
   // The node lister the kubelet reads before verifying a controller attach
   // (GetAttachedVolumesFromNodeStatus), serving the same node as the API, as the oracle's host.
   Object.assign(h.kube, {
     getAttachedVolumesFromNodeStatus: () => new Map((h.kube.node?.status?.volumesAttached ?? []).map((a) => [a.name, a.devicePath])),
   });
+  h.populator.setHasAddedPods(true);
+  // Passes on wait.Until's grid: the engine's extra pass right after a change (docs/engine.md,
+  // Scheduling) would run a failed operation's retry up to a period earlier than upstream.
+  h.reconciler.kick = () => undefined;
+  for (const name of [...pods.keys()].sort()) addToDesired(h, pods.get(name) as Pod);
+  h.reconciler.start();
+  return h;
+}
+
+function addToDesired(h: Harness, pod: Pod): void {
+  for (const volume of pod.spec.volumes ?? []) {
+    h.dsw.addPodToVolume(uniquePodName(pod.metadata.uid ?? ''), pod, specFromVolume(volume), volume.name, '', []);
+  }
+}
+
+export async function playOnEngine(trace: Trace): Promise<ObservedState[]> {
+  const plugins = disksOf(trace).map(
+    (disk) => new DiskFakeVolumePlugin({ name: `fake-plugin-${disk}`, canSupport: (spec) => spec.volume?.gcePersistentDisk?.pdName === disk }),
+  );
+  const rootDir = mkdtempSync(join(tmpdir(), 'vs-differential-'));
   const pods = new Map<string, Pod>();
   const states: ObservedState[] = [];
+  const node = { attached: [] as string[] };
+  let h = startRun(trace, rootDir, plugins, pods, node.attached);
   try {
-    h.populator.setHasAddedPods(true);
-    // Passes on wait.Until's grid: the engine's extra pass right after a change (docs/engine.md,
-    // Scheduling) would run a failed operation's retry up to a period earlier than upstream.
-    h.reconciler.kick = () => undefined;
-    h.reconciler.start();
     await h.clock.advance(phaseMs);
     for (const [i, step] of trace.steps.entries()) {
-      await apply(h, pods, step);
+      if (step.op === 'restart') {
+        // The kubelet stops (running operations finish: the fake calls take no time) and starts
+        // again on the same root dir and plugins, on the pass grid (as the oracle does).
+        await h.close();
+        for (const p of step.removed ?? []) pods.delete(p);
+        h = startRun(trace, rootDir, plugins, pods, node.attached);
+        await h.clock.advance(phaseMs);
+      } else {
+        if (step.op === 'nodeStatus') node.attached = step.attached;
+        await apply(h, pods, step);
+      }
       await h.clock.advance(settleMs);
       states.push({ ...observe(h, plugins), step: i });
     }
   } finally {
     await h.close();
+    rmSync(rootDir, { recursive: true, force: true });
   }
   return states;
 }
 
-async function apply(h: Harness, pods: Map<string, Pod>, step: Step): Promise<void> {
+async function apply(h: Harness, pods: Map<string, Pod>, step: Exclude<Step, { op: 'restart' }>): Promise<void> {
   switch (step.op) {
     case 'addPod': {
       const pod: Pod = {
@@ -59,9 +103,7 @@ async function apply(h: Harness, pods: Map<string, Pod>, step: Step): Promise<vo
         spec: { nodeName: testNodeName, volumes: step.volumes.map((v) => ({ name: v.name, gcePersistentDisk: { pdName: v.disk } })), containers: [] },
       };
       pods.set(step.pod, pod);
-      for (const volume of pod.spec.volumes ?? []) {
-        h.dsw.addPodToVolume(uniquePodName(`${step.pod}uid`), pod, specFromVolume(volume), volume.name, '', []);
-      }
+      addToDesired(h, pod);
       return;
     }
     case 'removePod': {

@@ -45,6 +45,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({ op: fc.constant('markInUse' as const), inUse: fc.subarray(disks.map(uniqueNameOf)) }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('nodeStatus' as const), attached: fc.subarray([...disks]) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('restart' as const), removed: fc.subarray([...pods]) }) },
 );
 
 /**
@@ -63,6 +64,10 @@ export function validSteps(steps: readonly Step[]): Step[] {
       present.set(s.pod, s.volumes.map((v) => v.disk));
     } else if (s.op === 'removePod') {
       if (!present.delete(s.pod)) continue;
+    } else if (s.op === 'restart') {
+      const removed = (s.removed ?? []).filter((p) => present.delete(p));
+      out.push(removed.length > 0 ? { op: 'restart', removed } : { op: 'restart' });
+      continue;
     }
     out.push(s);
   }

@@ -86,9 +86,12 @@ async function main(): Promise<number> {
   const skipped = new Map<string, number>();
   let divergences = 0;
   let first: { trace: Trace; divergence: Divergence } | null = null;
+  // The oracle plays the next batch (its own process) while the engine plays this one.
+  let nextOracle = playOnOracle(bin, traces.slice(0, batchSize));
   for (let at = 0; at < traces.length; at += batchSize) {
     const batch = traces.slice(at, at + batchSize);
-    const oracle = await playOnOracle(bin, batch);
+    const oracle = await nextOracle;
+    if (at + batchSize < traces.length) nextOracle = playOnOracle(bin, traces.slice(at + batchSize, at + 2 * batchSize));
     for (const [i, trace] of batch.entries()) {
       const o = oracle[i];
       const d = divergenceOf(trace, o?.states ?? [], o?.errors ?? [], await playOnEngine(trace), skipped);

@@ -18,7 +18,12 @@ export type Step =
   | { op: 'advance'; ms: number }
   | { op: 'markInUse'; inUse: string[] }
   /** node.status.volumesAttached lists these disks from now on. */
-  | { op: 'nodeStatus'; attached: string[] };
+  | { op: 'nodeStatus'; attached: string[] }
+  /**
+   * The kubelet restarts: new worlds and reconciler over the pods dir the previous run left;
+   * `removed` pods were deleted while it was down.
+   */
+  | { op: 'restart'; removed?: string[] };
 
 export interface Trace {
   name?: string;

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"sync"
@@ -81,6 +82,8 @@ type Step struct {
 	Volumes []VolumeRef `json:"volumes,omitempty"`
 	Ms      int64       `json:"ms,omitempty"`
 	InUse   []string    `json:"inUse,omitempty"`
+	// Removed: the pods deleted while the kubelet is down (restart steps).
+	Removed []string `json:"removed,omitempty"`
 	// Attached: the disks node.status.volumesAttached lists (nodeStatus steps).
 	Attached []string `json:"attached,omitempty"`
 }
@@ -209,13 +212,17 @@ func emit(v any) {
 }
 
 type world struct {
-	node    *nodeStatus
-	plugins []*volumetesting.FakeVolumePlugin
-	dsw     cache.DesiredStateOfWorld
-	asw     cache.ActualStateOfWorld
-	oex     operationexecutor.OperationExecutor
-	pods    map[string]*v1.Pod
-	stop    chan struct{}
+	node             *nodeStatus
+	plugins          []*volumetesting.FakeVolumePlugin
+	pluginMgr        *volume.VolumePluginMgr
+	kubeClient       *fake.Clientset
+	controllerAttach bool
+	podsDir          string
+	dsw              cache.DesiredStateOfWorld
+	asw              cache.ActualStateOfWorld
+	oex              operationexecutor.OperationExecutor
+	pods             map[string]*v1.Pod
+	stop             chan struct{}
 }
 
 func play(t *testing.T, tr Trace) {
@@ -233,22 +240,17 @@ func play(t *testing.T, tr Trace) {
 		fakePlugins = append(fakePlugins, p)
 		plugins = append(plugins, p)
 	}
-	host := volumetesting.NewFakeKubeletVolumeHost(t, t.TempDir(), nil, plugins)
-	volumePluginMgr := host.GetPluginMgr()
-	dsw := cache.NewDesiredStateOfWorld(volumePluginMgr, util.NewFakeSELinuxLabelTranslator())
-	asw := cache.NewActualStateOfWorld(nodeName, volumePluginMgr)
+	rootDir := t.TempDir()
+	host := volumetesting.NewFakeKubeletVolumeHost(t, rootDir, nil, plugins)
 	// The node lister of the volume host (GetAttachedVolumesFromNodeStatus, read before a
 	// controller attach is verified) and the API serve the same node.
 	node := &nodeStatus{withNode: func(n *v1.Node) { host.WithNode(n) }}
 	node.set(nil)
-	kubeClient := newClient(node)
-	oex := operationexecutor.NewOperationExecutor(operationexecutor.NewOperationGenerator(
-		kubeClient, volumePluginMgr, &record.FakeRecorder{}, volumetesting.NewBlockVolumePathHandler()))
-	rc := reconciler.NewReconciler(kubeClient, tr.ControllerAttach, loopSleep, waitForAttachTimeout, nodeName,
-		dsw, asw, func() bool { return true }, oex, mount.NewFakeMounter(nil),
-		hostutil.NewFakeHostUtil(nil), volumePluginMgr, t.TempDir())
-	w := &world{node: node, plugins: fakePlugins, dsw: dsw, asw: asw, oex: oex, pods: map[string]*v1.Pod{}, stop: make(chan struct{})}
-	go rc.Run(context.Background(), w.stop)
+	w := &world{
+		node: node, plugins: fakePlugins, pluginMgr: host.GetPluginMgr(), kubeClient: newClient(node),
+		controllerAttach: tr.ControllerAttach, podsDir: filepath.Join(rootDir, "pods"), pods: map[string]*v1.Pod{},
+	}
+	w.start(logger)
 	time.Sleep(phase)
 
 	for i, s := range tr.Steps {
@@ -266,6 +268,45 @@ func play(t *testing.T, tr Trace) {
 	close(w.stop)
 }
 
+// start makes new worlds, operation executor and reconciler (a kubelet start), puts the present
+// pods in the desired state and runs the reconciler, which first reconstructs from the pods dir.
+func (w *world) start(logger klog.Logger) {
+	w.dsw = cache.NewDesiredStateOfWorld(w.pluginMgr, util.NewFakeSELinuxLabelTranslator())
+	w.asw = cache.NewActualStateOfWorld(nodeName, w.pluginMgr)
+	w.oex = operationexecutor.NewOperationExecutor(operationexecutor.NewOperationGenerator(
+		w.kubeClient, w.pluginMgr, &record.FakeRecorder{}, volumetesting.NewBlockVolumePathHandler()))
+	rc := reconciler.NewReconciler(w.kubeClient, w.controllerAttach, loopSleep, waitForAttachTimeout, nodeName,
+		w.dsw, w.asw, func() bool { return true }, w.oex, mount.NewFakeMounter(nil),
+		hostutil.NewFakeHostUtil(nil), w.pluginMgr, w.podsDir)
+	for _, name := range sortedKeys(w.pods) {
+		if err := w.addToDesired(logger, w.pods[name]); err != nil {
+			emit(map[string]any{"error": err.Error()})
+		}
+	}
+	w.stop = make(chan struct{})
+	go rc.Run(context.Background(), w.stop)
+}
+
+func (w *world) addToDesired(logger klog.Logger, pod *v1.Pod) error {
+	podName := util.GetUniquePodName(pod)
+	for i := range pod.Spec.Volumes {
+		spec := &volume.Spec{Volume: &pod.Spec.Volumes[i]}
+		if _, err := w.dsw.AddPodToVolume(logger, podName, pod, spec, spec.Name(), "", nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]*v1.Pod) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 func (w *world) apply(logger klog.Logger, s Step) error {
 	switch s.Op {
 	case "addPod":
@@ -279,13 +320,7 @@ func (w *world) apply(logger klog.Logger, s Step) error {
 			})
 		}
 		w.pods[s.Pod] = pod
-		podName := util.GetUniquePodName(pod)
-		for i := range pod.Spec.Volumes {
-			spec := &volume.Spec{Volume: &pod.Spec.Volumes[i]}
-			if _, err := w.dsw.AddPodToVolume(logger, podName, pod, spec, spec.Name(), "", nil); err != nil {
-				return err
-			}
-		}
+		return w.addToDesired(logger, pod)
 	case "removePod":
 		pod, ok := w.pods[s.Pod]
 		if !ok {
@@ -306,6 +341,17 @@ func (w *world) apply(logger klog.Logger, s Step) error {
 		w.dsw.MarkVolumesReportedInUse(names)
 	case "nodeStatus":
 		w.node.set(s.Attached)
+	case "restart":
+		// The kubelet stops (running operations finish: the fake plugin's calls take no
+		// time) and starts again on the same pods dir and plugins, on the pass grid.
+		close(w.stop)
+		synctest.Wait()
+		time.Sleep(loopSleep - phase)
+		for _, p := range s.Removed {
+			delete(w.pods, p)
+		}
+		w.start(logger)
+		time.Sleep(phase)
 	default:
 		return fmt.Errorf("unknown step %q", s.Op)
 	}
