@@ -167,8 +167,9 @@ export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlug
       getPath: () => path,
       tearDown: async () => {
         this.counts.tearDown++;
+        // Upstream's TearDown keeps the volume's mount state, so a `success-and-failed-…` volume
+        // mounted again after a TearDown fails as upstream's fake does (the differential tests).
         if (this.tearDownHook !== null) await this.tearDownHook(name, podUID);
-        this.volumeMountState.delete(name);
       },
     };
   }
@@ -290,10 +291,10 @@ export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlug
         this.attached.delete(volumeName);
         return Promise.resolve();
       },
+      // Upstream's UnmountDevice counts the call before its hook and keeps the device mount state.
       unmountDevice: async (deviceMountPath: string) => {
-        if (this.unmountDeviceHook !== null) await this.unmountDeviceHook(deviceMountPath);
         this.counts.unmountDevice++;
-        this.deviceMountState.clear();
+        if (this.unmountDeviceHook !== null) await this.unmountDeviceHook(deviceMountPath);
       },
     };
   }
@@ -320,7 +321,7 @@ export class FakeVolumePlugin implements AttachableVolumePlugin, BlockVolumePlug
         if (old === undefined) this.deviceMountState.set(name, 'mounted');
         break;
       case SuccessAndFailOnMountDeviceName:
-        if (old !== undefined) return Promise.reject(new Error('error mounting device'));
+        if (old !== undefined) return Promise.reject(new Error(`error mounting disk: ${devicePath}`));
         this.deviceMountState.set(name, 'mounted');
         break;
     }

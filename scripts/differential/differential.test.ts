@@ -1,0 +1,93 @@
+/**
+ * The differential runner's own parts: trace validity, the comparison, and the engine side on a
+ * known trace (the Go side runs in `npm run test:differential`).
+ */
+import { describe, expect, it } from 'vitest';
+import { compareRuns, firstDifference } from './compare.ts';
+import { playOnEngine } from './engine-side.ts';
+import { generateTraces, validSteps } from './generate.ts';
+import type { ObservedState, Step } from './trace.ts';
+
+const vol = (name: string, disk: string): { name: string; disk: string } => ({ name, disk });
+
+describe('validSteps', () => {
+  it('drops a second add of a present pod, the remove of an absent one, and a disk held by another pod', () => {
+    const steps: Step[] = [
+      { op: 'removePod', pod: 'p1' },
+      { op: 'addPod', pod: 'p1', volumes: [vol('vol', 'd1')] },
+      { op: 'addPod', pod: 'p1', volumes: [vol('vol', 'd2')] },
+      { op: 'addPod', pod: 'p2', volumes: [vol('vol', 'd1')] },
+      { op: 'restart', removed: ['p1', 'p3'] },
+      { op: 'addPod', pod: 'p2', volumes: [vol('vol', 'd1')] },
+    ];
+    expect(validSteps(steps)).toEqual([
+      { op: 'addPod', pod: 'p1', volumes: [vol('vol', 'd1')] },
+      { op: 'restart', removed: ['p1'] },
+      { op: 'addPod', pod: 'p2', volumes: [vol('vol', 'd1')] },
+    ]);
+  });
+
+  it('generates the same traces for the same seed, all valid', () => {
+    const a = generateTraces(50, 42);
+    expect(generateTraces(50, 42)).toEqual(a);
+    for (const t of a) expect(validSteps(t.steps)).toEqual(t.steps);
+  });
+});
+
+describe('comparison', () => {
+  const state = (setUp: number): ObservedState => ({
+    step: 0,
+    volumes: [],
+    desired: [],
+    operations: [],
+    counts: { attach: 0, waitForAttach: 0, mountDevice: 0, setUp, tearDown: 0, unmountDevice: 0, detach: 0 },
+  });
+
+  it('names the first differing path', () => {
+    expect(firstDifference(state(1), state(1))).toBeNull();
+    expect(firstDifference(state(1), state(2))).toBe('$.counts.setUp: oracle 1 ≠ engine 2');
+  });
+
+  it('reports the first differing step and a missing one', () => {
+    expect(compareRuns([state(1), state(1)], [state(1), state(2)], new Map())?.step).toBe(1);
+    expect(compareRuns([state(1), state(1)], [state(1)], new Map())?.difference).toBe('step 1 missing on the engine side');
+    expect(compareRuns([state(1)], [state(1)], new Map())).toBeNull();
+  });
+});
+
+describe('engine side', () => {
+  it('retries a failing SetUp after its backoff windows and tears down after the pod leaves', async () => {
+    const states = await playOnEngine({
+      steps: [
+        { op: 'addPod', pod: 'p1', volumes: [vol('fail-setup-volume', 'd1')] },
+        { op: 'advance', ms: 700 },
+        { op: 'removePod', pod: 'p1' },
+      ],
+    });
+    expect(states.map((s) => s.counts.setUp)).toEqual([1, 2, 2]);
+    expect(states[1]?.operations).toEqual([
+      {
+        volume: 'fake-plugin-d1/d1',
+        pod: '',
+        name: 'volume_mount',
+        pending: false,
+        durationBeforeRetry: '1s',
+        lastError: 'MountVolume.SetUp failed for volume "fail-setup-volume" (UniqueName: "fake-plugin-d1/d1") pod "p1" (UID: "p1uid") : mounting volume failed',
+      },
+    ]);
+    expect(states[2]?.volumes).toEqual([]);
+    expect(states[2]?.counts).toMatchObject({ detach: 1, unmountDevice: 1, tearDown: 0 });
+  });
+
+  it('reconstructs after a restart a mount whose pod was deleted while down, and tears it down', async () => {
+    const states = await playOnEngine({
+      steps: [
+        { op: 'addPod', pod: 'p1', volumes: [vol('vol', 'd1')] },
+        { op: 'restart', removed: ['p1'] },
+      ],
+    });
+    expect(states[0]?.volumes[0]?.pods).toEqual({ p1uid: 'VolumeMounted' });
+    expect(states[1]?.volumes).toEqual([]);
+    expect(states[1]?.counts.tearDown).toBe(1);
+  });
+});

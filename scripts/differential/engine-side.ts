@@ -1,0 +1,168 @@
+/**
+ * The engine side of the differential test: plays a trace on the TypeScript reconciler, worlds
+ * and operation executor with the fake volume plugin (one per disk, as the Go oracle does), on a
+ * fake clock, and reads the same observable state as upstream/kube/differential after every step.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Mounter, Unmounter } from '../../lib/volume/plugins.ts';
+import { specFromVolume, type Spec } from '../../lib/volume/spec.ts';
+import type { Pod } from '../../lib/volume/k8s-types.ts';
+import { FakeVolumePlugin } from '../../lib/volume/testing/fake-volume-plugin.ts';
+import { formatGoDuration } from '../../lib/volume/util/go-format.ts';
+import { uniquePodName, uniqueVolumeName, type PodUID } from '../../lib/volume/types.ts';
+import { Harness, testNodeName } from '../../lib/volumemanager/testing/harness.ts';
+import { disksOf, loopSleepMs, phaseMs, settleMs, uniqueNameOf, type Counts, type ObservedState, type Step, type Trace } from './trace.ts';
+
+/**
+ * The fake plugin with upstream's fake disk: a successful SetUp creates the pod volume directory
+ * and TearDown removes it (pkg/volume/testing FakeVolume SetUpAt / TearDownAt), so a restart
+ * reconstructs from what the previous run left, as the oracle's does.
+ */
+class DiskFakeVolumePlugin extends FakeVolumePlugin {
+  override newMounter(spec: Spec, pod: Pod): Mounter {
+    const mounter = super.newMounter(spec, pod);
+    return { ...mounter, setUp: (args) => mounter.setUp(args).then(() => void mkdirSync(mounter.getPath(), { recursive: true })) };
+  }
+
+  override newUnmounter(name: string, podUID: PodUID): Unmounter {
+    const unmounter = super.newUnmounter(name, podUID);
+    return { ...unmounter, tearDown: () => unmounter.tearDown().then(() => { rmSync(unmounter.getPath(), { recursive: true, force: true }); }) };
+  }
+}
+
+/** One kubelet run: worlds, executor and reconciler over the shared root dir and plugins. */
+function startRun(trace: Trace, rootDir: string, plugins: FakeVolumePlugin[], pods: ReadonlyMap<string, Pod>, attached: readonly string[]): Harness {
+  const h = new Harness({
+    plugins,
+    rootDir,
+    reconcilerLoopPeriodMs: loopSleepMs,
+    controllerAttachDetachEnabled: trace.controllerAttach === true,
+  });
+  // The node outlives the kubelet: its attachments carry over a restart.
+  h.kube.setVolumesAttached(attached.map((disk) => ({ name: uniqueNameOf(disk), devicePath: 'fake/path' })));
+  // The node lister the kubelet reads before verifying a controller attach
+  // (GetAttachedVolumesFromNodeStatus), serving the same node as the API, as the oracle's host.
+  Object.assign(h.kube, {
+    getAttachedVolumesFromNodeStatus: () => new Map((h.kube.node?.status?.volumesAttached ?? []).map((a) => [a.name, a.devicePath])),
+  });
+  h.populator.setHasAddedPods(true);
+  // Passes on wait.Until's grid: the engine's extra pass right after a change (docs/engine.md,
+  // Scheduling) would run a failed operation's retry up to a period earlier than upstream.
+  h.reconciler.kick = () => undefined;
+  for (const name of [...pods.keys()].sort()) addToDesired(h, pods.get(name) as Pod);
+  h.reconciler.start();
+  return h;
+}
+
+function addToDesired(h: Harness, pod: Pod): void {
+  for (const volume of pod.spec.volumes ?? []) {
+    h.dsw.addPodToVolume(uniquePodName(pod.metadata.uid ?? ''), pod, specFromVolume(volume), volume.name, '', []);
+  }
+}
+
+export async function playOnEngine(trace: Trace): Promise<ObservedState[]> {
+  const plugins = disksOf(trace).map(
+    (disk) => new DiskFakeVolumePlugin({ name: `fake-plugin-${disk}`, canSupport: (spec) => spec.volume?.gcePersistentDisk?.pdName === disk }),
+  );
+  const rootDir = mkdtempSync(join(tmpdir(), 'vs-differential-'));
+  const pods = new Map<string, Pod>();
+  const states: ObservedState[] = [];
+  const node = { attached: [] as string[] };
+  let h = startRun(trace, rootDir, plugins, pods, node.attached);
+  try {
+    await h.clock.advance(phaseMs);
+    for (const [i, step] of trace.steps.entries()) {
+      if (step.op === 'restart') {
+        // The kubelet stops (running operations finish: the fake calls take no time) and starts
+        // again on the same root dir and plugins, on the pass grid (as the oracle does).
+        await h.close();
+        for (const p of step.removed ?? []) pods.delete(p);
+        h = startRun(trace, rootDir, plugins, pods, node.attached);
+        await h.clock.advance(phaseMs);
+      } else {
+        if (step.op === 'nodeStatus') node.attached = step.attached;
+        await apply(h, pods, step);
+      }
+      await h.clock.advance(settleMs);
+      states.push({ ...observe(h, plugins), step: i });
+    }
+  } finally {
+    await h.close();
+    rmSync(rootDir, { recursive: true, force: true });
+  }
+  return states;
+}
+
+async function apply(h: Harness, pods: Map<string, Pod>, step: Exclude<Step, { op: 'restart' }>): Promise<void> {
+  switch (step.op) {
+    case 'addPod': {
+      const pod: Pod = {
+        metadata: { name: step.pod, uid: `${step.pod}uid`, namespace: 'default' },
+        spec: { nodeName: testNodeName, volumes: step.volumes.map((v) => ({ name: v.name, gcePersistentDisk: { pdName: v.disk } })), containers: [] },
+      };
+      pods.set(step.pod, pod);
+      addToDesired(h, pod);
+      return;
+    }
+    case 'removePod': {
+      const pod = pods.get(step.pod);
+      if (pod === undefined) throw new Error(`unknown pod "${step.pod}"`);
+      for (const volume of pod.spec.volumes ?? []) {
+        h.dsw.deletePodFromVolume(uniquePodName(`${step.pod}uid`), uniqueVolumeName(uniqueNameOf(volume.gcePersistentDisk?.pdName ?? '')));
+      }
+      pods.delete(step.pod);
+      return;
+    }
+    case 'advance':
+      await h.clock.advance(step.ms);
+      return;
+    case 'markInUse':
+      h.dsw.markVolumesReportedInUse(step.inUse);
+      return;
+    case 'nodeStatus':
+      h.kube.setVolumesAttached(step.attached.map((disk) => ({ name: uniqueNameOf(disk), devicePath: 'fake/path' })));
+      return;
+  }
+}
+
+const byKeys = <T>(...keys: ((x: T) => string)[]) => (a: T, b: T): number => {
+  for (const k of keys) {
+    const ka = k(a);
+    const kb = k(b);
+    if (ka !== kb) return ka < kb ? -1 : 1;
+  }
+  return 0;
+};
+
+function observe(h: Harness, plugins: readonly FakeVolumePlugin[]): Omit<ObservedState, 'step'> {
+  const pods = new Map<string, Record<string, string>>();
+  for (const m of h.asw.getAllMountedVolumes()) {
+    const entry = pods.get(m.volumeName) ?? {};
+    entry[m.podName] = m.volumeMountState;
+    pods.set(m.volumeName, entry);
+  }
+  const volumes = h.asw
+    .getAttachedVolumes()
+    .map((av) => ({ volume: av.volumeName, attachable: av.pluginIsAttachable, device: av.deviceMountState, pods: pods.get(av.volumeName) ?? {} }))
+    .sort(byKeys((v) => v.volume));
+  const desired = h.dsw
+    .getVolumesToMount()
+    .map((v) => ({ volume: v.volumeName, pod: v.podName, reportedInUse: v.reportedInUse }))
+    .sort(byKeys((d) => d.volume, (d) => d.pod));
+  const operations = h.pendingOperations
+    .list()
+    .map((o) => ({
+      volume: o.key.volumeName,
+      pod: o.key.podName,
+      name: o.operationName,
+      pending: o.pending,
+      durationBeforeRetry: formatGoDuration(o.durationBeforeRetry),
+      lastError: o.lastError ?? '',
+    }))
+    .sort(byKeys((o) => o.volume, (o) => o.pod, (o) => o.name));
+  const counts: Counts = { attach: 0, waitForAttach: 0, mountDevice: 0, setUp: 0, tearDown: 0, unmountDevice: 0, detach: 0 };
+  for (const p of plugins) for (const k of Object.keys(counts) as (keyof Counts)[]) counts[k] += p.counts[k];
+  return { volumes, desired, operations, counts };
+}
