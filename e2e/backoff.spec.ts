@@ -60,7 +60,9 @@ test('a failing hostPath shows a decreasing countdown, and Retry now triggers a 
 
     // Assert: the agent cleared the backoff and tried again at once, long before the old deadline
     // (the attempt fails again: the directory is still missing).
-    await expect(dialog.getByRole('status')).toContainText('Backoff cleared');
+    await expect(dialog.locator('.result[role="status"]')).toContainText('Backoff cleared');
+    // The dialog follows the retry live: the attempt failed again, with the same error.
+    await expect(dialog.locator('.retry-progress[role="status"]')).toContainText('failed again with the same error');
     const after = await waitForAgent('e2e-node-b', 'a new attempt failed', (s) => {
       const op = s.operations.find(isMount);
       return op !== undefined && op.lastErrorAt !== null && op.lastErrorAt > (before.lastErrorAt ?? 0) ? op : undefined;

@@ -36,7 +36,8 @@ test('unmounting an orphan works, and a refused unmount shows the agent’s reas
     const card = page.getByRole('article', { name: 'data' });
     await expect(page.getByText('not in the desired world (its volumes are being unmounted)')).toBeVisible();
     await expect(card.locator('pre.error-block')).toContainText('e2e: target is busy');
-    const unmount = card.getByRole('button', { name: 'Unmount' });
+    // Anchored: the card's Retry now (of the unmount) names the unmount in its accessible name too.
+    const unmount = card.getByRole('button', { name: /^Unmount volume / });
     await expect(unmount).toHaveAttribute('aria-disabled', 'false');
 
     // Act: the operator opens the unmount dialog, but before confirming the pod comes back.
@@ -79,7 +80,8 @@ test('unmounting an orphan works, and a refused unmount shows the agent’s reas
     expect((await snapshot('e2e-node-a')).audit.at(-1)).toMatchObject({ action: 'unmount', result: 'succeeded' });
     const unpublished = (await driverCalls(volumeHandle)).filter((c) => c.method === 'NodeUnpublishVolume');
     expect(unpublished.at(-1)?.code).toBe('OK');
-    await expect(page.getByRole('heading', { name: 'Pod not known' })).toBeVisible({ timeout: 30_000 });
+    // The pod is gone, and still named by its events.
+    await expect(page.getByRole('heading', { name: `Pod ${E2E_NAMESPACE}/${orphan.name} is gone` })).toBeVisible({ timeout: 30_000 });
   } finally {
     await clearDriverFault('NodeUnpublishVolume');
     await deletePod(orphan);

@@ -155,11 +155,6 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
         })}
       </ol>
       {row.blocking !== null && !compact ? <BlockingDetail node={node} row={row} stage={row.blocking} history={opHistory} /> : null}
-      {row.blocking !== null && compact && op !== null ? (
-        <p className="compact-error">
-          <OperationCountdown op={op} /> {op.lastError !== null ? <ErrorCauseText message={op.lastError} /> : null}
-        </p>
-      ) : null}
     </article>
   );
 });
