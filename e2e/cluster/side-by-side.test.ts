@@ -403,7 +403,12 @@ beforeAll(async () => {
  * and no VolumeAttachment names one of its PVs.
  */
 afterAll(async () => {
-  const pvs = new Set(SIDES.flatMap((s) => (objects.get(s.side)?.pv === undefined ? [] : [objects.get(s.side)?.pv ?? ''])));
+  const pvs = new Set(
+    SIDES.flatMap((s) => {
+      const pv = objects.get(s.side)?.pv;
+      return pv === undefined ? [] : [pv];
+    }),
+  );
   const podUids = new Set(SIDES.flatMap((s) => Object.values(objects.get(s.side)?.pods ?? {})));
   // The pods and claims first, by name: deleting a namespace alone leaves its pods to a
   // namespace controller, which this cluster may not finish in time.
