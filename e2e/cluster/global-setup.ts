@@ -23,7 +23,7 @@ import { HOST, componentVersion, startCluster, stateDirFor, type ClusterFacts } 
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const testDirFromEnv = process.env.VOLUMESCOPE_CLUSTER_TEST_DIR;
-const stateDir = testDirFromEnv === undefined ? stateDirFor(join(REPO_ROOT, '.volumescope', 'cluster-test'), 'cluster-test') : { dir: testDirFromEnv, moved: false };
+const stateDir = testDirFromEnv === undefined ? stateDirFor(join(REPO_ROOT, '.volumescope', 'cluster-test'), 'cluster-test') : { dir: testDirFromEnv, moved: false, note: undefined };
 export const CLUSTER_TEST_STATE_DIR = stateDir.dir;
 
 /** Where and how a test asks this process to restart agent-0 or to stop and start kubelet-0. */
@@ -45,7 +45,7 @@ const log = (line: string): void => {
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const started = performance.now();
-  if (stateDir.moved) log(`state in ${stateDir.dir} (the checkout is too deep for the cluster's unix sockets below .volumescope/cluster-test)`);
+  if (stateDir.note !== undefined) log(stateDir.note);
   const cluster = await startCluster({ stateDir: CLUSTER_TEST_STATE_DIR, reset: true, waitForNodeReady: false, log });
   log(`cluster started in ${((performance.now() - started) / 1000).toFixed(1)} s (kube-apiserver ${componentVersion(cluster.facts.versions, 'kube-apiserver')})`);
 

@@ -11,7 +11,7 @@ describe('stateDirFor', () => {
   it('keeps a dir whose longest socket fits in 107 bytes, the last one that does included', () => {
     const fits = `/${'a'.repeat(107 - SUFFIX_BYTES - 1)}`;
     expect(fits.length + SUFFIX_BYTES).toBe(107);
-    expect(stateDirFor(fits, 'cluster')).toEqual({ dir: fits, moved: false });
+    expect(stateDirFor(fits, 'cluster')).toEqual({ dir: fits, moved: false, note: undefined });
   });
 
   it('moves a dir one byte too deep to a short, stable dir in the temp directory named after it', () => {
@@ -22,6 +22,7 @@ describe('stateDirFor', () => {
     expect(stateDirFor(deep, 'cluster-test')).toEqual(moved);
     expect(stateDirFor(`${deep}b`, 'cluster-test').dir).not.toBe(moved.dir);
     expect(Buffer.byteLength(moved.dir) + SUFFIX_BYTES).toBeLessThanOrEqual(107);
+    expect(moved.note).toBe(`state in ${moved.dir} (the checkout is too deep for the cluster's unix sockets below ${deep})`);
   });
 
   it('counts bytes, not characters: a multi-byte name that looks short enough is moved', () => {

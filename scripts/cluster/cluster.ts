@@ -582,12 +582,14 @@ function longestSocketPath(state: string): string {
  * after `name` and the checkout's path (`<tmp>/vs-<name>-<8 hex>`: stable for one checkout, so a
  * restart finds the same cluster; distinct for two checkouts). `moved` says which, so the caller
  * can say where the state went. A temp directory that is itself too deep still fails in
- * startCluster with the socket's path.
+ * startCluster with the socket's path. `note` is the one line every caller prints when the state
+ * moved (undefined when it did not).
  */
-export function stateDirFor(preferred: string, name: string): { readonly dir: string; readonly moved: boolean } {
-  if (Buffer.byteLength(longestSocketPath(preferred)) <= MAX_SOCKET_PATH_BYTES) return { dir: preferred, moved: false };
+export function stateDirFor(preferred: string, name: string): { readonly dir: string; readonly moved: boolean; readonly note: string | undefined } {
+  if (Buffer.byteLength(longestSocketPath(preferred)) <= MAX_SOCKET_PATH_BYTES) return { dir: preferred, moved: false, note: undefined };
   const tag = createHash('sha256').update(preferred).digest('hex').slice(0, 8);
-  return { dir: join(tmpdir(), `vs-${name}-${tag}`), moved: true };
+  const dir = join(tmpdir(), `vs-${name}-${tag}`);
+  return { dir, moved: true, note: `state in ${dir} (the checkout is too deep for the cluster's unix sockets below ${preferred})` };
 }
 
 /** Prepares the state dir (reset, build-key check) and returns the ports to use. */

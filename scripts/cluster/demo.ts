@@ -176,7 +176,7 @@ async function main(): Promise<number> {
   const port = dashboardPort();
   await assertPortFree(HOST, port, 'the dashboard');
   const stateDir = stateDirFor(resolve(REPO_ROOT, '.volumescope', 'cluster-demo'), 'cluster-demo');
-  if (stateDir.moved) say(`state in ${stateDir.dir} (the checkout is too deep for the cluster's unix sockets below .volumescope/cluster-demo)`);
+  if (stateDir.note !== undefined) say(stateDir.note);
 
   let cluster: RunningCluster;
   try {

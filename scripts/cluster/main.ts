@@ -63,7 +63,7 @@ async function main(): Promise<number> {
     });
   }
   const stateDir = stateDirFor(resolve(root, '.volumescope', 'cluster'), 'cluster');
-  if (stateDir.moved) console.log(`cluster: state in ${stateDir.dir} (the checkout is too deep for the cluster's unix sockets below .volumescope/cluster)`);
+  if (stateDir.note !== undefined) console.log(`cluster: ${stateDir.note}`);
   let cluster: RunningCluster;
   try {
     cluster = await startCluster({
