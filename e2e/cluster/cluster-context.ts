@@ -121,3 +121,49 @@ export const cluster = {
   /** agent-0's whole log (every start). */
   agentLog: (): Promise<string> => readFile(facts.agent.logFile, 'utf8'),
 };
+
+/** What {@link tearDownWorkload} removes and waits for. */
+export interface WorkloadTeardown {
+  /** The test file's namespaces: their pods and claims are deleted, then the namespaces. */
+  readonly namespaces: readonly string[];
+  /** True for a mount point of the file's own volumes (pod volume dirs, CSI staging dirs). */
+  readonly ownsMount: (mountPoint: string) => boolean;
+  /** The file's PVs: done only once no VolumeAttachment names one of them. */
+  readonly pvs?: ReadonlySet<string>;
+  readonly deadlineMs: number;
+}
+
+/**
+ * A cluster test file's teardown, so the next file's view of the nodes starts clean: deletes the
+ * pods and claims of its namespaces (by kind, not by deleting the namespace: this cluster's
+ * namespace controller may not finish in time), waits until none of those pods is left, none of
+ * its mounts is in the mount table and no VolumeAttachment names one of its PVs, then deletes the
+ * namespaces without waiting. Rejects with what is still left when `deadlineMs` passes.
+ */
+export async function tearDownWorkload(t: WorkloadTeardown): Promise<void> {
+  for (const ns of t.namespaces) {
+    await cluster.kubectlRun(['delete', 'pods', '--all', '-n', ns, '--wait=false']);
+    await cluster.kubectlRun(['delete', 'pvc', '--all', '-n', ns, '--wait=false']);
+  }
+  const mountsLeft = (): string[] => mountTable().map((m) => m.mountPoint).filter(t.ownsMount);
+  const podsLeft = async (): Promise<number> => {
+    let n = 0;
+    for (const ns of t.namespaces) n += (JSON.parse(await cluster.kubectl(['get', 'pods', '-n', ns, '-o', 'json'])) as { items: unknown[] }).items.length;
+    return n;
+  };
+  const attachmentsLeft = async (): Promise<string[]> => {
+    if (t.pvs === undefined || t.pvs.size === 0) return [];
+    const list = JSON.parse(await cluster.kubectl(['get', 'volumeattachments', '-o', 'json'])) as { items: { metadata: { name: string }; spec: { source: { persistentVolumeName?: string } } }[] };
+    return list.items.filter((va) => t.pvs?.has(va.spec.source.persistentVolumeName ?? '') === true).map((va) => va.metadata.name);
+  };
+  const describeLeft = async (): Promise<string> => `pods ${await podsLeft()}, mounts [${mountsLeft().join(', ')}], VolumeAttachments [${(await attachmentsLeft()).join(', ')}]`;
+  try {
+    await waitUntil('the test workload deleted, its mounts and VolumeAttachments gone', async () => mountsLeft().length === 0 && (await podsLeft()) === 0 && (await attachmentsLeft()).length === 0, {
+      deadlineMs: t.deadlineMs,
+      intervalMs: 500,
+    });
+  } catch (err) {
+    throw new Error(`${err instanceof Error ? err.message : String(err)}; left: ${await describeLeft()}`, { cause: err });
+  }
+  for (const ns of t.namespaces) await cluster.kubectlRun(['delete', 'namespace', ns, '--wait=false']);
+}

@@ -23,7 +23,7 @@ import { parseKubeletBackoff, type KubeletBackoff as KubeletLogBackoff } from '.
 import { KUBELET_NODE, type ClusterAgent } from '../../scripts/cluster/cluster.ts';
 import { startKubeletObserver } from '../../scripts/cluster/observer.ts';
 import { waitUntil } from '../../scripts/demo/process.ts';
-import { claimYaml, cluster, facts, mountTable, podEvents, podUid as podUidIn, versionTag, waitForClaimBound } from './cluster-context.ts';
+import { claimYaml, cluster, facts, mountTable, podEvents, podUid as podUidIn, tearDownWorkload, versionTag, waitForClaimBound } from './cluster-context.ts';
 
 const NS = 'observe-kubelet-test';
 const [KUBELET, API, ADC] = ['kubelet', 'kube-apiserver', 'kube-controller-manager'].map(versionTag);
@@ -112,10 +112,11 @@ afterAll(async () => {
   await fetch(`${facts.kubelet.csiControlUrl}/faults`, { method: 'DELETE', signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
   // The kubelet tears down this file's pods before the next file runs: their mounts (the CSI
   // volume's staging mount among them) would otherwise be in that file's view of the node.
-  await cluster.kubectlRun(['delete', 'pods', '--all', '-n', NS, '--wait=true', '--timeout=120s']);
-  const mine = (m: { mountPoint: string }): boolean => m.mountPoint === csiStaging || [...podUids].some((uid) => m.mountPoint.startsWith(`${join(ROOT, 'pods', uid)}/`));
-  await waitUntil("this file's mounts torn down by the kubelet", () => Promise.resolve(!mountTable().some(mine)), { deadlineMs: 120_000, intervalMs: 500 });
-  await cluster.kubectlRun(['delete', 'namespace', NS, '--wait=false']);
+  await tearDownWorkload({
+    namespaces: [NS],
+    ownsMount: (mp) => mp === csiStaging || [...podUids].some((uid) => mp.startsWith(`${join(ROOT, 'pods', uid)}/`)),
+    deadlineMs: 120_000,
+  });
   const exit = await observer.stop();
   expect(exit?.code, await observer.log()).toBe(0);
 });

@@ -25,7 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVER, KUBELET_NODE, NODE } from '../../scripts/cluster/cluster.ts';
 import { waitFor } from '../../lib/clock/testing/wait-for.ts';
 import { nodeAllocatableMemoryBytes } from '../../lib/volume/plugins/util/memory-size.ts';
-import { cluster, facts, mountTable, versionTag } from './cluster-context.ts';
+import { cluster, facts, mountTable, tearDownWorkload, versionTag } from './cluster-context.ts';
 import { BACKOFF_INITIAL_MS, RUN_NAMES, agentBackoff, differences, explain, goDuration, kubeletBackoff, normaliser, renderTable, type Attempt, type Deliberate, type Facts, type Side } from './side-by-side-compare.ts';
 
 const VERSIONS = [versionTag('kubelet'), versionTag('kube-apiserver'), versionTag('kube-controller-manager'), versionTag('csi-attacher'), versionTag('csi-provisioner'), versionTag('csi-resizer')].join(', ');
@@ -398,9 +398,9 @@ beforeAll(async () => {
 /**
  * Leaves both nodes as the file found them, and waits for it: the files after this one read every
  * CSI mount and VolumeAttachment of the nodes, so a staging mount or an attachment still being
- * torn down here would be counted there. Done: the namespaces are gone (pods and claims with
- * them), no mount is left below either node's pods dir or CSI plugin dir for this file's volumes,
- * and no VolumeAttachment names one of its PVs.
+ * torn down here would be counted there. Done: the pods and claims are gone, no mount is left
+ * below either node's pods dir or CSI plugin dir for this file's volumes, and no VolumeAttachment
+ * names one of its PVs (tearDownWorkload).
  */
 afterAll(async () => {
   const pvs = new Set(
@@ -410,34 +410,13 @@ afterAll(async () => {
     }),
   );
   const podUids = new Set(SIDES.flatMap((s) => Object.values(objects.get(s.side)?.pods ?? {})));
-  // The pods and claims first, by name: deleting a namespace alone leaves its pods to a
-  // namespace controller, which this cluster may not finish in time.
-  for (const s of SIDES) {
-    await cluster.kubectlRun(['delete', 'pods', '--all', '-n', s.ns, '--wait=false']);
-    await cluster.kubectlRun(['delete', 'pvc', '--all', '-n', s.ns, '--wait=false']);
-  }
   for (const server of sockets) server.close();
-  const left = (): string[] =>
-    mountTable()
-      .map((m) => m.mountPoint)
-      .filter((mp) => SIDES.some((s) => mp.startsWith(join(s.root, 'plugins', 'kubernetes.io', 'csi')) || [...podUids].some((uid) => mp.startsWith(join(s.root, 'pods', uid)))));
-  const podsLeft = async (): Promise<number> => {
-    let n = 0;
-    for (const s of SIDES) n += (await getJson<{ items: unknown[] }>(['get', 'pods', '-n', s.ns])).items.length;
-    return n;
-  };
-  await waitFor(async () => left().length === 0 && (await podsLeft()) === 0, {
-    what: 'the side-by-side pods deleted and their mounts gone',
-    timeoutMs: STEP_MS,
-    pollMs: 500,
-    describe: () => `still mounted: ${left().join(', ') || 'nothing'}`,
+  await tearDownWorkload({
+    namespaces: SIDES.map((s) => s.ns),
+    ownsMount: (mp) => SIDES.some((s) => mp.startsWith(join(s.root, 'plugins', 'kubernetes.io', 'csi')) || [...podUids].some((uid) => mp.startsWith(join(s.root, 'pods', uid)))),
+    pvs,
+    deadlineMs: STEP_MS,
   });
-  await waitFor(async () => (await getJson<{ items: { spec: { source: { persistentVolumeName?: string } } }[] }>(['get', 'volumeattachments'])).items.every((va) => !pvs.has(va.spec.source.persistentVolumeName ?? '')), {
-    what: 'the VolumeAttachments of the side-by-side PVs deleted',
-    timeoutMs: STEP_MS,
-    pollMs: 500,
-  });
-  for (const s of SIDES) await cluster.kubectlRun(['delete', 'namespace', s.ns, '--wait=false']);
 });
 
 describe(`side by side: the same workload on ${KUBELET_NODE} (${versionTag('kubelet')}) and on ${NODE} (the agent), compared (${VERSIONS})`, () => {
