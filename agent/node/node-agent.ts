@@ -57,9 +57,10 @@ import type { AgentSource, AgentSourceChange } from './agent-source.ts';
 import type { KubeObjects } from './kube-objects.ts';
 import { ManifestObjects } from './manifest-objects.ts';
 import { NodeStatusUpdater, type VolumesInUseReport } from './node-status-updater.ts';
-import { KubeCsiNodeInfo } from './csi-node-info.ts';
-import { NodeLeaseController } from './node-lease.ts';
-import { localNodeIdentity, NodeRegistration, NodeStatusBuilder } from './node-registration.ts';
+import type { KubeCsiNodeInfo } from './csi-node-info.ts';
+import type { NodeLeaseController } from './node-lease.ts';
+import type { NodeRegistration } from './node-registration.ts';
+import { localNodeIdentity, NodeStatusBuilder } from './node-identity.ts';
 import { PodDeleter } from './pod-deleter.ts';
 import { ObserveController } from './observe-controller.ts';
 import { kubePodSourceProbe, manifestPodSourceProbe } from './pod-source-probe.ts';
@@ -71,6 +72,11 @@ interface KubeParts {
   kubeConfig: KubeConfig;
   /** Posts the engine's events as core/v1 Events (what `kubectl describe pod` shows); null in observe mode (the kubelet reports its own). */
   events: KubeEventSink | null;
+  /**
+   * The node-side API clients' classes, loaded with the source (they import
+   * @kubernetes/client-node, which a standalone agent never loads).
+   */
+  classes: { KubeCsiNodeInfo: typeof KubeCsiNodeInfo; NodeRegistration: typeof NodeRegistration; NodeLeaseController: typeof NodeLeaseController };
 }
 
 /** An event recorder that hands every event to both recorders. */
@@ -202,7 +208,7 @@ export class NodeAgent implements AgentRuntime {
     // --csi-timeout: one deadline for the handshake calls (registry) and the volume calls (plugin).
     const csiTimeout = opts.config.csiTimeoutMs === undefined ? {} : { callTimeoutMs: opts.config.csiTimeoutMs };
     const registering = parts.kube !== null && !observing && opts.config.registerNode === true;
-    const csiNodeInfo = registering && parts.kube !== null ? new KubeCsiNodeInfo({ kubeConfig: parts.kube.kubeConfig, nodeName: this.nodeName, clock: this.clock, logger: engineLogger(opts.log, 'csinode') }) : null;
+    const csiNodeInfo = registering && parts.kube !== null ? new parts.kube.classes.KubeCsiNodeInfo({ kubeConfig: parts.kube.kubeConfig, nodeName: this.nodeName, clock: this.clock, logger: engineLogger(opts.log, 'csinode') }) : null;
     this.registry = new CsiDriverRegistry({ clock: this.clock, logger: csiLog, ...csiTimeout, ...(csiNodeInfo === null ? {} : { nodeInfo: csiNodeInfo }) });
     const csi = new CsiPlugin({
       objects,
@@ -285,8 +291,8 @@ export class NodeAgent implements AgentRuntime {
       kube === null || !registering
         ? null
         : {
-            registration: new NodeRegistration({ kubeConfig: kube.kubeConfig, identity, status: nodeStatus, clock: this.clock, logger: engineLogger(opts.log, 'node-registration') }),
-            lease: new NodeLeaseController({
+            registration: new kube.classes.NodeRegistration({ kubeConfig: kube.kubeConfig, identity, status: nodeStatus, clock: this.clock, logger: engineLogger(opts.log, 'node-registration') }),
+            lease: new kube.classes.NodeLeaseController({
               kubeConfig: kube.kubeConfig,
               nodeName: this.nodeName,
               clock: this.clock,
@@ -670,11 +676,14 @@ async function startManifestSource(opts: NodeAgentOptions): Promise<ManifestSour
 async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSource; kube: KubeParts }> {
   const { config, clock, log } = opts;
   // Loaded only here: a standalone agent never pays for the Kubernetes client (start time, memory).
-  const [{ KubeEventSink, KubeSource }, { KubeObjects }, { loadKubeConfigWithOrigin }, clientNode] = await Promise.all([
+  const [{ KubeEventSink, KubeSource }, { KubeObjects }, { loadKubeConfigWithOrigin }, clientNode, { KubeCsiNodeInfo }, { NodeRegistration }, { NodeLeaseController }] = await Promise.all([
     import('../../lib/sources/kube/index.ts'),
     import('./kube-objects.ts'),
     import('../../lib/kube-client/kubeconfig.ts'),
     import('../../lib/kube-client/client-node.ts').then((m) => m.loadClientNode()),
+    import('./csi-node-info.ts'),
+    import('./node-registration.ts'),
+    import('./node-lease.ts'),
   ]);
   let loaded;
   try {
@@ -698,7 +707,7 @@ async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSo
   await source.start();
   // Events go to the API server only in managed mode: in observe mode the kubelet reports its own.
   const events = config.mode === 'observe' ? null : new KubeEventSink({ kubeConfig: loaded.kubeConfig, nodeName: config.nodeName, clock, logger: engineLogger(log, 'events') });
-  return { source, kube: { source, objects: new KubeObjects(source, loaded.kubeConfig, clock), kubeConfig: loaded.kubeConfig, events } };
+  return { source, kube: { source, objects: new KubeObjects(source, loaded.kubeConfig, clock), kubeConfig: loaded.kubeConfig, events, classes: { KubeCsiNodeInfo, NodeRegistration, NodeLeaseController } } };
 }
 
 /**
