@@ -42,7 +42,7 @@ describe('fetchBlockers', () => {
     const urls: string[] = [];
     const answer = { volume: 'v', podUid: 'u', path: '/p', holders: [], truncated: false, incomplete: null, processesScanned: 3, checkedAt: 1, durationMs: 2 };
     const report = await fetchBlockers('node a', 'kubernetes.io/csi/d^v', 'u', (input) => {
-      urls.push(String(input));
+      urls.push(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
       return Promise.resolve(Response.json(answer));
     });
     expect(urls).toEqual(['/api/agents/node%20a/volumes/blockers?volume=kubernetes.io%2Fcsi%2Fd%5Ev&podUid=u']);
