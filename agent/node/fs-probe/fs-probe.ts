@@ -191,12 +191,17 @@ export class FsProbe {
     });
   }
 
-  /** Ends the current child (its stdin closes; it exits) and refuses further requests. */
+  /**
+   * Ends the current child (its stdin closes; it exits; one in the middle of a request, which may
+   * hang, is killed) and refuses further requests.
+   */
   close(): void {
     this.closed = true;
     const child = this.child;
     this.child = null;
-    if (child !== null && !child.exited) child.process.stdin.end();
+    if (child === null || child.exited) return;
+    if (child.onAnswer !== null) child.process.kill('SIGKILL');
+    else child.process.stdin.end();
   }
 
   // INTERNALS
