@@ -71,6 +71,9 @@ COPY --from=build /app/.next ./.next
 # The agent: the bundle, and the CSI .proto files it loads at the same place relative to it.
 COPY --from=build /app/dist ./dist
 COPY lib/csi-spec/*.proto ./lib/csi-spec/
+# The child process of the mount health checks and the blocker search (agent/node/fs-probe/), found
+# beside its source location as the bundle's import.meta.url rule keeps it.
+COPY agent/node/fs-probe/probe-child.mjs ./agent/node/fs-probe/
 COPY --chmod=0755 scripts/container-entrypoint.sh /usr/local/bin/volumescope-entrypoint
 # Next's runtime cache (fetch and image caches): the one place the dashboard writes; a volume in
 # Kubernetes (the root filesystem is read-only there).
@@ -80,7 +83,8 @@ RUN mkdir -p .next/cache && chown 1000:1000 .next/cache
 # package the agent imports is loaded by --help, and Next must be able to load its config.
 RUN volumescope-entrypoint agent --help >/dev/null \
  && node --input-type=module -e "await import('/app/next.config.js'); await import('next/dist/server/next.js')" \
- && mount --version >/dev/null && umount --version >/dev/null
+ && mount --version >/dev/null && umount --version >/dev/null \
+ && node agent/node/fs-probe/probe-child.mjs </dev/null
 
 # The dashboard runs as the image's `node` user. A numeric id, so that Kubernetes can check
 # runAsNonRoot. The agent needs root and says so (runAsUser: 0 in deploy/, --user 0 with docker).

@@ -7,6 +7,7 @@
  */
 import type { Observe } from '../lib/api/observe.ts';
 import type { Driver, NodeCondition, RecentEvent, SourceError } from '../lib/api/snapshot.ts';
+import type { BlockersQuery, BlockersResponse, MountHealth, UnmountBlockers } from '../lib/api/mount-health.ts';
 import type { ResyncFindings } from '../lib/kubelet-pods/resync.ts';
 import type { OrphanCleanupResult } from '../lib/observe/orphan-cleanup.ts';
 import type { Clock } from '../lib/clock/clock.ts';
@@ -68,6 +69,34 @@ export interface AgentRuntime {
    * Throws {@link OrphanCleanupDisabledError} without `--allow-orphan-cleanup`.
    */
   cleanupOrphan?(podUid: string, dryRun: boolean): Promise<OrphanCleanupResult>;
+  /**
+   * The snapshot's `mountHealth`: sorted by path, the same array until an entry changes (it is
+   * replaced, never changed in place). Absent: no checks run (the snapshot lists none).
+   */
+  mountHealth?(): MountHealth[];
+  /** The snapshot's `unmountBlockers`, sorted by key and replaced on change like `mountHealth`. */
+  unmountBlockers?(): UnmountBlockers[];
+  /**
+   * `GET /api/v1/volumes/blockers`: who holds the volume's path now. Throws
+   * {@link BlockersTargetError} when the volume (or the pod's mount of it) is not known or its
+   * path is outside the root dir.
+   */
+  findBlockers?(query: BlockersQuery): Promise<BlockersResponse>;
+}
+
+/** The blocker search was asked for a volume, pod mount or path it must not or cannot search. */
+export class BlockersTargetError extends Error {
+  override readonly name = 'BlockersTargetError';
+  constructor(
+    readonly reason: 'not-found' | 'outside-root-dir',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function isBlockersTargetError(err: unknown): err is BlockersTargetError {
+  return err instanceof BlockersTargetError;
 }
 
 /** The orphan cleanup was asked for while `--allow-orphan-cleanup` is off. */

@@ -39,6 +39,19 @@
  * SetUp, as the kubelet confirms them), with the time to each milestone. `--volumes N` changes the
  * scale; `--cpu-profile <file>` writes a CPU profile of the restart alone.
  *
+ * `--only health` (issue "Node diagnostics", requirement 6): the cost of the mount health checks
+ * and the API while a mount hangs. Two agent processes one after the other, each with
+ * `IDLE_VOLUMES` volumes, checks on (the defaults: a batch of 250 paths every 10 s) and off
+ * (`--mount-health-period=0`); CPU % of one core (utime + stime of the agent, its reaped children
+ * and its live probe child, from /proc) over `HEALTH_WINDOW_MS` each, and the difference. Then, on
+ * the agent with checks on, a real FUSE mount (bindfs) over one pod's volume directory has its
+ * daemon stopped (SIGSTOP): GET /api/v1/snapshot and GET /api/v1/summary are timed one after the
+ * other until the snapshot reports the mount `hung` and for `HUNG_EXTRA_MS` more, so the window
+ * covers a check waiting on the hung mount; p50/p99/max of each. Target: ≤ 0.5 % of a core extra,
+ * and answers within 50 ms while the mount hangs. As root, run it in a private mount namespace
+ * (`unshare --mount --propagation private env VOLUMESCOPE_MOUNT_NS=1 npm run bench:agent -- --only health`)
+ * so the FUSE mount never shows on the host; it is unmounted at the end either way.
+ *
  * Pods carry no uid, so they get the 36-character uids the manifest source derives, as real
  * manifests do; names are short (`big-123`, volumes `v0`…`v4`).
  *
@@ -48,8 +61,8 @@
  * Mounting: emptyDir (disk medium) needs no mount. The agent may probe for real mounts only in a
  * private mount namespace (VOLUMESCOPE_MOUNT_NS=1); elsewhere it runs with --allow-mount=false.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +90,10 @@ const SETTLE_MS = 5_000;
 const NODE_NAME = 'bench-node';
 const NAMESPACE = 'bench';
 const CSI_VOLUMES = 20;
+/** The CPU window of each health run (a whole cycle: 1,000 paths in batches of 250 every 10 s). */
+const HEALTH_WINDOW_MS = 40_000;
+/** How long the API is timed after the mount was reported hung. */
+const HUNG_EXTRA_MS = 6_000;
 /** The driver calls of one volume's way to mounted (attach, stage, publish). */
 const CSI_SETUP_CALLS = ['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume'];
 
@@ -667,6 +684,151 @@ async function measureIdleInProcess(profileFile: string | null) {
   }
 }
 
+/** CPU seconds of a process, its reaped children (cutime + cstime) and its live children. */
+async function treeCpuSeconds(pid: number, ticksPerSecond: number): Promise<{ self: number; children: number }> {
+  const fields = async (p: number): Promise<string[] | null> => {
+    const stat = await readFile(`/proc/${p}/stat`, 'utf8').catch(() => null);
+    return stat === null ? null : stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  };
+  const own = await fields(pid);
+  if (own === null) throw new Error(`no process ${pid}`);
+  let children = (Number(own[13]) + Number(own[14])) / ticksPerSecond;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const f = await fields(Number(entry));
+    if (f !== null && Number(f[1]) === pid) children += (Number(f[11]) + Number(f[12])) / ticksPerSecond;
+  }
+  return { self: (Number(own[11]) + Number(own[12])) / ticksPerSecond, children };
+}
+
+/** Times `get` once; ms. */
+async function timeGet(agent: AgentProcess, path: string): Promise<number> {
+  const t0 = performance.now();
+  const res = await fetch(`${agent.baseUrl}${path}`, { headers: { authorization: `Bearer ${agent.token}` } });
+  await res.arrayBuffer();
+  if (res.status !== 200) throw new Error(`GET ${path}: ${res.status}`);
+  return performance.now() - t0;
+}
+
+function latencySummary(values: number[]): { count: number; p50: number; p99: number; max: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { count: sorted.length, p50: round(percentile(sorted, 50), 2), p99: round(percentile(sorted, 99), 2), max: round(sorted[sorted.length - 1] ?? Number.NaN, 2) };
+}
+
+/** One agent process at `IDLE_VOLUMES` volumes: CPU over the window; with `hang`, the API timed while a FUSE mount hangs. */
+async function healthRun(checks: boolean, ticksPerSecond: number, hang: boolean) {
+  const base = await makeTempDir(`volumescope-bench-health-${checks ? 'on' : 'off'}-`);
+  const rootDir = join(base, 'root');
+  const manifestDir = join(base, 'manifests');
+  await mkdir(manifestDir, { recursive: true });
+  const agent = await AgentProcess.start({ rootDir, manifestDir, nodeName: NODE_NAME, extraArgs: checks ? [] : ['--mount-health-period=0'] });
+  let daemon: ReturnType<typeof spawn> | null = null;
+  let fusePath: string | null = null;
+  try {
+    await agent.waitForSnapshot('states synced', (s) => s.statesSynced);
+    progress(`checks ${checks ? 'on' : 'off'}: scaling to ${IDLE_VOLUMES} volumes`);
+    await scaleTo(agent, manifestDir, 'h', IDLE_VOLUMES / VOLUMES_PER_POD, IDLE_VOLUMES);
+    await sleep(SETTLE_MS);
+    progress(`checks ${checks ? 'on' : 'off'}: CPU over ${HEALTH_WINDOW_MS / 1000} s`);
+    const before = await treeCpuSeconds(agent.pid, ticksPerSecond);
+    const t0 = performance.now();
+    await sleep(HEALTH_WINDOW_MS);
+    const after = await treeCpuSeconds(agent.pid, ticksPerSecond);
+    const seconds = (performance.now() - t0) / 1000;
+    const snapshot = await agent.snapshot();
+    const cpu = {
+      checks,
+      windowSeconds: round(seconds, 1),
+      agentCpuPercent: round(((after.self - before.self) / seconds) * 100, 3),
+      probeCpuPercent: round(((after.children - before.children) / seconds) * 100, 3),
+      cpuPercent: round(((after.self + after.children - before.self - before.children) / seconds) * 100, 3),
+      mountHealthEntries: snapshot.mountHealth.length,
+      unhealthy: snapshot.mountHealth.filter((h) => h.state !== 'healthy').length,
+    };
+    if (!hang) return { cpu, hung: null };
+
+    // A FUSE mount over one pod's volume directory, its daemon stopped.
+    fusePath = join(rootDir, 'pods', uidOf('h-0'), 'volumes', 'kubernetes.io~empty-dir', 'v0');
+    const backing = join(base, 'fuse-backing');
+    await mkdir(backing, { recursive: true });
+    const started = spawn('bindfs', ['-f', backing, fusePath], { stdio: 'ignore' });
+    daemon = started;
+    const target = fusePath;
+    await waitFor(async () => (await readFile('/proc/self/mountinfo', 'utf8')).includes(` ${target} `), { what: 'bindfs mounted' });
+    // The same requests first with the mount healthy: the baseline on this (shared) machine.
+    progress('timing the API with the FUSE mount healthy (baseline)');
+    const baseline = { snapshotMs: [] as number[], summaryMs: [] as number[] };
+    const t0b = performance.now();
+    while (performance.now() - t0b < HUNG_EXTRA_MS) {
+      baseline.snapshotMs.push(await timeGet(agent, '/api/v1/snapshot'));
+      baseline.summaryMs.push(await timeGet(agent, '/api/v1/summary'));
+      await sleep(20);
+    }
+    started.kill('SIGSTOP');
+    progress('FUSE daemon stopped; timing the API until the mount is reported hung');
+    const snapshotMs: number[] = [];
+    const summaryMs: number[] = [];
+    const t1 = performance.now();
+    let hungAt: number | null = null;
+    let slowest = { ms: 0, atMs: 0 };
+    while (hungAt === null || performance.now() - hungAt < HUNG_EXTRA_MS) {
+      const at = performance.now() - t1;
+      snapshotMs.push(await timeGet(agent, '/api/v1/snapshot'));
+      summaryMs.push(await timeGet(agent, '/api/v1/summary'));
+      const last = Math.max(snapshotMs[snapshotMs.length - 1] ?? 0, summaryMs[summaryMs.length - 1] ?? 0);
+      if (last > slowest.ms) slowest = { ms: round(last, 1), atMs: Math.round(at) };
+      if (hungAt === null && snapshotMs.length % 10 === 0) {
+        const s = await agent.snapshot();
+        if (s.mountHealth.some((h) => h.path === target && h.state === 'hung')) hungAt = performance.now();
+      }
+      if (performance.now() - t1 > 120_000) throw new Error('the mount was not reported hung within 120 s');
+      await sleep(20);
+    }
+    return {
+      cpu,
+      hung: {
+        reportedHungAfterMs: Math.round((hungAt ?? t1) - t1),
+        timedSeconds: round((performance.now() - t1) / 1000, 1),
+        snapshotMs: latencySummary(snapshotMs),
+        summaryMs: latencySummary(summaryMs),
+        /** The slowest answer and when it came (ms after the daemon was stopped). */
+        slowest,
+        baselineHealthy: { snapshotMs: latencySummary(baseline.snapshotMs), summaryMs: latencySummary(baseline.summaryMs) },
+        targetMs: 50,
+      },
+    };
+  } finally {
+    if (daemon !== null) daemon.kill('SIGCONT');
+    if (fusePath !== null) {
+      const path = fusePath;
+      try {
+        execFileSync('umount', ['--', path]);
+      } catch {
+        execFileSync('umount', ['-l', '--', path]);
+      }
+    }
+    await agent.stop('SIGTERM');
+    await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
+  }
+}
+
+/** `--only health`: see the file comment. */
+async function measureHealth(ticksPerSecond: number) {
+  const off = await healthRun(false, ticksPerSecond, false);
+  const on = await healthRun(true, ticksPerSecond, true);
+  return {
+    health: {
+      volumes: IDLE_VOLUMES,
+      checksOff: off.cpu,
+      checksOn: on.cpu,
+      extraCpuPercentOfCore: round(on.cpu.cpuPercent - off.cpu.cpuPercent, 3),
+      targetExtraCpuPercent: 0.5,
+      loadAverage1m: round(loadavg()[0] ?? Number.NaN, 2),
+      apiWhileMountHangs: on.hung,
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const profileAt = process.argv.indexOf('--cpu-profile');
   const profileFile = profileAt >= 0 ? (process.argv[profileAt + 1] ?? null) : null;
@@ -678,6 +840,11 @@ async function main(): Promise<void> {
     const at = process.argv.indexOf('--volumes');
     const volumes = at >= 0 ? Number(process.argv[at + 1]) : SNAPSHOT_VOLUMES;
     process.stdout.write(`${JSON.stringify(await measureRestartOnly(volumes, profileFile), null, 2)}\n`);
+    return;
+  }
+  if (process.argv.includes('--only') && process.argv.includes('health')) {
+    const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    process.stdout.write(`${JSON.stringify(await measureHealth(ticks), null, 2)}\n`);
     return;
   }
   if (process.argv.includes('--only') && process.argv.includes('csi')) {
@@ -693,7 +860,8 @@ async function main(): Promise<void> {
     const processFigures = await measureProcess(rootDir, manifestDir, ticksPerSecond);
     const inProcess = await measureRestartAndBuild(rootDir, manifestDir);
     const csi = await measureCsi();
-    process.stdout.write(`${JSON.stringify({ ...processFigures, ...inProcess, csi }, null, 2)}\n`);
+    const health = await measureHealth(ticksPerSecond);
+    process.stdout.write(`${JSON.stringify({ ...processFigures, ...inProcess, csi, ...health }, null, 2)}\n`);
   } finally {
     await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
   }

@@ -601,6 +601,7 @@ describe('Dockerfile and .dockerignore', () => {
     const copies = runtime.filter((l) => l.startsWith('COPY')).join('\n');
     expect(copies).toMatch(/COPY --from=build \/app\/dist \.\/dist/);
     expect(copies).toMatch(/COPY lib\/csi-spec\/\*\.proto \.\/lib\/csi-spec\//);
+    expect(copies).toMatch(/COPY agent\/node\/fs-probe\/probe-child\.mjs \.\/agent\/node\/fs-probe\//);
     expect(copies).toMatch(/COPY package\.json/);
   });
 

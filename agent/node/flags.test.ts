@@ -32,6 +32,8 @@ describe('parseAgentFlags', () => {
       controllerAttachDetach: false,
       csiDrivers: [],
       attachVerifyPeriodMs: 60_000,
+      mountHealthPeriodMs: 10_000,
+      mountHealthTimeoutMs: 5_000,
       allowMount: true,
       shutdownGracePeriodMs: 10_000,
       logLevel: 'info',

@@ -62,6 +62,10 @@ export interface AgentConfig {
   controllerAttachDetach: boolean;
   csiDrivers: CsiDriverFlag[];
   attachVerifyPeriodMs: number;
+  /** `--mount-health-period`: one batch of mount health checks per period; 0 = off. Absent = the default (10 s). */
+  mountHealthPeriodMs?: number;
+  /** `--mount-health-timeout`: a check with no answer within it is `hung`. Absent = the default (5 s). */
+  mountHealthTimeoutMs?: number;
   /**
    * Deadline of every CSI call (`--csi-timeout`); absent = the CSI client's default (2 min, the
    * kubelet's csiTimeout). Optional so configs built without the flag keep their shape.
@@ -174,6 +178,8 @@ export const flagSpecs: readonly FlagSpec[] = [
   { name: 'sync-frequency', type: 'string', value: 'duration', default: formatGoDuration(defaultSyncFrequencyMs), help: 'period of the sync of every pod: its volumes are processed again (claims and PVs fetched anew, remountable volumes set up again)' },
   { name: 'csi-driver', type: 'string', multiple: true, value: 'name=socket', default: 'none', help: 'a CSI driver at a unix socket path (repeatable); drivers may also register through <root-dir>/plugins_registry' },
   { name: 'attach-verify-period', type: 'string', value: 'duration', default: formatGoDuration(defaultAttachVerifyPeriodMs), help: 'period of the batched check that attached volumes are still attached; 0 disables it' },
+  { name: 'mount-health-period', type: 'string', value: 'duration', default: '10s', help: 'one batch (at most 250 paths, least recently checked first) of statfs/stat health checks of pod volume and staging paths per period, in a child process; 0 disables them' },
+  { name: 'mount-health-timeout', type: 'string', value: 'duration', default: '5s', help: 'a mount health check with no answer within it is hung (its child process is killed)' },
   { name: 'csi-timeout', type: 'string', value: 'duration', default: '2m', help: 'deadline of every CSI call; an expired call leaves the volume uncertain' },
   { name: 'kube-request-timeout', type: 'string', value: 'duration', default: '1m', help: 'kubernetes source: deadline of every list and GET sent to the API server; an expired GET fails like an API error (a pod whose claim cannot be read keeps its mounts)' },
   { name: 'allow-mount', type: 'boolean', default: 'true', help: 'probe for real mounts; false always uses the unprivileged mounter (=true|false)' },
@@ -351,6 +357,8 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       controllerAttachDetach: bool('controller-attach-detach', source === 'kubernetes'),
       csiDrivers: uniqueCsiDrivers(list('csi-driver').map(csiDriver)),
       attachVerifyPeriodMs: duration('--attach-verify-period', str('attach-verify-period'), defaultAttachVerifyPeriodMs),
+      mountHealthPeriodMs: duration('--mount-health-period', str('mount-health-period'), 10_000),
+      mountHealthTimeoutMs: duration('--mount-health-timeout', str('mount-health-timeout'), 5_000),
       ...(csiTimeoutMs === undefined ? {} : { csiTimeoutMs }),
       ...(kubeRequestTimeoutMs === undefined ? {} : { kubeRequestTimeoutMs }),
       allowMount,

@@ -64,6 +64,8 @@ import { localNodeIdentity, NodeStatusBuilder } from './node-identity.ts';
 import { PodDeleter } from './pod-deleter.ts';
 import { ObserveController } from './observe-controller.ts';
 import { kubePodSourceProbe, manifestPodSourceProbe } from './pod-source-probe.ts';
+import { NodeDiagnostics } from './node-diagnostics.ts';
+import type { BlockersQuery, BlockersResponse, MountHealth, UnmountBlockers } from '../../lib/api/mount-health.ts';
 
 /** The API server side of an agent with the kubernetes source. */
 interface KubeParts {
@@ -163,6 +165,8 @@ export class NodeAgent implements AgentRuntime {
   /** Observe mode: refresh, orphans, truth diff, kubelet backoff; null in managed mode. */
   private readonly observer: ObserveController | null;
   private readonly hostMounter: Mounter;
+  /** Mount health checks and the unmount-blocker search (node-diagnostics.ts). */
+  private readonly diagnostics: NodeDiagnostics;
   private readonly config: AgentConfig;
   private readonly listeners = new Set<() => void>();
   private readonly unsubscribe: (() => void)[] = [];
@@ -236,6 +240,7 @@ export class NodeAgent implements AgentRuntime {
             },
           });
     const metrics = opts.metrics;
+    const recorder = parts.kube?.events == null ? this.recorder : teeRecorder(this.recorder, parts.kube.events);
     this.volumeManager = new VolumeManager({
       nodeName: this.nodeName,
       rootDir: this.rootDir,
@@ -263,7 +268,7 @@ export class NodeAgent implements AgentRuntime {
       // Until hasAddedPods, the kubelet's period: a restart's unmounts and states-synced wait on it.
       populatorPollPeriodMs: opts.config.reconcilePeriodMs,
       attachVerifyPeriodMs: opts.config.attachVerifyPeriodMs,
-      recorder: parts.kube?.events == null ? this.recorder : teeRecorder(this.recorder, parts.kube.events),
+      recorder,
       operationHistory: { initial: this.historyStore.loaded() },
       logger: this.logger,
       ...(metrics !== undefined
@@ -274,6 +279,23 @@ export class NodeAgent implements AgentRuntime {
             },
           }
         : {}),
+    });
+    this.diagnostics = new NodeDiagnostics({
+      volumeManager: this.volumeManager,
+      rootDir: this.rootDir,
+      nodeName: this.nodeName,
+      clock: this.clock,
+      logger: engineLogger(opts.log, 'mount-health'),
+      recorder,
+      podRef: (uid) => {
+        const pod = this.source.getPodByUID(uid);
+        return pod === undefined ? undefined : { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name ?? uid };
+      },
+      periodMs: opts.config.mountHealthPeriodMs ?? 10_000,
+      timeoutMs: opts.config.mountHealthTimeoutMs ?? 5_000,
+      notify: () => {
+        this.notify();
+      },
     });
     const kube = parts.kube;
     this.podSource =
@@ -441,6 +463,7 @@ export class NodeAgent implements AgentRuntime {
     // their names are the operator's, and no socket in plugins_registry may take them first.
     if (this.observer === null) await this.watcher.start();
     this.volumeManager.start();
+    this.diagnostics.start();
     this.schedulePodResync();
     this.orphanedPodDirs?.start();
     this.observer?.start();
@@ -583,6 +606,28 @@ export class NodeAgent implements AgentRuntime {
   nodeConditions: (() => NodeCondition[] | null) | undefined = undefined;
   cleanupOrphan: ((podUid: string, dryRun: boolean) => Promise<OrphanCleanupResult>) | undefined = undefined;
 
+  mountHealth(): MountHealth[] {
+    return this.diagnostics.mountHealth();
+  }
+
+  unmountBlockers(): UnmountBlockers[] {
+    return this.diagnostics.unmountBlockers();
+  }
+
+  findBlockers(query: BlockersQuery): Promise<BlockersResponse> {
+    return this.diagnostics.findBlockers(query);
+  }
+
+  /** Runs one mount health batch now (tests, the benchmark). */
+  checkMountHealthNow(): Promise<void> {
+    return this.diagnostics.checkNow();
+  }
+
+  /** The pid of the mount health check's child process, or null (the benchmark's CPU accounting). */
+  mountHealthProbePid(): number | null {
+    return this.diagnostics.probePid();
+  }
+
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -604,7 +649,7 @@ export class NodeAgent implements AgentRuntime {
     if (this.podResyncTimer !== null) this.clock.clearTimeout(this.podResyncTimer);
     this.podResyncTimer = null;
     this.nodeParts?.registration.stop();
-    await Promise.all([this.nodeParts?.lease.stop(), this.nodeParts?.podDeleter.stop(), this.source.stop(), this.watcher.stop(), this.orphanedPodDirs?.stop(), this.observer?.stop(), this.volumeManager.stop(), this.statusUpdater?.stop()]);
+    await Promise.all([this.nodeParts?.lease.stop(), this.nodeParts?.podDeleter.stop(), this.source.stop(), this.watcher.stop(), this.orphanedPodDirs?.stop(), this.observer?.stop(), this.volumeManager.stop(), this.statusUpdater?.stop(), this.diagnostics.stop()]);
     const running = this.volumeManager.getPendingOperations().filter((o) => o.pending).length;
     if (running > 0) this.log.info({ running, graceMs }, `Waiting for ${running} running operation(s) to finish`);
     const operationsFinished = await this.waitBounded(this.volumeManager.waitForOperations(), graceMs);

@@ -35,6 +35,7 @@ import { summaryHandler } from './summary.ts';
 import { SUMMARY_ROUTE } from '../../lib/api/summary.ts';
 import { DEFAULT_UNMOUNT_OUTCOME_TIMEOUT_MS, unmountVolume } from './unmount-volume.ts';
 import { cleanupOrphan } from './orphan-cleanup.ts';
+import { volumeBlockers } from './volume-blockers.ts';
 
 // TYPES
 
@@ -101,6 +102,8 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
   const { clock, logger } = runtime;
   const vm = runtime.volumeManager;
   metrics.bindVolumeManager(vm);
+  const mountHealth = runtime.mountHealth?.bind(runtime);
+  if (mountHealth !== undefined) metrics.bindMountHealth(mountHealth);
 
   const markChanged = (): void => {
     liveFeed.markChanged();
@@ -209,6 +212,10 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     {
       ...API_ROUTES.orphanCleanup,
       handle: async (req, _res, caller) => cleanupOrphan(context(caller), await body(req, OrphanCleanupRequestSchema)),
+    },
+    {
+      ...API_ROUTES.volumeBlockers,
+      handle: (req) => volumeBlockers(runtime, req),
     },
     {
       ...API_ROUTES.openapi,

@@ -159,3 +159,25 @@ describe('createAgentMetrics', () => {
     expect(sample(await b.registry.metrics(), line)).toBeNull();
   });
 });
+
+describe('mount health metrics', () => {
+  it('counts mounts by state and lists each unhealthy one', async () => {
+    // Arrange
+    const metrics = createAgentMetrics();
+    const entry = { podUid: 'u1', volume: 'v1', kind: 'pod' as const, error: null, checkedAt: 1, since: 1 };
+    metrics.bindMountHealth(() => [
+      { ...entry, path: '/r/a', state: 'healthy' },
+      { ...entry, path: '/r/b', state: 'healthy' },
+      { ...entry, path: '/r/c', state: 'hung', error: 'no answer' },
+    ]);
+
+    // Act
+    const text = await metrics.registry.metrics();
+
+    // Assert
+    expect(sample(text, 'volumescope_mount_health_mounts{kind="pod",state="healthy"}')).toBe(2);
+    expect(sample(text, 'volumescope_mount_health_mounts{kind="pod",state="hung"}')).toBe(1);
+    expect(sample(text, 'volumescope_mount_unhealthy{kind="pod",state="hung",volume="v1",pod_uid="u1",path="/r/c"}')).toBe(1);
+    expect(text).not.toContain('path="/r/a"');
+  });
+});

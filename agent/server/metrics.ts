@@ -11,11 +11,16 @@
  * - `reconstruct_volume_operations_total` / `_errors_total` and
  *   `force_cleaned_failed_volume_operations_total` / `_errors_total`: the reconciler's counters
  *   (the engine's `ReconcilerMetrics`);
+ * - `volumescope_mount_health_mounts{kind,state}` and `volumescope_mount_unhealthy{kind,state,volume,pod_uid,path}`:
+ *   the mount health checks (agent/node/mount-health/), counted at scrape time; the kubelet has
+ *   no metric for this (its `kubelet_volume_stats_health_status_abnormal` is the CSI driver's
+ *   VOLUME_CONDITION), hence the project's prefix;
  * - process metrics (`process_*`, `nodejs_*`).
  *
  * Each {@link AgentMetrics} has its own Registry, so several agents (tests) never share series.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { MountHealth } from '../../lib/api/mount-health.ts';
 import {
   pluginNameNotAvailable,
   type OperationRecord,
@@ -49,6 +54,8 @@ export interface AgentMetrics extends ReconcilerMetrics {
    * server binds its runtime's manager; until then the metric has no series.
    */
   readonly bindVolumeManager: (volumeManager: VolumeManager) => void;
+  /** The mount health entries the `volumescope_mount_*` gauges count at scrape time; until bound, no series. */
+  readonly bindMountHealth: (entries: () => readonly MountHealth[]) => void;
 }
 
 /** A new set of agent metrics in a new Registry (with the process metrics). */
@@ -58,6 +65,7 @@ export function createAgentMetrics(): AgentMetrics {
   // costs an idle agent about 0.7 % CPU.
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   let volumeManager: VolumeManager | null = null;
+  let mountHealth: (() => readonly MountHealth[]) | null = null;
 
   new Gauge({
     name: 'volume_manager_total_volumes',
@@ -69,6 +77,37 @@ export function createAgentMetrics(): AgentMetrics {
       if (volumeManager === null) return;
       for (const [state, byPlugin] of volumeManager.getVolumeCount()) {
         for (const [plugin, count] of byPlugin) this.set({ plugin_name: plugin, state }, count);
+      }
+    },
+  });
+  new Gauge({
+    name: 'volumescope_mount_health_mounts',
+    help: 'Number of checked pod volume and staging mounts by the state of their last health check',
+    labelNames: ['kind', 'state'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (mountHealth === null) return;
+      const counts = new Map<string, { kind: string; state: string; n: number }>();
+      for (const e of mountHealth()) {
+        const key = `${e.kind}|${e.state}`;
+        const c = counts.get(key) ?? { kind: e.kind, state: e.state, n: 0 };
+        c.n++;
+        counts.set(key, c);
+      }
+      for (const c of counts.values()) this.set({ kind: c.kind, state: c.state }, c.n);
+    },
+  });
+  new Gauge({
+    name: 'volumescope_mount_unhealthy',
+    help: 'A mount whose last health check failed (1), by its state (not-connected, io-error, stale, hung, error)',
+    labelNames: ['kind', 'state', 'volume', 'pod_uid', 'path'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (mountHealth === null) return;
+      for (const e of mountHealth()) {
+        if (e.state !== 'healthy') this.set({ kind: e.kind, state: e.state, volume: e.volume, pod_uid: e.podUid ?? '', path: e.path }, 1);
       }
     },
   });
@@ -111,6 +150,9 @@ export function createAgentMetrics(): AgentMetrics {
     registry,
     bindVolumeManager: (vm) => {
       volumeManager = vm;
+    },
+    bindMountHealth: (entries) => {
+      mountHealth = entries;
     },
     observeOverallMount: (pluginName, seconds) => {
       endToEnd.observe({ plugin_name: pluginName === '' ? PLUGIN_NAME_NOT_AVAILABLE : pluginName, operation_name: 'overall_volume_mount' }, seconds);

@@ -43,6 +43,7 @@ import {
 } from '../../lib/api/snapshot.ts';
 import type { OperationHistoryView, PendingOperationView, DesiredVolumeView, ReconstructionEntry } from '../../lib/volumemanager/index.ts';
 import { uniquePodName } from '../../lib/volume/types.ts';
+import type { MountHealth, UnmountBlockers } from '../../lib/api/mount-health.ts';
 import type { AgentRuntime } from '../runtime.ts';
 import { findByKey, reconcileKeyed, reuseList, reuseValue, uniqueSortedByKey, type Keyed, type KeyedSource, type Positions } from './keyed-collection.ts';
 import {
@@ -198,6 +199,9 @@ const reconstructedVolumeItems: KeyedSource<ReconstructionEntry, ReconstructedVo
   itemKey: reconstructedVolumeKey,
 };
 
+const noMountHealth: MountHealth[] = [];
+const noUnmountBlockers: UnmountBlockers[] = [];
+
 /** Builds snapshots of one runtime; see the module comment. */
 export class SnapshotBuilder {
   constructor(
@@ -262,6 +266,9 @@ export class SnapshotBuilder {
       attachVerification: reuseValue(prev?.attachVerification, attachVerification),
       ...this.buildNodeConditions(prev),
       ...(rt.observe === undefined ? {} : { observe: reuseValue(prev?.observe, rt.observe()) }),
+      // Sorted by key and replaced, never changed in place, by their producers (the same array until a change).
+      mountHealth: rt.mountHealth?.() ?? noMountHealth,
+      unmountBlockers: rt.unmountBlockers?.() ?? noUnmountBlockers,
     };
     return {
       snapshot,

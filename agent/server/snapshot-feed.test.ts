@@ -93,6 +93,27 @@ describe('SnapshotFeed', () => {
       want: ['Ready=False'],
     },
     {
+      name: 'a mount health change',
+      change: ({ runtime }) => {
+        const entries = [{ path: '/r/pods/u/volumes/x/v', podUid: 'u', volume: 'v', kind: 'pod' as const, state: 'hung' as const, error: 'no answer', checkedAt: 1, since: 1 }];
+        runtime.mountHealth = () => entries;
+        runtime.notifyChanged();
+      },
+      shows: (s) => s.mountHealth.map((h) => h.state),
+      want: ['hung'],
+    },
+    {
+      name: 'an unmount blocker report',
+      change: ({ runtime }) => {
+        const report = { path: '/r/p', holders: [], truncated: false, incomplete: null, processesScanned: 1, checkedAt: 1, durationMs: 1 };
+        const entries = [{ operationName: 'volume_unmount', volume: 'v', podUid: 'u', report }];
+        runtime.unmountBlockers = () => entries;
+        runtime.notifyChanged();
+      },
+      shows: (s) => s.unmountBlockers.map((b) => b.operationName),
+      want: ['volume_unmount'],
+    },
+    {
       name: 'an attach verification',
       change: async ({ h }) => {
         await h.vm.verifyAttachedVolumes();

@@ -38,6 +38,8 @@ import { ReconstructionPanel } from './reconstruction-panel.tsx';
 import { RestartBanner } from './restart-banner.tsx';
 import { SourceErrorsList } from './source-errors-list.tsx';
 import { VolumeTable } from './volume-table.tsx';
+import { MountHealthTable } from '../health/mount-health-table.tsx';
+import { unhealthyMounts } from '../../lib/dashboard/mount-health-view.ts';
 
 interface LowPriorityPanelsProps {
   readonly agent: string;
@@ -57,8 +59,15 @@ interface LowPriorityPanelsProps {
 const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, phase, onAction, reconstructionFirst }: LowPriorityPanelsProps) {
   const podNames = usePodNames(snapshot);
   const history = useMemo(() => historyByOperationKey(snapshot.operationHistory), [snapshot.operationHistory]);
+  const unhealthy = useMemo(() => unhealthyMounts(snapshot), [snapshot]);
   return (
     <>
+      <Panel id="mount-health" title="Unhealthy mounts" count={unhealthy.length}>
+        <p className="small">
+          {snapshot.mountHealth.length - unhealthy.length} of {snapshot.mountHealth.length} checked mounts (pod volume and staging paths) are healthy.
+        </p>
+        <MountHealthTable node={agent} rows={unhealthy} podNames={podNames} empty="Every checked mount answers." caption="Mounts whose last health check failed, with the pods they affect" />
+      </Panel>
       <ObservePanels agent={agent} observe={snapshot.observe} />
       {/* Observe mode: the agent runs no operations; the kubelet's are in its plan above. */}
       {snapshot.observe === undefined ? (

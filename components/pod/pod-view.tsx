@@ -24,6 +24,8 @@ import { Panel } from '../shared/panel.tsx';
 import { PodGone } from './pod-gone.tsx';
 import { usePublicBaseUrl } from '../page/public-url.tsx';
 import { VolumePipeline } from '../volume/volume-pipeline.tsx';
+import { MountHealthTable } from '../health/mount-health-table.tsx';
+import { podMountHealth } from '../../lib/dashboard/mount-health-view.ts';
 
 function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
@@ -34,6 +36,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   // status.phase as the pod source has it; nothing without a status (a manifest): nothing is invented.
   const phase = useMemo(() => snapshot.desired.pods.find((p) => p.uid === uid)?.phase, [snapshot.desired.pods, uid]);
   const events = useMemo(() => snapshot.recentEvents.filter((e) => e.podUid === uid), [snapshot.recentEvents, uid]);
+  const mountHealth = useMemo(() => podMountHealth(snapshot, uid), [snapshot, uid]);
   const volumes = useMemo(() => new Set(pod?.rows.map((r) => r.uniqueVolumeName) ?? []), [pod]);
   // The pod's own operations, and the volume-wide ones (attach, device mount) of its volumes.
   const history = useMemo(
@@ -118,6 +121,9 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
               />
             ))}
           </div>
+        </Panel>
+        <Panel id="mount-health" title="Mount health" count={mountHealth.length}>
+          <MountHealthTable node={agent} rows={mountHealth} podNames={podNames} empty="None of this pod's mounts has been checked yet." caption="Health checks of this pod's volume paths and of the staging paths of its volumes" />
         </Panel>
         <Panel id="events" title="Recent events for this pod" count={events.length}>
           <EventsTable node={agent} events={events} snapshot={snapshot} podNames={podNames} />

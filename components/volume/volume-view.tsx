@@ -29,6 +29,9 @@ import { VolumePipeline } from './volume-pipeline.tsx';
 import { VolumeSpecSection } from './volume-spec.tsx';
 import { PodRefLink } from '../shared/pod-ref.tsx';
 import { volumeCommands } from '../../lib/dashboard/kube-commands.ts';
+import { volumeMountHealth } from '../../lib/dashboard/mount-health-view.ts';
+import { MountHealthTable } from '../health/mount-health-table.tsx';
+import { BlockersPanelBody } from '../health/blockers-panel.tsx';
 
 function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
@@ -40,6 +43,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
   const actual = indexSnapshot(snapshot).actualByName.get(volume) ?? null;
   const spec = useMemo(() => volumeSpecView(snapshot, volume, actual), [snapshot, volume, actual]);
   const operations = useMemo(() => snapshot.operations.filter((op) => op.volume === volume), [snapshot.operations, volume]);
+  const mountHealth = useMemo(() => volumeMountHealth(snapshot, volume), [snapshot, volume]);
   const planned = useMemo(() => (snapshot.observe === undefined ? null : sortPlan(snapshot.observe.plan.filter((op) => op.volume === volume))), [snapshot.observe, volume]);
   const operationHistory = useMemo(() => snapshot.operationHistory.filter((h) => h.volume === volume), [snapshot.operationHistory, volume]);
   const historyByKey = useMemo(() => historyByOperationKey(operationHistory), [operationHistory]);
@@ -132,6 +136,12 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
             </dd>
           </dl>
         )}
+      </Panel>
+      <Panel id="mount-health" title="Mount health" count={mountHealth.length}>
+        <MountHealthTable node={agent} rows={mountHealth} podNames={podNames} empty="No path of this volume has been checked yet." caption="Health checks of this volume's staging path and pod paths" />
+      </Panel>
+      <Panel id="blockers" title="Who keeps it busy">
+        <BlockersPanelBody agent={agent} volume={volume} snapshot={snapshot} />
       </Panel>
       <Panel id="spec" title="Spec">
         <VolumeSpecSection node={agent} view={spec} />

@@ -14,6 +14,7 @@
 import { z } from 'zod';
 import { jsonEqual } from './json-equal.ts';
 import { ObserveSchema } from './observe.ts';
+import { MountHealthSchema, mountHealthKey, UnmountBlockersSchema, unmountBlockersKey } from './mount-health.ts';
 import { normalizePodErrors, normalizeSnapshot, sortByKey } from './normalize-snapshot.ts';
 import {
   ActualVolumeSchema,
@@ -109,6 +110,10 @@ export const DeltaSchema = z
     drivers: keyedChangeSchema(DriverSchema).optional(),
     recentEvents: ringChangeSchema(RecentEventSchema).optional(),
     audit: ringChangeSchema(AuditEntrySchema).optional(),
+    /** `mountHealth` by `path`. */
+    mountHealth: keyedChangeSchema(MountHealthSchema).optional(),
+    /** `unmountBlockers` by {@link unmountBlockersKey}. */
+    unmountBlockers: keyedChangeSchema(UnmountBlockersSchema).optional(),
   })
   .refine((d) => d.seq > d.fromSeq, { error: 'must be greater than fromSeq', path: ['seq'] });
 /**
@@ -152,6 +157,8 @@ export const snapshotFieldTransport: Record<keyof Snapshot, 'seq' | 'set' | 'key
   audit: 'ring',
   drivers: 'keyed',
   attachVerification: 'set',
+  mountHealth: 'keyed',
+  unmountBlockers: 'keyed',
 };
 
 /**
@@ -293,6 +300,8 @@ export function computeDelta(prev: Snapshot, next: Snapshot): Delta {
     drivers: diffKeyed(a.drivers, b.drivers, driverKey),
     recentEvents: diffRing(a.recentEvents, b.recentEvents),
     audit: diffRing(a.audit, b.audit),
+    mountHealth: diffKeyed(a.mountHealth, b.mountHealth, mountHealthKey),
+    unmountBlockers: diffKeyed(a.unmountBlockers, b.unmountBlockers, unmountBlockersKey),
   };
   for (const [name, part] of Object.entries(parts)) {
     if (part !== undefined) Object.assign(delta, { [name]: part });
@@ -335,6 +344,8 @@ export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
     drivers: applyKeyed(snapshot.drivers, delta.drivers, driverKey),
     recentEvents: applyRing(snapshot.recentEvents, delta.recentEvents),
     audit: applyRing(snapshot.audit, delta.audit),
+    mountHealth: applyKeyed(snapshot.mountHealth, delta.mountHealth, mountHealthKey),
+    unmountBlockers: applyKeyed(snapshot.unmountBlockers, delta.unmountBlockers, unmountBlockersKey),
     ...observeAfter(snapshot, set),
     ...nodeConditionsAfter(snapshot, set),
   });

@@ -15,6 +15,7 @@ import { ApiErrorBodySchema } from './api-error.ts';
 import { applyDelta, DeltaSchema } from './delta.ts';
 import { jsonEqual } from './json-equal.ts';
 import { SnapshotSchema } from './snapshot.ts';
+import { BlockersResponseSchema } from './mount-health.ts';
 
 const doc = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');
 const examples = [...doc.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
@@ -30,6 +31,7 @@ const schemas: [string, z.ZodType][] = [
   ['unmount response', UnmountResponseSchema],
   ['unmount running response', UnmountRunningResponseSchema],
   ['error', ApiErrorBodySchema],
+  ['blockers response', BlockersResponseSchema],
 ];
 
 /** The name of the first schema that parses `json` to an equal value (nothing stripped). */

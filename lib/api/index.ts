@@ -15,3 +15,4 @@ export * from './routes.ts';
 export * from './snapshot.ts';
 export * from './sse.ts';
 export * from './summary.ts';
+export * from './mount-health.ts';

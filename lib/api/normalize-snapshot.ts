@@ -17,6 +17,7 @@ import {
   type PodErrors,
   type Snapshot,
 } from './snapshot.ts';
+import { mountHealthKey, unmountBlockersKey } from './mount-health.ts';
 
 /** Orders keys by UTF-16 code units, the same in every locale. */
 export function compareKeys(a: string, b: string): number {
@@ -80,6 +81,8 @@ export function normalizeSnapshot(snapshot: Snapshot): Snapshot {
   const podErrors = normalizePodErrors(snapshot.podErrors);
   const sourceErrors = sortByKey(snapshot.sourceErrors, sourceErrorKey);
   const drivers = sortByKey(snapshot.drivers, driverKey);
+  const mountHealth = sortByKey(snapshot.mountHealth, mountHealthKey);
+  const unmountBlockers = sortByKey(snapshot.unmountBlockers, unmountBlockersKey);
   if (
     pods === snapshot.desired.pods &&
     volumes === snapshot.actual.volumes &&
@@ -88,7 +91,9 @@ export function normalizeSnapshot(snapshot: Snapshot): Snapshot {
     reconstructed === snapshot.reconstruction.volumes &&
     podErrors === snapshot.podErrors &&
     sourceErrors === snapshot.sourceErrors &&
-    drivers === snapshot.drivers
+    drivers === snapshot.drivers &&
+    mountHealth === snapshot.mountHealth &&
+    unmountBlockers === snapshot.unmountBlockers
   ) {
     return snapshot;
   }
@@ -105,5 +110,7 @@ export function normalizeSnapshot(snapshot: Snapshot): Snapshot {
     podErrors,
     sourceErrors,
     drivers,
+    mountHealth,
+    unmountBlockers,
   };
 }

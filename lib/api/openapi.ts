@@ -30,6 +30,7 @@ import { MAX_REQUEST_BODY_BYTES } from './request-body.ts';
 import { API_ROUTES, type ApiRoute } from './routes.ts';
 import { CheckSchema, SnapshotSchema, SourceErrorSchema } from './snapshot.ts';
 import { AgentSummarySchema, SUMMARY_ROUTE } from './summary.ts';
+import { BlockersResponseSchema } from './mount-health.ts';
 
 // TYPES
 
@@ -55,7 +56,7 @@ export interface OpenApiOperation {
   description: string;
   /** `[]` for the public routes; absent (the document's default: bearer token) otherwise. */
   security?: Record<string, string[]>[];
-  parameters?: { name: string; in: 'header'; required: false; description: string; schema: JsonSchema }[];
+  parameters?: { name: string; in: 'header' | 'query'; required: boolean; description: string; schema: JsonSchema }[];
   requestBody?: { required: boolean; content: Record<string, { schema: JsonSchema }> };
   responses: Record<string, OpenApiResponse>;
 }
@@ -85,6 +86,7 @@ const componentSchemas = {
   ApiError: ApiErrorBodySchema,
   Check: CheckSchema,
   SourceError: SourceErrorSchema,
+  BlockersResponse: BlockersResponseSchema,
 } as const satisfies Record<string, z.ZodType>;
 
 /** A component's name. */
@@ -251,6 +253,22 @@ function operationSpecs(): OperationSpec[] {
         ...bodyResponses,
         '404': errorResponse('The agent is not in observe mode (code `not-found`).'),
         '409': conflict,
+      },
+    },
+    {
+      route: R.volumeBlockers,
+      operationId: 'getVolumeBlockers',
+      summary: "Who keeps a volume's path busy",
+      description:
+        "Every process with an open file, its working directory, its root or a mapped file on the volume's path, and every other mount namespace that still has it mounted, with the pod and container from each process's cgroup. With `podUid`, the pod's volume path; without, the volume's staging (device mount) path. Bounded (100 holders, 5 s); never enters the mount.",
+      parameters: [
+        { name: 'volume', in: 'query', required: true, description: 'The unique volume name.', schema: { type: 'string', minLength: 1 } },
+        { name: 'podUid', in: 'query', required: false, description: "The pod whose mount of the volume to search; absent: the volume's staging path.", schema: { type: 'string', minLength: 1 } },
+      ],
+      responses: {
+        '200': ok('The holders found.', 'BlockersResponse'),
+        '400': errorResponse('`volume` is missing (code `bad-request`, `field` names it), or the path is outside the root dir.'),
+        '404': errorResponse('No such volume, pod mount or staging path in the actual state (code `not-found`), or the agent has no blocker search.'),
       },
     },
     {

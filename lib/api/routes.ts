@@ -17,6 +17,8 @@ export const API_ROUTES = {
   retryOperation: { method: 'POST', path: '/api/v1/operations/retry', auth: true },
   unmount: { method: 'POST', path: '/api/v1/unmount', auth: true },
   orphanCleanup: { method: 'POST', path: '/api/v1/orphans/cleanup', auth: true },
+  /** Who keeps a volume's path busy (`?volume=<unique name>&podUid=<uid>`; lib/api/mount-health.ts). */
+  volumeBlockers: { method: 'GET', path: '/api/v1/volumes/blockers', auth: true },
   /** The OpenAPI 3.1 document of this API (lib/api/openapi.ts; also docs/openapi.json). */
   openapi: { method: 'GET', path: '/api/v1/openapi.json', auth: true },
   /** Prometheus text exposition of the agent's metrics. */

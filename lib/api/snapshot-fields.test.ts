@@ -46,6 +46,23 @@ const changes: Record<Exclude<keyof Snapshot, 'seq'>, FieldChange> = {
     change: () => ({ nodeConditions: [{ type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: 'container runtime is down', lastTransitionTime: FIXTURE_T0 }] }),
     part: 'set.nodeConditions',
   },
+  mountHealth: {
+    change: (s) => ({ mountHealth: [...s.mountHealth, { path: '/var/lib/kubelet/plugins/x/globalmount', podUid: null, volume: 'v', kind: 'staging', state: 'hung', error: 'no answer within 5000 ms', checkedAt: FIXTURE_T0 + 70_000, since: FIXTURE_T0 + 70_000 }] }),
+    part: 'mountHealth',
+  },
+  unmountBlockers: {
+    change: () => ({
+      unmountBlockers: [
+        {
+          operationName: 'volume_unmount',
+          volume: 'v',
+          podUid: 'uid-1',
+          report: { path: '/p', holders: [{ pid: 42, command: 'sleep 600', kind: 'cwd', path: '/p', container: null }], truncated: false, incomplete: null, processesScanned: 9, checkedAt: FIXTURE_T0, durationMs: 3 },
+        },
+      ],
+    }),
+    part: 'unmountBlockers',
+  },
   observe: {
     change: () => ({
       observe: {

@@ -3,6 +3,7 @@
  * applyDelta over the deltas of a long random history reproduces every state exactly.
  */
 import fc from 'fast-check';
+import { mountHealthKey, unmountBlockersKey, type MountHealth, type UnmountBlockers } from './mount-health.ts';
 import { describe, expect, it } from 'vitest';
 import { applyDelta, applyDeltaIfNewer, computeDelta, DeltaSchema, isDeltaSequenceError, type Delta } from './delta.ts';
 import { normalizeSnapshot } from './normalize-snapshot.ts';
@@ -180,6 +181,41 @@ const driver: fc.Arbitrary<Driver> = rec({
 
 const podErrorList = fc.array(text, { maxLength: 3 });
 
+const mountHealth: fc.Arbitrary<MountHealth> = rec({
+  path: pool('/var/lib/kubelet/pods/p', 4),
+  podUid: fc.option(podUid, { nil: null }),
+  volume: volumeName,
+  kind: fc.constantFrom('pod', 'staging'),
+  state: fc.constantFrom('healthy', 'not-connected', 'io-error', 'stale', 'hung', 'error'),
+  error: maybeText,
+  checkedAt: time,
+  since: time,
+});
+
+const unmountBlockers: fc.Arbitrary<UnmountBlockers> = rec({
+  operationName: fc.constantFrom('volume_unmount', 'unmount_device'),
+  volume: volumeName,
+  podUid: fc.option(podUid, { nil: null }),
+  report: rec({
+    path: text,
+    holders: fc.array(
+      rec({
+        pid: fc.integer({ min: 1, max: 100_000 }),
+        command: text,
+        kind: fc.constantFrom('fd', 'cwd', 'root', 'mmap', 'mount-namespace'),
+        path: text,
+        container: fc.option(rec({ podUid: fc.option(podUid, { nil: null }), containerId: maybeText, runtime: fc.constantFrom('containerd', 'cri-o', 'docker', null) }), { nil: null }),
+      }),
+      { maxLength: 2 },
+    ),
+    truncated: fc.boolean(),
+    incomplete: maybeText,
+    processesScanned: count,
+    checkedAt: time,
+    durationMs: count,
+  }),
+});
+
 const snapshotArb: fc.Arbitrary<Snapshot> = rec({
   nodeName: text,
   seq: fc.nat({ max: 1_000_000 }),
@@ -199,6 +235,8 @@ const snapshotArb: fc.Arbitrary<Snapshot> = rec({
   audit: fc.array(auditEntry, { maxLength: 3 }),
   drivers: fc.uniqueArray(driver, { selector: driverKey, maxLength: 3 }),
   attachVerification: rec({ lastRunAt: maybeTime, checked: count, foundDetached: fc.array(volumeName, { maxLength: 2 }) }),
+  mountHealth: fc.uniqueArray(mountHealth, { selector: mountHealthKey, maxLength: 3 }),
+  unmountBlockers: fc.uniqueArray(unmountBlockers, { selector: unmountBlockersKey, maxLength: 2 }),
 });
 
 // CHANGES

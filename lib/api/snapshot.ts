@@ -15,6 +15,7 @@
  */
 import { z } from 'zod';
 import { ObserveSchema } from './observe.ts';
+import { MountHealthSchema, mountHealthKey, UnmountBlockersSchema, unmountBlockersKey } from './mount-health.ts';
 
 /** Epoch milliseconds (agent wall clock), a non-negative integer. */
 export const EpochMsSchema = z.number().int().nonnegative();
@@ -551,6 +552,18 @@ export const SnapshotSchema = z.object({
   nodeConditions: z.array(NodeConditionSchema).optional(),
   /** Observe mode only (`--mode=observe`): the kubelet's outstanding work, orphans, truth diff. Absent in managed mode. */
   observe: ObserveSchema.optional(),
+  /**
+   * The last health check of every pod volume path and staging path the actual state knows, by
+   * path (docs/api.md "Mount health"). Empty before the first check, with the unprivileged
+   * mounter's stand-ins checked too (and from agents that predate it).
+   */
+  mountHealth: uniqueArray(MountHealthSchema, mountHealthKey, 'mount health').default([]),
+  /**
+   * Who keeps a volume busy, for every unmount (TearDown or UnmountDevice) whose last error says
+   * the target is busy, while it stays in the operations table. Empty when none (and from agents
+   * that predate it).
+   */
+  unmountBlockers: uniqueArray(UnmountBlockersSchema, unmountBlockersKey, 'unmount blockers').default([]),
 });
 /** The whole state of one node's volume manager at one sequence number. */
 export type Snapshot = z.infer<typeof SnapshotSchema>;

@@ -5,6 +5,7 @@ import {
   AgentContactRegistry,
   listAgents,
   proxyAgentAction,
+  proxyAgentBlockers,
   proxyAgentSnapshot,
   relayAgentEvents,
   STREAM_OPENED,
@@ -222,6 +223,15 @@ describe('the snapshot and the agent list', () => {
     const { deps, upstream } = setup(() => Response.json(exampleSnapshot()));
     const res = await proxyAgentSnapshot(new Request('http://dash/x'), 'node-a', deps);
     expect(res.status).toBe(200);
+    expect(upstream[0]?.headers.get('authorization')).toBe(`Bearer ${TOKEN}`);
+    expect(await visible(res)).not.toContain(TOKEN);
+  });
+
+  it('the blocker search forwards volume and podUid only, with the token, and passes the answer through', async () => {
+    const { deps, upstream } = setup(() => Response.json({ error: { code: 'not-found', message: 'volume "v" is not in the actual state' } }, { status: 404 }));
+    const res = await proxyAgentBlockers(new Request('http://dash/x?volume=kubernetes.io%2Fcsi%2Fd%5Ev&podUid=u1&extra=1'), 'node-a', deps);
+    expect(res.status).toBe(404);
+    expect(upstream.map((u) => [u.method, u.url])).toEqual([['GET', 'http://10.0.0.5:7070/api/v1/volumes/blockers?volume=kubernetes.io%2Fcsi%2Fd%5Ev&podUid=u1']]);
     expect(upstream[0]?.headers.get('authorization')).toBe(`Bearer ${TOKEN}`);
     expect(await visible(res)).not.toContain(TOKEN);
   });

@@ -298,6 +298,27 @@ export async function proxyAgentSnapshot(req: Request, name: string, deps: Agent
 }
 
 /**
+ * `GET /api/agents/<name>/volumes/blockers?volume=…&podUid=…`: the agent's blocker search, with
+ * only those two query parameters forwarded; its answer (200, 400, 404) passed through.
+ */
+export async function proxyAgentBlockers(req: Request, name: string, deps: AgentProxyDeps): Promise<Response> {
+  try {
+    const agent = resolveAgent(deps, name);
+    const incoming = new URL(req.url).searchParams;
+    const query = new URLSearchParams();
+    for (const key of ['volume', 'podUid']) {
+      const value = incoming.get(key);
+      if (value !== null) query.set(key, value);
+    }
+    const signal = AbortSignal.any([req.signal, AbortSignal.timeout(deps.actionTimeoutMs)]);
+    const response = await agentFetch(deps, agent, `${API_ROUTES.volumeBlockers.path}?${query.toString()}`, { method: 'GET', headers: { Accept: 'application/json' }, signal });
+    return jsonResponse(response.status, await readJson(deps, agent, response));
+  } catch (err) {
+    return errorResponse(err, name);
+  }
+}
+
+/**
  * Refuses cross-site requests to an action (a page elsewhere must not make the operator's
  * browser unmount volumes): `Sec-Fetch-Site` must be `same-origin` (or absent, for curl), and
  * an `Origin`, when sent, must match the `Host`.

@@ -18,6 +18,14 @@ describe('nodeProblems', () => {
     expect(problems.groups.map((g) => g.href)).toEqual(['#source-errors', '#drivers']);
   });
 
+  it('counts unhealthy mounts, between the pods and the operations', () => {
+    const hung = { path: '/r/p', podUid: 'u', volume: 'v', kind: 'pod' as const, state: 'hung' as const, error: 'no answer', checkedAt: 1, since: 1 };
+    const snapshot = emptySnapshot({ mountHealth: [hung, { ...hung, path: '/r/q', state: 'healthy', error: null }] });
+    const problems = nodeProblems(snapshot, []);
+    expect(problems.href).toBe('#mount-health');
+    expect(problems.label).toBe('Jump to problems: 1 unhealthy mount');
+  });
+
   it('says "No problems" without a link on a healthy node', () => {
     const snapshot = emptySnapshot();
     expect(nodeProblems(snapshot, deriveVolumeRows(snapshot))).toEqual({ groups: [], href: null, label: 'No problems' });

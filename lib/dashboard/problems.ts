@@ -10,7 +10,7 @@ const PROBLEM_STATES: ReadonlySet<VolumeState> = new Set<VolumeState>(['uncertai
 
 /** One kind of problem and the section (anchor) that shows it. */
 export interface ProblemGroup {
-  /** `#pods`, `#operations`, `#source-errors`, `#drivers`: the node page's section anchors. */
+  /** `#pods`, `#mount-health`, `#operations`, `#source-errors`, `#drivers`: the node page's section anchors. */
   readonly href: string;
   readonly count: number;
   /** `2 volumes failing or uncertain`. */
@@ -32,12 +32,17 @@ function plural(n: number, one: string, many: string): string {
 }
 
 /** The problems shown on the node page of `snapshot`, whose pods table has `rows`. */
-export function nodeProblems(snapshot: Pick<Snapshot, 'operations' | 'sourceErrors' | 'drivers' | 'attachVerification'>, rows: readonly VolumeRow[]): Problems {
+export function nodeProblems(
+  snapshot: Pick<Snapshot, 'operations' | 'sourceErrors' | 'drivers' | 'attachVerification'> & Partial<Pick<Snapshot, 'mountHealth'>>,
+  rows: readonly VolumeRow[],
+): Problems {
+  const unhealthy = (snapshot.mountHealth ?? []).reduce((n, h) => n + (h.state === 'healthy' ? 0 : 1), 0);
   const failingRows = rows.reduce((n, r) => n + (PROBLEM_STATES.has(r.state) ? 1 : 0), 0);
   const backoff = snapshot.operations.reduce((n, op) => n + (op.state === 'backoff' ? 1 : 0), 0);
   const driverErrors = snapshot.drivers.reduce((n, d) => n + (d.lastError !== null || !d.registered ? 1 : 0), 0) + snapshot.attachVerification.foundDetached.length;
   const candidates: ProblemGroup[] = [
     { href: '#pods', count: failingRows, text: `${plural(failingRows, 'volume', 'volumes')} failing or uncertain` },
+    { href: '#mount-health', count: unhealthy, text: plural(unhealthy, 'unhealthy mount', 'unhealthy mounts') },
     { href: '#operations', count: backoff, text: `${plural(backoff, 'operation', 'operations')} in backoff` },
     { href: '#source-errors', count: snapshot.sourceErrors.length, text: plural(snapshot.sourceErrors.length, 'source error', 'source errors') },
     { href: '#drivers', count: driverErrors, text: plural(driverErrors, 'CSI driver or attach problem', 'CSI driver or attach problems') },

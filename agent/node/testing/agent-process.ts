@@ -221,6 +221,12 @@ export class AgentProcess {
     return { status: res.status, body: (await res.json()) as unknown };
   }
 
+  /** An authenticated GET; resolves with status and parsed body. */
+  async get(path: string): Promise<{ status: number; body: unknown }> {
+    const res = await fetch(`${this.baseUrl}${path}`, { headers: { authorization: `Bearer ${this.token}` } });
+    return { status: res.status, body: (await res.json()) as unknown };
+  }
+
   /** Polls the snapshot until `probe` returns something (see `waitFor`). */
   async waitForSnapshot<T>(what: string, probe: (s: Snapshot) => T | undefined | false, deadlineMs?: number): Promise<T> {
     let last: Snapshot | null = null;

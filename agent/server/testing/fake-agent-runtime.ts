@@ -4,6 +4,7 @@
  * and a logger that keeps every line.
  */
 import type { Driver, NodeCondition, RecentEvent, SourceError } from '../../../lib/api/snapshot.ts';
+import type { BlockersQuery, BlockersResponse, MountHealth, UnmountBlockers } from '../../../lib/api/mount-health.ts';
 import type { FakeClock } from '../../../lib/clock/fake-clock.ts';
 import type { NodeName, PodUID } from '../../../lib/volume/types.ts';
 import type { Harness } from '../../../lib/volumemanager/testing/harness.ts';
@@ -135,6 +136,18 @@ export class FakeAgentRuntime implements AgentRuntime {
 
   setNodeConditions(conditions: NodeCondition[] | null): void {
     this.conditions = conditions;
+    this.notify();
+  }
+
+  /** The snapshot's `mountHealth` (absent: none); set by tests. */
+  mountHealth: (() => MountHealth[]) | undefined = undefined;
+  /** The snapshot's `unmountBlockers` (absent: none); set by tests. */
+  unmountBlockers: (() => UnmountBlockers[]) | undefined = undefined;
+  /** `GET /api/v1/volumes/blockers` (absent: 404); set by tests. */
+  findBlockers: ((query: BlockersQuery) => Promise<BlockersResponse>) | undefined = undefined;
+
+  /** Tells the server something the runtime answers changed (what the agent's own parts do after a change). */
+  notifyChanged(): void {
     this.notify();
   }
 

@@ -26,6 +26,8 @@ export function emptySnapshot(overrides: Partial<Snapshot> = {}): Snapshot {
     audit: [],
     drivers: [],
     attachVerification: { lastRunAt: null, checked: 0, foundDetached: [] },
+    mountHealth: [],
+    unmountBlockers: [],
     ...overrides,
   };
 }
@@ -221,6 +223,19 @@ export function exampleSnapshot(): Snapshot {
       },
     ],
     attachVerification: { lastRunAt: FIXTURE_T0 + 60_000, checked: 2, foundDetached: [] },
+    mountHealth: [
+      {
+        path: `/var/lib/kubelet/pods/${WEB_UID}/volumes/kubernetes.io~csi/pv-data/mount`,
+        podUid: WEB_UID,
+        volume: CSI_DATA,
+        kind: 'pod',
+        state: 'healthy',
+        error: null,
+        checkedAt: FIXTURE_T0 + 60_000,
+        since: FIXTURE_T0 + 3_000,
+      },
+    ],
+    unmountBlockers: [],
   });
 }
 
