@@ -32,6 +32,7 @@ describe('parseAgentFlags', () => {
       controllerAttachDetach: false,
       csiDrivers: [],
       attachVerifyPeriodMs: 60_000,
+      volumeStatsAggPeriodMs: 60_000,
       allowMount: true,
       shutdownGracePeriodMs: 10_000,
       logLevel: 'info',

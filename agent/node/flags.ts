@@ -68,6 +68,11 @@ export interface AgentConfig {
    */
   csiTimeoutMs?: number;
   /**
+   * `--volume-stats-agg-period`: period of the volume stats passes (NodeGetVolumeStats, statfs);
+   * 0 disables them. Absent = 1m, the kubelet's default.
+   */
+  volumeStatsAggPeriodMs?: number;
+  /**
    * Deadline of every request to the API server (`--kube-request-timeout`): informer lists and
    * the GETs of claims and other referenced objects; an expired GET fails like any API error.
    * Absent = the source's default (1 min).
@@ -175,6 +180,7 @@ export const flagSpecs: readonly FlagSpec[] = [
   { name: 'csi-driver', type: 'string', multiple: true, value: 'name=socket', default: 'none', help: 'a CSI driver at a unix socket path (repeatable); drivers may also register through <root-dir>/plugins_registry' },
   { name: 'attach-verify-period', type: 'string', value: 'duration', default: formatGoDuration(defaultAttachVerifyPeriodMs), help: 'period of the batched check that attached volumes are still attached; 0 disables it' },
   { name: 'csi-timeout', type: 'string', value: 'duration', default: '2m', help: 'deadline of every CSI call; an expired call leaves the volume uncertain' },
+  { name: 'volume-stats-agg-period', type: 'string', value: 'duration', default: '1m', help: 'period of the volume usage passes (CSI NodeGetVolumeStats, statfs of other volumes) for the snapshot and kubelet_volume_stats_*; 0 disables them' },
   { name: 'kube-request-timeout', type: 'string', value: 'duration', default: '1m', help: 'kubernetes source: deadline of every list and GET sent to the API server; an expired GET fails like an API error (a pod whose claim cannot be read keeps its mounts)' },
   { name: 'allow-mount', type: 'boolean', default: 'true', help: 'probe for real mounts; false always uses the unprivileged mounter (=true|false)' },
   { name: 'mountinfo', type: 'string', value: 'path', default: defaultMountinfoPath, help: "observe mode: the host's mountinfo (e.g. /proc/1/mountinfo with hostPID)" },
@@ -352,6 +358,7 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
       csiDrivers: uniqueCsiDrivers(list('csi-driver').map(csiDriver)),
       attachVerifyPeriodMs: duration('--attach-verify-period', str('attach-verify-period'), defaultAttachVerifyPeriodMs),
       ...(csiTimeoutMs === undefined ? {} : { csiTimeoutMs }),
+      volumeStatsAggPeriodMs: duration('--volume-stats-agg-period', str('volume-stats-agg-period'), 60_000),
       ...(kubeRequestTimeoutMs === undefined ? {} : { kubeRequestTimeoutMs }),
       allowMount,
       shutdownGracePeriodMs: duration('--shutdown-grace-period', str('shutdown-grace-period'), defaultShutdownGracePeriodMs),

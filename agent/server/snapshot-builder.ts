@@ -262,6 +262,8 @@ export class SnapshotBuilder {
       attachVerification: reuseValue(prev?.attachVerification, attachVerification),
       ...this.buildNodeConditions(prev),
       ...(rt.observe === undefined ? {} : { observe: reuseValue(prev?.observe, rt.observe()) }),
+      ...(rt.csiPanel === undefined ? {} : { csiPanel: reuseValue(prev?.csiPanel, rt.csiPanel()) }),
+      ...this.buildVolumeStats(prev),
     };
     return {
       snapshot,
@@ -294,6 +296,11 @@ export class SnapshotBuilder {
       value: { state: report.state, startedAt: report.startedAt, finishedAt: report.finishedAt, volumes: volumes.items },
       positions: volumes.positions,
     };
+  }
+
+  private buildVolumeStats(prev: Snapshot | null): Pick<Snapshot, 'volumeStats'> {
+    const stats = this.runtime.volumeStats?.() ?? null;
+    return stats === null ? {} : { volumeStats: reuseValue(prev?.volumeStats, stats) };
   }
 
   private buildNodeConditions(prev: Snapshot | null): Pick<Snapshot, 'nodeConditions'> {
