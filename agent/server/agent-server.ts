@@ -101,6 +101,8 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
   const { clock, logger } = runtime;
   const vm = runtime.volumeManager;
   metrics.bindVolumeManager(vm);
+  const observe = runtime.observe?.bind(runtime);
+  if (observe !== undefined) metrics.bindObserve(() => observe().orphans.length);
 
   const markChanged = (): void => {
     liveFeed.markChanged();

@@ -20,6 +20,13 @@
  *   volume stats pass, at scrape time, for volumes with a claim only, the first pod's numbers per
  *   claim (the kubelet's `volumeStatsCollector`); the health gauge only where the driver reported
  *   a volume condition ({@link AgentMetrics.bindVolumeStats});
+ * - VolumeScope's own gauges for the alerts of deploy/monitoring/ (no kubelet metric says this),
+ *   read at scrape time: `volumescope_volume_uncertain{volume,pod_uid,kind}` (1 per uncertain
+ *   attach, device mount or pod mount; kind `attach|device|mount`),
+ *   `volumescope_operation_backoff_seconds{operation_name,volume,pod_uid}` (the current backoff
+ *   window of each operation that failed and waits for its retry; 122 at the cap of 2m2s) and
+ *   `volumescope_orphaned_pods` (observe mode: pod directories of pods the API server no longer
+ *   has; absent in managed mode) ({@link AgentMetrics.bindObserve});
  * - process metrics (`process_*`, `nodejs_*`).
  *
  * Each {@link AgentMetrics} has its own Registry, so several agents (tests) never share series.
@@ -70,6 +77,8 @@ export interface AgentMetrics extends ReconcilerMetrics {
    * server binds its runtime's manager; until then the metric has no series.
    */
   readonly bindVolumeManager: (volumeManager: VolumeManager) => void;
+  /** The orphan count of observe mode's section (`volumescope_orphaned_pods`); until bound, no series. */
+  readonly bindObserve: (orphans: () => number | null) => void;
   /** `csi_operations_seconds` for one finished CSI call. */
   readonly observeCsiCall: (call: CsiCallRecord) => void;
   /** The volume stats the `kubelet_volume_stats_*` gauges show at scrape time; until bound they have no series. */
@@ -99,6 +108,7 @@ export function createAgentMetrics(): AgentMetrics {
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   let volumeManager: VolumeManager | null = null;
   let volumeStats: (() => readonly VolumeStatsEntry[]) | null = null;
+  let orphans: (() => number | null) | null = null;
 
   new Gauge({
     name: 'volume_manager_total_volumes',
@@ -185,8 +195,51 @@ export function createAgentMetrics(): AgentMetrics {
     },
   });
 
+  new Gauge({
+    name: 'volumescope_volume_uncertain',
+    help: 'A volume whose attach, device mount or pod mount is uncertain (1); kind is attach, device or mount',
+    labelNames: ['volume', 'pod_uid', 'kind'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (volumeManager === null) return;
+      for (const v of volumeManager.getActualVolumes()) {
+        if (v.attachability === 'Uncertain' || v.foundDetached) this.set({ volume: v.volumeName, pod_uid: '', kind: 'attach' }, 1);
+        if (v.deviceMountState === 'DeviceMountUncertain') this.set({ volume: v.volumeName, pod_uid: '', kind: 'device' }, 1);
+        for (const p of v.pods) if (p.mountState === 'VolumeMountUncertain') this.set({ volume: v.volumeName, pod_uid: p.podUID, kind: 'mount' }, 1);
+      }
+    },
+  });
+  new Gauge({
+    name: 'volumescope_operation_backoff_seconds',
+    help: 'The current exponential backoff window of an operation waiting for its retry after a failure (122 at the cap of 2m2s)',
+    labelNames: ['operation_name', 'volume', 'pod_uid'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (volumeManager === null) return;
+      for (const op of volumeManager.getPendingOperations()) {
+        if (op.pending || op.failures === 0) continue;
+        this.set({ operation_name: op.operationName, volume: op.key.volumeName, pod_uid: op.key.podName }, op.durationBeforeRetry / 1000);
+      }
+    },
+  });
+  new Gauge({
+    name: 'volumescope_orphaned_pods',
+    help: 'Observe mode: pod directories on the node whose pods the API server no longer has',
+    registers: [registry],
+    collect() {
+      this.reset();
+      const count = orphans?.() ?? null;
+      if (count !== null) this.set(count);
+    },
+  });
+
   return {
     registry,
+    bindObserve: (count) => {
+      orphans = count;
+    },
     observeCsiCall: (call) => {
       csiOperations.observe({ driver_name: call.driver, method_name: call.fullMethod, grpc_status_code: call.grpcStatusCode, migrated: 'false' }, call.durationMs / 1000);
     },
