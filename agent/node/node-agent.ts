@@ -26,7 +26,7 @@
  */
 import { mkdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Driver, NodeCondition, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
+import type { Driver, NodeCondition, OperationLogEntry, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
 import { nodeConditionsFromNode } from '../server/snapshot-items.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import { detectMounter, LinuxMounter, UnprivilegedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
@@ -100,6 +100,9 @@ export interface AgentMetricsSink extends ReconcilerMetrics {
  */
 const csiPanelNotifyPeriodMs = 1000;
 
+/** How many finished operations the snapshot's `operationLog` keeps. */
+const OPERATION_LOG_LENGTH = 500;
+
 export interface NodeAgentOptions {
   config: AgentConfig;
   log: AgentLogger;
@@ -160,6 +163,7 @@ export class NodeAgent implements AgentRuntime {
   private readonly nodeParts: { registration: NodeRegistration; lease: NodeLeaseController; podDeleter: PodDeleter } | null;
   private readonly registry: CsiDriverRegistry;
   private readonly csiCalls = new CsiCallStats();
+  private readonly finishedOperations: OperationLogEntry[] = [];
   /** Null with `--volume-stats-agg-period=0` and in observe mode (which mounts nothing of its own). */
   private readonly volumeStatsCollector: VolumeStatsCollector | null;
   private csiPanelTimer: TimerHandle | null = null;
@@ -285,14 +289,11 @@ export class NodeAgent implements AgentRuntime {
       recorder: parts.kube?.events == null ? this.recorder : teeRecorder(this.recorder, parts.kube.events),
       operationHistory: { initial: this.historyStore.loaded() },
       logger: this.logger,
-      ...(metrics !== undefined
-        ? {
-            metrics,
-            onOperationRecord: (record: OperationRecord) => {
-              metrics.onOperationRecord(record);
-            },
-          }
-        : {}),
+      ...(metrics !== undefined ? { metrics } : {}),
+      onOperationRecord: (record: OperationRecord) => {
+        metrics?.onOperationRecord(record);
+        this.recordOperation(record);
+      },
     });
     const statsPeriodMs = opts.config.volumeStatsAggPeriodMs ?? DEFAULT_VOLUME_STATS_PERIOD_MS;
     this.volumeStatsCollector =
@@ -583,6 +584,25 @@ export class NodeAgent implements AgentRuntime {
       lastError: d.lastError === null ? null : truncateMessage(d.lastError),
       maxVolumesPerNode: this.registry.details(d.name)?.maxVolumesPerNode ?? null,
     }));
+  }
+
+  /** The latest finished operations, oldest first (the snapshot's `operationLog`). */
+  operationLog(): readonly OperationLogEntry[] {
+    return this.finishedOperations;
+  }
+
+  private recordOperation(record: OperationRecord): void {
+    this.finishedOperations.push({
+      operationName: record.operationName,
+      volume: record.volume,
+      podUid: record.pod === '' ? null : record.pod,
+      startedAt: Math.floor(record.startedAt),
+      finishedAt: Math.floor(record.finishedAt),
+      outcome: record.outcome,
+      error: record.error === null ? null : truncateMessage(record.error),
+    });
+    if (this.finishedOperations.length > OPERATION_LOG_LENGTH) this.finishedOperations.splice(0, this.finishedOperations.length - OPERATION_LOG_LENGTH);
+    this.notify();
   }
 
   /** Every CSI driver's calls since the agent started (the snapshot's `csiPanel`). */

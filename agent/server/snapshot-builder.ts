@@ -260,6 +260,8 @@ export class SnapshotBuilder {
       audit: reuseList(prev?.audit ?? [], this.audit()),
       drivers: reuseList<Driver>(prev?.drivers ?? [], uniqueSortedByKey(rt.drivers(), driverKey)),
       attachVerification: reuseValue(prev?.attachVerification, attachVerification),
+      // Copied: the runtime appends to its ring in place.
+      operationLog: reuseList(prev?.operationLog ?? [], [...(rt.operationLog?.() ?? [])]),
       ...this.buildNodeConditions(prev),
       ...(rt.observe === undefined ? {} : { observe: reuseValue(prev?.observe, rt.observe()) }),
       ...(rt.csiPanel === undefined ? {} : { csiPanel: reuseValue(prev?.csiPanel, rt.csiPanel()) }),

@@ -21,6 +21,7 @@ import {
   AttachVerificationSchema,
   CsiDriverCallsSchema,
   NodeConditionSchema,
+  OperationLogEntrySchema,
   VolumeStatsSchema,
   AuditEntrySchema,
   DesiredPodSchema,
@@ -115,6 +116,7 @@ export const DeltaSchema = z
     drivers: keyedChangeSchema(DriverSchema).optional(),
     recentEvents: ringChangeSchema(RecentEventSchema).optional(),
     audit: ringChangeSchema(AuditEntrySchema).optional(),
+    operationLog: ringChangeSchema(OperationLogEntrySchema).optional(),
   })
   .refine((d) => d.seq > d.fromSeq, { error: 'must be greater than fromSeq', path: ['seq'] });
 /**
@@ -160,6 +162,7 @@ export const snapshotFieldTransport: Record<keyof Snapshot, 'seq' | 'set' | 'key
   attachVerification: 'set',
   csiPanel: 'set',
   volumeStats: 'set',
+  operationLog: 'ring',
 };
 
 /**
@@ -303,6 +306,7 @@ export function computeDelta(prev: Snapshot, next: Snapshot): Delta {
     drivers: diffKeyed(a.drivers, b.drivers, driverKey),
     recentEvents: diffRing(a.recentEvents, b.recentEvents),
     audit: diffRing(a.audit, b.audit),
+    operationLog: diffRing(a.operationLog, b.operationLog),
   };
   for (const [name, part] of Object.entries(parts)) {
     if (part !== undefined) Object.assign(delta, { [name]: part });
@@ -345,6 +349,7 @@ export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
     drivers: applyKeyed(snapshot.drivers, delta.drivers, driverKey),
     recentEvents: applyRing(snapshot.recentEvents, delta.recentEvents),
     audit: applyRing(snapshot.audit, delta.audit),
+    operationLog: applyRing(snapshot.operationLog, delta.operationLog),
     ...observeAfter(snapshot, set),
     ...nodeConditionsAfter(snapshot, set),
     ...optionalAfter(snapshot, set, 'csiPanel'),

@@ -75,6 +75,10 @@ const changes: Record<Exclude<keyof Snapshot, 'seq'>, FieldChange> = {
     }),
     part: 'set.csiPanel',
   },
+  operationLog: {
+    change: (s) => ({ operationLog: [...s.operationLog, { operationName: 'volume_mount', volume: 'v', podUid: 'uid-a', startedAt: FIXTURE_T0, finishedAt: FIXTURE_T0 + 5, outcome: 'success', error: null }] }),
+    part: 'operationLog',
+  },
   volumeStats: {
     change: () => ({
       volumeStats: [

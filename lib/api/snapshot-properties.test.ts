@@ -199,6 +199,10 @@ const snapshotArb: fc.Arbitrary<Snapshot> = rec({
   audit: fc.array(auditEntry, { maxLength: 3 }),
   drivers: fc.uniqueArray(driver, { selector: driverKey, maxLength: 3 }),
   attachVerification: rec({ lastRunAt: maybeTime, checked: count, foundDetached: fc.array(volumeName, { maxLength: 2 }) }),
+  operationLog: fc.array(
+    rec({ operationName: text, volume: volumeName, podUid: fc.option(podUid, { nil: null }), startedAt: time, finishedAt: time, outcome: fc.constantFrom('success', 'failure'), error: fc.option(text, { nil: null }) }),
+    { maxLength: 3 },
+  ),
 });
 
 // CHANGES

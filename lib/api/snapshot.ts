@@ -479,6 +479,23 @@ export const DriverSchema = z.object({
 /** A CSI driver registered (or trying to register) with the agent. */
 export type Driver = z.infer<typeof DriverSchema>;
 
+/** One finished operation (successful or not): the timeline's bars. */
+export const OperationLogEntrySchema = z.object({
+  /** `volume_attach`, `volume_mount`, `volume_unmount`, `unmount_device`, `volume_detach`, `volume_expand`, … */
+  operationName: z.string(),
+  /** The unique volume name; empty for operations without one. */
+  volume: z.string(),
+  /** The pod of a per-pod operation; null for volume-wide ones (attach, device mount of attachable volumes, detach). */
+  podUid: z.string().nullable(),
+  startedAt: EpochMsSchema,
+  finishedAt: EpochMsSchema,
+  outcome: z.enum(['success', 'failure']),
+  /** The detailed error of a failure (cut to 4096 characters); null for a success. */
+  error: z.string().nullable(),
+});
+/** One finished operation. */
+export type OperationLogEntry = z.infer<typeof OperationLogEntrySchema>;
+
 /**
  * The buckets of `csiPanel[].methods[].buckets`, in seconds: those of the kubelet's
  * `csi_operations_seconds` histogram. `buckets[i]` counts the calls that took at most
@@ -661,6 +678,12 @@ export const SnapshotSchema = z.object({
   nodeConditions: z.array(NodeConditionSchema).optional(),
   /** Observe mode only (`--mode=observe`): the kubelet's outstanding work, orphans, truth diff. Absent in managed mode. */
   observe: ObserveSchema.optional(),
+  /**
+   * The latest finished operations, oldest first, bounded (a ring buffer of 500): successes too,
+   * which `operationHistory` does not keep. Memory only (empty after an agent restart); empty
+   * from agents that predate it.
+   */
+  operationLog: z.array(OperationLogEntrySchema).default([]),
   /** The CSI driver panel: each driver's calls (histograms, recent calls, probes), by driver name. Absent from agents that predate it. */
   csiPanel: z.array(CsiDriverCallsSchema).optional(),
   /**

@@ -26,6 +26,7 @@ export function emptySnapshot(overrides: Partial<Snapshot> = {}): Snapshot {
     audit: [],
     drivers: [],
     attachVerification: { lastRunAt: null, checked: 0, foundDetached: [] },
+    operationLog: [],
     ...overrides,
   };
 }
