@@ -206,7 +206,7 @@ describe('kubelet_volume_stats_*', () => {
 
   it('records csi_operations_seconds with the kubelet labels', async () => {
     const metrics = createAgentMetrics();
-    metrics.observeCsiCall({ driver: 'd', method: 'Probe', fullMethod: '/csi.v1.Identity/Probe', grpcStatusCode: 'Unavailable', startedAt: 0, durationMs: 300, request: {}, response: null, error: 'e' });
+    metrics.observeCsiCall({ driver: 'd', method: 'Probe', fullMethod: '/csi.v1.Identity/Probe', grpcStatusCode: 'Unavailable', startedAt: 0, durationMs: 300, redactedRequest: () => ({}), volumeId: null, response: null, error: 'e' });
 
     const text = await metrics.registry.metrics();
 

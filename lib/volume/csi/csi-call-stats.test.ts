@@ -10,7 +10,8 @@ function call(over: Partial<CsiCallRecord>): CsiCallRecord {
     grpcStatusCode: 'OK',
     startedAt: 1_000,
     durationMs: 50,
-    request: { volume_id: 'v1' },
+    redactedRequest: () => ({ volume_id: over.volumeId ?? 'v1' }),
+    volumeId: 'v1',
     response: {},
     error: null,
     ...over,
@@ -35,10 +36,10 @@ describe('CsiCallStats', () => {
 
   it('keeps the latest calls and probes bounded, and lists successful NodeGetVolumeStats and probes only in their places', () => {
     const stats = new CsiCallStats();
-    for (let i = 0; i < RECENT_CALLS_PER_DRIVER + 10; i++) stats.record(call({ startedAt: i, request: { volume_id: `v${i}` } }));
+    for (let i = 0; i < RECENT_CALLS_PER_DRIVER + 10; i++) stats.record(call({ startedAt: i, volumeId: `v${i}` }));
     for (let i = 0; i < PROBES_PER_DRIVER + 5; i++) stats.record(call({ method: 'Probe', fullMethod: '/csi.v1.Identity/Probe', startedAt: i, response: { ready: { value: i % 2 === 0 } } }));
-    stats.record(call({ method: 'NodeGetVolumeStats', request: { volume_id: 'ok' } }));
-    stats.record(call({ method: 'NodeGetVolumeStats', grpcStatusCode: 'Internal', request: { volume_id: 'bad' }, error: 'rpc error: code = Internal desc = down' }));
+    stats.record(call({ method: 'NodeGetVolumeStats', volumeId: 'ok' }));
+    stats.record(call({ method: 'NodeGetVolumeStats', grpcStatusCode: 'Internal', volumeId: 'bad', error: 'rpc error: code = Internal desc = down' }));
 
     const [driver] = stats.view();
     expect(driver?.recentCalls).toHaveLength(RECENT_CALLS_PER_DRIVER);

@@ -144,14 +144,13 @@ function push<T>(ring: T[], item: T, limit: number): void {
 }
 
 function callView(call: CsiCallRecord): CsiCallView {
-  const volumeId = (call.request as { volume_id?: unknown }).volume_id;
   return {
     at: call.startedAt,
     method: call.method,
     code: call.grpcStatusCode,
     durationMs: call.durationMs,
-    volumeId: typeof volumeId === 'string' ? volumeId : null,
-    request: truncateMessage(JSON.stringify(call.request), REQUEST_TEXT_LIMIT),
+    volumeId: call.volumeId,
+    request: truncateMessage(JSON.stringify(call.redactedRequest()), REQUEST_TEXT_LIMIT),
     error: call.error,
   };
 }

@@ -93,12 +93,22 @@ export interface CsiCallSample {
   /** Epoch ms when the call was sent. */
   startedAt: number;
   durationMs: number;
-  /** The request with every secret value replaced by `***stripped***`. */
-  request: object;
+  /**
+   * The request with every secret value replaced by `***stripped***`, computed on demand (a deep
+   * copy: observers that keep no request, like the metric, pay nothing for it).
+   */
+  redactedRequest: () => object;
+  /** The request's `volume_id`, when it has one (never a secret). */
+  volumeId: string | null;
   /** The response on success; null on failure. */
   response: unknown;
   /** The error text (secrets scrubbed, cut); null on success. */
   error: string | null;
+}
+
+function requestParts(request: object): Pick<CsiCallSample, 'redactedRequest' | 'volumeId'> {
+  const volumeId = (request as { volume_id?: unknown }).volume_id;
+  return { redactedRequest: () => redactSecrets(request), volumeId: typeof volumeId === 'string' ? volumeId : null };
 }
 
 /** The kubelet's `grpc_status_code` of a call that failed without a gRPC status. */
@@ -173,14 +183,14 @@ export class GrpcUnixClient {
         const durationMs = Math.round(this.clock.monotonic() - started);
         if (err === null) {
           this.log.debug(`${method} rpc succeeded`, { ...this.logFields, durationMs });
-          this.observe({ method, fullMethod: def.path, grpcStatusCode: 'OK', startedAt, durationMs, request, response: value, error: null });
+          this.observe({ method, fullMethod: def.path, grpcStatusCode: 'OK', startedAt, durationMs, ...requestParts(request), response: value, error: null });
           resolve(value as Res);
           return;
         }
         const failure = this.toError(method, err, timedOut, secrets);
         this.log.debug(`${method} rpc failed`, { ...this.logFields, durationMs, error: failure.message });
         const grpcStatusCode = failure instanceof CsiRpcError ? failure.codeName : UNKNOWN_NON_GRPC;
-        this.observe({ method, fullMethod: def.path, grpcStatusCode, startedAt, durationMs, request, response: null, error: failure.message });
+        this.observe({ method, fullMethod: def.path, grpcStatusCode, startedAt, durationMs, ...requestParts(request), response: null, error: failure.message });
         reject(failure);
       };
       let call: grpc.ClientUnaryCall;
@@ -200,7 +210,7 @@ export class GrpcUnixClient {
   private observe(call: CsiCallSample): void {
     if (this.onCall === null) return;
     try {
-      this.onCall({ ...call, request: redactSecrets(call.request) });
+      this.onCall(call);
     } catch (err) {
       this.log.error('the CSI call observer failed', { ...this.logFields, error: errorMessage(err) });
     }
