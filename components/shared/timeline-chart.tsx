@@ -4,9 +4,12 @@
  * The waterfall of a volume's or a pod's operations (lib/dashboard/volume-timeline.ts) as plain
  * SVG: one lane per operation with its attempts as bars (green success, red failure, blue
  * running), a backoff lane with each failed attempt's window up to its retry deadline, and marks
- * for events and reconstruction. No chart library: the chart is a few rectangles on a time axis,
- * which SVG draws with no code shipped (uPlot, the smallest candidate, is ~50 KB minified and
- * draws on canvas, which cannot be exported as SVG).
+ * for events and reconstruction. No chart library: the chart is a few hundred rectangles at most
+ * on a time axis, which the browser draws as SVG with nothing to ship but this file and its model
+ * (measured minified: 6.9 KB, 3.3 KB gzip, together with lib/dashboard/volume-timeline.ts). uPlot
+ * 1.6.32, the smallest fast candidate, is 51 KB minified (22 KB gzip) plus its CSS, draws line
+ * and bar series on a canvas rather than lanes of intervals, and a canvas cannot be exported as
+ * SVG.
  *
  * The image is self-contained (explicit colours, a white background, system fonts), so "Copy
  * PNG" (rendered through a canvas onto the clipboard) and "Download SVG" give the same picture
