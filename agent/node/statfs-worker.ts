@@ -105,7 +105,17 @@ export class WorkerStatfs {
         if (timer !== null) this.clock.clearTimeout(timer);
         timer = this.clock.setTimeout(hung, this.timeoutMs);
       };
-      arm();
+      // The per-path deadline starts once the worker runs: its start-up (a loaded machine can take
+      // longer than a statfs timeout for it) is not a hung mount. A worker that does not start at
+      // all fails the batch after a generous start-up deadline.
+      timer = this.clock.setTimeout(() => {
+        if (next > 0 || settled) return;
+        for (const path of paths) out.set(path, { ok: false, durationMs: 0, error: 'statfs worker did not start' });
+        worker.unref();
+        void worker.terminate();
+        finish(paths.length);
+      }, Math.max(10 * this.timeoutMs, 10_000));
+      worker.once('online', arm);
       worker.on('message', (answer: WorkerAnswer) => {
         const path = paths[next];
         if (path === undefined) return;
