@@ -270,6 +270,74 @@ describe(`node agent with the csi-loop driver (${mountMode})`, { timeout: 40_000
     await expectNothingLeft(env, uid);
   });
 
+  it('shows every CSI call in the driver panel (secrets stripped) and csi_operations_seconds, and the volume’s NodeGetVolumeStats usage and condition in the snapshot and kubelet_volume_stats_*', async () => {
+    // Arrange: stats every 200 ms; a node-stage secret on the PV.
+    const env = await startEnv(['--volume-stats-agg-period', '200ms']);
+    const secret = 's3cr3t-stage-value';
+    await writeManifest(env, 'stage-secret.json', [{ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'stage-creds', namespace: 'default' }, data: { password: Buffer.from(secret).toString('base64') } }]);
+    const storage = csiClaimObjects({ handle: 'vol-stats' }).map((o) =>
+      o.kind === 'PersistentVolume' ? { ...o, spec: { ...(o.spec as object), csi: { ...((o.spec as { csi: object }).csi), nodeStageSecretRef: { name: 'stage-creds', namespace: 'default' } } } } : o,
+    );
+    await writeManifest(env, 'storage-vol-stats.json', storage);
+    const uid = 'stats-uid';
+    await writeManifest(env, 'pod-stats.json', [csiPodObject('stats', 'vol-stats', { uid })]);
+
+    // Act + Assert: the usage of the mounted volume arrives with the next pass, healthy.
+    await waitMounted(env, 'vol-stats', uid);
+    const healthy = await env.agent.waitForSnapshot('the volume stats of the pod volume', (s) => s.volumeStats?.find((v) => v.podUid === uid && v.capacityBytes !== null), MOUNT_DEADLINE_MS);
+    expect(healthy).toMatchObject({
+      volumeName: 'data',
+      source: 'csi',
+      driver: csiLoopDriverName,
+      path: podVolumePath(env, uid, 'vol-stats'),
+      persistentVolumeClaim: { namespace: 'default', name: 'claim-vol-stats' },
+      condition: { abnormal: false, message: 'volume is healthy' },
+      error: null,
+    });
+    expect(healthy.capacityBytes).toBeGreaterThan(0);
+    expect(healthy.inodes).toBeGreaterThan(0);
+
+    // The panel: NodeStageVolume with its secret stripped, the probe history of the handshake.
+    const s = await env.agent.waitForSnapshot('the driver panel lists the stage call', (x) => x.csiPanel?.find((d) => d.driver === csiLoopDriverName && d.recentCalls.some((c) => c.method === 'NodeStageVolume')));
+    const stage = s.recentCalls.find((c) => c.method === 'NodeStageVolume');
+    expect(stage).toMatchObject({ code: 'OK', volumeId: 'vol-stats', error: null });
+    expect(stage?.request).toContain('"password":"***stripped***"');
+    expect(JSON.stringify(await env.agent.snapshot())).not.toContain(secret);
+    expect(s.probes.map((p) => `${p.method} ${p.code}`)).toEqual(expect.arrayContaining(['GetPluginInfo OK', 'Probe OK']));
+    expect(s.probes.find((p) => p.method === 'Probe')?.ready).toBe(true);
+    const statsMethod = s.methods.find((m) => m.method === 'NodeGetVolumeStats');
+    expect(statsMethod?.codes.OK).toBeGreaterThan(0);
+    expect(statsMethod?.buckets.reduce((a, b) => a + b, 0)).toBe(statsMethod?.calls);
+    expect(s.recentCalls.some((c) => c.method === 'NodeGetVolumeStats')).toBe(false);
+
+    // Act: the driver reports the volume abnormal.
+    expect((await env.driver.control('POST', '/volume-condition', { volumeId: 'vol-stats', abnormal: true, message: 'disk read failed: I/O error' })).status).toBe(200);
+
+    // Assert: the condition reaches the snapshot and the kubelet's metrics.
+    await env.agent.waitForSnapshot('the abnormal condition', (x) => x.volumeStats?.find((v) => v.podUid === uid)?.condition?.abnormal === true, MOUNT_DEADLINE_MS);
+    const metrics = await (await fetch(`${env.agent.baseUrl}/metrics`, { headers: { authorization: `Bearer ${env.agent.token}` } })).text();
+    expect(metrics).toContain('kubelet_volume_stats_health_status_abnormal{namespace="default",persistentvolumeclaim="claim-vol-stats"} 1');
+    expect(metrics).toMatch(/kubelet_volume_stats_capacity_bytes\{namespace="default",persistentvolumeclaim="claim-vol-stats"\} [1-9][0-9]*/);
+    expect(metrics).toMatch(/kubelet_volume_stats_inodes_used\{namespace="default",persistentvolumeclaim="claim-vol-stats"\} [0-9]+/);
+    expect(metrics).toMatch(/csi_operations_seconds_count\{driver_name="csi-loop\.volumescope\.dev",method_name="\/csi\.v1\.Node\/NodeStageVolume",grpc_status_code="OK",migrated="false"\} 1/);
+    expect(metrics).toMatch(/csi_operations_seconds_bucket\{le="600",driver_name="csi-loop\.volumescope\.dev",method_name="\/csi\.v1\.Identity\/Probe",grpc_status_code="OK",migrated="false"\} [1-9]/);
+
+    // Act: a failing NodeGetVolumeStats.
+    await env.driver.fault('NodeGetVolumeStats', { code: 'INTERNAL', message: 'stats backend down' });
+
+    // Assert: the failure shows on the volume, in the recent calls and in the metric's error code.
+    await env.agent.waitForSnapshot('the failed stats call', (x) => x.volumeStats?.find((v) => v.podUid === uid)?.error?.includes('stats backend down'), MOUNT_DEADLINE_MS);
+    const failed = await env.agent.waitForSnapshot('the failed stats call in the panel', (x) => x.csiPanel?.find((d) => d.driver === csiLoopDriverName)?.recentCalls.find((c) => c.method === 'NodeGetVolumeStats'));
+    expect(failed).toMatchObject({ code: 'Internal', error: 'rpc error: code = Internal desc = stats backend down' });
+    const after = await (await fetch(`${env.agent.baseUrl}/metrics`, { headers: { authorization: `Bearer ${env.agent.token}` } })).text();
+    expect(after).toMatch(/csi_operations_seconds_count\{driver_name="csi-loop\.volumescope\.dev",method_name="\/csi\.v1\.Node\/NodeGetVolumeStats",grpc_status_code="Internal",migrated="false"\} [1-9]/);
+    await env.driver.clearFaults();
+
+    await removePod(env, 'stats');
+    await waitUnstagedAndDetached(env, 'vol-stats');
+    await expectNothingLeft(env, uid);
+  });
+
   it('re-adopts a mounted CSI volume from vol_data.json after kill -9 without tearing it down, keeps its data, and still detaches it when the pod goes', async () => {
     // Arrange
     const env = await startEnv();

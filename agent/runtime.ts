@@ -6,8 +6,8 @@
  * engine's fake plugin.
  */
 import type { Observe } from '../lib/api/observe.ts';
-import type { Driver, NodeCondition, RecentEvent, SourceError } from '../lib/api/snapshot.ts';
 import type { BlockersQuery, BlockersResponse, MountHealth, UnmountBlockers } from '../lib/api/mount-health.ts';
+import type { CsiDriverCalls, Driver, NodeCondition, OperationLogEntry, RecentEvent, SourceError, VolumeStats } from '../lib/api/snapshot.ts';
 import type { ResyncFindings } from '../lib/kubelet-pods/resync.ts';
 import type { OrphanCleanupResult } from '../lib/observe/orphan-cleanup.ts';
 import type { Clock } from '../lib/clock/clock.ts';
@@ -64,6 +64,12 @@ export interface AgentRuntime {
   nodeConditions?(): NodeCondition[] | null;
   /** Observe mode only: the snapshot's `observe` section. Absent in managed mode. */
   observe?(): Observe;
+  /** The snapshot's `operationLog`: the latest finished operations, oldest first (a bounded ring). */
+  operationLog?(): readonly OperationLogEntry[];
+  /** The snapshot's `csiPanel`: every CSI driver's calls. Absent from runtimes without CSI call stats. */
+  csiPanel?(): CsiDriverCalls[];
+  /** The snapshot's `volumeStats`: the last stats pass; null before it (or without stats collection). */
+  volumeStats?(): VolumeStats[] | null;
   /**
    * Observe mode only: the guarded cleanup of one orphaned pod directory (`dryRun`: plan only).
    * Throws {@link OrphanCleanupDisabledError} without `--allow-orphan-cleanup`.

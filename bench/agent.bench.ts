@@ -30,7 +30,16 @@
  *   watch, gRPC, bookkeeping). Afterwards every pod is removed and the run fails if a loop device
  *   or a mount is left.
  *
- * `--only csi` runs only the csi section.
+ * - stats (issue 16, requirement 6): the extra CPU of the volume stats collection at 1,000
+ *   mounted volumes. statfs volumes: two agent processes with `IDLE_VOLUMES` emptyDir volumes,
+ *   one with `--volume-stats-agg-period=0` (no collection) and one with a period of
+ *   `STATS_FAST_PERIOD_MS`; the CPU difference, scaled from that period to the default 1m, is the
+ *   extra CPU of the default collection (worker thread, statfs, snapshot, metrics). CSI volumes:
+ *   the agent-side CPU of one NodeGetVolumeStats call (gRPC client, call stats, metric) measured
+ *   in this process over `STATS_CSI_CALLS` calls against csi-loop on one published volume, times
+ *   1,000 volumes a minute. Target, with the health checks: ≤ 0.5 % of a core.
+ *
+ * `--only csi` runs only the csi section; `--only stats` only the stats section.
  *
  * `--only restart` runs only a restart at scale, in this process: an agent brings up
  * `SNAPSHOT_VOLUMES` volumes of mixed plugins (emptyDir, configMap, secret; see mixedPod), is
@@ -76,6 +85,7 @@ import { realClock } from '../lib/clock/clock.ts';
 import { cleanUpTempDir, makeTempDir, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { deriveManifestPodUID } from '../lib/sources/manifest/index.ts';
 import { CsiLoopProcess, driverPrivileged } from '../lib/volume/csi/testing/csi-loop-process.ts';
+import { CsiCallStats, CsiClient } from '../lib/volume/csi/index.ts';
 import { uniquePodName } from '../lib/volume/types.ts';
 import { csiClaimObjects, csiDriverObject, csiLoopDriverName, csiPodObject, csiUniqueVolumeName } from '../agent/node/testing/csi-manifests.ts';
 
@@ -94,6 +104,12 @@ const CSI_VOLUMES = 20;
 const HEALTH_WINDOW_MS = 40_000;
 /** How long the API is timed after the mount was reported hung. */
 const HUNG_EXTRA_MS = 6_000;
+/** The stats period of the measured agent in the stats section (30 passes a minute instead of 1). */
+const STATS_FAST_PERIOD_MS = 2_000;
+const STATS_SAMPLE_MS = 20_000;
+const STATS_CSI_CALLS = 2_000;
+/** The kubelet's `--volume-stats-agg-period` default. */
+const STATS_DEFAULT_PERIOD_MS = 60_000;
 /** The driver calls of one volume's way to mounted (attach, stage, publish). */
 const CSI_SETUP_CALLS = ['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume'];
 
@@ -812,6 +828,30 @@ async function healthRun(checks: boolean, ticksPerSecond: number, hang: boolean)
   }
 }
 
+/** CPU % of an agent process with `IDLE_VOLUMES` emptyDir volumes and the given stats period, over `STATS_SAMPLE_MS`. */
+async function idleCpuWithStatsPeriod(periodMs: number, ticksPerSecond: number): Promise<{ cpuPercent: number; statsEntries: number; statsWithNumbers: number }> {
+  const base = await makeTempDir('volumescope-bench-stats-');
+  const rootDir = join(base, 'root');
+  const manifestDir = join(base, 'manifests');
+  await mkdir(manifestDir, { recursive: true });
+  const agent = await AgentProcess.start({ rootDir, manifestDir, nodeName: NODE_NAME, extraArgs: ['--volume-stats-agg-period', `${periodMs}ms`] });
+  try {
+    await agent.waitForSnapshot('states synced', (s) => s.statesSynced);
+    await scaleTo(agent, manifestDir, 'stats', IDLE_VOLUMES / VOLUMES_PER_POD, IDLE_VOLUMES);
+    await sleep(SETTLE_MS);
+    const before = await processUsage(agent.pid, ticksPerSecond);
+    const t0 = performance.now();
+    await sleep(STATS_SAMPLE_MS);
+    const after = await processUsage(agent.pid, ticksPerSecond);
+    const seconds = (performance.now() - t0) / 1000;
+    const stats = (await agent.snapshot()).volumeStats ?? [];
+    return { cpuPercent: ((after.cpuSeconds - before.cpuSeconds) / seconds) * 100, statsEntries: stats.length, statsWithNumbers: stats.filter((v) => v.capacityBytes !== null).length };
+  } finally {
+    await agent.stop('SIGTERM');
+    await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
+  }
+}
+
 /** `--only health`: see the file comment. */
 async function measureHealth(ticksPerSecond: number) {
   const off = await healthRun(false, ticksPerSecond, false);
@@ -826,6 +866,81 @@ async function measureHealth(ticksPerSecond: number) {
       loadAverage1m: round(loadavg()[0] ?? Number.NaN, 2),
       apiWhileMountHangs: on.hung,
     },
+  };
+}
+
+/** The agent-side CPU of NodeGetVolumeStats calls (client, call stats, metric) against csi-loop, in this process. */
+async function csiStatsCallCpu(): Promise<{ calls: number; cpuMsPerCall: number; wallMsPerCall: number }> {
+  const base = await makeTempDir('volumescope-bench-csi-stats-');
+  const driver = await CsiLoopProcess.start({ dir: join(base, 'driver'), nodeId: NODE_NAME });
+  const calls = new CsiCallStats();
+  const metrics = createAgentMetrics();
+  const client = new CsiClient(driver.endpoint, { clock: realClock, timeoutMs: 10_000, onCall: (c) => {
+    const call = { ...c, driver: csiLoopDriverName };
+    calls.record(call);
+    metrics.observeCsiCall(call);
+  } });
+  const staging = join(base, 'plugins', 'globalmount');
+  const target = join(base, 'pods', 'uid-1', 'volumes', 'v', 'mount');
+  const cap = { mount: { fs_type: 'ext4', mount_flags: [] }, access_mode: { mode: 'SINGLE_NODE_WRITER' as const } };
+  const vol = 'bench-stats';
+  try {
+    await mkdir(staging, { recursive: true });
+    await client.controllerPublishVolume({ volume_id: vol, node_id: NODE_NAME, volume_capability: cap, readonly: false, volume_context: { capacity: '32Mi' } });
+    await client.nodeStageVolume({ volume_id: vol, staging_target_path: staging, volume_capability: cap });
+    await client.nodePublishVolume({ volume_id: vol, staging_target_path: staging, target_path: target, volume_capability: cap, readonly: false });
+    const one = (): Promise<unknown> => client.nodeGetVolumeStats({ volume_id: vol, volume_path: target, staging_target_path: staging });
+    for (let i = 0; i < 100; i++) await one();
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    let next = 0;
+    await Promise.all(Array.from({ length: 4 }, async () => {
+      while (next++ < STATS_CSI_CALLS) await one();
+    }));
+    const cpu = process.cpuUsage(cpu0);
+    const wall = performance.now() - t0;
+    await client.nodeUnpublishVolume({ volume_id: vol, target_path: target });
+    await client.nodeUnstageVolume({ volume_id: vol, staging_target_path: staging });
+    await client.controllerUnpublishVolume({ volume_id: vol, node_id: NODE_NAME });
+    return { calls: STATS_CSI_CALLS, cpuMsPerCall: (cpu.user + cpu.system) / 1000 / STATS_CSI_CALLS, wallMsPerCall: wall / STATS_CSI_CALLS };
+  } finally {
+    client.close();
+    await driver.stop();
+    await driver.forceCleanUp(base);
+    await cleanUpTempDir(base);
+  }
+}
+
+/** The stats section: the extra CPU of the volume stats collection at 1,000 volumes. */
+async function measureStats(ticksPerSecond: number) {
+  progress(`stats: ${IDLE_VOLUMES} emptyDir volumes without stats collection`);
+  const off = await idleCpuWithStatsPeriod(0, ticksPerSecond);
+  progress(`stats: ${IDLE_VOLUMES} emptyDir volumes with a stats pass every ${STATS_FAST_PERIOD_MS} ms`);
+  const fast = await idleCpuWithStatsPeriod(STATS_FAST_PERIOD_MS, ticksPerSecond);
+  progress(`stats: ${STATS_CSI_CALLS} NodeGetVolumeStats calls against csi-loop`);
+  const csi = await csiStatsCallCpu();
+  const statfsExtraAtDefault = ((fast.cpuPercent - off.cpuPercent) * STATS_FAST_PERIOD_MS) / STATS_DEFAULT_PERIOD_MS;
+  const csiExtraAtDefault = ((csi.cpuMsPerCall * IDLE_VOLUMES) / STATS_DEFAULT_PERIOD_MS) * 100;
+  return {
+    volumes: IDLE_VOLUMES,
+    defaultPeriodMs: STATS_DEFAULT_PERIOD_MS,
+    statfs: {
+      cpuPercentWithoutStats: round(off.cpuPercent, 3),
+      fastPeriodMs: STATS_FAST_PERIOD_MS,
+      cpuPercentAtFastPeriod: round(fast.cpuPercent, 3),
+      statsEntries: fast.statsEntries,
+      statsWithNumbers: fast.statsWithNumbers,
+      /** The difference scaled to one pass a minute: the extra CPU of the default collection. */
+      extraCpuPercentAtDefaultPeriod: round(statfsExtraAtDefault, 3),
+    },
+    csi: {
+      calls: csi.calls,
+      agentCpuMsPerCall: round(csi.cpuMsPerCall, 3),
+      wallMsPerCall: round(csi.wallMsPerCall, 3),
+      /** 1,000 CSI volumes, one NodeGetVolumeStats each a minute. */
+      extraCpuPercentAt1000VolumesDefaultPeriod: round(csiExtraAtDefault, 3),
+    },
+    targetCpuPercentWithHealthChecks: 0.5,
   };
 }
 
@@ -847,6 +962,11 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify(await measureHealth(ticks), null, 2)}\n`);
     return;
   }
+  if (process.argv.includes('--only') && process.argv.includes('stats')) {
+    const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    process.stdout.write(`${JSON.stringify({ stats: await measureStats(ticks) }, null, 2)}\n`);
+    return;
+  }
   if (process.argv.includes('--only') && process.argv.includes('csi')) {
     process.stdout.write(`${JSON.stringify({ csi: await measureCsi() }, null, 2)}\n`);
     return;
@@ -861,7 +981,8 @@ async function main(): Promise<void> {
     const inProcess = await measureRestartAndBuild(rootDir, manifestDir);
     const csi = await measureCsi();
     const health = await measureHealth(ticksPerSecond);
-    process.stdout.write(`${JSON.stringify({ ...processFigures, ...inProcess, csi, ...health }, null, 2)}\n`);
+    const stats = await measureStats(ticksPerSecond);
+    process.stdout.write(`${JSON.stringify({ ...processFigures, ...inProcess, csi, ...health, stats }, null, 2)}\n`);
   } finally {
     await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
   }

@@ -34,6 +34,7 @@ describe('parseAgentFlags', () => {
       attachVerifyPeriodMs: 60_000,
       mountHealthPeriodMs: 10_000,
       mountHealthTimeoutMs: 5_000,
+      volumeStatsAggPeriodMs: 60_000,
       allowMount: true,
       shutdownGracePeriodMs: 10_000,
       logLevel: 'info',

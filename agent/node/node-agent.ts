@@ -26,7 +26,7 @@
  */
 import { mkdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Driver, NodeCondition, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
+import type { Driver, NodeCondition, OperationLogEntry, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
 import { nodeConditionsFromNode } from '../server/snapshot-items.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import { detectMounter, LinuxMounter, UnprivilegedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
@@ -39,7 +39,8 @@ import { SourcePods } from '../../lib/sources/pod-lifecycle.ts';
 import { OrphanedPodDirs } from '../../lib/kubelet-pods/orphaned-pod-dirs.ts';
 import { runResync } from '../../lib/kubelet-pods/resync.ts';
 import { truncateMessage } from '../../lib/truncate-message.ts';
-import { CsiDriverRegistry, CsiPlugin, PluginWatcher, pluginsRegistrationDir } from '../../lib/volume/csi/index.ts';
+import { CsiCallStats, CsiDriverRegistry, CsiPlugin, PluginWatcher, pluginsRegistrationDir, type CsiCallRecord, type CsiDriverCallsView } from '../../lib/volume/csi/index.ts';
+import { DEFAULT_VOLUME_STATS_PERIOD_MS, VolumeStatsCollector, type VolumeStatsEntry } from './volume-stats-collector.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
 import { TokenManager } from '../../lib/volume/token/token-manager.ts';
@@ -95,7 +96,20 @@ function teeRecorder(a: EventRecorder, b: EventRecorder): EventRecorder {
 export interface AgentMetricsSink extends ReconcilerMetrics {
   observeOverallMount(pluginName: string, seconds: number): void;
   onOperationRecord(record: OperationRecord): void;
+  /** `csi_operations_seconds` for one finished CSI call; optional so sinks that predate it still fit. */
+  observeCsiCall?(call: CsiCallRecord): void;
+  /** The source of the `kubelet_volume_stats_*` gauges (read at scrape time). */
+  bindVolumeStats?(stats: () => readonly VolumeStatsEntry[]): void;
 }
+
+/**
+ * The driver panel changes with every CSI call (a stats pass makes one per CSI volume): its
+ * snapshot notifications are coalesced to one per this period.
+ */
+const csiPanelNotifyPeriodMs = 1000;
+
+/** How many finished operations the snapshot's `operationLog` keeps. */
+const OPERATION_LOG_LENGTH = 500;
 
 export interface NodeAgentOptions {
   config: AgentConfig;
@@ -156,6 +170,11 @@ export class NodeAgent implements AgentRuntime {
   /** `--register-node`: the kubelet's API-server side of the node; null otherwise. */
   private readonly nodeParts: { registration: NodeRegistration; lease: NodeLeaseController; podDeleter: PodDeleter } | null;
   private readonly registry: CsiDriverRegistry;
+  private readonly csiCalls = new CsiCallStats();
+  private readonly finishedOperations: OperationLogEntry[] = [];
+  /** Null with `--volume-stats-agg-period=0` and in observe mode (which mounts nothing of its own). */
+  private readonly volumeStatsCollector: VolumeStatsCollector | null;
+  private csiPanelTimer: TimerHandle | null = null;
   private readonly watcher: PluginWatcher;
   private readonly recorder: RingEventRecorder;
   /** The operation history across restarts (memory only in observe mode). */
@@ -213,7 +232,17 @@ export class NodeAgent implements AgentRuntime {
     const csiTimeout = opts.config.csiTimeoutMs === undefined ? {} : { callTimeoutMs: opts.config.csiTimeoutMs };
     const registering = parts.kube !== null && !observing && opts.config.registerNode === true;
     const csiNodeInfo = registering && parts.kube !== null ? new parts.kube.classes.KubeCsiNodeInfo({ kubeConfig: parts.kube.kubeConfig, nodeName: this.nodeName, clock: this.clock, logger: engineLogger(opts.log, 'csinode') }) : null;
-    this.registry = new CsiDriverRegistry({ clock: this.clock, logger: csiLog, ...csiTimeout, ...(csiNodeInfo === null ? {} : { nodeInfo: csiNodeInfo }) });
+    const metricsSink = opts.metrics;
+    this.registry = new CsiDriverRegistry({
+      clock: this.clock,
+      logger: csiLog,
+      ...csiTimeout,
+      ...(csiNodeInfo === null ? {} : { nodeInfo: csiNodeInfo }),
+      onCall: (call) => {
+        this.csiCalls.record(call);
+        metricsSink?.observeCsiCall?.(call);
+      },
+    });
     const csi = new CsiPlugin({
       objects,
       registry: this.registry,
@@ -271,14 +300,11 @@ export class NodeAgent implements AgentRuntime {
       recorder,
       operationHistory: { initial: this.historyStore.loaded() },
       logger: this.logger,
-      ...(metrics !== undefined
-        ? {
-            metrics,
-            onOperationRecord: (record: OperationRecord) => {
-              metrics.onOperationRecord(record);
-            },
-          }
-        : {}),
+      ...(metrics !== undefined ? { metrics } : {}),
+      onOperationRecord: (record: OperationRecord) => {
+        metrics?.onOperationRecord(record);
+        this.recordOperation(record);
+      },
     });
     this.diagnostics = new NodeDiagnostics({
       volumeManager: this.volumeManager,
@@ -297,6 +323,22 @@ export class NodeAgent implements AgentRuntime {
         this.notify();
       },
     });
+    const statsPeriodMs = opts.config.volumeStatsAggPeriodMs ?? DEFAULT_VOLUME_STATS_PERIOD_MS;
+    this.volumeStatsCollector =
+      observing || statsPeriodMs <= 0
+        ? null
+        : new VolumeStatsCollector({
+            volumeManager: this.volumeManager,
+            registry: this.registry,
+            clock: this.clock,
+            logger: engineLogger(opts.log, 'volume-stats'),
+            periodMs: statsPeriodMs,
+            onChange: () => {
+              this.notify();
+            },
+          });
+    const collector = this.volumeStatsCollector;
+    if (collector !== null) metricsSink?.bindVolumeStats?.(() => collector.stats());
     const kube = parts.kube;
     this.podSource =
       kube === null ? manifestPodSourceProbe(this.source) : kubePodSourceProbe(this.nodeName, (node) => kube.objects.listNodePodsLive(node), this.source);
@@ -441,6 +483,12 @@ export class NodeAgent implements AgentRuntime {
       this.registry.onChange(() => {
         this.notify();
       }),
+      this.csiCalls.onChange(() => {
+        this.csiPanelTimer ??= this.clock.setTimeout(() => {
+          this.csiPanelTimer = null;
+          this.notify();
+        }, csiPanelNotifyPeriodMs);
+      }),
       this.recorder.onEvent(() => {
         this.notify();
       }),
@@ -467,6 +515,7 @@ export class NodeAgent implements AgentRuntime {
     this.schedulePodResync();
     this.orphanedPodDirs?.start();
     this.observer?.start();
+    this.volumeStatsCollector?.start();
     const statusUpdater = this.statusUpdater;
     const nodeParts = this.nodeParts;
     if (statusUpdater !== null) {
@@ -566,6 +615,36 @@ export class NodeAgent implements AgentRuntime {
     }));
   }
 
+  /** The latest finished operations, oldest first (the snapshot's `operationLog`). */
+  operationLog(): readonly OperationLogEntry[] {
+    return this.finishedOperations;
+  }
+
+  private recordOperation(record: OperationRecord): void {
+    this.finishedOperations.push({
+      operationName: record.operationName,
+      volume: record.volume,
+      podUid: record.pod === '' ? null : record.pod,
+      startedAt: Math.floor(record.startedAt),
+      finishedAt: Math.floor(record.finishedAt),
+      outcome: record.outcome,
+      error: record.error === null ? null : truncateMessage(record.error),
+    });
+    if (this.finishedOperations.length > OPERATION_LOG_LENGTH) this.finishedOperations.splice(0, this.finishedOperations.length - OPERATION_LOG_LENGTH);
+    this.notify();
+  }
+
+  /** Every CSI driver's calls since the agent started (the snapshot's `csiPanel`). */
+  csiPanel(): CsiDriverCallsView[] {
+    return this.csiCalls.view();
+  }
+
+  /** The last volume stats pass; null before the first one or without stats collection. */
+  volumeStats(): VolumeStatsEntry[] | null {
+    const collector = this.volumeStatsCollector;
+    return collector === null || collector.stats().length === 0 && !collector.hasRun() ? null : collector.stats();
+  }
+
   /** Managed mode: the events the agent recorded. Observe mode: the kubelet's, read from the API server. */
   recentEvents(): RecentEvent[] {
     return this.observer?.events() ?? this.recorder.recent();
@@ -646,6 +725,9 @@ export class NodeAgent implements AgentRuntime {
 
   private async doStop(graceMs: number): Promise<{ operationsFinished: boolean }> {
     for (const off of this.unsubscribe.splice(0)) off();
+    this.volumeStatsCollector?.stop();
+    if (this.csiPanelTimer !== null) this.clock.clearTimeout(this.csiPanelTimer);
+    this.csiPanelTimer = null;
     if (this.podResyncTimer !== null) this.clock.clearTimeout(this.podResyncTimer);
     this.podResyncTimer = null;
     this.nodeParts?.registration.stop();

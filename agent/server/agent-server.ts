@@ -104,6 +104,8 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
   metrics.bindVolumeManager(vm);
   const mountHealth = runtime.mountHealth?.bind(runtime);
   if (mountHealth !== undefined) metrics.bindMountHealth(mountHealth);
+  const observe = runtime.observe?.bind(runtime);
+  if (observe !== undefined) metrics.bindObserve(() => observe().orphans.length);
 
   const markChanged = (): void => {
     liveFeed.markChanged();

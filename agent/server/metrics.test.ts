@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OperationRecord } from '../../lib/volumemanager/index.ts';
+import type { VolumeStats } from '../../lib/api/snapshot.ts';
 import { createAgentMetrics } from './metrics.ts';
 import { mountPod1, startServer, type ServerFixture } from './testing/server-fixture.ts';
 
@@ -179,5 +180,60 @@ describe('mount health metrics', () => {
     expect(sample(text, 'volumescope_mount_health_mounts{kind="pod",state="hung"}')).toBe(1);
     expect(sample(text, 'volumescope_mount_unhealthy{kind="pod",state="hung",volume="v1",pod_uid="u1",path="/r/c"}')).toBe(1);
     expect(text).not.toContain('path="/r/a"');
+  });
+});
+
+describe('kubelet_volume_stats_*', () => {
+  const entry = (podUid: string, claim: { namespace: string; name: string } | null, over: Partial<VolumeStats> = {}): VolumeStats => ({
+    podUid,
+    volumeName: 'data',
+    uniqueVolumeName: 'u',
+    pluginName: 'kubernetes.io/csi',
+    driver: 'd',
+    path: '/p',
+    persistentVolumeClaim: claim,
+    source: 'csi',
+    capacityBytes: 1000,
+    availableBytes: 400,
+    usedBytes: 600,
+    inodes: 10,
+    inodesFree: 4,
+    inodesUsed: 6,
+    condition: null,
+    collectedAt: 0,
+    durationMs: 1,
+    error: null,
+    ...over,
+  });
+
+  it('exports the first pod’s numbers per claim, none for volumes without a claim, and the health gauge only with a condition', async () => {
+    const metrics = createAgentMetrics();
+    metrics.bindVolumeStats(() => [
+      entry('a', { namespace: 'ns', name: 'c1' }, { condition: { abnormal: true, message: 'broken' } }),
+      entry('b', { namespace: 'ns', name: 'c1' }, { capacityBytes: 5 }),
+      entry('c', { namespace: 'ns', name: 'c2' }, { usedBytes: null }),
+      entry('d', null),
+    ]);
+
+    const text = await metrics.registry.metrics();
+
+    expect(sample(text, 'kubelet_volume_stats_capacity_bytes{namespace="ns",persistentvolumeclaim="c1"}')).toBe(1000);
+    expect(sample(text, 'kubelet_volume_stats_inodes_used{namespace="ns",persistentvolumeclaim="c1"}')).toBe(6);
+    expect(sample(text, 'kubelet_volume_stats_health_status_abnormal{namespace="ns",persistentvolumeclaim="c1"}')).toBe(1);
+    expect(sample(text, 'kubelet_volume_stats_health_status_abnormal{namespace="ns",persistentvolumeclaim="c2"}')).toBeNull();
+    expect(sample(text, 'kubelet_volume_stats_used_bytes{namespace="ns",persistentvolumeclaim="c2"}')).toBeNull();
+    expect(sample(text, 'kubelet_volume_stats_available_bytes{namespace="ns",persistentvolumeclaim="c2"}')).toBe(400);
+    expect(text.split('\n').filter((l) => l.startsWith('kubelet_volume_stats_capacity_bytes{'))).toHaveLength(2);
+  });
+
+  it('records csi_operations_seconds with the kubelet labels', async () => {
+    const metrics = createAgentMetrics();
+    metrics.observeCsiCall({ driver: 'd', method: 'Probe', fullMethod: '/csi.v1.Identity/Probe', grpcStatusCode: 'Unavailable', startedAt: 0, durationMs: 300, redactedRequest: () => ({}), volumeId: null, response: null, error: 'e' });
+
+    const text = await metrics.registry.metrics();
+
+    expect(sample(text, 'csi_operations_seconds_count{driver_name="d",method_name="/csi.v1.Identity/Probe",grpc_status_code="Unavailable",migrated="false"}')).toBe(1);
+    expect(sample(text, 'csi_operations_seconds_bucket{le="0.25",driver_name="d",method_name="/csi.v1.Identity/Probe",grpc_status_code="Unavailable",migrated="false"}')).toBe(0);
+    expect(sample(text, 'csi_operations_seconds_bucket{le="0.5",driver_name="d",method_name="/csi.v1.Identity/Probe",grpc_status_code="Unavailable",migrated="false"}')).toBe(1);
   });
 });

@@ -15,12 +15,30 @@
  *   the mount health checks (agent/node/mount-health/), counted at scrape time; the kubelet has
  *   no metric for this (its `kubelet_volume_stats_health_status_abnormal` is the CSI driver's
  *   VOLUME_CONDITION), hence the project's prefix;
+ * - `csi_operations_seconds{driver_name,method_name,grpc_status_code,migrated}`: one observation per
+ *   CSI call of the agent's CSI clients, as the kubelet's `RecordMetricsInterceptor` records it
+ *   (`method_name` is the gRPC method path, e.g. `/csi.v1.Node/NodeStageVolume`; `migrated` is
+ *   always "false": the agent migrates no in-tree plugin) ({@link AgentMetrics.observeCsiCall});
+ * - `kubelet_volume_stats_{capacity,available,used}_bytes`, `kubelet_volume_stats_inodes{,_free,_used}`
+ *   and `kubelet_volume_stats_health_status_abnormal{namespace,persistentvolumeclaim}`: from the last
+ *   volume stats pass, at scrape time, for volumes with a claim only, the first pod's numbers per
+ *   claim (the kubelet's `volumeStatsCollector`); the health gauge only where the driver reported
+ *   a volume condition ({@link AgentMetrics.bindVolumeStats});
+ * - VolumeScope's own gauges for the alerts of deploy/monitoring/ (no kubelet metric says this),
+ *   read at scrape time: `volumescope_volume_uncertain{volume,pod_uid,kind}` (1 per uncertain
+ *   attach, device mount or pod mount; kind `attach|device|mount`),
+ *   `volumescope_operation_backoff_seconds{operation_name,volume,pod_uid}` (the current backoff
+ *   window of each operation that failed and waits for its retry; 122 at the cap of 2m2s) and
+ *   `volumescope_orphaned_pods` (observe mode: pod directories of pods the API server no longer
+ *   has; absent in managed mode) ({@link AgentMetrics.bindObserve});
  * - process metrics (`process_*`, `nodejs_*`).
  *
  * Each {@link AgentMetrics} has its own Registry, so several agents (tests) never share series.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MountHealth } from '../../lib/api/mount-health.ts';
+import type { CsiCallRecord } from '../../lib/volume/csi/index.ts';
+import type { VolumeStats as VolumeStatsEntry } from '../../lib/api/snapshot.ts';
 import {
   pluginNameNotAvailable,
   type OperationRecord,
@@ -30,6 +48,16 @@ import {
 
 /** The kubelet's buckets for storage operation latencies, in seconds. */
 export const STORAGE_OPERATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600];
+
+/** The `kubelet_volume_stats_*` gauges: name, help (verbatim from the kubelet) and the entry's field. */
+const VOLUME_STATS_GAUGES = [
+  ['kubelet_volume_stats_capacity_bytes', 'Capacity in bytes of the volume', 'capacityBytes'],
+  ['kubelet_volume_stats_available_bytes', 'Number of available bytes in the volume', 'availableBytes'],
+  ['kubelet_volume_stats_used_bytes', 'Number of used bytes in the volume', 'usedBytes'],
+  ['kubelet_volume_stats_inodes', 'Maximum number of inodes in the volume', 'inodes'],
+  ['kubelet_volume_stats_inodes_free', 'Number of free inodes in the volume', 'inodesFree'],
+  ['kubelet_volume_stats_inodes_used', 'Number of used inodes in the volume', 'inodesUsed'],
+] as const;
 
 /** `plugin_name` when the plugin of a volume cannot be determined (kubelet `pluginNameNotAvailable`). */
 export const PLUGIN_NAME_NOT_AVAILABLE = pluginNameNotAvailable;
@@ -56,6 +84,27 @@ export interface AgentMetrics extends ReconcilerMetrics {
   readonly bindVolumeManager: (volumeManager: VolumeManager) => void;
   /** The mount health entries the `volumescope_mount_*` gauges count at scrape time; until bound, no series. */
   readonly bindMountHealth: (entries: () => readonly MountHealth[]) => void;
+  /** The orphan count of observe mode's section (`volumescope_orphaned_pods`); until bound, no series. */
+  readonly bindObserve: (orphans: () => number | null) => void;
+  /** `csi_operations_seconds` for one finished CSI call. */
+  readonly observeCsiCall: (call: CsiCallRecord) => void;
+  /** The volume stats the `kubelet_volume_stats_*` gauges show at scrape time; until bound they have no series. */
+  readonly bindVolumeStats: (stats: () => readonly VolumeStatsEntry[]) => void;
+}
+
+/** The entries the kubelet's collector exports: with a claim, the first per claim. */
+function claimStats(entries: readonly VolumeStatsEntry[]): { labels: { namespace: string; persistentvolumeclaim: string }; entry: VolumeStatsEntry }[] {
+  const seen = new Set<string>();
+  const out: { labels: { namespace: string; persistentvolumeclaim: string }; entry: VolumeStatsEntry }[] = [];
+  for (const entry of entries) {
+    const claim = entry.persistentVolumeClaim;
+    if (claim === null) continue;
+    const key = `${claim.namespace}/${claim.name}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ labels: { namespace: claim.namespace, persistentvolumeclaim: claim.name }, entry });
+  }
+  return out;
 }
 
 /** A new set of agent metrics in a new Registry (with the process metrics). */
@@ -66,6 +115,8 @@ export function createAgentMetrics(): AgentMetrics {
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   let volumeManager: VolumeManager | null = null;
   let mountHealth: (() => readonly MountHealth[]) | null = null;
+  let volumeStats: (() => readonly VolumeStatsEntry[]) | null = null;
+  let orphans: (() => number | null) | null = null;
 
   new Gauge({
     name: 'volume_manager_total_volumes',
@@ -146,8 +197,94 @@ export function createAgentMetrics(): AgentMetrics {
     registers: [registry],
   });
 
+  const csiOperations = new Histogram({
+    name: 'csi_operations_seconds',
+    help: 'Container Storage Interface operation duration with gRPC error code status total',
+    labelNames: ['driver_name', 'method_name', 'grpc_status_code', 'migrated'],
+    buckets: STORAGE_OPERATION_BUCKETS,
+    registers: [registry],
+  });
+  for (const [name, help, field] of VOLUME_STATS_GAUGES) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['namespace', 'persistentvolumeclaim'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        if (volumeStats === null) return;
+        for (const { labels, entry } of claimStats(volumeStats())) {
+          const value = entry[field];
+          if (value !== null) this.set(labels, value);
+        }
+      },
+    });
+  }
+  new Gauge({
+    name: 'kubelet_volume_stats_health_status_abnormal',
+    help: 'Abnormal volume health status. The count is either 1 or 0. 1 indicates the volume is unhealthy, 0 indicates volume is healthy',
+    labelNames: ['namespace', 'persistentvolumeclaim'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (volumeStats === null) return;
+      for (const { labels, entry } of claimStats(volumeStats())) {
+        if (entry.condition !== null) this.set(labels, entry.condition.abnormal ? 1 : 0);
+      }
+    },
+  });
+
+  new Gauge({
+    name: 'volumescope_volume_uncertain',
+    help: 'A volume whose attach, device mount or pod mount is uncertain (1); kind is attach, device or mount',
+    labelNames: ['volume', 'pod_uid', 'kind'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (volumeManager === null) return;
+      for (const v of volumeManager.getActualVolumes()) {
+        if (v.attachability === 'Uncertain' || v.foundDetached) this.set({ volume: v.volumeName, pod_uid: '', kind: 'attach' }, 1);
+        if (v.deviceMountState === 'DeviceMountUncertain') this.set({ volume: v.volumeName, pod_uid: '', kind: 'device' }, 1);
+        for (const p of v.pods) if (p.mountState === 'VolumeMountUncertain') this.set({ volume: v.volumeName, pod_uid: p.podUID, kind: 'mount' }, 1);
+      }
+    },
+  });
+  new Gauge({
+    name: 'volumescope_operation_backoff_seconds',
+    help: 'The current exponential backoff window of an operation waiting for its retry after a failure (122 at the cap of 2m2s)',
+    labelNames: ['operation_name', 'volume', 'pod_uid'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (volumeManager === null) return;
+      for (const op of volumeManager.getPendingOperations()) {
+        if (op.pending || op.failures === 0) continue;
+        this.set({ operation_name: op.operationName, volume: op.key.volumeName, pod_uid: op.key.podName }, op.durationBeforeRetry / 1000);
+      }
+    },
+  });
+  new Gauge({
+    name: 'volumescope_orphaned_pods',
+    help: 'Observe mode: pod directories on the node whose pods the API server no longer has',
+    registers: [registry],
+    collect() {
+      this.reset();
+      const count = orphans?.() ?? null;
+      if (count !== null) this.set(count);
+    },
+  });
+
   return {
     registry,
+    bindObserve: (count) => {
+      orphans = count;
+    },
+    observeCsiCall: (call) => {
+      csiOperations.observe({ driver_name: call.driver, method_name: call.fullMethod, grpc_status_code: call.grpcStatusCode, migrated: 'false' }, call.durationMs / 1000);
+    },
+    bindVolumeStats: (stats) => {
+      volumeStats = stats;
+    },
     bindVolumeManager: (vm) => {
       volumeManager = vm;
     },

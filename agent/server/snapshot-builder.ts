@@ -264,11 +264,15 @@ export class SnapshotBuilder {
       audit: reuseList(prev?.audit ?? [], this.audit()),
       drivers: reuseList<Driver>(prev?.drivers ?? [], uniqueSortedByKey(rt.drivers(), driverKey)),
       attachVerification: reuseValue(prev?.attachVerification, attachVerification),
+      // Copied: the runtime appends to its ring in place.
+      operationLog: reuseList(prev?.operationLog ?? [], [...(rt.operationLog?.() ?? [])]),
       ...this.buildNodeConditions(prev),
       ...(rt.observe === undefined ? {} : { observe: reuseValue(prev?.observe, rt.observe()) }),
       // Sorted by key and replaced, never changed in place, by their producers (the same array until a change).
       mountHealth: rt.mountHealth?.() ?? noMountHealth,
       unmountBlockers: rt.unmountBlockers?.() ?? noUnmountBlockers,
+      ...(rt.csiPanel === undefined ? {} : { csiPanel: reuseValue(prev?.csiPanel, rt.csiPanel()) }),
+      ...this.buildVolumeStats(prev),
     };
     return {
       snapshot,
@@ -301,6 +305,11 @@ export class SnapshotBuilder {
       value: { state: report.state, startedAt: report.startedAt, finishedAt: report.finishedAt, volumes: volumes.items },
       positions: volumes.positions,
     };
+  }
+
+  private buildVolumeStats(prev: Snapshot | null): Pick<Snapshot, 'volumeStats'> {
+    const stats = this.runtime.volumeStats?.() ?? null;
+    return stats === null ? {} : { volumeStats: reuseValue(prev?.volumeStats, stats) };
   }
 
   private buildNodeConditions(prev: Snapshot | null): Pick<Snapshot, 'nodeConditions'> {

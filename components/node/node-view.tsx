@@ -26,6 +26,7 @@ import { CopyButton } from '../shared/copy-button.tsx';
 import { Panel } from '../shared/panel.tsx';
 import { StaleFrame } from '../shared/stale-frame.tsx';
 import { AuditTable } from './audit-table.tsx';
+import { CsiPanel } from './csi-panel.tsx';
 import { DriversTable } from './drivers-table.tsx';
 import { EventsTable } from './events-table.tsx';
 import { JumpToProblems } from './jump-to-problems.tsx';
@@ -89,6 +90,9 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
       </Panel>
       <Panel id="drivers" title="CSI drivers" count={snapshot.drivers.length}>
         <DriversTable drivers={snapshot.drivers} attach={snapshot.attachVerification} volumes={snapshot.actual.volumes} />
+      </Panel>
+      <Panel id="csi-panel" title="CSI driver" count={snapshot.csiPanel?.length}>
+        <CsiPanel panel={snapshot.csiPanel} />
       </Panel>
       <Panel id="audit" title="Audit log" count={snapshot.audit.length}>
         <AuditTable audit={snapshot.audit} podNames={podNames} />

@@ -21,6 +21,7 @@ import { OperationHistoryTable } from '../node/operation-history-table.tsx';
 import { ReconstructionTable } from '../node/reconstruction-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
+import { TimelinePanel } from '../shared/timeline-panel.tsx';
 import { PodGone } from './pod-gone.tsx';
 import { usePublicBaseUrl } from '../page/public-url.tsx';
 import { VolumePipeline } from '../volume/volume-pipeline.tsx';
@@ -44,6 +45,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
     [snapshot.operationHistory, uid, volumes],
   );
   const historyByKey = useMemo(() => historyByOperationKey(history), [history]);
+  const timelineSubject = useMemo(() => ({ podUid: uid }), [uid]);
   const reconstruction = useMemo(
     () => ({ ...snapshot.reconstruction, volumes: snapshot.reconstruction.volumes.filter((v) => v.podUid === uid) }),
     [snapshot.reconstruction, uid],
@@ -125,6 +127,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
         <Panel id="mount-health" title="Mount health" count={mountHealth.length}>
           <MountHealthTable node={agent} rows={mountHealth} podNames={podNames} empty="None of this pod's mounts has been checked yet." caption="Health checks of this pod's volume paths and of the staging paths of its volumes" />
         </Panel>
+        <TimelinePanel snapshot={snapshot} subject={timelineSubject} title={`pod ${podNames.get(uid) ?? uid}`} fileName={`timeline-pod-${uid}`} />
         <Panel id="events" title="Recent events for this pod" count={events.length}>
           <EventsTable node={agent} events={events} snapshot={snapshot} podNames={podNames} />
         </Panel>

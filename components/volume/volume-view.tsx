@@ -25,6 +25,8 @@ import { PlanRow } from '../observe/plan-row.tsx';
 import { DataTable } from '../shared/data-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
+import { TimelinePanel } from '../shared/timeline-panel.tsx';
+import { VolumeStatsTable } from './volume-stats.tsx';
 import { VolumePipeline } from './volume-pipeline.tsx';
 import { VolumeSpecSection } from './volume-spec.tsx';
 import { PodRefLink } from '../shared/pod-ref.tsx';
@@ -47,6 +49,8 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
   const planned = useMemo(() => (snapshot.observe === undefined ? null : sortPlan(snapshot.observe.plan.filter((op) => op.volume === volume))), [snapshot.observe, volume]);
   const operationHistory = useMemo(() => snapshot.operationHistory.filter((h) => h.volume === volume), [snapshot.operationHistory, volume]);
   const historyByKey = useMemo(() => historyByOperationKey(operationHistory), [operationHistory]);
+  const timelineSubject = useMemo(() => ({ volume }), [volume]);
+  const usage = useMemo(() => snapshot.volumeStats?.filter((s) => s.uniqueVolumeName === volume), [snapshot.volumeStats, volume]);
   const history = useMemo(() => {
     const pairs = new Set(rows.map((r) => `${r.podUid}|${r.volumeName}`));
     const names = [...new Set(rows.map((r) => r.volumeName))];
@@ -143,6 +147,10 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
       <Panel id="blockers" title="Who keeps it busy">
         <BlockersPanelBody agent={agent} volume={volume} snapshot={snapshot} />
       </Panel>
+      <Panel id="usage" title="Usage" count={usage?.length}>
+        <VolumeStatsTable stats={usage} podNames={podNames} />
+      </Panel>
+      <TimelinePanel snapshot={snapshot} subject={timelineSubject} title={`volume ${volume}`} fileName={`timeline-volume-${volume.replace(/[^A-Za-z0-9._-]+/g, '_')}`} />
       <Panel id="spec" title="Spec">
         <VolumeSpecSection node={agent} view={spec} />
       </Panel>

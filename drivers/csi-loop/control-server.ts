@@ -11,6 +11,8 @@
  *   DELETE /faults/<Method>        clear one fault
  *   POST   /volumes                create a volume without publishing it { volumeId, capacity? }
  *   POST   /detach                 yank a volume from this node { volumeId }
+ *   POST   /volume-condition       the VOLUME_CONDITION of a volume { volumeId, abnormal, message }
+ *                                  (abnormal: false and no message = healthy again)
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -49,6 +51,7 @@ class HttpError extends Error {
 }
 
 const volumeBodySchema = z.object({ volumeId: z.string().min(1) }).strict();
+const volumeConditionSchema = z.object({ volumeId: z.string().min(1), abnormal: z.boolean(), message: z.string().max(4096).optional() }).strict();
 const createVolumeSchema = z
   .object({
     volumeId: z.string().min(1),
@@ -142,6 +145,11 @@ async function route(
       } finally {
         ctx.locks.release(volumeId);
       }
+    }
+    case 'POST /volume-condition': {
+      const { volumeId, abnormal, message } = parseBody(volumeConditionSchema, await readJson(req));
+      ctx.service.setVolumeCondition(volumeId, !abnormal && message === undefined ? null : { abnormal, message: message ?? '' });
+      return { status: 200, body: { volumeId, abnormal, message: message ?? '' } };
     }
     default:
       throw new HttpError(404, `no route ${method} ${pathname}`);

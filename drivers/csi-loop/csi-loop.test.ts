@@ -34,7 +34,7 @@ describe(`csi-loop driver (${MODE} mode)`, () => {
       'GET_VOLUME',
     ]);
     const nodeCaps = await h.client.node<{ capabilities: { rpc: { type: string } }[] }>('NodeGetCapabilities');
-    expect(nodeCaps.capabilities.map((c) => c.rpc.type)).toEqual(['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME', 'GET_VOLUME_STATS']);
+    expect(nodeCaps.capabilities.map((c) => c.rpc.type)).toEqual(['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME', 'GET_VOLUME_STATS', 'VOLUME_CONDITION']);
     expect(await h.client.node('NodeGetInfo')).toMatchObject({ node_id: NODE });
   });
 
@@ -337,6 +337,27 @@ describe(`csi-loop driver (${MODE} mode)`, () => {
     if (PRIVILEGED) {
       expect(await loopDevicesOf(await h.image(vol))).toEqual([]);
     }
+  });
+
+  it('reports the volume condition set through the control API in NodeGetVolumeStats', async () => {
+    const h = await start();
+    const vol = 'pvc-condition';
+    await fs.mkdir(h.staging(vol), { recursive: true });
+    await h.publishController(vol);
+    await h.stage(vol);
+    await h.publish(vol);
+    type Stats = { volume_condition: { abnormal: boolean; message: string } | null };
+    const stats = (): Promise<Stats> => h.client.node<Stats>('NodeGetVolumeStats', { volume_id: vol, volume_path: h.target(vol) });
+    expect((await stats()).volume_condition).toEqual({ abnormal: false, message: 'volume is healthy' });
+
+    const set = await control(h.port, 'POST', '/volume-condition', { volumeId: vol, abnormal: true, message: 'disk /dev/loop9: I/O error' });
+    expect(set.status).toBe(200);
+    expect((await stats()).volume_condition).toEqual({ abnormal: true, message: 'disk /dev/loop9: I/O error' });
+
+    await control(h.port, 'POST', '/volume-condition', { volumeId: vol, abnormal: false });
+    expect((await stats()).volume_condition).toEqual({ abnormal: false, message: 'volume is healthy' });
+    expect((await control(h.port, 'POST', '/volume-condition', { volumeId: vol })).status).toBe(400);
+    await h.tearDown(vol);
   });
 
   it('expands a staged volume to the requested capacity', async () => {

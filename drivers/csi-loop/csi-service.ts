@@ -113,6 +113,12 @@ export class CsiLoopService {
   private readonly backend: VolumeBackend;
   private readonly stateDir: string;
   private readonly strict: boolean;
+  /**
+   * The VOLUME_CONDITION NodeGetVolumeStats reports per volume id, set through the control API
+   * (`POST /volume-condition`) to make a volume abnormal in tests; healthy when absent. Memory
+   * only: a restarted driver reports every volume healthy again.
+   */
+  private readonly conditions = new Map<string, { abnormal: boolean; message: string }>();
 
   constructor(options: CsiServiceOptions) {
     this.driverName = options.driverName;
@@ -419,7 +425,7 @@ export class CsiLoopService {
   // ---- Node -----------------------------------------------------------------------------------
 
   nodeGetCapabilities(): object {
-    const types = ['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME', 'GET_VOLUME_STATS'];
+    const types = ['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME', 'GET_VOLUME_STATS', 'VOLUME_CONDITION'];
     return { capabilities: types.map((type) => ({ rpc: { type } })) };
   }
 
@@ -572,8 +578,14 @@ export class CsiLoopService {
         },
         { unit: 'INODES', total: stats.files, available: stats.ffree, used: stats.files - stats.ffree },
       ],
-      volume_condition: null,
+      volume_condition: this.conditions.get(req.volume_id) ?? { abnormal: false, message: 'volume is healthy' },
     };
+  }
+
+  /** Sets the condition NodeGetVolumeStats reports for `volumeId`; null makes it healthy again. */
+  setVolumeCondition(volumeId: string, condition: { abnormal: boolean; message: string } | null): void {
+    if (condition === null) this.conditions.delete(volumeId);
+    else this.conditions.set(volumeId, { ...condition });
   }
 
   async nodeExpandVolume(req: NodeExpandVolumeRequest): Promise<object> {

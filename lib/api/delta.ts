@@ -20,7 +20,10 @@ import {
   ActualVolumeSchema,
   AgentInfoSchema,
   AttachVerificationSchema,
+  CsiDriverCallsSchema,
   NodeConditionSchema,
+  OperationLogEntrySchema,
+  VolumeStatsSchema,
   AuditEntrySchema,
   DesiredPodSchema,
   DriverSchema,
@@ -79,6 +82,10 @@ export const DeltaSetSchema = z.object({
   observe: ObserveSchema.nullable().optional(),
   /** The Node's conditions, whole; `null` when they went away. */
   nodeConditions: z.array(NodeConditionSchema).nullable().optional(),
+  /** The CSI driver panel, whole; `null` when it went away. */
+  csiPanel: z.array(CsiDriverCallsSchema).nullable().optional(),
+  /** The volume stats of the last pass, whole (they change together, once a pass); `null` when they went away. */
+  volumeStats: z.array(VolumeStatsSchema).nullable().optional(),
 });
 /** Top-level values of a delta that are replaced whole; a field is absent when unchanged. */
 export type DeltaSet = z.infer<typeof DeltaSetSchema>;
@@ -114,6 +121,7 @@ export const DeltaSchema = z
     mountHealth: keyedChangeSchema(MountHealthSchema).optional(),
     /** `unmountBlockers` by {@link unmountBlockersKey}. */
     unmountBlockers: keyedChangeSchema(UnmountBlockersSchema).optional(),
+    operationLog: ringChangeSchema(OperationLogEntrySchema).optional(),
   })
   .refine((d) => d.seq > d.fromSeq, { error: 'must be greater than fromSeq', path: ['seq'] });
 /**
@@ -159,6 +167,9 @@ export const snapshotFieldTransport: Record<keyof Snapshot, 'seq' | 'set' | 'key
   attachVerification: 'set',
   mountHealth: 'keyed',
   unmountBlockers: 'keyed',
+  csiPanel: 'set',
+  volumeStats: 'set',
+  operationLog: 'ring',
 };
 
 /**
@@ -286,6 +297,8 @@ export function computeDelta(prev: Snapshot, next: Snapshot): Delta {
   if (!jsonEqual(a.attachVerification, b.attachVerification)) set.attachVerification = b.attachVerification;
   if (!jsonEqual(a.observe ?? null, b.observe ?? null)) set.observe = b.observe ?? null;
   if (!jsonEqual(a.nodeConditions ?? null, b.nodeConditions ?? null)) set.nodeConditions = b.nodeConditions ?? null;
+  if (!jsonEqual(a.csiPanel ?? null, b.csiPanel ?? null)) set.csiPanel = b.csiPanel ?? null;
+  if (!jsonEqual(a.volumeStats ?? null, b.volumeStats ?? null)) set.volumeStats = b.volumeStats ?? null;
 
   const delta: Delta = { fromSeq: a.seq, seq: b.seq };
   if (Object.keys(set).length > 0) delta.set = set;
@@ -302,6 +315,7 @@ export function computeDelta(prev: Snapshot, next: Snapshot): Delta {
     audit: diffRing(a.audit, b.audit),
     mountHealth: diffKeyed(a.mountHealth, b.mountHealth, mountHealthKey),
     unmountBlockers: diffKeyed(a.unmountBlockers, b.unmountBlockers, unmountBlockersKey),
+    operationLog: diffRing(a.operationLog, b.operationLog),
   };
   for (const [name, part] of Object.entries(parts)) {
     if (part !== undefined) Object.assign(delta, { [name]: part });
@@ -322,7 +336,7 @@ export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
   const pods = applyKeyed(snapshot.desired.pods, delta.desiredPods, desiredPodKey);
   const volumes = applyKeyed(snapshot.actual.volumes, delta.actualVolumes, actualVolumeKey);
   const reconstructed = applyKeyed(snapshot.reconstruction.volumes, delta.reconstructionVolumes, reconstructedVolumeKey);
-  const { observe: _observeBefore, nodeConditions: _conditionsBefore, ...withoutObserve } = snapshot;
+  const { observe: _observeBefore, nodeConditions: _conditionsBefore, csiPanel: _csiPanelBefore, volumeStats: _volumeStatsBefore, ...withoutObserve } = snapshot;
   return normalizeSnapshot({
     ...withoutObserve,
     seq: delta.seq,
@@ -346,9 +360,18 @@ export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
     audit: applyRing(snapshot.audit, delta.audit),
     mountHealth: applyKeyed(snapshot.mountHealth, delta.mountHealth, mountHealthKey),
     unmountBlockers: applyKeyed(snapshot.unmountBlockers, delta.unmountBlockers, unmountBlockersKey),
+    operationLog: applyRing(snapshot.operationLog, delta.operationLog),
     ...observeAfter(snapshot, set),
     ...nodeConditionsAfter(snapshot, set),
+    ...optionalAfter(snapshot, set, 'csiPanel'),
+    ...optionalAfter(snapshot, set, 'volumeStats'),
   });
+}
+
+/** An optional field replaced whole after the delta's `set.<field>` (null removes it), or `{}` when absent before and after. */
+function optionalAfter<K extends 'csiPanel' | 'volumeStats'>(snapshot: Snapshot, set: DeltaSet, key: K): Partial<Pick<Snapshot, K>> {
+  const value = set[key] === undefined ? snapshot[key] : (set[key] ?? undefined);
+  return value === undefined ? {} : ({ [key]: value } as Partial<Pick<Snapshot, K>>);
 }
 
 /** `{observe}` after the delta's `set.observe` (null removes it), or `{}` when absent before and after. */

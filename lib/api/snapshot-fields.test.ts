@@ -79,6 +79,50 @@ const changes: Record<Exclude<keyof Snapshot, 'seq'>, FieldChange> = {
     }),
     part: 'set.observe',
   },
+  csiPanel: {
+    change: () => ({
+      csiPanel: [
+        {
+          driver: 'csi-loop.volumescope.dev',
+          methods: [{ method: 'NodeStageVolume', calls: 2, codes: { OK: 1, DeadlineExceeded: 1 }, buckets: [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0], totalMs: 120_050, maxMs: 120_000 }],
+          recentCalls: [{ at: FIXTURE_T0, method: 'NodeStageVolume', code: 'OK', durationMs: 50, volumeId: 'vol-1', request: '{"volume_id":"vol-1","secrets":{"key":"***stripped***"}}', error: null }],
+          probes: [{ at: FIXTURE_T0, method: 'Probe', code: 'OK', durationMs: 2, ready: true, vendorVersion: null, error: null }],
+        },
+      ],
+    }),
+    part: 'set.csiPanel',
+  },
+  operationLog: {
+    change: (s) => ({ operationLog: [...s.operationLog, { operationName: 'volume_mount', volume: 'v', podUid: 'uid-a', startedAt: FIXTURE_T0, finishedAt: FIXTURE_T0 + 5, outcome: 'success', error: null }] }),
+    part: 'operationLog',
+  },
+  volumeStats: {
+    change: () => ({
+      volumeStats: [
+        {
+          podUid: 'uid-a',
+          volumeName: 'data',
+          uniqueVolumeName: 'kubernetes.io/csi/csi-loop.volumescope.dev^vol-1',
+          pluginName: 'kubernetes.io/csi',
+          driver: 'csi-loop.volumescope.dev',
+          path: '/var/lib/kubelet/pods/uid-a/volumes/kubernetes.io~csi/pv-1/mount',
+          persistentVolumeClaim: { namespace: 'default', name: 'data' },
+          source: 'csi',
+          capacityBytes: 1024,
+          availableBytes: 512,
+          usedBytes: 512,
+          inodes: 10,
+          inodesFree: 5,
+          inodesUsed: 5,
+          condition: { abnormal: true, message: 'I/O error' },
+          collectedAt: FIXTURE_T0,
+          durationMs: 3,
+          error: null,
+        },
+      ],
+    }),
+    part: 'set.volumeStats',
+  },
 };
 
 /** The parts a delta carries, `set` split by field. */

@@ -237,6 +237,10 @@ const snapshotArb: fc.Arbitrary<Snapshot> = rec({
   attachVerification: rec({ lastRunAt: maybeTime, checked: count, foundDetached: fc.array(volumeName, { maxLength: 2 }) }),
   mountHealth: fc.uniqueArray(mountHealth, { selector: mountHealthKey, maxLength: 3 }),
   unmountBlockers: fc.uniqueArray(unmountBlockers, { selector: unmountBlockersKey, maxLength: 2 }),
+  operationLog: fc.array(
+    rec({ operationName: text, volume: volumeName, podUid: fc.option(podUid, { nil: null }), startedAt: time, finishedAt: time, outcome: fc.constantFrom('success', 'failure'), error: fc.option(text, { nil: null }) }),
+    { maxLength: 3 },
+  ),
 });
 
 // CHANGES

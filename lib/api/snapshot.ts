@@ -480,6 +480,133 @@ export const DriverSchema = z.object({
 /** A CSI driver registered (or trying to register) with the agent. */
 export type Driver = z.infer<typeof DriverSchema>;
 
+/** One finished operation (successful or not): the timeline's bars. */
+export const OperationLogEntrySchema = z.object({
+  /** `volume_attach`, `volume_mount`, `volume_unmount`, `unmount_device`, `volume_detach`, `volume_expand`, … */
+  operationName: z.string(),
+  /** The unique volume name; empty for operations without one. */
+  volume: z.string(),
+  /** The pod of a per-pod operation; null for volume-wide ones (attach, device mount of attachable volumes, detach). */
+  podUid: z.string().nullable(),
+  startedAt: EpochMsSchema,
+  finishedAt: EpochMsSchema,
+  outcome: z.enum(['success', 'failure']),
+  /** The detailed error of a failure (cut to 4096 characters); null for a success. */
+  error: z.string().nullable(),
+});
+/** One finished operation. */
+export type OperationLogEntry = z.infer<typeof OperationLogEntrySchema>;
+
+/**
+ * The buckets of `csiPanel[].methods[].buckets`, in seconds: those of the kubelet's
+ * `csi_operations_seconds` histogram. `buckets[i]` counts the calls that took at most
+ * `CSI_OPERATION_BUCKETS_SECONDS[i]` and more than the bucket before; the extra last entry counts
+ * those above 600 s.
+ */
+export const CSI_OPERATION_BUCKETS_SECONDS: readonly number[] = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600];
+
+/** The calls of one RPC of one driver since the agent started. */
+export const CsiMethodStatsSchema = z.object({
+  /** The RPC, e.g. `NodeStageVolume`. */
+  method: z.string(),
+  calls: CountSchema,
+  /** Calls by Go's status code name (`OK`, `DeadlineExceeded`, …; `unknown-non-grpc` without a gRPC status). */
+  codes: z.record(z.string(), CountSchema),
+  /** Calls per latency bucket ({@link CSI_OPERATION_BUCKETS_SECONDS} plus one above the last), not cumulative. */
+  buckets: z.array(CountSchema),
+  /** Sum of the calls' durations. */
+  totalMs: z.number().nonnegative(),
+  /** The slowest call. */
+  maxMs: z.number().nonnegative(),
+});
+/** The calls of one RPC of one driver since the agent started. */
+export type CsiMethodStats = z.infer<typeof CsiMethodStatsSchema>;
+
+/** One CSI call the agent made. */
+export const CsiCallSchema = z.object({
+  /** When it was sent. */
+  at: EpochMsSchema,
+  method: z.string(),
+  /** Go's status code name; `OK` for a success. */
+  code: z.string(),
+  durationMs: z.number().nonnegative(),
+  /** The request's `volume_id`; null when it has none. */
+  volumeId: z.string().nullable(),
+  /** The request as JSON with every secret value replaced by `***stripped***`, at most 2048 characters. */
+  request: z.string(),
+  /** The error text (secret values scrubbed); null for a success. */
+  error: z.string().nullable(),
+});
+/** One CSI call the agent made. */
+export type CsiCall = z.infer<typeof CsiCallSchema>;
+
+/** One Probe or GetPluginInfo answer of a driver. */
+export const CsiProbeSchema = z.object({
+  at: EpochMsSchema,
+  method: z.enum(['Probe', 'GetPluginInfo']),
+  code: z.string(),
+  durationMs: z.number().nonnegative(),
+  /** Probe's `ready`; null when the driver left it unset, the call failed, or for GetPluginInfo. */
+  ready: z.boolean().nullable(),
+  /** GetPluginInfo's `vendor_version`; null otherwise. */
+  vendorVersion: z.string().nullable(),
+  error: z.string().nullable(),
+});
+/** One Probe or GetPluginInfo answer of a driver. */
+export type CsiProbe = z.infer<typeof CsiProbeSchema>;
+
+/** The driver panel of one CSI driver: its calls since the agent started. */
+export const CsiDriverCallsSchema = z.object({
+  driver: z.string(),
+  /** By method name. */
+  methods: z.array(CsiMethodStatsSchema),
+  /**
+   * The latest calls, oldest first, at most 50; successful NodeGetVolumeStats calls (periodic)
+   * and Probe / GetPluginInfo (in `probes`) are counted in `methods` only.
+   */
+  recentCalls: z.array(CsiCallSchema),
+  /** The latest Probe and GetPluginInfo answers, oldest first, at most 60. */
+  probes: z.array(CsiProbeSchema),
+});
+/** The driver panel of one CSI driver. */
+export type CsiDriverCalls = z.infer<typeof CsiDriverCallsSchema>;
+
+/** The key of a volume's stats: `podUid|volumeName`. */
+export function volumeStatsKey(stats: Pick<VolumeStats, 'podUid' | 'volumeName'>): string {
+  return `${stats.podUid}|${stats.volumeName}`;
+}
+
+/** One mounted pod volume's usage, collected every `--volume-stats-agg-period` (1m). */
+export const VolumeStatsSchema = z.object({
+  podUid: z.string(),
+  /** The pod's name of the volume. */
+  volumeName: z.string(),
+  uniqueVolumeName: z.string(),
+  pluginName: z.string(),
+  /** The CSI driver; null for other plugins. */
+  driver: z.string().nullable(),
+  /** The directory measured (a CSI volume's publish target). */
+  path: z.string(),
+  /** The claim of the volume's PV: the labels of `kubelet_volume_stats_*`; null without one (no metric then). */
+  persistentVolumeClaim: z.object({ namespace: z.string(), name: z.string() }).nullable(),
+  /** `csi`: NodeGetVolumeStats of the driver; `statfs`: statfs(2) of the directory. */
+  source: z.enum(['csi', 'statfs']),
+  capacityBytes: z.number().nonnegative().nullable(),
+  availableBytes: z.number().nonnegative().nullable(),
+  usedBytes: z.number().nonnegative().nullable(),
+  inodes: z.number().nonnegative().nullable(),
+  inodesFree: z.number().nonnegative().nullable(),
+  inodesUsed: z.number().nonnegative().nullable(),
+  /** The driver's volume condition (VOLUME_CONDITION); null when it reports none. */
+  condition: z.object({ abnormal: z.boolean(), message: z.string() }).nullable(),
+  collectedAt: EpochMsSchema,
+  durationMs: z.number().nonnegative(),
+  /** Why the numbers are missing (the call failed, GET_VOLUME_STATS not advertised, statfs hung); null with numbers. */
+  error: z.string().nullable(),
+});
+/** One mounted pod volume's usage. */
+export type VolumeStats = z.infer<typeof VolumeStatsSchema>;
+
 /** The periodic check that volumes the actual state calls attached are still attached. */
 export const AttachVerificationSchema = z.object({
   /** When the last pass finished; `null` before the first pass. */
@@ -564,6 +691,20 @@ export const SnapshotSchema = z.object({
    * that predate it).
    */
   unmountBlockers: uniqueArray(UnmountBlockersSchema, unmountBlockersKey, 'unmount blockers').default([]),
+  /**
+   * The latest finished operations, oldest first, bounded (a ring buffer of 500): successes too,
+   * which `operationHistory` does not keep. Memory only (empty after an agent restart); empty
+   * from agents that predate it.
+   */
+  operationLog: z.array(OperationLogEntrySchema).default([]),
+  /** The CSI driver panel: each driver's calls (histograms, recent calls, probes), by driver name. Absent from agents that predate it. */
+  csiPanel: z.array(CsiDriverCallsSchema).optional(),
+  /**
+   * Usage of every mounted pod volume, by {@link volumeStatsKey}, from the last stats pass;
+   * absent before the first pass, with `--volume-stats-agg-period=0`, in observe mode and from
+   * agents that predate it.
+   */
+  volumeStats: uniqueArray(VolumeStatsSchema, volumeStatsKey, 'volume stats').optional(),
 });
 /** The whole state of one node's volume manager at one sequence number. */
 export type Snapshot = z.infer<typeof SnapshotSchema>;

@@ -28,6 +28,7 @@ export function emptySnapshot(overrides: Partial<Snapshot> = {}): Snapshot {
     attachVerification: { lastRunAt: null, checked: 0, foundDetached: [] },
     mountHealth: [],
     unmountBlockers: [],
+    operationLog: [],
     ...overrides,
   };
 }

@@ -72,7 +72,7 @@ describe(`CsiClient against csi-loop (${driverMode})`, () => {
       { name: 'NodeGetInfo returns the node id', run: async () => { expect(await client.nodeGetInfo()).toMatchObject({ node_id: NODE_ID, max_volumes_per_node: 0 }); } },
       {
         name: 'NodeGetCapabilities lists stage, expand and stats',
-        run: async () => { expect(rpcCapabilityTypes(await client.nodeGetCapabilities())).toEqual(['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME', 'GET_VOLUME_STATS']); },
+        run: async () => { expect(rpcCapabilityTypes(await client.nodeGetCapabilities())).toEqual(['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME', 'GET_VOLUME_STATS', 'VOLUME_CONDITION']); },
       },
       {
         name: 'ControllerGetCapabilities lists create/delete, publish, list (with published nodes), capacity, expand and get',

@@ -71,7 +71,48 @@ export interface GrpcUnixClientOptions {
   logger?: Logger;
   /** Extra fields on every log line (e.g. `{ driver }`). */
   logFields?: Record<string, unknown>;
+  /**
+   * Called once per finished call, successful or not (the kubelet's `RecordMetricsInterceptor`
+   * on its CSI connections): for `csi_operations_seconds` and the driver panel. Never throws
+   * into the call: a failing observer is logged.
+   */
+  onCall?: (call: CsiCallSample) => void;
 }
+
+/** One finished call as {@link GrpcUnixClientOptions.onCall} sees it. */
+export interface CsiCallSample {
+  /** The RPC, e.g. `NodeStageVolume`. */
+  method: CsiMethod | RegistrationMethod;
+  /** The gRPC method path, e.g. `/csi.v1.Node/NodeStageVolume` (the kubelet's `method_name` label). */
+  fullMethod: string;
+  /**
+   * Go's name of the status code (`OK`, `DeadlineExceeded`, …), or `unknown-non-grpc` when the
+   * call failed without a gRPC status (the kubelet's `getErrorCode`).
+   */
+  grpcStatusCode: string;
+  /** Epoch ms when the call was sent. */
+  startedAt: number;
+  durationMs: number;
+  /**
+   * The request with every secret value replaced by `***stripped***`, computed on demand (a deep
+   * copy: observers that keep no request, like the metric, pay nothing for it).
+   */
+  redactedRequest: () => object;
+  /** The request's `volume_id`, when it has one (never a secret). */
+  volumeId: string | null;
+  /** The response on success; null on failure. */
+  response: unknown;
+  /** The error text (secrets scrubbed, cut); null on success. */
+  error: string | null;
+}
+
+function requestParts(request: object): Pick<CsiCallSample, 'redactedRequest' | 'volumeId'> {
+  const volumeId = (request as { volume_id?: unknown }).volume_id;
+  return { redactedRequest: () => redactSecrets(request), volumeId: typeof volumeId === 'string' ? volumeId : null };
+}
+
+/** The kubelet's `grpc_status_code` of a call that failed without a gRPC status. */
+export const UNKNOWN_NON_GRPC = 'unknown-non-grpc';
 
 /**
  * `unix:///abs/path` for a socket path; an endpoint that already has a `unix:` scheme is
@@ -94,6 +135,7 @@ export class GrpcUnixClient {
   protected readonly log: Logger;
   private readonly defaultTimeoutMs: number;
   private readonly logFields: Record<string, unknown>;
+  private readonly onCall: ((call: CsiCallSample) => void) | null;
   private channel: grpc.Client | null = null;
   private closed = false;
 
@@ -103,6 +145,7 @@ export class GrpcUnixClient {
     this.log = opts.logger ?? discardLogger;
     this.defaultTimeoutMs = opts.timeoutMs ?? DEFAULT_CSI_TIMEOUT_MS;
     this.logFields = opts.logFields ?? {};
+    this.onCall = opts.onCall ?? null;
   }
 
   /** Closes the channel; later calls reject with a transport error. Idempotent. */
@@ -131,6 +174,7 @@ export class GrpcUnixClient {
       return Promise.reject(new CsiTransportError(method, `${method}: ${errorMessage(err)}`, { cause: err }));
     }
     const started = this.clock.monotonic();
+    const startedAt = this.clock.now();
     return new Promise<Res>((resolve, reject) => {
       let timedOut = false;
       const deadline: { timer?: TimerHandle } = {};
@@ -139,11 +183,14 @@ export class GrpcUnixClient {
         const durationMs = Math.round(this.clock.monotonic() - started);
         if (err === null) {
           this.log.debug(`${method} rpc succeeded`, { ...this.logFields, durationMs });
+          this.observe({ method, fullMethod: def.path, grpcStatusCode: 'OK', startedAt, durationMs, ...requestParts(request), response: value, error: null });
           resolve(value as Res);
           return;
         }
         const failure = this.toError(method, err, timedOut, secrets);
         this.log.debug(`${method} rpc failed`, { ...this.logFields, durationMs, error: failure.message });
+        const grpcStatusCode = failure instanceof CsiRpcError ? failure.codeName : UNKNOWN_NON_GRPC;
+        this.observe({ method, fullMethod: def.path, grpcStatusCode, startedAt, durationMs, ...requestParts(request), response: null, error: failure.message });
         reject(failure);
       };
       let call: grpc.ClientUnaryCall;
@@ -158,6 +205,15 @@ export class GrpcUnixClient {
         call.cancel();
       }, timeoutMs);
     });
+  }
+
+  private observe(call: CsiCallSample): void {
+    if (this.onCall === null) return;
+    try {
+      this.onCall(call);
+    } catch (err) {
+      this.log.error('the CSI call observer failed', { ...this.logFields, error: errorMessage(err) });
+    }
   }
 
   private toError(method: CsiMethod | RegistrationMethod, err: unknown, timedOut: boolean, secrets: readonly string[]): Error {

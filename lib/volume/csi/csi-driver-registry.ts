@@ -37,7 +37,7 @@ import type { Clock, TimerHandle } from '../../clock/clock.ts';
 import { truncateMessage } from '../../truncate-message.ts';
 import { errorMessage, TransientOperationFailure } from '../errors.ts';
 import { discardLogger, type Logger } from '../logger.ts';
-import { CsiClient, DEFAULT_CSI_TIMEOUT_MS, unixEndpoint } from './csi-client.ts';
+import { CsiClient, DEFAULT_CSI_TIMEOUT_MS, unixEndpoint, type CsiCallSample } from './csi-client.ts';
 import {
   pluginCapabilityNames,
   rpcCapabilityTypes,
@@ -145,6 +145,14 @@ export interface CsiDriverRegistryOptions {
   probeIntervalMs?: number;
   /** Publishes registered drivers to the API server (CSINode); none by default. See csi-node-info.ts. */
   nodeInfo?: CsiNodeInfoManager;
+  /** Every finished CSI call of every driver's client (metrics, the driver panel); see csi-call-stats.ts. */
+  onCall?: (call: CsiCallRecord) => void;
+}
+
+/** One finished CSI call of a driver's client. */
+export interface CsiCallRecord extends CsiCallSample {
+  /** The driver's name (the kubelet's `driver_name` label). */
+  driver: string;
 }
 
 interface DriverEntry {
@@ -180,6 +188,7 @@ export class CsiDriverRegistry {
   private readonly retryMaxMs: number;
   private readonly probeIntervalMs: number;
   private readonly nodeInfo: CsiNodeInfoManager | null;
+  private readonly onCall: ((call: CsiCallRecord) => void) | null;
   private readonly entries = new Map<string, DriverEntry>();
   private readonly listeners = new Set<() => void>();
   private readonly registrationWaiters = new Map<string, Set<() => void>>();
@@ -193,6 +202,7 @@ export class CsiDriverRegistry {
     this.retryMaxMs = opts.retryMaxMs ?? 30_000;
     this.probeIntervalMs = opts.probeIntervalMs ?? 0;
     this.nodeInfo = opts.nodeInfo ?? null;
+    this.onCall = opts.onCall ?? null;
   }
 
   /**
@@ -409,7 +419,7 @@ export class CsiDriverRegistry {
       registrationSocket,
       // A socket registering again keeps the notes of the sockets it is refusing.
       refusals: old?.registrationSocket === registrationSocket ? old.refusals : new Map<string, string>(),
-      client: new CsiClient(endpoint, { clock: this.clock, timeoutMs: this.callTimeoutMs, logger: this.log, logFields: { driver: name } }),
+      client: new CsiClient(endpoint, { clock: this.clock, timeoutMs: this.callTimeoutMs, logger: this.log, logFields: { driver: name }, ...this.callObserver(name) }),
       registered: false,
       nodeId: null,
       maxVolumesPerNode: null,
@@ -428,6 +438,17 @@ export class CsiDriverRegistry {
     this.log.info(`kubernetes.io/csi: Register new plugin with name: ${name} at endpoint: ${endpoint}`, { driver: name, source });
     this.changed();
     return entry;
+  }
+
+  private callObserver(driver: string): { onCall?: (call: CsiCallSample) => void } {
+    const onCall = this.onCall;
+    return onCall === null
+      ? {}
+      : {
+          onCall: (call) => {
+            onCall({ ...call, driver });
+          },
+        };
   }
 
   /** Runs the handshake; records the outcome unless the entry was replaced meanwhile. Returns the error or null. */

@@ -112,7 +112,7 @@ describe(`CSI driver registration against csi-loop (${driverMode})`, () => {
       endpoint: driver.endpoint,
       registered: true,
       nodeId: NODE_ID,
-      capabilities: ['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME', 'GET_VOLUME_STATS'],
+      capabilities: ['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME', 'GET_VOLUME_STATS', 'VOLUME_CONDITION'],
       lastProbeAt: expect.any(Number) as number,
       lastError: null,
     });

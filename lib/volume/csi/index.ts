@@ -30,3 +30,8 @@ export { PLUGINS_REGISTRATION_DIR_NAME, PluginWatcher, pluginsRegistrationDir } 
 export type { PluginSocketStatus, PluginWatcherOptions } from './plugin-watcher.ts';
 export { redactSecrets, scrubSecretValues, STRIPPED } from './redact.ts';
 export { attachmentName, CSI_PLUGIN_NAME, deviceMountPath, makeVolumeHandle, podVolumeDir, publishTargetPath } from './vol-data.ts';
+export { CSI_OPERATION_BUCKETS_SECONDS, CsiCallStats } from './csi-call-stats.ts';
+export type { CsiCallView, CsiDriverCallsView, CsiMethodStatsView, CsiProbeView } from './csi-call-stats.ts';
+export type { CsiCallRecord } from './csi-driver-registry.ts';
+export type { CsiCallSample } from './csi-client.ts';
+export { UNKNOWN_NON_GRPC } from './csi-client.ts';
