@@ -3,7 +3,7 @@
  * pod source, fake clock), with switchable source sync, settable source errors/drivers/events,
  * and a logger that keeps every line.
  */
-import type { Driver, NodeCondition, RecentEvent, SourceError } from '../../../lib/api/snapshot.ts';
+import type { ContainerState, Driver, NodeCondition, RecentEvent, SourceError } from '../../../lib/api/snapshot.ts';
 import type { FakeClock } from '../../../lib/clock/fake-clock.ts';
 import type { NodeName, PodUID } from '../../../lib/volume/types.ts';
 import type { Harness } from '../../../lib/volumemanager/testing/harness.ts';
@@ -135,6 +135,20 @@ export class FakeAgentRuntime implements AgentRuntime {
 
   setNodeConditions(conditions: NodeCondition[] | null): void {
     this.conditions = conditions;
+    this.notify();
+  }
+
+  private readonly containers = new Map<string, readonly ContainerState[]>();
+
+  /** The containers' states of a pod as the API source would keep them (undefined: none). */
+  containerStates(uid: string): readonly ContainerState[] | undefined {
+    return this.containers.get(uid);
+  }
+
+  /** Replaces a pod's containers' states (a new frozen array, as the source does) and notifies. */
+  setContainerStates(uid: string, states: readonly ContainerState[] | undefined): void {
+    if (states === undefined) this.containers.delete(uid);
+    else this.containers.set(uid, Object.freeze([...states]));
     this.notify();
   }
 
