@@ -22,6 +22,8 @@ import { ReconstructionTable } from '../node/reconstruction-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
 import { PodGone } from './pod-gone.tsx';
+import { PodStatusText } from './pod-status.tsx';
+import { podStatusOf } from '../../lib/dashboard/pod-status-view.ts';
 import { usePublicBaseUrl } from '../page/public-url.tsx';
 import { VolumePipeline } from '../volume/volume-pipeline.tsx';
 
@@ -31,8 +33,8 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   const pod = useLivePod(snapshot, uid);
   const podNames = usePodNames(snapshot);
   const publicBaseUrl = usePublicBaseUrl();
-  // status.phase as the pod source has it; nothing without a status (a manifest): nothing is invented.
-  const phase = useMemo(() => snapshot.desired.pods.find((p) => p.uid === uid)?.phase, [snapshot.desired.pods, uid]);
+  // status.phase and the containers' states as the pod source has them; nothing without a status (a manifest): nothing is invented.
+  const status = useMemo(() => podStatusOf(snapshot.desired.pods, uid), [snapshot.desired.pods, uid]);
   const events = useMemo(() => snapshot.recentEvents.filter((e) => e.podUid === uid), [snapshot.recentEvents, uid]);
   const volumes = useMemo(() => new Set(pod?.rows.map((r) => r.uniqueVolumeName) ?? []), [pod]);
   // The pod's own operations, and the volume-wide ones (attach, device mount) of its volumes.
@@ -63,7 +65,12 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
             <h1>{podDisplayName(pod)}</h1>
             <p className="muted small">
               uid <code>{pod.uid}</code>
-              {phase === undefined ? '' : ` · phase ${phase}`}
+              {status?.phase === undefined && status?.containers === undefined ? null : (
+                <>
+                  {' · '}
+                  <PodStatusText status={status} />
+                </>
+              )}
               {pod.desired ? '' : ' · not in the desired world (its volumes are being unmounted)'}
             </p>
           </div>

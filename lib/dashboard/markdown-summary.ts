@@ -18,6 +18,7 @@ import {
 } from './incident-history.ts';
 import { stageLabel, kubeletSummaryLine, podDisplayName, rowPodName, type PodView, type VolumeRow } from './pipeline.ts';
 import type { NodeSummary } from './node-summary.ts';
+import { podStatusLine, podStatusOf } from './pod-status-view.ts';
 import { publicLink } from './public-url.ts';
 import { nodeHref, podHref, volumeHref } from './routes.ts';
 import { formatGoDuration } from '../volume/util/go-format.ts';
@@ -153,16 +154,20 @@ export interface PodMarkdownInput {
 }
 
 /**
- * A pod's volumes as Markdown: a heading with pod and node, the time, the kubelet-style summary
+ * A pod's volumes as Markdown: a heading with pod and node, the time, the pod's phase and
+ * containers' states where its source has a status, the kubelet-style summary
  * line, a table (volume, state, blocking stage, last error verbatim, failures ×N since T and
  * stuck for D, next retry), the pod's last three aggregated events, its populator errors and the
  * links to its page and its node's.
  */
 export function podMarkdownSummary(input: PodMarkdownInput): string {
   const { pod, node, now, snapshot, baseUrl: base } = input;
+  const status = podStatusLine(podStatusOf(snapshot.desired.pods, pod.uid), now);
   const lines = [
     `**Pod ${podDisplayName(pod)}** (uid \`${pod.uid}\`) on node **${node}**${pod.desired ? '' : ' — not in the desired world'}`,
     `_${formatUtc(now)}, agent seq ${snapshot.seq}_`,
+    // The pod's phase and containers' states, only where the source has a status.
+    ...(status === null ? [] : [markdownCell(status)]),
     '',
     `\`${kubeletSummaryLine(pod.rows)}\``,
     '',
