@@ -72,7 +72,7 @@ export function EmbedNodeVolumes({ agent, rows }: { agent: string; rows: readonl
                   / {r.volumeName}
                 </td>
                 <td>
-                  <VolumeStateBadge state={r.state} />
+                  <VolumeStateBadge state={r.state} cause={r.uncertainCause} />
                 </td>
                 <td className="cell-error">
                   {r.blocking === null ? '—' : stageLabel(r.blocking.id, r.attachable)}

@@ -59,7 +59,7 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
         <span className="muted small"> {row.pluginName.replace(/^kubernetes\.io\//, '')}</span>
       </div>
       <div role="cell" className="vt__cell vt__state">
-        <VolumeStateBadge state={row.state} />
+        <VolumeStateBadge state={row.state} cause={row.uncertainCause} />
       </div>
       <div role="cell" className="vt__cell vt__stage">
         {row.blocking === null ? '—' : stageLabel(row.blocking.id, row.attachable)}

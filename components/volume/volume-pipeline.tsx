@@ -11,6 +11,7 @@ import { RetryButton } from '../actions/retry-button.tsx';
 import { UnmountButton } from '../actions/unmount-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import type { KubeletEvidence } from '../../lib/dashboard/kubelet-evidence.ts';
+import { uncertainHeadline } from '../../lib/dashboard/volume-state-wording.ts';
 import { KubeletBackoffCell } from '../observe/plan-row.tsx';
 import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { StageStatusBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
@@ -26,12 +27,10 @@ function HistoryLine({ history }: { history: OperationHistory }) {
   );
 }
 
-/** The blocking stage's headline, in the words of the mode: who settles it. */
-export function blockingTitle(row: Pick<VolumeRow, 'observed'>, stage: Pick<PipelineStage, 'status'>): string {
+/** The blocking stage's headline, in the words of the cause and the mode: who settles it (volume-state-wording.ts). */
+export function blockingTitle(row: Pick<VolumeRow, 'observed' | 'uncertainCause'>, stage: Pick<PipelineStage, 'status'>): string {
   if (stage.status !== 'uncertain') return 'Blocked here.';
-  return row.observed
-    ? 'Found on disk, not confirmed: the agent rebuilt it from the kubelet’s root dir; the kubelet settles it.'
-    : 'Uncertain here: neither mounted nor failed; the reconciler will settle it.';
+  return uncertainHeadline(row.uncertainCause ?? (row.observed ? 'found-on-disk' : 'outcome-unknown'), row.observed);
 }
 
 /** What the blocking stage waits for when no operation works on it, in the words of the mode. */
@@ -122,7 +121,7 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
         <h3 id={`vol-${row.id}`}>
           <Link href={volumeHref(node, row.uniqueVolumeName)}>{row.volumeName}</Link>
         </h3>
-        <VolumeStateBadge state={row.state} />
+        <VolumeStateBadge state={row.state} cause={row.uncertainCause} />
         {!compact ? <code className="muted small">{row.uniqueVolumeName}</code> : null}
         {onAction !== null ? (
           <span className="toolbar">

@@ -20,6 +20,7 @@ import { stageLabel, kubeletSummaryLine, podDisplayName, rowPodName, type PodVie
 import type { NodeSummary } from './node-summary.ts';
 import { podStatusLine, podStatusOf } from './pod-status-view.ts';
 import { publicLink } from './public-url.ts';
+import { volumeStateText } from './volume-state-wording.ts';
 import { nodeHref, podHref, volumeHref } from './routes.ts';
 import { formatGoDuration } from '../volume/util/go-format.ts';
 import { formatUtc, operationTiming } from './time-format.ts';
@@ -39,7 +40,7 @@ export function markdownCell(text: string): string {
 export function rowStageText(row: VolumeRow): string {
   if (row.blocking === null) return 'ready';
   const label = stageLabel(row.blocking.id, row.attachable);
-  if (row.blocking.status === 'uncertain') return `uncertain: ${label}`;
+  if (row.blocking.status === 'uncertain') return `${volumeStateText('uncertain', row.uncertainCause)}: ${label}`;
   if (!row.desired) return 'not desired: unmounting';
   return `waiting: ${label}`;
 }
@@ -99,7 +100,7 @@ function volumeTable(rows: readonly VolumeRow[], node: string, now: number, with
     const cells = [
       ...(withPod ? [link(rowPodName(row), base, podHref(node, row.podUid))] : []),
       link(row.volumeName, base, volumeHref(node, row.uniqueVolumeName)),
-      markdownCell(row.state),
+      markdownCell(volumeStateText(row.state, row.uncertainCause)),
       markdownCell(rowStageText(row)),
       markdownCell(rowErrorText(row)),
       markdownCell(failureText(row, failures, now)),
