@@ -33,7 +33,8 @@ async function tabTo(page: Page, wanted: (name: string) => boolean, max = 80): P
 
 const focusInDialog = (page: Page): Promise<boolean> => page.evaluate(() => document.activeElement?.closest('dialog[open]') != null);
 
-test('incident 1: a pod stuck on a failing hostPath: stage, cause, next retry, stuck for, and Retry now from the keyboard alone', async ({ page }) => {
+test('incident 1: a pod stuck on a failing hostPath: stage, cause, next retry, stuck for, and Retry now from the keyboard alone', async ({ page, context }) => {
+  await context.grantPermissions(['clipboard-read', 'clipboard-write']);
   // Arrange: a hostPath of type Directory that does not exist.
   const { pod, hostDir, isMount } = await writeStuckHostPathPod('e2e-node-a', 'stuck-0', 'incident-stuck');
   try {
@@ -76,6 +77,14 @@ test('incident 1: a pod stuck on a failing hostPath: stage, cause, next retry, s
     await expect.poll(() => focusedName(page), { message: 'focus returns to the Retry now button' }).toBe(trigger);
     expect(await page.evaluate(() => document.activeElement?.tagName ?? null)).toBe('BUTTON');
     expect(await page.evaluate(() => document.activeElement?.closest('article')?.getAttribute('aria-labelledby') ?? null)).toBe(await card.getAttribute('aria-labelledby'));
+
+    // The card's commands, one click: named after its volume and pod, the pod's kubectl and the
+    // agent's log about the volume from a minute before its first failure.
+    await card.getByRole('button', { name: 'Copy commands: volume logs of pod e2e/stuck-0' }).click();
+    await expect(card.getByRole('status').filter({ hasText: 'Copied' })).toBeVisible();
+    const commands = await page.evaluate(() => navigator.clipboard.readText());
+    expect(commands).toContain('kubectl -n e2e describe pod stuck-0');
+    expect(commands).toMatch(/ logs --since-time=\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z .*\| grep -F kubernetes\.io\/host-path\//);
   } finally {
     await deletePod(pod);
   }

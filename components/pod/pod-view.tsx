@@ -23,6 +23,8 @@ import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
 import { PodGone } from './pod-gone.tsx';
 import { PodStatusText } from './pod-status.tsx';
+import { useLatest } from '../hooks/use-latest.ts';
+import type { RowCommandsSnapshot } from '../../lib/dashboard/row-commands.ts';
 import { podStatusOf } from '../../lib/dashboard/pod-status-view.ts';
 import { usePublicBaseUrl } from '../page/public-url.tsx';
 import { VolumePipeline } from '../volume/volume-pipeline.tsx';
@@ -33,6 +35,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   const pod = useLivePod(snapshot, uid);
   const podNames = usePodNames(snapshot);
   const publicBaseUrl = usePublicBaseUrl();
+  const commandsSnapshot = useLatest<RowCommandsSnapshot>(snapshot);
   // status.phase and the containers' states as the pod source has them; nothing without a status (a manifest): nothing is invented.
   const status = useMemo(() => podStatusOf(snapshot.desired.pods, uid), [snapshot.desired.pods, uid]);
   const events = useMemo(() => snapshot.recentEvents.filter((e) => e.podUid === uid), [snapshot.recentEvents, uid]);
@@ -122,6 +125,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
                 observing={snapshot.observe !== undefined}
                 onAction={onAction}
                 history={historyByKey}
+                commandsSnapshot={commandsSnapshot}
               />
             ))}
           </div>
