@@ -181,9 +181,9 @@ describe(`observe mode beside the upstream kubelet on ${KUBELET_NODE} (${KUBELET
     // waits in ContainerCreating (dated from the agent's first sight: the API has no time for it),
     // the healthy one runs since the kubelet's startedAt.
     const waiting = await waitUntil('the stuck pod’s container state in the snapshot', async () => (await snapshotContainers(missingUid))?.[0], { deadlineMs: 30_000, intervalMs: 500 });
-    const reason = (await cluster.kubectl(['get', 'pod', 'missing-host-path', '-n', NS, '-o', 'jsonpath={.status.containerStatuses[0].state.waiting.reason}'])).trim();
+    const [reason, ready] = (await cluster.kubectl(['get', 'pod', 'missing-host-path', '-n', NS, '-o', 'jsonpath={.status.containerStatuses[0].state.waiting.reason} {.status.containerStatuses[0].ready}'])).trim().split(' ');
     expect(reason).toBe('ContainerCreating');
-    expect(waiting).toMatchObject({ name: 'app', kind: 'container', state: 'waiting', reason, sinceObserved: true, ready: false });
+    expect(waiting).toMatchObject({ name: 'app', kind: 'container', state: 'waiting', reason, sinceObserved: true, ready: ready === 'true' });
     const running = await waitUntil('the healthy pod’s container running in the snapshot', async () => (await snapshotContainers(healthyUid))?.find((c) => c.state === 'running'), { deadlineMs: 30_000, intervalMs: 500 });
     const startedAt = (await cluster.kubectl(['get', 'pod', 'healthy', '-n', NS, '-o', 'jsonpath={.status.containerStatuses[0].state.running.startedAt}'])).trim();
     expect(running).toMatchObject({ name: 'app', sinceObserved: false, since: Date.parse(startedAt) });
