@@ -7,7 +7,7 @@
  */
 import type { Observe } from '../lib/api/observe.ts';
 import type { BlockersQuery, BlockersResponse, MountHealth, UnmountBlockers } from '../lib/api/mount-health.ts';
-import type { CsiDriverCalls, Driver, NodeCondition, OperationLogEntry, RecentEvent, SourceError, VolumeStats } from '../lib/api/snapshot.ts';
+import type { ContainerState, CsiDriverCalls, Driver, NodeCondition, OperationLogEntry, RecentEvent, SourceError, VolumeStats } from '../lib/api/snapshot.ts';
 import type { ResyncFindings } from '../lib/kubelet-pods/resync.ts';
 import type { OrphanCleanupResult } from '../lib/observe/orphan-cleanup.ts';
 import type { Clock } from '../lib/clock/clock.ts';
@@ -62,6 +62,12 @@ export interface AgentRuntime {
    * source once its node informer saw the Node; null before, and absent with the manifest source.
    */
   nodeConditions?(): NodeCondition[] | null;
+  /**
+   * The containers' states of a pod (the snapshot's `desired.pods[].containers`), with the
+   * kubernetes pod source; undefined for a pod it has none for. Absent with the manifest source,
+   * which has no container statuses. The same array until it changes; changes notify `onChange`.
+   */
+  containerStates?(uid: string): readonly ContainerState[] | undefined;
   /** Observe mode only: the snapshot's `observe` section. Absent in managed mode. */
   observe?(): Observe;
   /** The snapshot's `operationLog`: the latest finished operations, oldest first (a bounded ring). */

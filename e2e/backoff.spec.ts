@@ -3,11 +3,8 @@
  * the agent's error and a countdown that decreases, and "Retry now" makes the agent try again at
  * once (before the backoff deadline), as the agent's own state confirms.
  */
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { Operation } from '../lib/api/snapshot.ts';
-import { stackInfo } from './stack-info.ts';
-import { deletePod, expect, newPod, podMounts, podPath, saveScreenshot, snapshot, test, waitForAgent, writePod } from './fixtures.ts';
+import { mkdir } from 'node:fs/promises';
+import { deletePod, expect, podMounts, podPath, saveScreenshot, snapshot, test, waitForAgent, writeStuckHostPathPod } from './fixtures.ts';
 
 /** Seconds in a countdown text such as `retry in 0:07`; null for other texts. */
 function countdownSeconds(text: string | null): number | null {
@@ -17,11 +14,7 @@ function countdownSeconds(text: string | null): number | null {
 
 test('a failing hostPath shows a decreasing countdown, and Retry now triggers a new attempt', async ({ page }) => {
   // Arrange: a hostPath of type Directory that does not exist yet.
-  const hostDir = join(stackInfo().baseDir, 'host-data', 'backoff-logs');
-  await rm(hostDir, { recursive: true, force: true });
-  const shipper = newPod('e2e-node-b', 'log-shipper-0', { logs: { hostPath: { path: hostDir, type: 'Directory' } } });
-  const isMount = (o: Operation) => o.operationName === 'volume_mount' && o.podUid === shipper.uid;
-  await writePod(shipper);
+  const { pod: shipper, hostDir, isMount } = await writeStuckHostPathPod('e2e-node-b', 'log-shipper-0', 'backoff-logs');
   try {
     // Wait until the backoff window is long enough (4 s) for the countdown to be watched.
     await waitForAgent('e2e-node-b', 'the mount is in backoff with a window of at least 4 s', (s) => {

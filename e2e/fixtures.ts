@@ -13,11 +13,11 @@
  *   into the CSI test driver and restart an agent.
  */
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test as base, expect, type BrowserContext, type CDPSession, type Frame, type Page, type Response } from '@playwright/test';
-import { SnapshotSchema, type Snapshot } from '../lib/api/snapshot.ts';
+import { readFile, rm } from 'node:fs/promises';
+import { SnapshotSchema, type Operation, type Snapshot } from '../lib/api/snapshot.ts';
 import { csiClaim, pod, podFileName, removeManifest, writeManifest, type VolumeSource } from '../scripts/demo/manifests.ts';
 import { E2E_NAMESPACE, nodeInfo, stackInfo, type E2eNodeName } from './stack-info.ts';
 
@@ -214,6 +214,28 @@ export async function writePod(p: TestPod): Promise<void> {
 
 export async function deletePod(p: TestPod): Promise<void> {
   await removeManifest(nodeInfo(p.node).manifestDir, podFileName(E2E_NAMESPACE, p.name));
+}
+
+/** A pod stuck on a hostPath volume whose directory does not exist, and how to find its mount. */
+export interface StuckHostPathPod {
+  readonly pod: TestPod;
+  /** The missing directory (create it to let the mount succeed). */
+  readonly hostDir: string;
+  /** The pod's `volume_mount` operation of the volume. */
+  readonly isMount: (op: Operation) => boolean;
+}
+
+/**
+ * Writes a pod whose volume `logs` is a hostPath of type Directory under the stack's
+ * `host-data/<dirName>`, removed first: its mount fails ("is not a directory") and goes into
+ * exponential backoff until the directory appears.
+ */
+export async function writeStuckHostPathPod(node: E2eNodeName, name: string, dirName: string): Promise<StuckHostPathPod> {
+  const hostDir = join(stackInfo().baseDir, 'host-data', dirName);
+  await rm(hostDir, { recursive: true, force: true });
+  const pod = newPod(node, name, { logs: { hostPath: { path: hostDir, type: 'Directory' } } });
+  await writePod(pod);
+  return { pod, hostDir, isMount: (op) => op.operationName === 'volume_mount' && op.podUid === pod.uid };
 }
 
 /** A bound CSI claim `claim` on the node, backed by a disk `<node>-<claim>` at the test driver. */

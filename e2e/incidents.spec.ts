@@ -2,19 +2,16 @@
  * The three incidents an operator meets first, read as the operator reads them (a screenshot of
  * each state goes to e2e/artifacts/):
  * 1. a pod stuck on a failing hostPath: which stage blocks, the cause, the next retry, how long it
- *    has been stuck, and Retry now driven by the keyboard alone (focus into the dialog and kept
- *    there while tabbing);
+ *    has been stuck, and Retry now driven by the keyboard alone (focus into the dialog, kept there
+ *    while tabbing, and back on the button that opened it, also when the retry re-rendered it);
  * 2. the node after an agent restart: the operation's history (first failure, attempts) is the
  *    same after the restart, not started afresh;
  * 3. orphans on the observe-mode node: the kubelet's outstanding work is one number on the
  *    overview card, in the node's counts, in the sections list and in the plan's rows.
  */
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Page } from '@playwright/test';
-import type { Operation } from '../lib/api/snapshot.ts';
-import { E2E_OBSERVER, stackInfo } from './stack-info.ts';
-import { deletePod, expect, newPod, podMounts, podPath, restartAgent, saveScreenshot, snapshot, test, waitForAgent, writePod } from './fixtures.ts';
+import { E2E_OBSERVER } from './stack-info.ts';
+import { deletePod, expect, podMounts, podPath, restartAgent, saveScreenshot, snapshot, test, waitForAgent, writeStuckHostPathPod } from './fixtures.ts';
 
 /** The focused element's accessible name as the page gives it (aria-label, else its text). */
 async function focusedName(page: Page): Promise<string> {
@@ -36,13 +33,10 @@ async function tabTo(page: Page, wanted: (name: string) => boolean, max = 80): P
 
 const focusInDialog = (page: Page): Promise<boolean> => page.evaluate(() => document.activeElement?.closest('dialog[open]') != null);
 
-test('incident 1: a pod stuck on a failing hostPath: stage, cause, next retry, stuck for, and Retry now from the keyboard alone', async ({ page }) => {
+test('incident 1: a pod stuck on a failing hostPath: stage, cause, next retry, stuck for, and Retry now from the keyboard alone', async ({ page, context }) => {
+  await context.grantPermissions(['clipboard-read', 'clipboard-write']);
   // Arrange: a hostPath of type Directory that does not exist.
-  const hostDir = join(stackInfo().baseDir, 'host-data', 'incident-stuck');
-  await rm(hostDir, { recursive: true, force: true });
-  const pod = newPod('e2e-node-a', 'stuck-0', { logs: { hostPath: { path: hostDir, type: 'Directory' } } });
-  const isMount = (o: Operation) => o.operationName === 'volume_mount' && o.podUid === pod.uid;
-  await writePod(pod);
+  const { pod, hostDir, isMount } = await writeStuckHostPathPod('e2e-node-a', 'stuck-0', 'incident-stuck');
   try {
     await waitForAgent('e2e-node-a', 'the mount failed twice and waits at least 1 s', (s) => {
       const op = s.operations.find(isMount);
@@ -78,6 +72,19 @@ test('incident 1: a pod stuck on a failing hostPath: stage, cause, next retry, s
     await saveScreenshot(page, 'incident-stuck-retry-dialog');
     await page.keyboard.press('Escape');
     await expect(dialog).toBeHidden();
+    // Focus is back on the trigger: the card's Retry now of this volume (re-rendered by the retry
+    // while it ran, so found again by its focus key), not the section or the page.
+    await expect.poll(() => focusedName(page), { message: 'focus returns to the Retry now button' }).toBe(trigger);
+    expect(await page.evaluate(() => document.activeElement?.tagName ?? null)).toBe('BUTTON');
+    expect(await page.evaluate(() => document.activeElement?.closest('article')?.getAttribute('aria-labelledby') ?? null)).toBe(await card.getAttribute('aria-labelledby'));
+
+    // The card's commands, one click: named after its volume and pod, the pod's kubectl and the
+    // agent's log about the volume from a minute before its first failure.
+    await card.getByRole('button', { name: 'Copy commands: volume logs of pod e2e/stuck-0' }).click();
+    await expect(card.getByRole('status').filter({ hasText: 'Copied' })).toBeVisible();
+    const commands = await page.evaluate(() => navigator.clipboard.readText());
+    expect(commands).toContain('kubectl -n e2e describe pod stuck-0');
+    expect(commands).toMatch(/ logs --since-time=\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z .*\| grep -F kubernetes\.io\/host-path\//);
   } finally {
     await deletePod(pod);
   }
@@ -86,11 +93,7 @@ test('incident 1: a pod stuck on a failing hostPath: stage, cause, next retry, s
 
 test('incident 2: after an agent restart the stuck operation keeps its history (first failure, attempts)', async ({ page }) => {
   // Arrange: a stuck hostPath with a few failed attempts.
-  const hostDir = join(stackInfo().baseDir, 'host-data', 'incident-restart');
-  await rm(hostDir, { recursive: true, force: true });
-  const pod = newPod('e2e-node-a', 'stuck-1', { logs: { hostPath: { path: hostDir, type: 'Directory' } } });
-  const isMount = (o: Operation) => o.operationName === 'volume_mount' && o.podUid === pod.uid;
-  await writePod(pod);
+  const { pod, isMount } = await writeStuckHostPathPod('e2e-node-a', 'stuck-1', 'incident-restart');
   try {
     const before = await waitForAgent('e2e-node-a', 'at least 3 failed attempts', (s) => {
       const h = s.operationHistory.find((e) => e.operationName === 'volume_mount' && e.podUid === pod.uid);

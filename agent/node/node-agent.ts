@@ -26,7 +26,7 @@
  */
 import { mkdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Driver, NodeCondition, OperationLogEntry, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
+import type { ContainerState, Driver, NodeCondition, OperationLogEntry, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
 import { nodeConditionsFromNode } from '../server/snapshot-items.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import { detectMounter, LinuxMounter, UnprivilegedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
@@ -424,6 +424,8 @@ export class NodeAgent implements AgentRuntime {
     if (kube !== null) {
       const source = kube.source;
       this.nodeConditions = () => nodeConditionsFromNode(source.getNode());
+      // Container statuses travel beside the pod objects (lib/sources/kube/container-states.ts); their changes notify, onSourceChange.
+      this.containerStates = (uid) => source.getContainerStates(uid);
     }
     const observer = this.observer;
     if (observer !== null) {
@@ -683,6 +685,7 @@ export class NodeAgent implements AgentRuntime {
 
   observe: (() => Observe) | undefined = undefined;
   nodeConditions: (() => NodeCondition[] | null) | undefined = undefined;
+  containerStates: ((uid: string) => readonly ContainerState[] | undefined) | undefined = undefined;
   cleanupOrphan: ((podUid: string, dryRun: boolean) => Promise<OrphanCleanupResult>) | undefined = undefined;
 
   mountHealth(): MountHealth[] {

@@ -22,7 +22,7 @@
  * and a pod counts as known under its UID and, for static pods, under its mirror pod's
  * `kubernetes.io/config.mirror` hash (the UID of the static pod's directory).
  */
-import { kubeletStepProgress, type Observe, type OrphanPod as ApiOrphanPod, type PlannedOperation as ApiPlannedOperation, type TruthDiffRow as ApiTruthDiffRow } from '../../lib/api/observe.ts';
+import { FOUND_ON_DISK, kubeletStepProgress, type Observe, type OrphanPod as ApiOrphanPod, type PlannedOperation as ApiPlannedOperation, type TruthDiffRow as ApiTruthDiffRow } from '../../lib/api/observe.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import type { MountInfo, MountInfoReader } from '../../lib/mount-utils/mountinfo.ts';
 import type { Mounter } from '../../lib/mount-utils/mounter.ts';
@@ -506,7 +506,7 @@ const TRACELESS_REASON =
  */
 function describeReason(op: PlannedOperation, facts: { kubeletPastEarlierSteps: boolean; nothingMounted: boolean }): string {
   if (op.reason === 'pod-not-desired' && facts.nothingMounted) {
-    return 'found on disk, not confirmed: nothing is mounted there, and no pod wants it; the kubelet removes it';
+    return `${FOUND_ON_DISK}: nothing is mounted there, and no pod wants it; the kubelet removes it`;
   }
   const texts: Record<PlannedOperation['reason'], string> = {
     'attach-required': 'not attached; the kubelet attaches it itself (controller attach/detach is off)',
@@ -522,7 +522,7 @@ function describeReason(op: PlannedOperation, facts: { kubeletPastEarlierSteps: 
   const parts = [texts[op.reason]];
   if (facts.kubeletPastEarlierSteps && op.podUid !== null) parts.push('the kubelet’s event shows it got as far as this pod’s own mount (SetUp), which failed');
   else if (op.step > 1) parts.push(`step ${String(op.step)} (after the steps before it succeed)`);
-  if (op.reconstructed) parts.push(facts.nothingMounted ? 'found on disk, not confirmed: nothing is mounted there' : 'found on disk, not confirmed since');
+  if (op.reconstructed) parts.push(facts.nothingMounted ? `${FOUND_ON_DISK}: nothing is mounted there` : `${FOUND_ON_DISK} since`);
   return parts.join('; ');
 }
 

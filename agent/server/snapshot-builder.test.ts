@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { computeDelta } from '../../lib/api/delta.ts';
 import { normalizeSnapshot } from '../../lib/api/normalize-snapshot.ts';
-import { SnapshotSchema, type ActualVolume } from '../../lib/api/snapshot.ts';
+import { SnapshotSchema, type ActualVolume, type ContainerState } from '../../lib/api/snapshot.ts';
 import type { Pod, Volume } from '../../lib/volume/k8s-types.ts';
 import type { VolumeMountState } from '../../lib/volumemanager/index.ts';
 import { specFromVolume } from '../../lib/volume/spec.ts';
@@ -236,6 +236,29 @@ describe('SnapshotBuilder', () => {
     expect(next.snapshot.desired.pods[1]?.phase).toBe('Running');
     expect(next.snapshot.desired.pods[0]).toBe(first.snapshot.desired.pods[0]);
     expect(first.snapshot.desired.pods[0]).not.toHaveProperty('phase');
+  });
+
+  it("carries a pod's containers' states from the runtime, rebuilds only that pod when they change, and invents none", () => {
+    // Arrange: two pods; the API source has container statuses for pod-1 only
+    const { h, runtime, builder } = setup();
+    populate(h, 2);
+    const creating: ContainerState = { name: 'app', kind: 'container', state: 'waiting', reason: 'ContainerCreating', since: 1_000, sinceObserved: true, ready: false, restartCount: 0 };
+    runtime.setContainerStates('uid-1', [creating]);
+    const first = builder.initial();
+
+    // Act: the kubelet starts the container
+    runtime.setContainerStates('uid-1', [{ ...creating, state: 'running', since: 2_000, sinceObserved: false, ready: true }]);
+    const next = builder.build(first, 1);
+    const same = builder.build(next, 2);
+
+    // Assert
+    expect(first.snapshot.desired.pods[0]).not.toHaveProperty('containers');
+    expect(first.snapshot.desired.pods[1]?.containers).toEqual([creating]);
+    expect(next.snapshot.desired.pods[1]?.containers?.[0]).toMatchObject({ state: 'running', since: 2_000 });
+    expect(next.snapshot.desired.pods[0]).toBe(first.snapshot.desired.pods[0]);
+    expect(same.snapshot.desired).toBe(next.snapshot.desired);
+    expect(SnapshotSchema.parse(next.snapshot)).toEqual(next.snapshot);
+    expect(computeDelta(first.snapshot, next.snapshot).desiredPods?.upsert?.map((p) => p.uid)).toEqual(['uid-1']);
   });
 
   it('reuses every part when nothing changed, and only the changed item otherwise', () => {

@@ -30,6 +30,7 @@ import {
   type AgentInfo,
   type AttachVerification,
   type AuditEntry,
+  type ContainerState,
   type DesiredPod,
   type Driver,
   type Mounter,
@@ -90,15 +91,21 @@ interface DesiredPair {
   entry: DesiredPodEntry;
 }
 
-function desiredPodFromPairs(uid: string, pairs: readonly DesiredPair[], nodeName: string): DesiredPod {
+/** The containers' states of a pod by UID (AgentRuntime.containerStates); the same array while unchanged. */
+type ContainerStatesOf = (uid: string) => readonly ContainerState[] | undefined;
+
+function desiredPodFromPairs(uid: string, pairs: readonly DesiredPair[], nodeName: string, containersOf: ContainerStatesOf): DesiredPod {
   const first = pairs[0] as DesiredPair;
   const volumes = pairs.map(({ view, entry }) => desiredVolumeFromView(view, entry, nodeName));
   const phase = first.entry.pod.status?.phase;
+  const containers = containersOf(uid);
   return {
     uid,
     namespace: desiredPodNamespace(first.entry),
     name: first.entry.pod.metadata.name,
     ...(phase === undefined ? {} : { phase }),
+    // Shared, not copied: the runtime's array is frozen and replaced on change, so `!==` tells a change.
+    ...(containers === undefined ? {} : { containers: containers as ContainerState[] }),
     volumes: volumes.length > 1 ? uniqueSortedByKey(volumes, desiredVolumeKey) : volumes,
   };
 }
@@ -109,7 +116,7 @@ function desiredPodFromPairs(uid: string, pairs: readonly DesiredPair[], nodeNam
  * the pairs per pod, no grouping); only pods that changed, and new pods, are grouped and rebuilt
  * in a second pass.
  */
-function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, views: readonly DesiredVolumeView[], nodeName: string): Keyed<DesiredPod> {
+function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, views: readonly DesiredVolumeView[], nodeName: string, containersOf: ContainerStatesOf): Keyed<DesiredPod> {
   const counts = new Uint32Array(prev.length);
   const dirty = new Uint8Array(prev.length);
   let changed = false;
@@ -130,7 +137,8 @@ function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, vie
         !desiredVolumeMatchesView(volume, view, entry, nodeName) ||
         pod.namespace !== desiredPodNamespace(entry) ||
         pod.name !== entry.pod.metadata.name ||
-        pod.phase !== entry.pod.status?.phase
+        pod.phase !== entry.pod.status?.phase ||
+        pod.containers !== containersOf(pod.uid)
       ) {
         dirty[pos] = 1;
         changed = true;
@@ -159,7 +167,7 @@ function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, vie
       else pairs.push({ view, entry });
     }
   }
-  const rebuilt = [...groups].map(([uid, pairs]) => desiredPodFromPairs(uid, pairs, nodeName));
+  const rebuilt = [...groups].map(([uid, pairs]) => desiredPodFromPairs(uid, pairs, nodeName, containersOf));
   return reconcileKeyed(prev, positions, [...prev.filter((_, pos) => (counts[pos] ?? 0) > 0 && dirty[pos] !== 1), ...rebuilt], {
     sourceKey: desiredPodKey,
     matches: (item, source) => item === source,
@@ -169,6 +177,8 @@ function buildDesiredPods(prev: readonly DesiredPod[], positions: Positions, vie
 }
 
 // CLASS
+
+const noContainerStates: ContainerStatesOf = () => undefined;
 
 const emptyIndex: SnapshotIndex = {
   desiredPods: new Map(),
@@ -225,7 +235,7 @@ export class SnapshotBuilder {
     const rt = this.runtime;
     const vm = rt.volumeManager;
 
-    const desired = buildDesiredPods(prev?.desired.pods ?? [], index.desiredPods, vm.getDesiredVolumes(), rt.nodeName);
+    const desired = buildDesiredPods(prev?.desired.pods ?? [], index.desiredPods, vm.getDesiredVolumes(), rt.nodeName, rt.containerStates === undefined ? noContainerStates : (uid) => rt.containerStates?.(uid));
     // A desired pod's namespace is in its pod object; a departed pod's, in the desired state's memory.
     const namespaceOf = (uid: string): string | undefined => {
       const pos = desired.positions.get(uid);

@@ -2,12 +2,15 @@
 
 import { useId } from 'react';
 import type { ActionAvailability } from '../../lib/dashboard/action-guards.ts';
+import { FOCUS_KEY_ATTRIBUTE } from '../hooks/focus-return.ts';
 
 /**
  * A button for an action. When not allowed it stays focusable but inert (`aria-disabled`), and
  * the reason is shown under it (over what follows, never moving it: `.action__reason` is
  * positioned) and read with it. `accessibleName` names the target too ("Unmount volume config of
- * pod default/web-0"); it starts with the visible `label`, so speech input finds the button.
+ * pod default/web-0"); it starts with the visible `label`, so speech input finds the button. It
+ * is also the button's focus key (focus-return.ts): a dialog the button opened returns focus to
+ * the button that carries the same key when a re-render replaced this one.
  */
 export function ActionButton({
   label,
@@ -30,6 +33,7 @@ export function ActionButton({
         type="button"
         className={`button button--action${small ? ' button--small' : ''}`}
         aria-label={accessibleName}
+        {...{ [FOCUS_KEY_ATTRIBUTE]: accessibleName ?? label }}
         aria-disabled={!allowed}
         aria-describedby={allowed ? undefined : reasonId}
         onClick={() => {

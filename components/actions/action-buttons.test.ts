@@ -19,6 +19,8 @@ describe('action buttons name their target', () => {
     const html = renderToStaticMarkup(createElement(RetryButton, { node: 'node-a', op, podName: 'default/db-0', volumeName: 'pgdata', phase: 'live', onAction: noop }));
     expect(html).toContain('aria-label="Retry now: mount volume pgdata for pod default/db-0"');
     expect(html).toContain('>Retry now</button>');
+    // The focus key a dialog returns focus by when a re-render replaced the button (focus-return.ts).
+    expect(html).toContain('data-focus-key="Retry now: mount volume pgdata for pod default/db-0"');
   });
 
   it('Retry now without names falls back to the short volume name and the pod UID', () => {

@@ -18,6 +18,8 @@ import { CopyButton } from '../shared/copy-button.tsx';
 import { useLivePod } from '../hooks/use-live-pod.ts';
 import { NodeCounts } from '../node/node-counts.tsx';
 import { PodGone } from '../pod/pod-gone.tsx';
+import { PodStatusText } from '../pod/pod-status.tsx';
+import { podStatusOf } from '../../lib/dashboard/pod-status-view.ts';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { HealthBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
@@ -70,7 +72,7 @@ export function EmbedNodeVolumes({ agent, rows }: { agent: string; rows: readonl
                   / {r.volumeName}
                 </td>
                 <td>
-                  <VolumeStateBadge state={r.state} />
+                  <VolumeStateBadge state={r.state} cause={r.uncertainCause} />
                 </td>
                 <td className="cell-error">
                   {r.blocking === null ? '—' : stageLabel(r.blocking.id, r.attachable)}
@@ -186,7 +188,10 @@ function EmbedPodBody({ agent, uid, snapshot }: { agent: string; uid: string; sn
         <CopyButton label="Copy as Markdown" getText={() => podMarkdownSummary({ node: agent, pod, snapshot, now: Date.now(), baseUrl: publicBaseUrl() })} />
       </header>
       <p className="summary-line">
-        <code>{kubeletSummaryLine(pod.rows)}</code>
+        <code>{kubeletSummaryLine(pod.rows)}</code>{' '}
+        <span className="muted small">
+          <PodStatusText status={podStatusOf(snapshot.desired.pods, uid)} />
+        </span>
       </p>
       <EmbedPodVolumes agent={agent} rows={pod.rows} phase={connection.phase} synced={snapshot.statesSynced} history={history} />
     </>

@@ -1,26 +1,34 @@
 'use client';
 
 import { useEffect, useRef, type RefObject } from 'react';
-import { focusReturnTarget } from './focus-return.ts';
+import { FOCUS_KEY_ATTRIBUTE, focusReturnTarget, type FocusOpener } from './focus-return.ts';
 
-/** The element focused when the dialog opened, and the section (or main) around it. */
-interface Opener {
-  readonly trigger: HTMLElement | null;
-  readonly fallback: HTMLElement | null;
-}
+/** The containers focus may fall back to, innermost first: a card, a section, main. */
+const CONTAINERS = ['article', 'section[id]', 'main'] as const;
 
-function currentOpener(): Opener {
+function currentOpener(): FocusOpener<HTMLElement> {
   const active = document.activeElement;
   const trigger = active instanceof HTMLElement && active !== document.body ? active : null;
-  const fallback = trigger?.closest<HTMLElement>('section[id], main') ?? document.querySelector<HTMLElement>('main');
-  return { trigger, fallback };
+  const containers: HTMLElement[] = [];
+  for (const selector of CONTAINERS) {
+    const container = trigger?.closest<HTMLElement>(selector) ?? null;
+    if (container !== null && !containers.includes(container)) containers.push(container);
+  }
+  const main = document.querySelector<HTMLElement>('main');
+  if (main !== null && !containers.includes(main)) containers.push(main);
+  return { trigger, key: trigger?.getAttribute(FOCUS_KEY_ATTRIBUTE) ?? null, containers };
 }
 
-/** Focuses what {@link focusReturnTarget} picks; a section gets `tabindex="-1"` to take focus. */
-function returnFocus(opener: Opener): void {
-  const target = focusReturnTarget(opener.trigger, opener.fallback);
+/** The element carrying the focus key inside `within` (null: the document). */
+function findByKey(key: string, within: HTMLElement | null): HTMLElement | null {
+  return (within ?? document).querySelector<HTMLElement>(`[${FOCUS_KEY_ATTRIBUTE}="${CSS.escape(key)}"]`);
+}
+
+/** Focuses what {@link focusReturnTarget} picks; a container gets `tabindex="-1"` to take focus. */
+function returnFocus(opener: FocusOpener<HTMLElement>): void {
+  const target = focusReturnTarget(opener, findByKey);
   if (target === null) return;
-  if (target !== opener.trigger && !target.hasAttribute('tabindex')) target.setAttribute('tabindex', '-1');
+  if (opener.containers.includes(target) && !target.hasAttribute('tabindex')) target.setAttribute('tabindex', '-1');
   target.focus();
 }
 
@@ -29,12 +37,12 @@ function returnFocus(opener: Opener): void {
  * Escape closes it, the page behind is inert) when `open` turns true — after `onOpen`, where
  * callers reset the previous answer — and closed when it turns false. The dialog's own `close`
  * event (Escape, a `method="dialog"` form) is the caller's `onClose`. On close, keyboard focus
- * returns to the element that opened it, or to its section when the action removed it
- * (focus-return.ts).
+ * returns to the element that opened it, to its re-rendered namesake when the action replaced
+ * it, or to its card or section when the action removed it (focus-return.ts).
  */
 export function useModalDialog(open: boolean, onOpen: () => void): RefObject<HTMLDialogElement | null> {
   const ref = useRef<HTMLDialogElement>(null);
-  const opener = useRef<Opener | null>(null);
+  const opener = useRef<FocusOpener<HTMLElement> | null>(null);
   useEffect(() => {
     const dialog = ref.current;
     if (dialog === null) return;

@@ -1,4 +1,5 @@
 import type { NodeSummary } from '../../lib/dashboard/node-summary.ts';
+import { FOUND_ON_DISK } from '../../lib/dashboard/volume-state-wording.ts';
 
 /** One count of the list: label, value and the tone of a value worth a look. */
 type CountItem = readonly [label: string, value: number, tone?: string];
@@ -26,7 +27,7 @@ export function nodeCountItems(summary: NodeSummary): CountItem[] {
     const failing = observe?.failing ?? 0;
     return [
       ...head,
-      ['found on disk, not confirmed', summary.uncertain],
+      [FOUND_ON_DISK, summary.uncertain],
       ...(outstanding === undefined ? [] : [['outstanding (kubelet)', outstanding, outstanding > 0 ? 'note' : undefined] as const]),
       ['failing in the kubelet', failing, failing > 0 ? 'bad' : undefined],
       ...errors,

@@ -41,6 +41,8 @@ import { SourceErrorsList } from './source-errors-list.tsx';
 import { VolumeTable } from './volume-table.tsx';
 import { MountHealthTable } from '../health/mount-health-table.tsx';
 import { unhealthyMounts } from '../../lib/dashboard/mount-health-view.ts';
+import { useLatest } from '../hooks/use-latest.ts';
+import type { RowCommandsSnapshot } from '../../lib/dashboard/row-commands.ts';
 
 interface LowPriorityPanelsProps {
   readonly agent: string;
@@ -49,6 +51,8 @@ interface LowPriorityPanelsProps {
   readonly onAction: (action: PendingAction) => void;
   /** The reconstruction panel is at the top of the page (just after a restart), not here. */
   readonly reconstructionFirst: boolean;
+  /** The latest snapshot, read when a row's commands are copied. */
+  readonly commandsSnapshot: () => RowCommandsSnapshot;
 }
 
 /**
@@ -57,7 +61,7 @@ interface LowPriorityPanelsProps {
  * renders them afterwards in a transition, which yields to the browser between components, so
  * hundreds of operations and events never add to the flush's task.
  */
-const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, phase, onAction, reconstructionFirst }: LowPriorityPanelsProps) {
+const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, phase, onAction, reconstructionFirst, commandsSnapshot }: LowPriorityPanelsProps) {
   const podNames = usePodNames(snapshot);
   const history = useMemo(() => historyByOperationKey(snapshot.operationHistory), [snapshot.operationHistory]);
   const unhealthy = useMemo(() => unhealthyMounts(snapshot), [snapshot]);
@@ -69,12 +73,12 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
         </p>
         <MountHealthTable node={agent} rows={unhealthy} podNames={podNames} empty="Every checked mount answers." caption="Mounts whose last health check failed, with the pods they affect" />
       </Panel>
-      <ObservePanels agent={agent} observe={snapshot.observe} />
+      <ObservePanels agent={agent} observe={snapshot.observe} commandsSnapshot={commandsSnapshot} />
       {/* Observe mode: the agent runs no operations; the kubelet's are in its plan above. */}
       {snapshot.observe === undefined ? (
         <>
           <Panel id="operations" title="Pending operations" count={snapshot.operations.length}>
-            <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} history={history} phase={phase} onAction={onAction} limit={500} />
+            <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} history={history} phase={phase} onAction={onAction} limit={500} commandsSnapshot={commandsSnapshot} />
           </Panel>
           <Panel id="operation-history" title="Operation history" count={snapshot.operationHistory.length}>
             <OperationHistoryTable node={agent} history={snapshot.operationHistory} podNames={podNames} />
@@ -110,6 +114,8 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
   const podNames = usePodNames(snapshot);
   const problems = useMemo(() => nodeProblems(snapshot, rows), [snapshot, rows]);
   const deferredSnapshot = useDeferredValue(snapshot);
+  // Read on click by the rows' Copy commands: the rows stay memoized across deltas.
+  const commandsSnapshot = useLatest<RowCommandsSnapshot>(snapshot);
   const restart = useAgentRestart(snapshot);
   const publicBaseUrl = usePublicBaseUrl();
   // For the first minutes after the agent started, what it found on disk is what matters most.
@@ -167,10 +173,10 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
       {reconstructionFirst ? <ReconstructionPanel agent={agent} snapshot={snapshot} /> : null}
       <Panel id="pods" title="Pods and volumes">
         <Suspense fallback={<p className="empty">Loading the table…</p>}>
-          <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} podNames={podNames} />
+          <VolumeTable node={agent} rows={rows} phase={connection.phase} synced={snapshot.statesSynced} observing={snapshot.observe !== undefined} onAction={onAction} podNames={podNames} commandsSnapshot={commandsSnapshot} />
         </Suspense>
       </Panel>
-      <LowPriorityPanels agent={agent} snapshot={deferredSnapshot} phase={connection.phase} onAction={onAction} reconstructionFirst={reconstructionFirst} />
+      <LowPriorityPanels agent={agent} snapshot={deferredSnapshot} phase={connection.phase} onAction={onAction} reconstructionFirst={reconstructionFirst} commandsSnapshot={commandsSnapshot} />
       <ActionDialog agent={agent} pending={pending} onClose={closeDialog} />
     </>
   );

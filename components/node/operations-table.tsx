@@ -9,6 +9,9 @@ import { historyTiming } from '../../lib/dashboard/incident-history.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
+import { RowCommandsButton } from '../actions/row-commands-button.tsx';
+import { operationRowTargetText } from '../../lib/dashboard/kube-commands.ts';
+import { operationRowCommandText, type RowCommandsSnapshot } from '../../lib/dashboard/row-commands.ts';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { ErrorCauseText } from '../shared/error-cause.tsx';
@@ -27,6 +30,8 @@ export interface OperationsTableProps {
   readonly onAction: (action: PendingAction) => void;
   /** Show at most this many (soonest retry first); default all. */
   readonly limit?: number;
+  /** The latest snapshot (`useLatest`), read when a row's commands are copied; without it the rows have no Copy commands. */
+  readonly commandsSnapshot?: () => RowCommandsSnapshot;
 }
 
 function byRetry(a: Operation, b: Operation): number {
@@ -49,7 +54,7 @@ function ShownOf({ shown, total }: { shown: number; total: number }) {
 const OPERATION_ROW_HEIGHT = 44;
 /** The grid columns of its header and rows (the order of OPERATION_COLUMNS). */
 const OPERATION_GRID: CSSProperties = {
-  gridTemplateColumns: '8.5rem minmax(12rem, 2.2fr) minmax(9rem, 1.2fr) 7rem 8.5rem 8.5rem 5.5rem minmax(10rem, 2fr) 7rem',
+  gridTemplateColumns: '8.5rem minmax(12rem, 2.2fr) minmax(9rem, 1.2fr) 7rem 8.5rem 8.5rem 5.5rem minmax(10rem, 2fr) 14rem',
 };
 const OPERATION_COLUMNS = ['Operation', 'Volume', 'Pod', 'State', 'Next', 'Stuck for', 'Attempts', 'Last error', 'Actions'] as const;
 /** A cell whose overflowing text is cut (with an ellipsis) at its start instead of its end. */
@@ -59,6 +64,7 @@ interface OperationRowContext {
   readonly node: string;
   readonly phase: ConnectionPhase;
   readonly onAction: (action: PendingAction) => void;
+  readonly commandsSnapshot: (() => RowCommandsSnapshot) | null;
 }
 
 /**
@@ -118,10 +124,16 @@ const OperationRow = memo(function OperationRow({
       </div>
       <div role="cell" className="vt__cell vt__actions">
         <RetryButton node={ctx.node} op={op} podName={podName} phase={ctx.phase} onAction={ctx.onAction} />
+        {ctx.commandsSnapshot === null ? null : <OperationCommands op={op} podName={podName} node={ctx.node} snapshot={ctx.commandsSnapshot} />}
       </div>
     </>
   );
 });
+
+/** The row's Copy commands, named as its Retry now is. */
+function OperationCommands({ op, podName, node, snapshot }: { op: Operation; podName: string | null; node: string; snapshot: () => RowCommandsSnapshot }) {
+  return <RowCommandsButton target={operationRowTargetText({ op, podName })} getText={() => operationRowCommandText(node, op, podName, snapshot())} />;
+}
 
 /**
  * The pending-operations table (node and volume pages): running first, then soonest retry, at
@@ -130,9 +142,9 @@ const OperationRow = memo(function OperationRow({
  * screenful of rows per update and per countdown tick. Arrow keys move between rows; Enter opens
  * the row's volume.
  */
-export function OperationsTable({ node, operations, podNames, history, phase, onAction, limit }: OperationsTableProps) {
+export function OperationsTable({ node, operations, podNames, history, phase, onAction, limit, commandsSnapshot }: OperationsTableProps) {
   const shown = useMemo(() => operationsShown(operations, limit), [operations, limit]);
-  const ctx = useMemo<OperationRowContext>(() => ({ node, phase, onAction }), [node, phase, onAction]);
+  const ctx = useMemo<OperationRowContext>(() => ({ node, phase, onAction, commandsSnapshot: commandsSnapshot ?? null }), [node, phase, onAction, commandsSnapshot]);
   const renderRow = useCallback(
     (op: Operation) => (
       <OperationRow op={op} history={history?.get(operationKey(op)) ?? null} podName={op.podUid === null ? null : (podNames.get(op.podUid) ?? null)} ctx={ctx} />

@@ -9,6 +9,9 @@ import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import type { PodNames } from '../../lib/dashboard/pod-refs.ts';
 import { createNamespacesSelector, createVolumeFiltersSelector, type VolumeSortKey } from '../../lib/dashboard/volume-filters.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
+import { RowCommandsButton } from '../actions/row-commands-button.tsx';
+import { volumeRowTargetText } from '../../lib/dashboard/kube-commands.ts';
+import { volumeRowCommandText, type RowCommandsSnapshot } from '../../lib/dashboard/row-commands.ts';
 import { UnmountButton } from '../actions/unmount-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import { useUrlFilters } from '../hooks/use-url-filters.ts';
@@ -42,6 +45,8 @@ interface RowContext {
   readonly onAction: (action: PendingAction) => void;
   /** Names of pods that are gone (from their events), for rows the desired state no longer names. */
   readonly podNames: PodNames;
+  /** The latest snapshot, read when a row's commands are copied; without it the rows have no Copy commands. */
+  readonly commandsSnapshot: (() => RowCommandsSnapshot) | null;
 }
 
 const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeRow; ctx: RowContext }) {
@@ -59,7 +64,7 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
         <span className="muted small"> {row.pluginName.replace(/^kubernetes\.io\//, '')}</span>
       </div>
       <div role="cell" className="vt__cell vt__state">
-        <VolumeStateBadge state={row.state} />
+        <VolumeStateBadge state={row.state} cause={row.uncertainCause} />
       </div>
       <div role="cell" className="vt__cell vt__stage">
         {row.blocking === null ? '—' : stageLabel(row.blocking.id, row.attachable)}
@@ -81,9 +86,18 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
           {!row.desired ? <UnmountButton node={ctx.node} row={row} podName={rowPodLabel(row, ctx.podNames)} phase={ctx.phase} synced={ctx.synced} observing={false} onAction={ctx.onAction} /> : null}
         </div>
       )}
+      <div role="cell" className="vt__cell vt__commands">
+        {ctx.commandsSnapshot === null ? null : <RowCommands row={row} ctx={ctx} snapshot={ctx.commandsSnapshot} />}
+      </div>
     </>
   );
 });
+
+/** The row's Copy commands (kubectl, and the agent's log or the kubelet's journal). */
+function RowCommands({ row, ctx, snapshot }: { row: VolumeRow; ctx: RowContext; snapshot: () => RowCommandsSnapshot }) {
+  const podName = rowPodLabel(row, ctx.podNames);
+  return <RowCommandsButton target={volumeRowTargetText({ volumeName: row.volumeName, podName, podUid: row.podUid })} getText={() => volumeRowCommandText(ctx.node, row, podName, snapshot())} />;
+}
 
 const COLUMNS: { key: VolumeSortKey | null; label: string; className: string }[] = [
   { key: 'pod', label: 'Pod', className: 'vt__pod' },
@@ -93,6 +107,7 @@ const COLUMNS: { key: VolumeSortKey | null; label: string; className: string }[]
   { key: 'retry', label: 'Next retry', className: 'vt__op' },
   { key: null, label: 'Last error', className: 'vt__error' },
   { key: null, label: 'Actions', className: 'vt__actions' },
+  { key: null, label: 'Commands', className: 'vt__commands' },
 ];
 
 /** The columns of the mode: observe mode has no Actions (no Retry now, no Unmount). */
@@ -110,6 +125,8 @@ export interface VolumeTableProps {
   readonly onAction: (action: PendingAction) => void;
   /** Names of pods that are gone (from their events), for rows the desired state no longer names. */
   readonly podNames?: PodNames;
+  /** The latest snapshot (`useLatest`), read when a row's commands are copied. */
+  readonly commandsSnapshot?: () => RowCommandsSnapshot;
 }
 
 /**
@@ -117,7 +134,7 @@ export interface VolumeTableProps {
  * all kept in the URL (`?ns=&state=&q=&sort=&dir=`). Rows are windowed and memoized by their
  * stable id, so a node with 10,000 rows stays smooth while deltas stream in.
  */
-export function VolumeTable({ node, rows, phase, synced, observing = false, onAction, podNames = NO_NAMES }: VolumeTableProps) {
+export function VolumeTable({ node, rows, phase, synced, observing = false, onAction, podNames = NO_NAMES, commandsSnapshot }: VolumeTableProps) {
   const [filters, setFilters] = useUrlFilters();
   const [text, setText] = useState(filters.q);
   const searchId = useId();
@@ -141,7 +158,10 @@ export function VolumeTable({ node, rows, phase, synced, observing = false, onAc
   const [selectNamespaces] = useState(createNamespacesSelector);
   const namespaces = useMemo(() => selectNamespaces(deferredRows), [selectNamespaces, deferredRows]);
   const shown = useMemo(() => selectShown(deferredRows, filters), [selectShown, deferredRows, filters]);
-  const ctx = useMemo<RowContext>(() => ({ node, phase, synced, observing, onAction, podNames }), [node, phase, synced, observing, onAction, podNames]);
+  const ctx = useMemo<RowContext>(
+    () => ({ node, phase, synced, observing, onAction, podNames, commandsSnapshot: commandsSnapshot ?? null }),
+    [node, phase, synced, observing, onAction, podNames, commandsSnapshot],
+  );
   const renderRow = useCallback((row: VolumeRow) => <VolumeTableRow row={row} ctx={ctx} />, [ctx]);
   const getKey = useCallback((row: VolumeRow) => row.id, []);
   const router = useRouter();
@@ -233,7 +253,7 @@ export function VolumeTable({ node, rows, phase, synced, observing = false, onAc
                   aria-sort={active ? (filters.dir === 'asc' ? 'ascending' : 'descending') : undefined}
                 >
                   {c.key === null ? (
-                    c.label === 'Actions' ? <span className="visually-hidden">{c.label}</span> : c.label
+                    c.label === 'Actions' || c.label === 'Commands' ? <span className="visually-hidden">{c.label}</span> : c.label
                   ) : (
                     <button
                       type="button"

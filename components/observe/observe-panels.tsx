@@ -3,6 +3,7 @@
 import { memo, useMemo } from 'react';
 import type { Observe } from '../../lib/api/observe.ts';
 import { orphanCleanupAvailability } from '../../lib/dashboard/observe-view.ts';
+import type { RowCommandsSnapshot } from '../../lib/dashboard/row-commands.ts';
 import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
 import { OrphansPanel } from './orphans-panel.tsx';
 import { PlanPanel } from './plan-panel.tsx';
@@ -13,6 +14,8 @@ export interface ObservePanelsProps {
   readonly agent: string;
   /** `snapshot.observe`; `undefined` (managed mode) renders nothing. */
   readonly observe: Observe | undefined;
+  /** The latest snapshot (`useLatest`), read when a plan row's commands are copied. */
+  readonly commandsSnapshot?: () => RowCommandsSnapshot;
 }
 
 /**
@@ -20,7 +23,7 @@ export interface ObservePanelsProps {
  * backoff, the orphaned pod directories with the guarded cleanup, and the node truth diff. Panel
  * ids: `observe-plan`, `observe-orphans`, `observe-truth` (for a table of contents).
  */
-export const ObservePanels = memo(function ObservePanels({ agent, observe }: ObservePanelsProps) {
+export const ObservePanels = memo(function ObservePanels({ agent, observe, commandsSnapshot }: ObservePanelsProps) {
   const { phase } = useAgentConnection(agent);
   const cleanupAllowed = observe?.cleanupAllowed ?? false;
   const cleanupBlocked = observe?.cleanupBlocked ?? null;
@@ -29,7 +32,7 @@ export const ObservePanels = memo(function ObservePanels({ agent, observe }: Obs
   if (observe === undefined) return null;
   return (
     <>
-      <PlanPanel node={agent} observe={observe} />
+      <PlanPanel node={agent} observe={observe} commandsSnapshot={commandsSnapshot} />
       <OrphansPanel agent={agent} observe={observe} availability={availability} />
       <TruthDiffPanel node={agent} observe={observe} />
     </>

@@ -7,12 +7,13 @@ import { OBSERVE_BANNER, capRows, sortPlan } from '../../lib/dashboard/observe-v
 import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
-import { PlanRow } from './plan-row.tsx';
+import { PlanRow, planColumns } from './plan-row.tsx';
+import type { RowCommandsSnapshot } from '../../lib/dashboard/row-commands.ts';
 import { ShowAllToggle } from './show-all-toggle.tsx';
 import { DataTable } from '../shared/data-table.tsx';
 
 /** The kubelet's outstanding work, longest outstanding first, with its own backoff per operation. */
-export function PlanPanel({ node, observe }: { node: string; observe: Observe }) {
+export function PlanPanel({ node, observe, commandsSnapshot }: { node: string; observe: Observe; commandsSnapshot?: () => RowCommandsSnapshot }) {
   const [showAll, setShowAll] = useState(false);
   const tableId = useId();
   const sorted = useMemo(() => sortPlan(observe.plan), [observe.plan]);
@@ -46,9 +47,9 @@ export function PlanPanel({ node, observe }: { node: string; observe: Observe })
       {sorted.length === 0 ? (
         <EmptyState>The kubelet has no outstanding work: its desired and actual states agree.</EmptyState>
       ) : (
-        <DataTable columns={['Operation', 'Volume', 'Pod', 'Reason', 'Outstanding', 'Kubelet’s backoff']} caption="Operations the kubelet still has to perform, longest outstanding first" id={tableId}>
+        <DataTable columns={planColumns(commandsSnapshot !== undefined)} caption="Operations the kubelet still has to perform, longest outstanding first" id={tableId}>
           {shown.map((op) => (
-            <PlanRow key={op.key} node={node} op={op} />
+            <PlanRow key={op.key} node={node} op={op} commandsSnapshot={commandsSnapshot} />
           ))}
         </DataTable>
       )}

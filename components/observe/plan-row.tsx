@@ -8,6 +8,9 @@ import { podHref } from '../../lib/dashboard/routes.ts';
 import { formatUtc } from '../../lib/dashboard/time-format.ts';
 import { useNow } from '../../lib/dashboard/use-agent.ts';
 import { RelativeTime } from '../shared/time-text.tsx';
+import { RowCommandsButton } from '../actions/row-commands-button.tsx';
+import { operationRowTargetText } from '../../lib/dashboard/kube-commands.ts';
+import { plannedRowCommandText, type RowCommandsSnapshot } from '../../lib/dashboard/row-commands.ts';
 
 // Live texts keep their width while they count (tabular digits, a minimum width of their longest
 // usual text), so neither the row nor the table column moves every second.
@@ -57,8 +60,14 @@ export function KubeletBackoffCell({ backoff }: { backoff: KubeletBackoff | null
   );
 }
 
+/** The plan table's columns; with `commands`, the rows' Copy commands. */
+export function planColumns(commands: boolean): string[] {
+  const columns = ['Operation', 'Volume', 'Pod', 'Reason', 'Outstanding', 'Kubelet’s backoff'];
+  return commands ? [...columns, 'Commands'] : columns;
+}
+
 /** One operation of the kubelet’s plan: what, for which pod, why, for how long, and its backoff. */
-export const PlanRow = memo(function PlanRow({ node, op }: { node: string; op: PlannedOperation }) {
+export const PlanRow = memo(function PlanRow({ node, op, commandsSnapshot }: { node: string; op: PlannedOperation; commandsSnapshot?: () => RowCommandsSnapshot }) {
   return (
     <tr className={op.kubeletBackoff !== null ? 'row--backoff' : undefined}>
       <td>
@@ -84,6 +93,14 @@ export const PlanRow = memo(function PlanRow({ node, op }: { node: string; op: P
       <td className="cell-error">
         <KubeletBackoffCell backoff={op.kubeletBackoff} />
       </td>
+      {commandsSnapshot === undefined ? null : (
+        <td>
+          <RowCommandsButton
+            target={operationRowTargetText({ op: { operationName: op.operation, volume: op.volume, podUid: op.podUid }, podName: op.pod })}
+            getText={() => plannedRowCommandText(node, op, commandsSnapshot())}
+          />
+        </td>
+      )}
     </tr>
   );
 });

@@ -23,6 +23,10 @@ import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
 import { TimelinePanel } from '../shared/timeline-panel.tsx';
 import { PodGone } from './pod-gone.tsx';
+import { PodStatusText } from './pod-status.tsx';
+import { useLatest } from '../hooks/use-latest.ts';
+import type { RowCommandsSnapshot } from '../../lib/dashboard/row-commands.ts';
+import { podStatusOf } from '../../lib/dashboard/pod-status-view.ts';
 import { usePublicBaseUrl } from '../page/public-url.tsx';
 import { VolumePipeline } from '../volume/volume-pipeline.tsx';
 import { MountHealthTable } from '../health/mount-health-table.tsx';
@@ -34,8 +38,9 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
   const pod = useLivePod(snapshot, uid);
   const podNames = usePodNames(snapshot);
   const publicBaseUrl = usePublicBaseUrl();
-  // status.phase as the pod source has it; nothing without a status (a manifest): nothing is invented.
-  const phase = useMemo(() => snapshot.desired.pods.find((p) => p.uid === uid)?.phase, [snapshot.desired.pods, uid]);
+  const commandsSnapshot = useLatest<RowCommandsSnapshot>(snapshot);
+  // status.phase and the containers' states as the pod source has them; nothing without a status (a manifest): nothing is invented.
+  const status = useMemo(() => podStatusOf(snapshot.desired.pods, uid), [snapshot.desired.pods, uid]);
   const events = useMemo(() => snapshot.recentEvents.filter((e) => e.podUid === uid), [snapshot.recentEvents, uid]);
   const mountHealth = useMemo(() => podMountHealth(snapshot, uid), [snapshot, uid]);
   const volumes = useMemo(() => new Set(pod?.rows.map((r) => r.uniqueVolumeName) ?? []), [pod]);
@@ -68,7 +73,12 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
             <h1>{podDisplayName(pod)}</h1>
             <p className="muted small">
               uid <code>{pod.uid}</code>
-              {phase === undefined ? '' : ` · phase ${phase}`}
+              {status?.phase === undefined && status?.containers === undefined ? null : (
+                <>
+                  {' · '}
+                  <PodStatusText status={status} />
+                </>
+              )}
               {pod.desired ? '' : ' · not in the desired world (its volumes are being unmounted)'}
             </p>
           </div>
@@ -120,6 +130,7 @@ function PodBody({ agent, uid, snapshot }: { agent: string; uid: string; snapsho
                 observing={snapshot.observe !== undefined}
                 onAction={onAction}
                 history={historyByKey}
+                commandsSnapshot={commandsSnapshot}
               />
             ))}
           </div>

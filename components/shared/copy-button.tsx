@@ -31,9 +31,10 @@ function copyBySelection(text: string): boolean {
 /**
  * Copies text to the clipboard; `getText` runs on click so it can read the latest state. Says
  * "Copied" (announced) for a moment, or why it failed. `accessibleName` (starting with `label`)
- * says what is copied when the label alone does not.
+ * says what is copied when the label alone does not. `small`: the table-row variant, whose status
+ * is laid over what follows instead of taking room (so nothing moves when it appears).
  */
-export function CopyButton({ label, accessibleName, getText }: { label: string; accessibleName?: string; getText: () => string }) {
+export function CopyButton({ label, accessibleName, getText, small = false }: { label: string; accessibleName?: string; getText: () => string; small?: boolean }) {
   const [status, setStatus] = useState<string>('');
   const copy = async (): Promise<void> => {
     const text = getText();
@@ -48,8 +49,8 @@ export function CopyButton({ label, accessibleName, getText }: { label: string; 
     }, 2_000);
   };
   return (
-    <span className="copy">
-      <button type="button" className="button" aria-label={accessibleName} onClick={() => void copy()}>
+    <span className={small ? 'copy copy--small' : 'copy'}>
+      <button type="button" className={small ? 'button button--small' : 'button'} aria-label={accessibleName} onClick={() => void copy()}>
         {label}
       </button>
       <span className="copy__status" role="status">

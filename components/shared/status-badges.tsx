@@ -1,30 +1,35 @@
 import type { Operation } from '../../lib/api/index.ts';
 import type { NodeHealth } from '../../lib/dashboard/node-summary.ts';
 import type { StageStatus, VolumeState } from '../../lib/dashboard/pipeline.ts';
+import { volumeStateText, type UncertainCause } from '../../lib/dashboard/volume-state-wording.ts';
 
 // Every state is shown as an icon plus a word, so colour is never the only cue.
 
-const VOLUME_STATE_TEXT: Record<VolumeState, { icon: string; label: string }> = {
-  ready: { icon: '✓', label: 'ready' },
-  uncertain: { icon: '?', label: 'uncertain' },
-  backoff: { icon: '!', label: 'backoff' },
-  running: { icon: '↻', label: 'running' },
-  waiting: { icon: '…', label: 'waiting' },
-  unmounting: { icon: '⏏', label: 'unmounting' },
+const VOLUME_STATE_ICON: Record<VolumeState, string> = {
+  ready: '✓',
+  uncertain: '?',
+  backoff: '!',
+  running: '↻',
+  waiting: '…',
+  unmounting: '⏏',
 };
 
+/** The state's name (the state filter's options). */
 export function volumeStateLabel(state: VolumeState): string {
-  return VOLUME_STATE_TEXT[state].label;
+  return volumeStateText(state);
 }
 
-export function VolumeStateBadge({ state }: { state: VolumeState }) {
-  const t = VOLUME_STATE_TEXT[state];
+/**
+ * A row's state: icon and words (volume-state-wording.ts). An uncertain volume the agent only
+ * rebuilt from disk (`cause` `found-on-disk`) reads "found on disk, not confirmed", as the plan.
+ */
+export function VolumeStateBadge({ state, cause = null }: { state: VolumeState; cause?: UncertainCause | null }) {
   return (
-    <span className={`badge badge--${state}`} data-state={state}>
+    <span className={`badge badge--${state}`} data-state={state} data-cause={cause ?? undefined}>
       <span className="badge__icon" aria-hidden="true">
-        {t.icon}
+        {VOLUME_STATE_ICON[state]}
       </span>
-      {t.label}
+      {volumeStateText(state, cause)}
     </span>
   );
 }

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { Snapshot } from '../../lib/api/index.ts';
 import { FIXTURE_T0, exampleSnapshot, generatedOperation, generatedPod, generatedVolume } from '../../lib/api/testing/snapshot-fixtures.ts';
 import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
-import { deriveVolumeRows, type VolumeState } from '../../lib/dashboard/pipeline.ts';
+import { deriveVolumeRows, type VolumeRow, type VolumeState } from '../../lib/dashboard/pipeline.ts';
 import { VolumePipeline } from './volume-pipeline.tsx';
 
 // One fixture per state an operator sees on a volume, built from the API's snapshot fixtures: the
@@ -74,5 +74,16 @@ describe('VolumePipeline with the operation history', () => {
     expect(html).toContain('stuck for ');
     expect(html).toContain('7 attempts in all');
     expect(html.match(/role="timer"/g)).toHaveLength(1);
+  });
+});
+
+describe('VolumePipeline: the row’s commands', () => {
+  it('has a Copy commands button named after its volume and pod when the page hands it the snapshot', () => {
+    const snapshot = exampleSnapshot();
+    const row = deriveVolumeRows(snapshot).find((r) => r.volumeName === 'pgdata') as VolumeRow;
+    const html = renderToStaticMarkup(createElement(VolumePipeline, { node: 'node-a', row, phase: 'live', synced: true, onAction: () => undefined, commandsSnapshot: () => snapshot }));
+    expect(html).toContain('aria-label="Copy commands: volume pgdata of pod default/db-0"');
+    expect(html).toContain('>Copy commands</button>');
+    expect(renderToStaticMarkup(createElement(VolumePipeline, { node: 'node-a', row, phase: 'live', synced: true, onAction: () => undefined }))).not.toContain('Copy commands');
   });
 });

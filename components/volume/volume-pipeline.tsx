@@ -8,9 +8,13 @@ import { rowPodName, stageLabel, type PipelineStage, type VolumeRow } from '../.
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { nodeHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
+import { RowCommandsButton } from '../actions/row-commands-button.tsx';
+import { volumeRowTargetText } from '../../lib/dashboard/kube-commands.ts';
+import { volumeRowCommandText, type RowCommandsSnapshot } from '../../lib/dashboard/row-commands.ts';
 import { UnmountButton } from '../actions/unmount-button.tsx';
 import type { PendingAction } from '../dialogs/action-dialog.tsx';
 import type { KubeletEvidence } from '../../lib/dashboard/kubelet-evidence.ts';
+import { uncertainHeadline } from '../../lib/dashboard/volume-state-wording.ts';
 import { KubeletBackoffCell } from '../observe/plan-row.tsx';
 import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { StageStatusBadge, VolumeStateBadge } from '../shared/status-badges.tsx';
@@ -26,12 +30,10 @@ function HistoryLine({ history }: { history: OperationHistory }) {
   );
 }
 
-/** The blocking stage's headline, in the words of the mode: who settles it. */
-export function blockingTitle(row: Pick<VolumeRow, 'observed'>, stage: Pick<PipelineStage, 'status'>): string {
+/** The blocking stage's headline, in the words of the cause and the mode: who settles it (volume-state-wording.ts). */
+export function blockingTitle(row: Pick<VolumeRow, 'observed' | 'uncertainCause'>, stage: Pick<PipelineStage, 'status'>): string {
   if (stage.status !== 'uncertain') return 'Blocked here.';
-  return row.observed
-    ? 'Found on disk, not confirmed: the agent rebuilt it from the kubelet’s root dir; the kubelet settles it.'
-    : 'Uncertain here: neither mounted nor failed; the reconciler will settle it.';
+  return uncertainHeadline(row.uncertainCause ?? (row.observed ? 'found-on-disk' : 'outcome-unknown'), row.observed);
 }
 
 /** What the blocking stage waits for when no operation works on it, in the words of the mode. */
@@ -106,6 +108,8 @@ export interface VolumePipelineProps {
   readonly compact?: boolean;
   /** The operations' histories by `operationKey`: the blocking operation's first failure, stuck for, attempts in all. */
   readonly history?: ReadonlyMap<string, OperationHistory>;
+  /** The latest snapshot (`useLatest`), read when the card's commands are copied; without it the card has no Copy commands. */
+  readonly commandsSnapshot?: () => RowCommandsSnapshot;
 }
 
 /**
@@ -113,7 +117,7 @@ export interface VolumePipelineProps {
  * mounted into pod → ready. The first blocking stage is highlighted with the operation's last
  * error verbatim and its backoff deadline; an uncertain stage is shown as uncertain.
  */
-export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, synced, observing = false, onAction, compact = false, history }: VolumePipelineProps) {
+export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, synced, observing = false, onAction, compact = false, history, commandsSnapshot }: VolumePipelineProps) {
   const op = row.operation;
   const opHistory = op === null ? null : (history?.get(operationKey(op)) ?? null);
   return (
@@ -122,13 +126,19 @@ export const VolumePipeline = memo(function VolumePipeline({ node, row, phase, s
         <h3 id={`vol-${row.id}`}>
           <Link href={volumeHref(node, row.uniqueVolumeName)}>{row.volumeName}</Link>
         </h3>
-        <VolumeStateBadge state={row.state} />
+        <VolumeStateBadge state={row.state} cause={row.uncertainCause} />
         {!compact ? <code className="muted small">{row.uniqueVolumeName}</code> : null}
         {onAction !== null ? (
           <span className="toolbar">
             {op !== null && !row.observed ? <RetryButton node={node} op={op} podName={rowPodName(row)} volumeName={row.volumeName} phase={phase} onAction={onAction} /> : null}
             {!row.desired && !row.observed ? <UnmountButton node={node} row={row} phase={phase} synced={synced} observing={observing} onAction={onAction} /> : null}
           </span>
+        ) : null}
+        {commandsSnapshot !== undefined && !compact ? (
+          <RowCommandsButton
+            target={volumeRowTargetText({ volumeName: row.volumeName, podName: rowPodName(row), podUid: row.podUid })}
+            getText={() => volumeRowCommandText(node, row, null, commandsSnapshot())}
+          />
         ) : null}
       </header>
       {/* Compact (the embeds): the error and its history right under the name, above the stages,

@@ -21,7 +21,10 @@ import { EventsTable } from '../node/events-table.tsx';
 import { OperationHistoryTable } from '../node/operation-history-table.tsx';
 import { OperationsTable } from '../node/operations-table.tsx';
 import { ReconstructionTable } from '../node/reconstruction-table.tsx';
-import { PlanRow } from '../observe/plan-row.tsx';
+import { PlanRow, planColumns } from '../observe/plan-row.tsx';
+import { useLatest } from '../hooks/use-latest.ts';
+import type { RowCommandsSnapshot } from '../../lib/dashboard/row-commands.ts';
+import { volumeStateText } from '../../lib/dashboard/volume-state-wording.ts';
 import { DataTable } from '../shared/data-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
 import { Panel } from '../shared/panel.tsx';
@@ -42,7 +45,11 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
   const allRows = useMemo(() => selectRows(snapshot), [selectRows, snapshot]);
   const rows = useMemo(() => allRows.filter((r) => r.uniqueVolumeName === volume), [allRows, volume]);
   const podNames = usePodNames(snapshot);
+  const commandsSnapshot = useLatest<RowCommandsSnapshot>(snapshot);
   const actual = indexSnapshot(snapshot).actualByName.get(volume) ?? null;
+  // The words of an uncertain state, by its cause (volume-state-wording.ts): found on disk, or uncertain.
+  const uncertainText = (podUid: string | null): string =>
+    volumeStateText('uncertain', rows.find((r) => (podUid === null || r.podUid === podUid) && r.uncertainCause !== null)?.uncertainCause ?? null);
   const spec = useMemo(() => volumeSpecView(snapshot, volume, actual), [snapshot, volume, actual]);
   const operations = useMemo(() => snapshot.operations.filter((op) => op.volume === volume), [snapshot.operations, volume]);
   const mountHealth = useMemo(() => volumeMountHealth(snapshot, volume), [snapshot, volume]);
@@ -118,7 +125,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
             </dd>
             <dt>device mount</dt>
             <dd>
-              {actual.deviceMountState === 'mounted' ? '✓ mounted' : actual.deviceMountState === 'uncertain' ? '? uncertain' : '– not mounted'}
+              {actual.deviceMountState === 'mounted' ? '✓ mounted' : actual.deviceMountState === 'uncertain' ? `? ${uncertainText(null)}` : '– not mounted'}
               {actual.deviceMountPath !== '' ? (
                 <>
                   {' '}
@@ -133,7 +140,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
                 : actual.pods.map((m, i) => (
                     <span key={m.podUid}>
                       {i > 0 ? ', ' : ''}
-                      <PodRefLink node={agent} uid={m.podUid} name={podNames.get(m.podUid)} /> ({m.mountState === 'uncertain' ? '? uncertain' : 'mounted'}
+                      <PodRefLink node={agent} uid={m.podUid} name={podNames.get(m.podUid)} /> ({m.mountState === 'uncertain' ? `? ${uncertainText(m.podUid)}` : 'mounted'}
                       {m.remountRequired ? ', remount required' : ''})
                     </span>
                   ))}
@@ -162,7 +169,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
               <p className="small">
                 Pod <Link href={podHref(agent, row.podUid)}>{rowPodName(row)}</Link>
               </p>
-              <VolumePipeline node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} history={historyByKey} />
+              <VolumePipeline node={agent} row={row} phase={connection.phase} synced={snapshot.statesSynced} onAction={onAction} history={historyByKey} commandsSnapshot={commandsSnapshot} />
             </div>
           ))}
         </div>
@@ -170,7 +177,7 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
       {planned === null ? (
         <>
           <Panel id="operations" title="Operations" count={operations.length}>
-            <OperationsTable node={agent} operations={operations} podNames={podNames} history={historyByKey} phase={connection.phase} onAction={onAction} />
+            <OperationsTable node={agent} operations={operations} podNames={podNames} history={historyByKey} phase={connection.phase} onAction={onAction} commandsSnapshot={commandsSnapshot} />
           </Panel>
           <Panel id="operation-history" title="Operation history" count={operationHistory.length}>
             <OperationHistoryTable node={agent} history={operationHistory} podNames={podNames} />
@@ -182,9 +189,9 @@ function VolumeBody({ agent, volume, snapshot }: { agent: string; volume: string
           {planned.length === 0 ? (
             <EmptyState>The kubelet has nothing outstanding for this volume.</EmptyState>
           ) : (
-            <DataTable columns={['Operation', 'Volume', 'Pod', 'Reason', 'Outstanding', 'Kubelet’s backoff']} caption="The kubelet’s plan for this volume, longest outstanding first">
+            <DataTable columns={planColumns(true)} caption="The kubelet’s plan for this volume, longest outstanding first">
               {planned.map((op) => (
-                <PlanRow key={op.key} node={agent} op={op} />
+                <PlanRow key={op.key} node={agent} op={op} commandsSnapshot={commandsSnapshot} />
               ))}
             </DataTable>
           )}

@@ -19,6 +19,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Observe, PlannedOperation } from '../../lib/api/observe.ts';
+import type { ContainerState } from '../../lib/api/snapshot.ts';
 import { parseKubeletBackoff, type KubeletBackoff as KubeletLogBackoff } from '../../lib/observe/kubelet-backoff-events.ts';
 import { KUBELET_NODE, type ClusterAgent } from '../../scripts/cluster/cluster.ts';
 import { startKubeletObserver } from '../../scripts/cluster/observer.ts';
@@ -44,6 +45,13 @@ async function api(method: 'GET' | 'POST', path: string, body?: unknown): Promis
     signal: AbortSignal.timeout(30_000),
   });
   return { status: res.status, json: await res.json() };
+}
+
+/** The containers' states the observer's snapshot carries for a pod (`desired.pods[].containers`). */
+async function snapshotContainers(uid: string): Promise<ContainerState[] | undefined> {
+  const r = await api('GET', '/api/v1/snapshot');
+  expect(r.status).toBe(200);
+  return (r.json as { desired: { pods: { uid: string; containers?: ContainerState[] }[] } }).desired.pods.find((p) => p.uid === uid)?.containers;
 }
 
 async function observed(): Promise<Observe> {
@@ -169,6 +177,17 @@ describe(`observe mode beside the upstream kubelet on ${KUBELET_NODE} (${KUBELET
     console.log(`hostPath back-off: estimated ${new Date(backoff.retryAt).toISOString()} (${backoff.durationBeforeRetryMs} ms), logged ${same === undefined ? 'none' : `${new Date(same.retryAt).toISOString()} (${same.durationBeforeRetryMs} ms)`}; ${logged.length} failures logged`);
     expect(same, JSON.stringify({ backoff, logged })).toBeDefined();
     expect(Math.abs((same?.retryAt ?? 0) - backoff.retryAt)).toBeLessThan(2000);
+
+    // The containers' states the kubelet wrote, as kubectl reads them: the stuck pod's container
+    // waits in ContainerCreating (dated from the agent's first sight: the API has no time for it),
+    // the healthy one runs since the kubelet's startedAt.
+    const waiting = await waitUntil('the stuck pod’s container state in the snapshot', async () => (await snapshotContainers(missingUid))?.[0], { deadlineMs: 30_000, intervalMs: 500 });
+    const [reason, ready] = (await cluster.kubectl(['get', 'pod', 'missing-host-path', '-n', NS, '-o', 'jsonpath={.status.containerStatuses[0].state.waiting.reason} {.status.containerStatuses[0].ready}'])).trim().split(' ');
+    expect(reason).toBe('ContainerCreating');
+    expect(waiting).toMatchObject({ name: 'app', kind: 'container', state: 'waiting', reason, sinceObserved: true, ready: ready === 'true' });
+    const running = await waitUntil('the healthy pod’s container running in the snapshot', async () => (await snapshotContainers(healthyUid))?.find((c) => c.state === 'running'), { deadlineMs: 30_000, intervalMs: 500 });
+    const startedAt = (await cluster.kubectl(['get', 'pod', 'healthy', '-n', NS, '-o', 'jsonpath={.status.containerStatuses[0].state.running.startedAt}'])).trim();
+    expect(running).toMatchObject({ name: 'app', sinceObserved: false, since: Date.parse(startedAt) });
   });
 
   it(`a CSI volume whose NodePublishVolume fails (a fault in ${KUBELET_NODE}'s csi-loop): attached and staged, its mount outstanding with the kubelet's back-off; the truth diff is the Node status and VolumeAttachments as kubectl reads them; published once the fault is cleared (${KUBELET}, ${ADC})`, async () => {

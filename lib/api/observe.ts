@@ -15,6 +15,13 @@ import { z } from 'zod';
 
 const EpochMs = z.number().int().nonnegative();
 
+/**
+ * The one wording for a volume the agent rebuilt from disk and has not confirmed (reconstruction
+ * after a restart; in observe mode every volume it reads from the kubelet's root dir): the
+ * plan's reasons (agent) and the dashboard's badges, stages, embeds and Markdown say it alike.
+ */
+export const FOUND_ON_DISK = 'found on disk, not confirmed';
+
 /** The kubelet's backoff for a volume operation, parsed from its FailedMount/FailedAttachVolume events. */
 export const KubeletBackoffSchema = z.object({
   /** "No retries permitted until <time>", as epoch ms. */

@@ -180,6 +180,41 @@ export const DesiredVolumeSchema = z.object({
 /** One volume a pod wants mounted (desired state of world). */
 export type DesiredVolume = z.infer<typeof DesiredVolumeSchema>;
 
+/**
+ * One container's state as the API server has it (`status.containerStatuses[]`, init and
+ * ephemeral containers included), written by the node's kubelet: `waiting` with its reason
+ * (`ContainerCreating`, `CreateContainerConfigError`, `CrashLoopBackOff`, …), `running`, or
+ * `terminated` with its reason and exit code.
+ */
+export const ContainerStateSchema = z.object({
+  /** The container's name. */
+  name: z.string(),
+  /** Which list it is in: `containers`, `initContainers` or `ephemeralContainers`. */
+  kind: z.enum(['container', 'init', 'ephemeral']),
+  /** `unknown` when the status has no state (the kubelet has not reported one yet). */
+  state: z.enum(['waiting', 'running', 'terminated', 'unknown']),
+  /** `waiting.reason` or `terminated.reason`; absent when the kubelet gave none. */
+  reason: z.string().optional(),
+  /** `waiting.message` or `terminated.message`; absent when the kubelet gave none. */
+  message: z.string().optional(),
+  /** `terminated.exitCode`; absent for other states. */
+  exitCode: z.number().int().optional(),
+  /**
+   * Since when the container is in this state: `running.startedAt`, `terminated.finishedAt`;
+   * for `waiting` (the API has no time for it) when the agent first saw the container waiting
+   * with this reason, see `sinceObserved`. `null` when unknown.
+   */
+  since: EpochMsSchema.nullable(),
+  /** `since` is when the agent first saw the state (a waiting state), not a time the kubelet wrote. */
+  sinceObserved: z.boolean(),
+  /** `ready` as the kubelet reports it. */
+  ready: z.boolean(),
+  /** `restartCount` as the kubelet reports it. */
+  restartCount: CountSchema,
+});
+/** One container's state as the API server has it. */
+export type ContainerState = z.infer<typeof ContainerStateSchema>;
+
 /** A pod of the desired state of world with the volumes it wants mounted. */
 export const DesiredPodSchema = z.object({
   /** The pod UID. */
@@ -192,6 +227,13 @@ export const DesiredPodSchema = z.object({
    * (a manifest without status) and from agents that predate it.
    */
   phase: z.string().optional(),
+  /**
+   * The containers' states from the pod's `status` (init containers first, then containers,
+   * then ephemeral ones, each in the API server's order), as the API source last read them.
+   * Absent when the source has none: the manifest source (the demo, standalone nodes), a pod the
+   * kubelet has not reported on yet, and agents that predate it.
+   */
+  containers: z.array(ContainerStateSchema).optional(),
   /** The pod's volumes that some container uses; empty when none are (yet) added. */
   volumes: uniqueArray(DesiredVolumeSchema, desiredVolumeKey, 'desired volume'),
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { podCommands, shellQuote, volumeCommands } from './kube-commands.ts';
+import { operationRowCommands, operationRowTargetText, podCommands, shellQuote, volumeCommands, volumeRowCommands, volumeRowTargetText } from './kube-commands.ts';
 
 const UID = 'a7d9e3b1-6c45-4b8a-8f2d-0e1c9b7a5d33';
 const PG = 'kubernetes.io/csi/csi-loop.volumescope.dev^vol-pg';
@@ -40,6 +40,54 @@ describe('volumeCommands', () => {
 
   it('has only the logs for a volume without a spec', () => {
     expect(volumeCommands({ node: 'node-a', uniqueVolumeName: 'kubernetes.io/host-path/data' }).split('\n')).toHaveLength(2);
+  });
+});
+
+const AGENT_LOGS = 'kubectl -n volumescope logs';
+const FAILED_AT = Date.parse('2026-12-02T05:41:30Z');
+const PG_SPEC = { sourceType: 'persistentVolumeClaim', source: [], mounts: [], claimName: 'pgdata', persistentVolumeName: 'pv-pg', csiDriver: 'csi-loop.volumescope.dev', volumeAttachment: 'csi-abc' };
+
+describe('volumeRowCommands (one pod volume in view)', () => {
+  it('managed mode: the pod, the claim → PV → VolumeAttachment of a CSI volume, and the agent’s log about the volume since just before its first failure', () => {
+    const lines = volumeRowCommands({ node: 'node-a', podUid: UID, podName: 'default/db-0', volumeName: 'pgdata', uniqueVolumeName: PG, spec: PG_SPEC, observed: false, since: FAILED_AT }).split('\n');
+    expect(lines).toEqual([
+      'kubectl -n default describe pod db-0',
+      `kubectl -n default get events --field-selector involvedObject.uid=${UID}`,
+      'kubectl -n default describe pvc pgdata',
+      'kubectl describe pv pv-pg',
+      'kubectl get volumeattachment csi-abc -o yaml',
+      'kubectl get csinode node-a -o yaml',
+      `${AGENT_LOGS} --since-time=2026-12-02T05:40:30Z $(kubectl -n volumescope get pods -l app.kubernetes.io/name=volumescope-agent --field-selector spec.nodeName=node-a -o name) | grep -F ${PG}`,
+    ]);
+  });
+
+  it('observe mode: the kubelet’s journal on the node, from a minute before the trouble', () => {
+    const text = volumeRowCommands({ node: 'node-o', podUid: UID, podName: 'e2e/stuck-0', volumeName: 'logs', uniqueVolumeName: `kubernetes.io/host-path/${UID}-logs`, spec: null, observed: true, since: FAILED_AT });
+    expect(text.split('\n').at(-1)).toBe(`journalctl -u kubelet --since '2026-12-02 05:40:30 UTC' | grep -F kubernetes.io/host-path/${UID}-logs   # on node node-o`);
+    expect(text).not.toContain(AGENT_LOGS);
+    expect(volumeRowTargetText({ volumeName: 'logs', podName: 'e2e/stuck-0', podUid: UID })).toBe('volume logs of pod e2e/stuck-0');
+  });
+
+  it('a pod without a known name is looked up by UID, and without a known start the journal covers the last hour', () => {
+    const text = volumeRowCommands({ node: 'node-o', podUid: UID, podName: null, volumeName: 'logs', uniqueVolumeName: 'kubernetes.io/empty-dir/x', spec: null, observed: true, since: null });
+    expect(text.split('\n')).toEqual([`kubectl get events -A --field-selector involvedObject.uid=${UID}`, `journalctl -u kubelet --since '1 hour ago' | grep -F kubernetes.io/empty-dir/x   # on node node-o`]);
+    expect(volumeRowTargetText({ volumeName: 'logs', podName: null, podUid: UID })).toBe(`volume logs of pod uid ${UID}`);
+  });
+});
+
+describe('operationRowCommands (one pending operation in view)', () => {
+  it('a pod operation: the pod, the volume’s objects and the log; named as Retry now names it', () => {
+    const t = { node: 'node-a', op: { operationName: 'volume_mount', volume: PG, podUid: UID }, podName: 'default/db-0', spec: PG_SPEC, observed: false, since: FAILED_AT };
+    const lines = operationRowCommands(t).split('\n');
+    expect(lines[0]).toBe('kubectl -n default describe pod db-0');
+    expect(lines).toContain('kubectl get volumeattachment csi-abc -o yaml');
+    expect(lines.at(-1)).toContain('--since-time=2026-12-02T05:40:30Z');
+    expect(operationRowTargetText(t)).toBe('mount volume vol-pg for pod default/db-0');
+  });
+
+  it('a volume-wide operation (unmount device) has no pod commands', () => {
+    const lines = operationRowCommands({ node: 'node-o', op: { operationName: 'unmount_device', volume: PG, podUid: null }, podName: null, spec: null, observed: true, since: null }).split('\n');
+    expect(lines).toEqual(['kubectl get csinode node-o -o yaml', `journalctl -u kubelet --since '1 hour ago' | grep -F ${PG}   # on node node-o`]);
   });
 });
 

@@ -69,6 +69,35 @@ describe('Copy as Markdown', () => {
     );
   });
 
+  it('carries the pod’s phase and containers’ states under the heading where the source has a status, and nothing where it has none', () => {
+    // Arrange: db-0 waiting in ContainerCreating for 1 min
+    const plain = exampleSnapshot();
+    const snapshot: Snapshot = {
+      ...plain,
+      desired: {
+        pods: plain.desired.pods.map((p) =>
+          p.uid === DB_UID
+            ? { ...p, phase: 'Pending', containers: [{ name: 'db', kind: 'container' as const, state: 'waiting' as const, reason: 'ContainerCreating', since: NOW - 60_000, sinceObserved: true, ready: false, restartCount: 0 }] }
+            : p,
+        ),
+      },
+    };
+
+    // Act
+    const text = podMarkdownSummary({ node: 'node-a', pod: dbPod(snapshot), snapshot, now: NOW, baseUrl: BASE });
+    const without = podMarkdownSummary({ node: 'node-a', pod: dbPod(plain), snapshot: plain, now: NOW, baseUrl: BASE });
+
+    // Assert
+    expect(text.split('\n').slice(0, 4)).toEqual([
+      `**Pod default/db-0** (uid \`${DB_UID}\`) on node **node-a**`,
+      '_2026-11-30 08:01:02 UTC, agent seq 42_',
+      'phase Pending · db: ContainerCreating since 1 min',
+      '',
+    ]);
+    expect(without).not.toContain('ContainerCreating');
+    expect(without.split('\n')[2]).toBe('');
+  });
+
   it('"stuck for" is live while the operation fails, and the count is the history\'s attempts in all (a Retry now resets neither)', () => {
     const snapshot = exampleSnapshot();
     const history = snapshot.operationHistory.map((h) => ({ ...h, attemptsTotal: 9 }));

@@ -18,7 +18,9 @@ import {
 } from './incident-history.ts';
 import { stageLabel, kubeletSummaryLine, podDisplayName, rowPodName, type PodView, type VolumeRow } from './pipeline.ts';
 import type { NodeSummary } from './node-summary.ts';
+import { podStatusLine, podStatusOf } from './pod-status-view.ts';
 import { publicLink } from './public-url.ts';
+import { volumeStateText } from './volume-state-wording.ts';
 import { nodeHref, podHref, volumeHref } from './routes.ts';
 import { formatGoDuration } from '../volume/util/go-format.ts';
 import { formatUtc, operationTiming } from './time-format.ts';
@@ -38,7 +40,7 @@ export function markdownCell(text: string): string {
 export function rowStageText(row: VolumeRow): string {
   if (row.blocking === null) return 'ready';
   const label = stageLabel(row.blocking.id, row.attachable);
-  if (row.blocking.status === 'uncertain') return `uncertain: ${label}`;
+  if (row.blocking.status === 'uncertain') return `${volumeStateText('uncertain', row.uncertainCause)}: ${label}`;
   if (!row.desired) return 'not desired: unmounting';
   return `waiting: ${label}`;
 }
@@ -98,7 +100,7 @@ function volumeTable(rows: readonly VolumeRow[], node: string, now: number, with
     const cells = [
       ...(withPod ? [link(rowPodName(row), base, podHref(node, row.podUid))] : []),
       link(row.volumeName, base, volumeHref(node, row.uniqueVolumeName)),
-      markdownCell(row.state),
+      markdownCell(volumeStateText(row.state, row.uncertainCause)),
       markdownCell(rowStageText(row)),
       markdownCell(rowErrorText(row)),
       markdownCell(failureText(row, failures, now)),
@@ -153,16 +155,20 @@ export interface PodMarkdownInput {
 }
 
 /**
- * A pod's volumes as Markdown: a heading with pod and node, the time, the kubelet-style summary
+ * A pod's volumes as Markdown: a heading with pod and node, the time, the pod's phase and
+ * containers' states where its source has a status, the kubelet-style summary
  * line, a table (volume, state, blocking stage, last error verbatim, failures ×N since T and
  * stuck for D, next retry), the pod's last three aggregated events, its populator errors and the
  * links to its page and its node's.
  */
 export function podMarkdownSummary(input: PodMarkdownInput): string {
   const { pod, node, now, snapshot, baseUrl: base } = input;
+  const status = podStatusLine(podStatusOf(snapshot.desired.pods, pod.uid), now);
   const lines = [
     `**Pod ${podDisplayName(pod)}** (uid \`${pod.uid}\`) on node **${node}**${pod.desired ? '' : ' — not in the desired world'}`,
     `_${formatUtc(now)}, agent seq ${snapshot.seq}_`,
+    // The pod's phase and containers' states, only where the source has a status.
+    ...(status === null ? [] : [markdownCell(status)]),
     '',
     `\`${kubeletSummaryLine(pod.rows)}\``,
     '',

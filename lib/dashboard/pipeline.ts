@@ -16,6 +16,7 @@ import type {
   Snapshot,
 } from '../api/index.ts';
 import { kubeletEvidenceOf, kubeletOperations, kubeletProgress, type KubeletEvidence } from './kubelet-evidence.ts';
+import { FOUND_ON_DISK, uncertainCauseOf, type UncertainCause } from './volume-state-wording.ts';
 
 // TYPES
 
@@ -105,6 +106,14 @@ export interface VolumeRow {
   readonly blocking: PipelineStage | null;
   readonly state: VolumeState;
   /**
+   * Why the row is uncertain (volume-state-wording.ts): `found-on-disk` when it is only because
+   * the agent rebuilt it from disk, `outcome-unknown` for an operation whose outcome is unknown;
+   * `null` unless `state` is `uncertain`. Say the state with `volumeStateText(state, uncertainCause)`.
+   */
+  readonly uncertainCause: UncertainCause | null;
+  /** Reconstruction rebuilt the pair from disk after an agent restart and has not confirmed it since. */
+  readonly reconstructed: boolean;
+  /**
    * The pending operation working on this pair: one for this pod first, else a volume-level one
    * (`podUid` null); an operation in backoff wins over a running one. `null` when none.
    */
@@ -134,6 +143,11 @@ export interface SnapshotIndex {
   readonly operationsByVolume: ReadonlyMap<string, readonly Operation[]>;
   /** The names of each desired pod's volumes, by pod UID. */
   readonly desiredVolumeNames: ReadonlyMap<string, ReadonlySet<string>>;
+  /**
+   * `<podUid>/<volume directory name>` of the volumes reconstruction rebuilt from disk and has not
+   * confirmed since (outcome `reconstructed`).
+   */
+  readonly reconstructed: ReadonlySet<string>;
 }
 
 // Each lookup is cached by the array it indexes: `applyDelta` keeps an unchanged collection's
@@ -141,6 +155,7 @@ export interface SnapshotIndex {
 const actualIndexCache = new WeakMap<readonly ActualVolume[], Map<string, ActualVolume>>();
 const operationIndexCache = new WeakMap<readonly Operation[], Map<string, Operation[]>>();
 const desiredIndexCache = new WeakMap<readonly DesiredPod[], Map<string, Set<string>>>();
+const reconstructedIndexCache = new WeakMap<Snapshot['reconstruction']['volumes'], Set<string>>();
 
 const mergedOperationsCache = new WeakMap<readonly Operation[], WeakMap<readonly Operation[], readonly Operation[]>>();
 
@@ -191,7 +206,23 @@ export function indexSnapshot(snapshot: Snapshot): SnapshotIndex {
     for (const pod of snapshot.desired.pods) desiredVolumeNames.set(pod.uid, new Set(pod.volumes.map((v) => v.name)));
     desiredIndexCache.set(snapshot.desired.pods, desiredVolumeNames);
   }
-  return { actualByName, operationsByVolume, desiredVolumeNames };
+  let reconstructed = reconstructedIndexCache.get(snapshot.reconstruction.volumes);
+  if (reconstructed === undefined) {
+    reconstructed = new Set(snapshot.reconstruction.volumes.filter((v) => v.outcome === 'reconstructed').map((v) => `${v.podUid}/${v.volumeName}`));
+    reconstructedIndexCache.set(snapshot.reconstruction.volumes, reconstructed);
+  }
+  return { actualByName, operationsByVolume, desiredVolumeNames, reconstructed };
+}
+
+/**
+ * Whether reconstruction rebuilt the pair from disk and has not confirmed it: its directory under
+ * `pods/<uid>/volumes/<plugin>/` is the pod's name for the volume, or for a claim the PV's name.
+ */
+function isReconstructed(index: SnapshotIndex, podUid: string, volumeName: string, desired: DesiredVolume | null): boolean {
+  if (index.reconstructed.size === 0) return false;
+  if (index.reconstructed.has(`${podUid}/${volumeName}`)) return true;
+  const pv = desired?.spec?.persistentVolumeName;
+  return pv !== undefined && index.reconstructed.has(`${podUid}/${pv}`);
 }
 
 /** The operation that best explains a (pod, volume) pair; see {@link VolumeRow.operation}. */
@@ -234,7 +265,7 @@ export function deriveStages(
   mount: PodMount | null,
   context: StageContext = MANAGED_CONTEXT,
 ): PipelineStage[] {
-  const stages = deriveAgentStages(desired, actual, mount, context.observed);
+  const stages = deriveAgentStages(desired, actual, mount, context.observed, context.reconstructed === true);
   return context.kubelet === null ? stages : withKubeletEvidence(stages, context.kubelet);
 }
 
@@ -242,6 +273,8 @@ export function deriveStages(
 export interface StageContext {
   readonly observed: boolean;
   readonly kubelet: KubeletEvidence | null;
+  /** Reconstruction rebuilt the pair from disk and has not confirmed it (managed mode). */
+  readonly reconstructed?: boolean;
 }
 
 const MANAGED_CONTEXT: StageContext = { observed: false, kubelet: null };
@@ -273,7 +306,7 @@ function withKubeletEvidence(stages: readonly PipelineStage[], kubelet: KubeletE
   return out.map((s) => (s.id === 'ready' ? stage('ready', allDone ? 'done' : 'missing') : s));
 }
 
-function deriveAgentStages(desired: DesiredVolume | null, actual: ActualVolume | null, mount: PodMount | null, observed: boolean): PipelineStage[] {
+function deriveAgentStages(desired: DesiredVolume | null, actual: ActualVolume | null, mount: PodMount | null, observed: boolean, reconstructed: boolean): PipelineStage[] {
   const attachable = pairAttachable(desired, actual);
   const deviceMountable = desired?.deviceMountable ?? (actual !== null && actual.deviceMountState !== 'not-mounted');
   const stages: PipelineStage[] = [];
@@ -319,7 +352,7 @@ function deriveAgentStages(desired: DesiredVolume | null, actual: ActualVolume |
   if (mount === null) {
     stages.push(stage('mounted', 'missing', 'not mounted into the pod yet'));
   } else if (mount.mountState === 'uncertain') {
-    stages.push(stage('mounted', 'uncertain', observed ? `${FOUND_ON_DISK} (the agent rebuilt it from the kubelet’s root dir; only the kubelet knows whether its SetUp finished)` : 'SetUp timed out or its result is unknown; the reconciler retries'));
+    stages.push(stage('mounted', 'uncertain', mountedUncertainDetail(observed, reconstructed)));
   } else {
     stages.push(stage('mounted', 'done', mount.remountRequired ? 'remount required (SetUp runs again)' : null));
   }
@@ -328,8 +361,15 @@ function deriveAgentStages(desired: DesiredVolume | null, actual: ActualVolume |
   return stages;
 }
 
-/** Observe mode's word for what the agent rebuilt from the kubelet's root dir and cannot confirm. */
-export const FOUND_ON_DISK = 'found on disk, not confirmed';
+/** The detail of an uncertain pod mount, by its cause (volume-state-wording.ts). */
+function mountedUncertainDetail(observed: boolean, reconstructed: boolean): string {
+  if (observed) return `${FOUND_ON_DISK} (the agent rebuilt it from the kubelet’s root dir; only the kubelet knows whether its SetUp finished)`;
+  if (reconstructed) return `${FOUND_ON_DISK} (rebuilt from the pod’s directory after the agent restarted; the reconciler confirms it)`;
+  return 'SetUp timed out or its result is unknown; the reconciler retries';
+}
+
+/** The words for what the agent rebuilt from disk and cannot confirm (volume-state-wording.ts). */
+export { FOUND_ON_DISK };
 
 /** The first stage that is not done or skipped; `null` when every stage is. */
 export function firstBlockingStage(stages: readonly PipelineStage[]): PipelineStage | null {
@@ -356,11 +396,14 @@ interface RowInputs {
   operation: Operation | null;
   /** The snapshot is an observe-mode one (see {@link VolumeRow.observed}). */
   observed: boolean;
+  /** Reconstruction rebuilt the pair from disk and has not confirmed it (see {@link isReconstructed}). */
+  reconstructed: boolean;
 }
 
 function buildRow(id: string, podUid: string, podName: string, namespace: string | null, volumeName: string, uniqueVolumeName: string, pluginName: string, inputs: RowInputs): VolumeRow {
   const kubelet = kubeletEvidenceOf(inputs.operation);
-  const stages = deriveStages(inputs.desired, inputs.actual, inputs.mount, { observed: inputs.observed, kubelet });
+  const stages = deriveStages(inputs.desired, inputs.actual, inputs.mount, { observed: inputs.observed, kubelet, reconstructed: inputs.reconstructed });
+  const state = deriveVolumeState(stages, inputs.operation, inputs.desired !== null);
   return {
     id,
     podUid,
@@ -373,7 +416,9 @@ function buildRow(id: string, podUid: string, podName: string, namespace: string
     desired: inputs.desired !== null,
     stages,
     blocking: firstBlockingStage(stages),
-    state: deriveVolumeState(stages, inputs.operation, inputs.desired !== null),
+    state,
+    uncertainCause: uncertainCauseOf(state, inputs.observed, inputs.reconstructed),
+    reconstructed: inputs.reconstructed,
     operation: inputs.operation,
     actual: inputs.actual,
     mount: inputs.mount,
@@ -482,6 +527,7 @@ export function createVolumeRowsSelector(): VolumeRowsSelector {
           mount: row.mount,
           operation,
           observed: row.observed,
+          reconstructed: row.reconstructed,
         });
         rows ??= [...lastRows];
         rows[at] = next;
@@ -506,7 +552,8 @@ export function createVolumeRowsSelector(): VolumeRowsSelector {
       lastSnapshot !== null &&
       lastIndex !== null &&
       snapshot.desired.pods === lastSnapshot.desired.pods &&
-      snapshot.actual.volumes === lastSnapshot.actual.volumes
+      snapshot.actual.volumes === lastSnapshot.actual.volumes &&
+      snapshot.reconstruction.volumes === lastSnapshot.reconstruction.volumes
     ) {
       lastRows = operationsOnly(snapshot, lastIndex);
       lastSnapshot = snapshot;
@@ -519,13 +566,15 @@ export function createVolumeRowsSelector(): VolumeRowsSelector {
       const n = pod.volumes.length;
       const actual: (ActualVolume | null)[] = new Array<ActualVolume | null>(n);
       const operations: (Operation | null)[] = new Array<Operation | null>(n);
+      const reconstructed: boolean[] = new Array<boolean>(n);
       const cached = podCache.get(pod);
       let same = cached !== undefined;
       for (let i = 0; i < n; i++) {
         const volume = pod.volumes[i] as DesiredVolume;
         actual[i] = index.actualByName.get(volume.uniqueVolumeName) ?? null;
         operations[i] = operationFor(index.operationsByVolume.get(volume.uniqueVolumeName), pod.uid);
-        if (cached !== undefined && (cached.actual[i] !== actual[i] || cached.operations[i] !== operations[i])) same = false;
+        reconstructed[i] = isReconstructed(index, pod.uid, volume.name, volume);
+        if (cached !== undefined && (cached.actual[i] !== actual[i] || cached.operations[i] !== operations[i] || cached.rows[i]?.reconstructed !== reconstructed[i])) same = false;
       }
       if (same && cached !== undefined) {
         for (const row of cached.rows) rows.push(row);
@@ -538,7 +587,8 @@ export function createVolumeRowsSelector(): VolumeRowsSelector {
         const op = operations[i] ?? null;
         // A cached entry means the same pod object, so the same desired volumes in the same order.
         const previous = cached?.rows[i];
-        const reuse = previous !== undefined && previous.actual === act && previous.operation === op;
+        const rec = reconstructed[i] === true;
+        const reuse = previous !== undefined && previous.actual === act && previous.operation === op && previous.reconstructed === rec;
         podRows.push(
           reuse
             ? previous
@@ -548,6 +598,7 @@ export function createVolumeRowsSelector(): VolumeRowsSelector {
                 mount: findMount(act, pod.uid),
                 operation: op,
                 observed,
+                reconstructed: rec,
               }),
         );
       }
@@ -561,8 +612,9 @@ export function createVolumeRowsSelector(): VolumeRowsSelector {
         const id = volumeRowId(mount.podUid, mount.outerVolumeName);
         const operation = operationFor(index.operationsByVolume.get(act.uniqueVolumeName), mount.podUid);
         const previous = orphanCache.get(id);
+        const rec = isReconstructed(index, mount.podUid, mount.outerVolumeName, null);
         const row =
-          previous !== undefined && previous.actual === act && previous.operation === operation
+          previous !== undefined && previous.actual === act && previous.operation === operation && previous.row.reconstructed === rec
             ? previous.row
             : buildRow(id, mount.podUid, mount.podName, mount.podNamespace ?? null, mount.outerVolumeName, act.uniqueVolumeName, act.pluginName, {
                 desired: null,
@@ -570,6 +622,7 @@ export function createVolumeRowsSelector(): VolumeRowsSelector {
                 mount,
                 operation,
                 observed,
+                reconstructed: rec,
               });
         nextOrphans.set(id, { actual: act, operation, row });
         rows.push(row);

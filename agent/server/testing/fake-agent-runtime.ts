@@ -3,7 +3,7 @@
  * pod source, fake clock), with switchable source sync, settable source errors/drivers/events,
  * and a logger that keeps every line.
  */
-import type { Driver, NodeCondition, RecentEvent, SourceError } from '../../../lib/api/snapshot.ts';
+import type { ContainerState, Driver, NodeCondition, RecentEvent, SourceError } from '../../../lib/api/snapshot.ts';
 import type { BlockersQuery, BlockersResponse, MountHealth, UnmountBlockers } from '../../../lib/api/mount-health.ts';
 import type { FakeClock } from '../../../lib/clock/fake-clock.ts';
 import type { NodeName, PodUID } from '../../../lib/volume/types.ts';
@@ -148,6 +148,20 @@ export class FakeAgentRuntime implements AgentRuntime {
 
   /** Tells the server something the runtime answers changed (what the agent's own parts do after a change). */
   notifyChanged(): void {
+    this.notify();
+  }
+
+  private readonly containers = new Map<string, readonly ContainerState[]>();
+
+  /** The containers' states of a pod as the API source would keep them (undefined: none). */
+  containerStates(uid: string): readonly ContainerState[] | undefined {
+    return this.containers.get(uid);
+  }
+
+  /** Replaces a pod's containers' states (a new frozen array, as the source does) and notifies. */
+  setContainerStates(uid: string, states: readonly ContainerState[] | undefined): void {
+    if (states === undefined) this.containers.delete(uid);
+    else this.containers.set(uid, Object.freeze([...states]));
     this.notify();
   }
 

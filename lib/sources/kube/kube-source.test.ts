@@ -153,6 +153,31 @@ describe('KubeSource pods', () => {
     expect(changes.slice(before).flatMap((c) => c.pods.updated)).toEqual([uid]);
   });
 
+  it('keeps the container states beside the pods: a status-only change publishes containerStatesChanged, never a pod update', async () => {
+    // Arrange
+    const server = await startServer();
+    server.put('pods', pod('web', 'node-a'));
+    const { source, changes } = newSource(server);
+    await startSynced(source);
+    const uid = uidOf(server, 'web');
+    expect(source.getContainerStates(uid)).toBeUndefined();
+    const before = changes.length;
+
+    // Act: the kubelet reports the container waiting in ContainerCreating
+    server.put('pods', { ...pod('web', 'node-a'), status: { phase: 'Running', containerStatuses: [{ name: 'app', state: { waiting: { reason: 'ContainerCreating' } }, ready: false, restartCount: 0 }] } });
+    await waitFor(() => source.getContainerStates(uid) !== undefined, { what: 'container state seen' });
+
+    // Assert
+    expect(source.getContainerStates(uid)).toMatchObject([{ name: 'app', kind: 'container', state: 'waiting', reason: 'ContainerCreating', sinceObserved: true }]);
+    await waitFor(() => changes.slice(before).some((c) => c.containerStatesChanged), { what: 'containerStatesChanged published' });
+    expect(changes.slice(before).filter((c) => c.containerStatesChanged).flatMap((c) => c.pods.updated)).toEqual([]);
+
+    // A deleted pod has no states any more.
+    server.remove('pods', 'default', 'web');
+    await waitFor(() => source.getPodByUID(uid) === undefined, { what: 'pod removed' });
+    expect(source.getContainerStates(uid)).toBeUndefined();
+  });
+
   it('keeps a pod with an unsupported volume, without that volume source, and reports it', async () => {
     const server = await startServer();
     server.put('pods', {

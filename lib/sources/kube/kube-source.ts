@@ -61,6 +61,8 @@ import {
   convertSecret,
 } from './api-objects.ts';
 import type { Conversion } from './api-objects.ts';
+import { ContainerStateTracker } from './container-states.ts';
+import type { ContainerState } from '../../api/snapshot.ts';
 import { KubeSourceStateError } from './errors.ts';
 import { persistentVolumeRef, persistentVolumeSecretReferences, podReferences, refPath } from './object-references.ts';
 import type { ObjectRef } from './object-references.ts';
@@ -116,7 +118,9 @@ export interface KubeSourceOptions {
  * `objectsChanged` when a CSIDriver, a referenced claim/config map/secret, or a PersistentVolume
  * of a referenced claim changed; `errorsChanged` when `sourceErrors()` differs; `nodeChanged`
  * when this node's Node differs (ignoring its resourceVersion, so heartbeats do not count);
- * `syncedChanged` when the source just became synced.
+ * `syncedChanged` when the source just became synced; `containerStatesChanged` when
+ * {@link KubeSource.getContainerStates} answers differently for some pod (container statuses
+ * alone never make a pod `updated`: see container-states.ts).
  */
 export interface KubeSourceChange {
   generation: number;
@@ -125,6 +129,7 @@ export interface KubeSourceChange {
   errorsChanged: boolean;
   nodeChanged: boolean;
   syncedChanged: boolean;
+  containerStatesChanged: boolean;
 }
 
 export type KubeSourceChangeListener = (change: KubeSourceChange) => void;
@@ -157,6 +162,9 @@ export class KubeSource {
   private readonly persistentVolumes = new Map<string, PersistentVolume>();
   private readonly csiDrivers = new Map<string, CSIDriver>();
   private node: Node | undefined;
+  /** The containers' states of the pods, outside the pod objects (container-states.ts). */
+  private readonly containerStates: ContainerStateTracker;
+  private containerStatesDirty = false;
   /** Objects the converter rejected or partly rejected, by API path. */
   private readonly conversionErrors = new Map<string, string>();
   /** PV names bound to referenced claims: only their changes are `objectsChanged`. */
@@ -177,6 +185,7 @@ export class KubeSource {
     this.nodeName = options.nodeName;
     this.claimsOnly = options.claimsOnly === true;
     this.clock = options.clock;
+    this.containerStates = new ContainerStateTracker(() => this.clock.now());
     this.logger = options.logger ?? discardLogger;
     const kc = options.kubeConfig;
     this.core = kc.makeApiClient(CoreV1Api);
@@ -314,6 +323,11 @@ export class KubeSource {
     return this.pods.get(uid);
   }
 
+  /** The containers' states of a listed pod from its `status`; undefined when it has none (see container-states.ts). */
+  getContainerStates(uid: string): readonly ContainerState[] | undefined {
+    return this.pods.has(uid) ? this.containerStates.get(uid) : undefined;
+  }
+
   /** Whether PVs come from an informer (`persistentVolumes: 'informer'`), which is kept fresh by its watch. */
   watchesPersistentVolumes(): boolean {
     return this.pvInformer !== null;
@@ -434,7 +448,11 @@ export class KubeSource {
     if (converted === undefined) return;
     const uid = converted.metadata.uid ?? key;
     const previousUID = this.podUIDs.get(key);
-    if (previousUID !== undefined && previousUID !== uid) this.pods.delete(previousUID);
+    if (previousUID !== undefined && previousUID !== uid) {
+      this.pods.delete(previousUID);
+      if (this.containerStates.remove(previousUID)) this.containerStatesDirty = true;
+    }
+    if (this.containerStates.update(uid, raw)) this.containerStatesDirty = true;
     const previous = this.pods.get(uid);
     this.pods.set(uid, converted);
     this.podUIDs.set(key, uid);
@@ -454,7 +472,10 @@ export class KubeSource {
     const key = `${namespace}/${name}`;
     const uid = this.podUIDs.get(key);
     this.podUIDs.delete(key);
-    if (uid !== undefined) this.pods.delete(uid);
+    if (uid !== undefined) {
+      this.pods.delete(uid);
+      if (this.containerStates.remove(uid)) this.containerStatesDirty = true;
+    }
     this.conversionErrors.delete(`/api/v1/namespaces/${namespace}/pods/${name}`);
     this.referencesDirty = true;
     this.queueFlush();
@@ -669,10 +690,12 @@ export class KubeSource {
     this.publishedErrors = errors;
     const objectsChanged = this.objectsDirty;
     const nodeChanged = this.nodeDirty;
+    const containerStatesChanged = this.containerStatesDirty;
     this.objectsDirty = false;
     this.nodeDirty = false;
+    this.containerStatesDirty = false;
 
-    if (added.length + updated.length + removed.length === 0 && !objectsChanged && !errorsChanged && !nodeChanged && !syncedChanged) return;
+    if (added.length + updated.length + removed.length === 0 && !objectsChanged && !errorsChanged && !nodeChanged && !syncedChanged && !containerStatesChanged) return;
     this.generationValue += 1;
     const change: KubeSourceChange = {
       generation: this.generationValue,
@@ -681,6 +704,7 @@ export class KubeSource {
       errorsChanged,
       nodeChanged,
       syncedChanged,
+      containerStatesChanged,
     };
     for (const listener of [...this.listeners]) {
       try {
