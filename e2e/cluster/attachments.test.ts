@@ -16,6 +16,8 @@
  *     csi-loop refuses ControllerUnpublish while kubelet-0 still has the volume staged (its
  *     documented FAILED_PRECONDITION), so the explainer shows the detach error, until kubelet-0's
  *     kubelet comes back, unstages, and the ADC's detach and the attach to agent-0 finish.
+ * (c) An attach error injected into the controller instance of csi-loop (its control API): the
+ *     verdict quotes the VolumeAttachment's attachError, and is gone once the fault is cleared.
  */
 import * as clientNode from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,16 +59,18 @@ function podYaml(name: string, nodeName: string): string {
 interface Attachment {
   metadata: { name: string; deletionTimestamp?: string };
   spec: { nodeName: string; source: { persistentVolumeName?: string } };
-  status?: { attached?: boolean; detachError?: { message?: string } };
+  status?: { attached?: boolean; attachError?: { message?: string }; detachError?: { message?: string } };
 }
 
-const attachments = async (): Promise<Attachment[]> =>
-  (JSON.parse(await cluster.kubectl(['get', 'volumeattachments', '-o', 'json'])) as { items: Attachment[] }).items.filter((a) => a.spec.source.persistentVolumeName === pv);
+const allAttachments = async (): Promise<Attachment[]> => (JSON.parse(await cluster.kubectl(['get', 'volumeattachments', '-o', 'json'])) as { items: Attachment[] }).items;
+const attachments = async (): Promise<Attachment[]> => (await allAttachments()).filter((a) => a.spec.source.persistentVolumeName === pv);
 
 /** The explainer's view of the claim's PV now (the dashboard server's code path). */
-function explained(): { explanation: VolumeExplanation; nodes: readonly VolumeOnNode[] } | undefined {
+const explained = (): ReturnType<typeof explainedOf> => explainedOf(pv);
+
+function explainedOf(pvName: string): { explanation: VolumeExplanation; nodes: readonly VolumeOnNode[] } | undefined {
   const model = informers.view().model;
-  const volume = model?.volumes.find((v) => v.pv === pv);
+  const volume = model?.volumes.find((v) => v.pv === pvName);
   if (model === null || model === undefined || volume === undefined) return undefined;
   return { explanation: explainVolume(volume, model, realClock.now()), nodes: volume.nodes };
 }
@@ -169,6 +173,32 @@ describe(`the attachment explainer against the real ADC (${ADC}, ${ATTACHER})`, 
     }, { deadlineMs: STEP_MS * 2, intervalMs: 1000 });
     await waitUntil('no blocked verdict left', () => Promise.resolve(explained()?.explanation.verdicts.every((v) => v.severity !== 'blocked') === true ? true : undefined), { deadlineMs: STEP_MS, intervalMs: 250 });
     expect(explained()?.nodes.find((n) => n.node === NODE)).toMatchObject({ desired: true, attached: true });
+  });
+
+  it(`(c) an attach error injected into csi-loop's ControllerPublishVolume: the verdict quotes the VolumeAttachment's attachError, and clears once the attach succeeds (${ATTACHER})`, async () => {
+    const claim = 'faulty';
+    const fault = 'injected by the attachments test: backend out of attach slots';
+    const control = (method: string, body?: object): Promise<Response> =>
+      fetch(`${facts.csiControlUrl}/faults/ControllerPublishVolume`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }), signal: AbortSignal.timeout(10_000) });
+    expect((await control('PUT', { code: 'RESOURCE_EXHAUSTED', message: fault })).ok).toBe(true);
+    try {
+      await cluster.kubectl(['apply', '-f', '-'], { input: [claimYaml(NS, claim), '---', podYaml('app-faulty', NODE).replace(`claimName: ${CLAIM}`, `claimName: ${claim}`)].join('\n') });
+      const faultyPv = await waitForClaimBound(NS, claim);
+      const faultyAttachments = async (): Promise<Attachment[]> => (await allAttachments()).filter((a) => a.spec.source.persistentVolumeName === faultyPv);
+      const message = await waitUntil('the attachError on the VolumeAttachment', async () => (await faultyAttachments())[0]?.status?.attachError?.message || undefined, { deadlineMs: STEP_MS, intervalMs: 500 });
+      expect(message).toContain(fault);
+      const v = await waitUntil('the attach-error verdict', () => Promise.resolve(explainedOf(faultyPv)?.explanation.verdicts.find((x) => x.kind === 'attach-error' && x.node === NODE)), { deadlineMs: STEP_MS, intervalMs: 250 });
+      expect(v.severity).toBe('blocked');
+      expect(evidence(v, 'attachError')).toBe(message);
+      expect(v.title).toBe(`Attach to ${NODE} fails: ${message}`);
+      expect((await control('DELETE')).ok).toBe(true);
+      await waitUntil('attached after the fault is cleared', async () => ((await faultyAttachments())[0]?.status?.attached === true ? true : undefined), { deadlineMs: STEP_MS * 2, intervalMs: 1000 });
+      await waitUntil('no verdict left', () => Promise.resolve(explainedOf(faultyPv)?.explanation.verdicts.length === 0 ? true : undefined), { deadlineMs: STEP_MS, intervalMs: 250 });
+      await cluster.kubectl(['delete', 'pod', '-n', NS, 'app-faulty', '--wait=false']);
+      await waitUntil(`no VolumeAttachment of ${faultyPv}`, async () => ((await faultyAttachments()).length === 0 ? true : undefined), { deadlineMs: STEP_MS * 2, intervalMs: 1000 });
+    } finally {
+      await control('DELETE');
+    }
   });
 
   it(`cleanup: app-new deleted, its volume detached from ${NODE}`, async () => {
