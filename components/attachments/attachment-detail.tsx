@@ -7,7 +7,8 @@ import type { NodeFacts, VolumeOnNode } from '../../lib/dashboard/attachments/mo
 import { formatDuration } from '../../lib/dashboard/time-format.ts';
 import { DataTable } from '../shared/data-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
-import { InformerProblems, QueryErrorGate } from './attachments-list.tsx';
+import { InformerProblems, OutOfServiceReminder, QueryErrorGate } from './attachments-list.tsx';
+import { OutOfServicePanel } from './out-of-service-panel.tsx';
 import { SeverityBadge, VerdictView } from './verdict-view.tsx';
 
 function yesNo(b: boolean): string {
@@ -45,6 +46,7 @@ export function AttachmentDetail({ pv }: { pv: string }) {
         <Link href={ATTACHMENTS_HREF}>All blocked and suspect attachments</Link>
       </p>
       <InformerProblems problems={data.problems} nowMs={data.nowMs} />
+      <OutOfServiceReminder nodes={data.nodes.filter((n) => n.outOfService !== null).map((n) => n.name)} />
       {!data.listed ? <p aria-busy="true">Listing VolumeAttachments, volumes, pods and nodes…</p> : null}
       {data.listed && data.volume === null ? (
         <EmptyState>No CSI volume named {pv} needs attaching (it does not exist, is not CSI, or its driver has attachRequired: false).</EmptyState>
@@ -65,6 +67,12 @@ export function AttachmentDetail({ pv }: { pv: string }) {
           {data.explanation?.verdicts.map((v, i) => (
             <VerdictView key={`${v.kind}-${v.node}-${i}`} verdict={v} nowMs={data.nowMs} headingLevel={2} />
           ))}
+          {/* The guided non-graceful shutdown, for the nodes holding the volume that are not Ready. */}
+          {data.nodes
+            .filter((n) => n.exists && !n.healthy && data.volume?.nodes.some((s) => s.node === n.name && s.attached) === true)
+            .map((n) => (
+              <OutOfServicePanel key={n.name} node={n.name} tainted={n.outOfService !== null} />
+            ))}
         </>
       ) : null}
     </>

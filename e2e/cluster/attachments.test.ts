@@ -16,9 +16,14 @@
  *     csi-loop refuses ControllerUnpublish while kubelet-0 still has the volume staged (its
  *     documented FAILED_PRECONDITION), so the explainer shows the detach error, until kubelet-0's
  *     kubelet comes back, unstages, and the ADC's detach and the attach to agent-0 finish.
+ * The dashboard side runs with the dashboard's ServiceAccount and deploy/opt-in's roles only,
+ * and the out-of-service taint is applied and removed through the guided action's handlers
+ * (refused with 409 while the node is Ready).
  * (c) An attach error injected into the controller instance of csi-loop (its control API): the
  *     verdict quotes the VolumeAttachment's attachError, and is gone once the fault is cleared.
  */
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as clientNode from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realClock } from '../../lib/clock/clock.ts';
@@ -27,10 +32,14 @@ import { AttachmentInformers } from '../../lib/dashboard/attachments/attachment-
 import { maxWaitForUnmountDurationMs } from '../../lib/dashboard/attachments/adc-constants.ts';
 import { explainVolume, type Verdict, type VolumeExplanation } from '../../lib/dashboard/attachments/explain.ts';
 import type { VolumeOnNode } from '../../lib/dashboard/attachments/model.ts';
+import { deleteOutOfService, getOutOfService, postOutOfService, type OutOfServiceDeps } from '../../lib/dashboard/attachments/out-of-service-routes.ts';
+import type { OutOfServiceResponse } from '../../lib/dashboard/attachments/out-of-service.ts';
+import type { KubeApi } from '../../lib/dashboard/attachments/server-attachments.ts';
 import { KUBELET_NODE, NODE } from '../../scripts/cluster/cluster.ts';
 import { waitUntil } from '../../scripts/demo/process.ts';
 import { claimYaml, cluster, facts, podEvents, versionTag, waitForClaimBound } from './cluster-context.ts';
 
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const ADC = versionTag('kube-controller-manager');
 const ATTACHER = versionTag('csi-attacher');
 const NS = 'attachments';
@@ -80,11 +89,25 @@ const evidence = (v: Verdict, label: string): string | undefined => v.evidence.f
 const waitVerdict = (what: string, probe: () => Verdict | undefined | false): Promise<Verdict> =>
   waitUntil(what, () => Promise.resolve(probe() || undefined), { deadlineMs: STEP_MS, intervalMs: 250 });
 
+/** The dashboard's identity: its ServiceAccount with deploy/opt-in's roles, nothing else. */
+let dashboardApi: KubeApi;
+const audit: string[] = [];
+const outOfServiceDeps = (): OutOfServiceDeps => ({ api: () => Promise.resolve(dashboardApi), now: () => realClock.now(), audit: (line) => audit.push(line) });
+const attest = (operator: string): Request =>
+  new Request(`http://dashboard/api/attachments/nodes/${KUBELET_NODE}/out-of-service`, { method: 'POST', body: JSON.stringify({ attestNodeOff: true, operator }), headers: { 'content-type': 'application/json' } });
+
 beforeAll(async () => {
   await cluster.kubectl(['create', 'namespace', NS]);
   await cluster.waitForKubeletNodeReady(60_000);
-  informers = new AttachmentInformers({ clientNode, kubeConfig: loadKubeConfigFiles(clientNode, [facts.adminKubeconfig]), clock: realClock, idleMs: 3_600_000 });
+  await cluster.kubectl(['apply', '-f', join(REPO, 'deploy', 'base', 'namespace.yaml')]);
+  await cluster.kubectl(['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: volumescope-dashboard, namespace: volumescope}\n' });
+  await cluster.kubectl(['apply', '-f', join(REPO, 'deploy', 'opt-in', 'dashboard-attachments-rbac.yaml')]);
+  const token = (await cluster.kubectl(['create', 'token', 'volumescope-dashboard', '-n', 'volumescope', '--duration=1h'])).trim();
+  dashboardApi = { k8s: clientNode, kubeConfig: loadKubeConfigFiles(clientNode, [cluster.tokenKubeconfig('dashboard-attachments', token)]) };
+  informers = new AttachmentInformers({ clientNode, kubeConfig: dashboardApi.kubeConfig, clock: realClock, idleMs: 3_600_000 });
   await informers.whenListed(30_000);
+  // The opt-in roles are enough for every informer.
+  expect(informers.view()).toMatchObject({ listed: true, problems: [] });
 });
 
 afterAll(async () => {
@@ -130,6 +153,10 @@ describe(`the attachment explainer against the real ADC (${ADC}, ${ATTACHER})`, 
     expect(waiting.severity).toBe('suspect');
     expect(waiting.timer).toMatchObject({ nodeQualifies: false, mountedByNode: true, outOfService: false, lowerBound: false });
     expect(waiting.timer?.text).toBe(`The ADC waits for the node to unmount; it will not force-detach while ${KUBELET_NODE} is Ready, however long that takes.`);
+    // The guided shutdown refuses a Ready node, server-side, and writes nothing.
+    const refused = await postOutOfService(attest('alice'), KUBELET_NODE, outOfServiceDeps());
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toMatchObject({ reason: 'node-ready' });
     const requestedAt = waiting.timer?.detachRequestedAtMs ?? 0;
     expect(requestedAt).toBeGreaterThanOrEqual(forcedAt);
     // The real ADC agrees: attached, not being detached.
@@ -152,8 +179,14 @@ describe(`the attachment explainer against the real ADC (${ADC}, ${ATTACHER})`, 
     expect(ma?.expectedEvent).toBe(`Multi-Attach error for volume "${pv}" Volume is already exclusively attached to one node and can't be attached to another`);
     expect(ma?.timer?.forceDetachPossibleAtMs).toBe(requestedAt + maxWaitForUnmountDurationMs);
 
-    // Out of service: the real ADC detaches without waiting for the unmount.
-    await cluster.kubectl(['taint', 'nodes', KUBELET_NODE, 'node.kubernetes.io/out-of-service=nodeshutdown:NoExecute']);
+    // Out of service, through the dashboard's guided action with the dashboard's own identity:
+    // the real ADC detaches without waiting for the unmount.
+    const plan = (await (await getOutOfService(KUBELET_NODE, outOfServiceDeps())).json()) as OutOfServiceResponse;
+    expect(plan.plan).toMatchObject({ refusal: null, ready: 'Unknown', podsToForceDelete: [] });
+    const applied = await postOutOfService(attest('alice'), KUBELET_NODE, outOfServiceDeps());
+    expect(applied.status).toBe(200);
+    expect(((await applied.json()) as OutOfServiceResponse).plan).toMatchObject({ outOfService: true, attestedBy: 'alice' });
+    expect(audit).toEqual([expect.stringContaining(`out-of-service: ${KUBELET_NODE} tainted`)]);
     const detaching = await waitUntil(`the ADC deletes the VolumeAttachment of ${KUBELET_NODE}`, async () => (await attachments()).find((a) => a.spec.nodeName === KUBELET_NODE && a.metadata.deletionTimestamp !== undefined), { deadlineMs: STEP_MS, intervalMs: 500 });
     expect(detaching.metadata.deletionTimestamp).toBeDefined();
     const oos = await waitVerdict('the out-of-service note', () => verdict('out-of-service', KUBELET_NODE));
@@ -165,7 +198,8 @@ describe(`the attachment explainer against the real ADC (${ADC}, ${ATTACHER})`, 
 
     // kubelet-0 comes back: it unpublishes and unstages the force-deleted pod's volume; the
     // detach finishes and the ADC attaches the volume to agent-0.
-    await cluster.kubectl(['taint', 'nodes', KUBELET_NODE, 'node.kubernetes.io/out-of-service-']);
+    expect((await deleteOutOfService(new Request('http://dashboard/x', { method: 'DELETE' }), KUBELET_NODE, outOfServiceDeps())).status).toBe(200);
+    expect(await cluster.kubectl(['get', 'node', KUBELET_NODE, '-o', 'jsonpath={.spec.taints}'])).not.toContain('node.kubernetes.io/out-of-service');
     await cluster.startKubelet();
     await waitUntil(`${pv} attached to ${NODE} only`, async () => {
       const list = await attachments();

@@ -59,7 +59,11 @@ export interface PodVolume {
 
 export interface PodObject {
   readonly metadata?: ObjectMeta;
-  readonly spec?: { readonly nodeName?: string; readonly volumes?: readonly PodVolume[] };
+  readonly spec?: {
+    readonly nodeName?: string;
+    readonly volumes?: readonly PodVolume[];
+    readonly tolerations?: readonly { readonly key?: string; readonly operator?: string; readonly value?: string; readonly effect?: string }[];
+  };
   readonly status?: {
     readonly phase?: string;
     readonly containerStatuses?: readonly { readonly state?: { readonly running?: object; readonly waiting?: object; readonly terminated?: object } }[];
@@ -83,7 +87,7 @@ export interface Taint {
 }
 
 export interface NodeObject {
-  readonly metadata?: ObjectMeta;
+  readonly metadata?: ObjectMeta & { readonly resourceVersion?: string };
   readonly spec?: { readonly taints?: readonly Taint[] };
   readonly status?: {
     readonly conditions?: readonly NodeCondition[];

@@ -4,9 +4,10 @@
  * of `KUBECONFIG`, the pod's service account, or `~/.kube/config` (the same lookup as agent
  * discovery). client-node is loaded on first use only. Server-only.
  */
+import type { KubeConfig } from '@kubernetes/client-node';
 import { realClock } from '../../clock/clock.ts';
 import { describeApiError } from '../../kube-client/api-errors.ts';
-import { loadClientNode } from '../../kube-client/client-node.ts';
+import { loadClientNode, type ClientNode } from '../../kube-client/client-node.ts';
 import { loadDiscoveryKubeConfig } from '../discovery.ts';
 import { isDiscoveryConfigError, kubeApiSource, processDiscoveryFiles, type DiscoveryEnv, type DiscoveryFiles } from '../discovery-settings.ts';
 import { AttachmentInformers } from './attachment-informers.ts';
@@ -28,15 +29,20 @@ export function isAttachmentsConfigError(err: unknown): err is AttachmentsConfig
 const WATCHED_ENV = ['KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT'] as const;
 
 interface AttachmentGlobals {
-  __volumescopeAttachments?: { key: string; informers: Promise<AttachmentInformers> };
+  __volumescopeAttachments?: { key: string; api: Promise<KubeApi>; informers: Promise<AttachmentInformers> };
 }
 
-async function create(env: DiscoveryEnv, files: DiscoveryFiles): Promise<AttachmentInformers> {
+/** The client and API configuration the attachment view (and its out-of-service action) use. */
+export interface KubeApi {
+  readonly k8s: ClientNode;
+  readonly kubeConfig: KubeConfig;
+}
+
+async function loadKubeApi(env: DiscoveryEnv, files: DiscoveryFiles): Promise<KubeApi> {
   const k8s = await loadClientNode();
   try {
     const source = kubeApiSource(env, files);
-    const kubeConfig = loadDiscoveryKubeConfig(k8s, source, env, files.serviceAccountDir);
-    return new AttachmentInformers({ clientNode: k8s, kubeConfig, clock: realClock });
+    return { k8s, kubeConfig: loadDiscoveryKubeConfig(k8s, source, env, files.serviceAccountDir) };
   } catch (err) {
     if (isDiscoveryConfigError(err)) {
       throw new AttachmentsConfigError(
@@ -48,23 +54,40 @@ async function create(env: DiscoveryEnv, files: DiscoveryFiles): Promise<Attachm
   }
 }
 
+async function create(api: Promise<KubeApi>): Promise<AttachmentInformers> {
+  const { k8s, kubeConfig } = await api;
+  return new AttachmentInformers({ clientNode: k8s, kubeConfig, clock: realClock });
+}
+
 /**
  * The informer set of this process for `env`; a change of the variables replaces it. Rejects
  * with an {@link AttachmentsConfigError} when no API configuration can be loaded.
  */
 export function serverAttachmentInformers(env: DiscoveryEnv = process.env, files: () => DiscoveryFiles = processDiscoveryFiles): Promise<AttachmentInformers> {
+  return processState(env, files).informers;
+}
+
+/** The Kubernetes API of the attachment view (the same rules as {@link serverAttachmentInformers}). */
+export function serverKubeApi(env: DiscoveryEnv = process.env, files: () => DiscoveryFiles = processDiscoveryFiles): Promise<KubeApi> {
+  return processState(env, files).api;
+}
+
+function processState(env: DiscoveryEnv, files: () => DiscoveryFiles): NonNullable<AttachmentGlobals['__volumescopeAttachments']> {
   const key = WATCHED_ENV.map((name) => env[name] ?? '').join('\u0000');
   const g = globalThis as AttachmentGlobals;
   const current = g.__volumescopeAttachments;
-  if (current?.key === key) return current.informers;
+  if (current?.key === key) return current;
   if (current !== undefined) void current.informers.then((i) => i.stop()).catch(() => undefined);
-  const informers = create(env, files());
-  g.__volumescopeAttachments = { key, informers };
+  const api = loadKubeApi(env, files());
+  api.catch(() => undefined);
+  const informers = create(api);
+  const state = { key, api, informers };
+  g.__volumescopeAttachments = state;
   // A configuration error is answered per request; forget it so a fixed environment is retried.
   informers.catch(() => {
     if (g.__volumescopeAttachments?.informers === informers) g.__volumescopeAttachments = undefined;
   });
-  return informers;
+  return state;
 }
 
 /** How long a request waits for the first lists before answering without them. */
