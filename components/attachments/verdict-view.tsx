@@ -2,6 +2,7 @@
 
 import type { Severity, Verdict } from '../../lib/dashboard/attachments/explain.ts';
 import { formatDuration, formatUtc } from '../../lib/dashboard/time-format.ts';
+import { DataTable } from '../shared/data-table.tsx';
 
 const SEVERITY_LABEL: Record<Severity | 'ok', string> = { blocked: 'blocked', suspect: 'suspect', info: 'note', ok: 'ok' };
 const SEVERITY_CLASS: Record<Severity | 'ok', string> = { blocked: 'badge badge--backoff', suspect: 'badge badge--waiting', info: 'badge', ok: 'badge badge--ready' };
@@ -16,22 +17,30 @@ function TimerFacts({ verdict, nowMs }: { verdict: Verdict; nowMs: number }) {
   if (t === null) return null;
   const remaining = t.forceDetachPossibleAtMs - nowMs;
   return (
-    <dl className="facts attachment-timer" aria-label="Force-detach timer">
-      <dt>Detach requested</dt>
-      <dd>
-        {t.lowerBound ? 'before ' : ''}
-        {formatUtc(t.detachRequestedAtMs)}
-        {t.lowerBound ? ' (when this dashboard first saw it)' : ''}
-      </dd>
-      <dt>maxWaitForUnmountDuration (6 min) ends</dt>
-      <dd>
-        {formatUtc(t.forceDetachPossibleAtMs)} ({remaining > 0 ? `in ${formatDuration(remaining)}` : `${formatDuration(-remaining)} ago`})
-      </dd>
-      <dt>Node qualifies for force detach</dt>
-      <dd>{t.outOfService ? 'yes: out-of-service taint (no wait)' : t.nodeQualifies ? 'yes: not Ready' : 'no: the node is Ready'}</dd>
-      <dt>Node reports it in use</dt>
-      <dd>{t.mountedByNode ? 'yes' : 'no'}</dd>
-    </dl>
+    <DataTable columns={['Force-detach timer', '']} caption="Force-detach timer" compact>
+      <tr>
+        <th scope="row">Detach requested</th>
+        <td>
+          {t.lowerBound ? 'before ' : ''}
+          {formatUtc(t.detachRequestedAtMs)}
+          {t.lowerBound ? ' (when this dashboard first saw it)' : ''}
+        </td>
+      </tr>
+      <tr>
+        <th scope="row">maxWaitForUnmountDuration (6 min) ends</th>
+        <td>
+          {formatUtc(t.forceDetachPossibleAtMs)} ({remaining > 0 ? `in ${formatDuration(remaining)}` : `${formatDuration(-remaining)} ago`})
+        </td>
+      </tr>
+      <tr>
+        <th scope="row">Node qualifies for force detach</th>
+        <td>{t.outOfService ? 'yes: out-of-service taint (no wait)' : t.nodeQualifies ? 'yes: not Ready' : 'no: the node is Ready'}</td>
+      </tr>
+      <tr>
+        <th scope="row">Node reports it in use</th>
+        <td>{t.mountedByNode ? 'yes' : 'no'}</td>
+      </tr>
+    </DataTable>
   );
 }
 
@@ -39,7 +48,7 @@ function TimerFacts({ verdict, nowMs }: { verdict: Verdict; nowMs: number }) {
 export function VerdictView({ verdict, nowMs, headingLevel = 3 }: { verdict: Verdict; nowMs: number; headingLevel?: 2 | 3 }) {
   const Heading = headingLevel === 2 ? 'h2' : 'h3';
   return (
-    <article className={`verdict verdict--${verdict.severity}`} aria-label={verdict.title}>
+    <article className={`panel verdict verdict--${verdict.severity}`} aria-label={verdict.title}>
       <Heading>
         <SeverityBadge severity={verdict.severity} /> {verdict.title}
       </Heading>
@@ -53,14 +62,14 @@ export function VerdictView({ verdict, nowMs, headingLevel = 3 }: { verdict: Ver
       ) : null}
       <TimerFacts verdict={verdict} nowMs={nowMs} />
       <h4>Evidence</h4>
-      <dl className="facts">
+      <DataTable columns={['What', 'Seen']} caption={`Evidence: ${verdict.title}`} compact>
         {verdict.evidence.map((e) => (
-          <div key={e.label} className="facts__row">
-            <dt>{e.label}</dt>
-            <dd>{e.value}</dd>
-          </div>
+          <tr key={e.label}>
+            <th scope="row">{e.label}</th>
+            <td>{e.value}</td>
+          </tr>
         ))}
-      </dl>
+      </DataTable>
       <h4>Safe next step</h4>
       <p>{verdict.nextStep}</p>
       {verdict.checks.length > 0 ? (
