@@ -13,6 +13,7 @@ export default function DashboardLayout({ children }: { children: ReactNode }) {
         </Link>
         <nav aria-label="Main">
           <Link href="/">Nodes</Link>
+          <Link href="/volumes/attachments">Attachments</Link>
         </nav>
       </header>
       <main id="main" className="main">

@@ -319,11 +319,11 @@ export async function proxyAgentBlockers(req: Request, name: string, deps: Agent
 }
 
 /**
- * Refuses cross-site requests to an action (a page elsewhere must not make the operator's
- * browser unmount volumes): `Sec-Fetch-Site` must be `same-origin` (or absent, for curl), and
- * an `Origin`, when sent, must match the `Host`.
+ * Whether a request to an action comes from another site (a page elsewhere must not make the
+ * operator's browser unmount volumes): `Sec-Fetch-Site` must be `same-origin` (or absent, for
+ * curl), and an `Origin`, when sent, must match the `Host`.
  */
-function checkSameOrigin(req: Request, agent: string): void {
+export function isCrossSiteRequest(req: Request): boolean {
   const site = req.headers.get('sec-fetch-site');
   const origin = req.headers.get('origin');
   const host = req.headers.get('host');
@@ -335,7 +335,12 @@ function checkSameOrigin(req: Request, agent: string): void {
       crossSite = true;
     }
   }
-  if (crossSite) throw new AgentUnavailableError('forbidden', agent, 'actions are accepted only from the dashboard itself');
+  return crossSite;
+}
+
+/** Refuses cross-site requests to an action ({@link isCrossSiteRequest}). */
+function checkSameOrigin(req: Request, agent: string): void {
+  if (isCrossSiteRequest(req)) throw new AgentUnavailableError('forbidden', agent, 'actions are accepted only from the dashboard itself');
 }
 
 /** The body text; `null` when it is larger than the agent would accept. */

@@ -109,6 +109,8 @@ export interface ClusterFacts {
   readonly pki: PkiPaths;
   readonly logsDir: string;
   readonly csiSocket: string;
+  /** The control API (faults, drivers/csi-loop/README.md) of the controller instance the sidecars call. */
+  readonly csiControlUrl: string;
   readonly driverName: string;
   /** Node {@link NODE}. */
   readonly agent: AgentFacts;
@@ -158,7 +160,7 @@ export const isKubectlError = (e: unknown): e is KubectlError => e instanceof Ku
 interface SavedState {
   /** The upstream build key the state was made with. */
   key: string;
-  ports: { etcd: number; etcdPeer: number; apiserver: number; agent: number; kubeletCsiControl?: number };
+  ports: { etcd: number; etcdPeer: number; apiserver: number; agent: number; kubeletCsiControl?: number; csiControl?: number };
 }
 
 // FACTS-BASED HELPERS (any process)
@@ -525,7 +527,7 @@ async function choosePorts(saved: SavedState['ports'] | undefined, say: (line: s
     }
     return freePort(HOST);
   };
-  return { etcd: await pick('etcd'), etcdPeer: await pick('etcdPeer'), apiserver: await pick('apiserver'), agent: await pick('agent'), kubeletCsiControl: await pick('kubeletCsiControl') };
+  return { etcd: await pick('etcd'), etcdPeer: await pick('etcdPeer'), apiserver: await pick('apiserver'), agent: await pick('agent'), kubeletCsiControl: await pick('kubeletCsiControl'), csiControl: await pick('csiControl') };
 }
 
 function manifests(): string {
@@ -672,6 +674,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     versions: manifest,
     adminKubeconfig: kubeconfigOf(ADMIN),
     csiSocket: join(csiDir, 'csi.sock'),
+    csiControlUrl: `http://${HOST}:${ports.csiControl ?? (await freePort(HOST))}`,
     driverName: DRIVER,
     agent: agent.facts,
     kubelet: kubeletFacts,
@@ -778,7 +781,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     mkdirSync(csiDir, { recursive: true });
     const driver = ManagedProcess.start({
       name: 'csi-driver',
-      args: ['--import', 'tsx', join(root, 'drivers', 'csi-loop', 'main.ts'), `--endpoint=unix://${facts.csiSocket}`, `--state-dir=${kubeletFacts.csiStateDir}`, `--driver-name=${DRIVER}`, `--node-id=${NODE}`, `--registration-dir=${join(nodeRoot, 'plugins_registry')}`],
+      args: ['--import', 'tsx', join(root, 'drivers', 'csi-loop', 'main.ts'), `--endpoint=unix://${facts.csiSocket}`, `--state-dir=${kubeletFacts.csiStateDir}`, `--driver-name=${DRIVER}`, `--node-id=${NODE}`, `--registration-dir=${join(nodeRoot, 'plugins_registry')}`, `--control=${new URL(facts.csiControlUrl).host}`],
       cwd: root,
       env,
       logFile: join(logs, 'csi-driver.log'),
