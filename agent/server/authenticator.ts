@@ -20,6 +20,8 @@ export interface AuthSuccess {
    * address, which names a connection, not anyone accountable.
    */
   caller: string;
+  /** The caller's groups (a TokenReview's `status.user.groups`); absent: none (the static token). */
+  groups?: readonly string[];
 }
 
 /**

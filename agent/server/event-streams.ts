@@ -100,8 +100,8 @@ export class EventStreams {
     res.flushHeaders();
     req.socket.setNoDelay(true);
 
-    // Bring the snapshot up to date first, so that what the client starts from is current.
-    feed.flush();
+    // Bring the snapshot up to date when a rebuild is due anyway; a later one arrives as a delta.
+    feed.publishIfDue();
     const lastEventId = parseLastEventId(req.headers['last-event-id']);
     const resumed = lastEventId === null ? null : feed.deltasSince(lastEventId.seq, lastEventId.startedAt);
     const first = resumed === null ? feed.snapshotEvent() : resumed.map((entry) => entry.event).join('');

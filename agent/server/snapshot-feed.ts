@@ -116,6 +116,19 @@ export class SnapshotFeed {
     return this.built.snapshot;
   }
 
+  /**
+   * What readers (`GET /snapshot`, `GET /summary`, a new event stream) are served: pending
+   * changes are published now only when the feed's own pacing would allow a rebuild now anyway
+   * (the minimum interval, stretched by the last build's duration, has passed); otherwise the
+   * last build is returned and the rebuild already scheduled publishes the change. So readers
+   * see current state whenever it costs nothing extra, and no number of readers can make the
+   * agent rebuild more often than its change notifications alone would.
+   */
+  publishIfDue(): Snapshot {
+    if (this.dirty && !this.stopped && this.clock.monotonic() >= this.lastRebuildAt + this.nextGapMs) return this.flush();
+    return this.built.snapshot;
+  }
+
   /** The current snapshot as JSON text (serialized once per seq: 5 MB at 10k volumes). */
   snapshotJson(): string {
     return this.encodedSnapshot().json;

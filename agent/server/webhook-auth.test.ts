@@ -309,7 +309,7 @@ describe('webhook caches', () => {
     // Started in one turn: all of them ask before the first review can have been answered.
     const results = await Promise.all(Array.from({ length: 6 }, async () => auth.authenticate(incoming('GET', ALICE_TOKEN))));
 
-    expect(results).toEqual(Array.from({ length: 6 }, () => ({ ok: true, caller: 'alice' })));
+    expect(results).toEqual(Array.from({ length: 6 }, () => ({ ok: true, caller: 'alice', groups: ALICE.groups })));
     expect([tokenReviews(fake).length, accessReviews(fake).length]).toEqual([1, 1]);
     // Nothing was kept: the next request reviews again.
     await auth.authenticate(incoming('GET', ALICE_TOKEN));

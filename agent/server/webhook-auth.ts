@@ -231,7 +231,7 @@ export class WebhookAuthenticator implements AgentAuthenticator {
     }
     if (!answer.authenticated) return { ok: false, reason: 'unauthenticated' };
     const { user } = answer;
-    if (this.mode === 'AlwaysAllow') return { ok: true, caller: user.username };
+    if (this.mode === 'AlwaysAllow') return { ok: true, caller: user.username, groups: user.groups };
 
     const verb = verbForMethod(req.method);
     const attributes = `user=${user.username}, verb=${verb}, resource=${AGENT_API_RESOURCE.resource}, subresource=${AGENT_API_RESOURCE.subresource}`;
@@ -245,7 +245,7 @@ export class WebhookAuthenticator implements AgentAuthenticator {
     } catch (err) {
       return { ok: false, reason: 'error', message: `Authorization error (${attributes})`, logDetail: errorMessage(err) };
     }
-    return allowed ? { ok: true, caller: user.username } : { ok: false, reason: 'forbidden', message: `Forbidden (${attributes})` };
+    return allowed ? { ok: true, caller: user.username, groups: user.groups } : { ok: false, reason: 'forbidden', message: `Forbidden (${attributes})` };
   }
 
   close(): void {
