@@ -22,7 +22,7 @@ import type { AgentRuntime } from '../runtime.ts';
 import type { ActionContext } from './action-context.ts';
 import { AUDIT_FILE_NAME, AuditLog, DEFAULT_AUDIT_SIZE } from './audit-log.ts';
 import { authFailureAnswer, type Authenticator } from './authenticator.ts';
-import { EventStreams } from './event-streams.ts';
+import { EVENT_STREAM_RETRY_AFTER_SECONDS, EventStreams } from './event-streams.ts';
 import { acceptsGzip, errorAnswer, jsonAnswer, sendAnswer, sendGzippedJson, sendJsonText, type HttpAnswer } from './http-response.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { SlidingWindowRateLimiter } from './rate-limiter.ts';
@@ -47,6 +47,9 @@ export interface AgentServerOptions {
   journalSize?: number;
   /** Idle time before a `: keepalive` on an event stream (default 15 s, runtime clock). */
   keepaliveMs?: number;
+  /** Open event streams in all (default 512) and per caller (default 256); beyond: 503 + Retry-After. */
+  maxEventStreams?: number;
+  maxEventStreamsPerCaller?: number;
   /** Audit entries kept in the snapshot (default 100). */
   auditSize?: number;
   /**
@@ -134,6 +137,8 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     feed: liveFeed,
     clock,
     logger,
+    ...(opts.maxEventStreams !== undefined ? { maxStreams: opts.maxEventStreams } : {}),
+    ...(opts.maxEventStreamsPerCaller !== undefined ? { maxStreamsPerCaller: opts.maxEventStreamsPerCaller } : {}),
     ...(opts.keepaliveMs !== undefined ? { keepaliveMs: opts.keepaliveMs } : {}),
   });
   const rate = opts.retryRateLimit ?? RETRY_RATE_LIMIT;
@@ -194,6 +199,8 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
       handle: (req, res, who) => {
         // A stream opened after close() began would hold the server open forever.
         if (stopping) return Promise.resolve(errorAnswer('not-ready', 'the agent is shutting down'));
+        const refusal = streams.refusal(who.caller);
+        if (refusal !== null) return Promise.resolve(errorAnswer('not-ready', refusal, { headers: { 'Retry-After': String(EVENT_STREAM_RETRY_AFTER_SECONDS) } }));
         streams.open(req, res, who.caller);
         return Promise.resolve(null);
       },
