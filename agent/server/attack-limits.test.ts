@@ -78,7 +78,7 @@ describe('agent limits under attack', () => {
             req.on('response', (res) => {
               if (res.statusCode === 200) open.push(res);
               else res.resume();
-              resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined });
+              resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] });
             });
             req.on('error', reject);
             req.end();
