@@ -9,6 +9,7 @@
  * and the handler. Bad input never reaches a 500: a 500 is an agent bug and is logged as one.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -65,6 +66,11 @@ export interface AgentServerOptions {
   unmountOutcomeTimeoutMs?: number;
   /** Shortest time between two snapshot rebuilds caused by change notifications (default 50 ms). */
   minRebuildIntervalMs?: number;
+  /**
+   * Serve HTTPS with this certificate chain and key (PEM; `--tls-cert-file`,
+   * `--tls-private-key-file`, as the kubelet's server). Absent: plain HTTP.
+   */
+  tls?: { cert: string | Buffer; key: string | Buffer };
 }
 
 /** The address the server listens on. */
@@ -347,9 +353,11 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     }
   }
 
-  const server: Server = createServer((req, res) => {
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
     void onRequest(req, res);
-  });
+  };
+  // TLS 1.2 at least, as the kubelet's default minimum.
+  const server: Server = opts.tls === undefined ? createServer(handler) : createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2' }, handler);
 
   let closed: Promise<void> | null = null;
   return {
