@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SnapshotSchema } from '../../lib/api/snapshot.ts';
 import { AgentContactRegistry, proxyAgentSnapshot, type AgentProxyDeps } from '../../lib/dashboard/agent-proxy.ts';
-import { AGENT_CA_FILE_ENV, agentTransportFromEnv, isAgentCaFileError, type AgentTransport } from '../../lib/dashboard/agent-transport.ts';
+import { AGENT_CA_FILE_ENV, AGENT_TLS_SERVER_NAME_ENV, agentTransportFromEnv, isAgentCaFileError, type AgentTransport } from '../../lib/dashboard/agent-transport.ts';
 import { parseAgentFlags } from '../node/flags.ts';
 import { startServer, TEST_TOKEN, type ServerFixture } from './testing/server-fixture.ts';
 
@@ -33,7 +33,7 @@ beforeAll(() => {
   makeCa('ca');
   makeCa('other-ca');
   openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'agent.key', '-out', 'agent.csr', '-subj', '/CN=volumescope-agent');
-  writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:volumescope-agent.volumescope.svc\nextendedKeyUsage=serverAuth\n');
   openssl('x509', '-req', '-in', 'agent.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'agent.crt', '-days', '1', '-extfile', 'san.ext');
 });
 
@@ -81,6 +81,22 @@ describe('agent API over TLS', () => {
 
     expect(plain).toBe('UNABLE_TO_VERIFY_LEAF_SIGNATURE');
     expect(other).toMatch(/^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)$/);
+  });
+
+  it('checks the certificate for VOLUMESCOPE_AGENT_TLS_SERVER_NAME instead of the address dialled (agents at pod IPs share one name)', async () => {
+    const url = await start();
+    transport = agentTransportFromEnv({ [AGENT_CA_FILE_ENV]: join(dir, 'ca.crt'), [AGENT_TLS_SERVER_NAME_ENV]: 'volumescope-agent.volumescope.svc' });
+    const wrong = agentTransportFromEnv({ [AGENT_CA_FILE_ENV]: join(dir, 'ca.crt'), [AGENT_TLS_SERVER_NAME_ENV]: 'someone-else.example' });
+
+    const right = await transport.fetch(`${url}/healthz`);
+    const refused = await wrong.fetch(`${url}/healthz`).then(
+      () => 'connected',
+      (err: unknown) => (err instanceof Error && err.cause instanceof Error && 'code' in err.cause ? String(err.cause.code) : 'failed'),
+    );
+    await wrong.close();
+
+    expect(right.status).toBe(200);
+    expect(refused).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
   });
 
   it('does not answer plain HTTP on the TLS port', async () => {

@@ -13,6 +13,12 @@ import { Agent, fetch as undiciFetch } from 'undici';
 
 /** The environment variable naming the CA bundle agents' certificates are verified with. */
 export const AGENT_CA_FILE_ENV = 'VOLUMESCOPE_AGENT_CA_FILE';
+/**
+ * The name agents' certificates are checked for instead of the address dialled: discovered
+ * agents are dialled at their pod IPs, which no certificate made ahead of time can list, so the
+ * agents share one certificate for a DNS name (e.g. `volumescope-agent.volumescope.svc`).
+ */
+export const AGENT_TLS_SERVER_NAME_ENV = 'VOLUMESCOPE_AGENT_TLS_SERVER_NAME';
 
 /** The CA bundle cannot be read or holds no certificate. */
 export class AgentCaFileError extends Error {
@@ -30,10 +36,10 @@ export interface AgentTransport {
   close(): Promise<void>;
 }
 
-/** A transport verifying agents against the CA bundle `ca` (PEM text). */
-export function caVerifyingTransport(ca: string): AgentTransport {
+/** A transport verifying agents against the CA bundle `ca` (PEM text), for `serverName` when given (else the host dialled). */
+export function caVerifyingTransport(ca: string, serverName?: string): AgentTransport {
   if (!ca.includes('-----BEGIN CERTIFICATE-----')) throw new AgentCaFileError('the agent CA bundle holds no PEM certificate');
-  const dispatcher = new Agent({ connect: { ca, rejectUnauthorized: true } });
+  const dispatcher = new Agent({ connect: { ca, rejectUnauthorized: true, ...(serverName === undefined ? {} : { servername: serverName }) } });
   const caFetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> =>
     // The relay passes string URLs and string bodies; undici's Response is the web Response.
     undiciFetch(typeof input === 'string' || input instanceof URL ? input : input.url, { ...(init as Record<string, unknown>), dispatcher }) as unknown as Promise<Response>;
@@ -50,5 +56,6 @@ export function agentTransportFromEnv(env: Readonly<Record<string, string | unde
   } catch (err) {
     throw new AgentCaFileError(`${AGENT_CA_FILE_ENV}=${file}: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return caVerifyingTransport(ca);
+  const serverName = env[AGENT_TLS_SERVER_NAME_ENV]?.trim() ?? '';
+  return caVerifyingTransport(ca, serverName === '' ? undefined : serverName);
 }
