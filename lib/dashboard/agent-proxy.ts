@@ -91,7 +91,7 @@ export interface AgentProxyDeps {
   readonly streamLimits?: StreamLimits;
   /**
    * Who a request is from, for the per-user stream cap (the logged-in user's name); absent or
-   * null: every request counts as one user, `anonymous`.
+   * null: no per-user cap (only the per-agent one).
    */
   readonly requestUser?: (req: Request) => string | null;
 }
@@ -224,7 +224,7 @@ export const STREAM_OPENED = new TextEncoder().encode(formatSseComment('connecte
 
 export async function relayAgentEvents(req: Request, name: string, deps: AgentProxyDeps): Promise<Response> {
   // The caps first: a refused stream costs no agent connection.
-  const slot = (deps.streamLimits ?? processStreamLimits()).acquire(name, deps.requestUser?.(req) ?? 'anonymous');
+  const slot = (deps.streamLimits ?? processStreamLimits()).acquire(name, deps.requestUser?.(req) ?? null);
   if (!slot.ok) {
     return new Response(JSON.stringify(apiErrorBody('not-ready', slot.message)), { status: 503, headers: { ...JSON_HEADERS, 'Retry-After': String(slot.retryAfterSeconds) } });
   }

@@ -9,7 +9,7 @@
 
 /** Defaults: a tab keeps one stream per agent it shows (stream-hub.ts), a user a few tabs. */
 export const DEFAULT_STREAMS_PER_AGENT = 200;
-export const DEFAULT_STREAMS_PER_USER = 32;
+export const DEFAULT_STREAMS_PER_USER = 64;
 /** What a refused client is told to wait (seconds). */
 export const STREAM_RETRY_AFTER_SECONDS = 10;
 
@@ -39,16 +39,20 @@ export class StreamLimits {
     return this.byUser.get(user) ?? 0;
   }
 
-  /** Takes a slot for a stream of `user` to `agent`, or says why not. `release` is idempotent. */
-  acquire(agent: string, user: string): StreamSlot {
+  /**
+   * Takes a slot for a stream of `user` to `agent`, or says why not. `release` is idempotent.
+   * `user` null (no one logged in, e.g. the loopback demo): only the per-agent cap applies, as
+   * every browser would otherwise share one user's slots.
+   */
+  acquire(agent: string, user: string | null): StreamSlot {
     if (this.openToAgent(agent) >= this.perAgent) {
       return { ok: false, message: `too many event streams to agent ${agent} (at most ${this.perAgent}); retry later`, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS };
     }
-    if (this.openForUser(user) >= this.perUser) {
+    if (user !== null && this.openForUser(user) >= this.perUser) {
       return { ok: false, message: `too many event streams for ${user} (at most ${this.perUser} across all agents); close other tabs or retry later`, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS };
     }
     bump(this.byAgent, agent, 1);
-    bump(this.byUser, user, 1);
+    if (user !== null) bump(this.byUser, user, 1);
     let released = false;
     return {
       ok: true,
@@ -56,7 +60,7 @@ export class StreamLimits {
         if (released) return;
         released = true;
         bump(this.byAgent, agent, -1);
-        bump(this.byUser, user, -1);
+        if (user !== null) bump(this.byUser, user, -1);
       },
     };
   }
