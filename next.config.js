@@ -9,6 +9,8 @@ import { securityHeaderRules } from './lib/dashboard/frame-ancestors.js';
 const nextConfig = {
   reactStrictMode: true,
   poweredByHeader: false,
+  // The agent transport's CA-verifying fetch (lib/dashboard/agent-transport.ts) runs from node_modules, unbundled.
+  serverExternalPackages: ['undici'],
   // Type-checking runs once for the whole repository in `npm run typecheck`;
   // the dashboard build does not repeat it over agent and engine code.
   typescript: { ignoreBuildErrors: true },

@@ -102,6 +102,7 @@ async function main(argv: readonly string[]): Promise<number> {
           authenticationCacheTtlMs: config.auth.tokenWebhookCacheTtlMs,
           authorizedTtlMs: config.auth.authorizedTtlMs,
           unauthorizedTtlMs: config.auth.unauthorizedTtlMs,
+          ...(config.auth.tokenAudiences === undefined ? {} : { audiences: config.auth.tokenAudiences }),
         },
       });
     } catch (err) {
@@ -109,11 +110,27 @@ async function main(argv: readonly string[]): Promise<number> {
       if (isAuthConfigError(err)) return badFlag(`--authentication-token-webhook: ${err.message}`);
       throw err;
     }
-    log.info({ authorizationMode: config.auth.authorizationMode }, 'Bearer tokens are checked with TokenReview (webhook authentication)');
+    log.info({ authorizationMode: config.auth.authorizationMode, audiences: config.auth.tokenAudiences ?? [] }, 'Bearer tokens are checked with TokenReview (webhook authentication)');
   } else {
     authenticator = { ...staticTokenAuthenticator(token), close: () => undefined };
   }
-  const server = createAgentServer({ runtime: agent, authenticator, metrics, stateDir: agent.stateDir });
+  let tls: { cert: Buffer; key: Buffer } | undefined;
+  if (config.tls !== undefined) {
+    try {
+      tls = { cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) };
+    } catch (err) {
+      await agent.stop(0);
+      return badFlag(`--tls-cert-file/--tls-private-key-file: ${errorMessage(err)}`);
+    }
+  }
+  let server: ReturnType<typeof createAgentServer>;
+  try {
+    server = createAgentServer({ runtime: agent, authenticator, metrics, stateDir: agent.stateDir, ...(tls === undefined ? {} : { tls }) });
+  } catch (err) {
+    // A certificate and key that do not parse or do not match.
+    await agent.stop(0);
+    return badFlag(`--tls-cert-file ${config.tls?.certFile ?? ''}: ${errorMessage(err)}`);
+  }
   let address: { host: string; port: number };
   try {
     address = await server.listen(config.listen.host, config.listen.port);
@@ -125,7 +142,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const hostPart = address.host.includes(':') ? `[${address.host}]` : address.host;
   log.info(
     { listen: `${hostPart}:${address.port}`, host: address.host, port: address.port, nodeName: config.nodeName, version: agent.version },
-    `Serving the agent API on http://${hostPart}:${address.port}`,
+    `Serving the agent API on ${tls === undefined ? 'http' : 'https'}://${hostPart}:${address.port}`,
   );
 
   const received = await signal;

@@ -62,6 +62,12 @@ interface Volume {
   name: string;
   hostPath?: { path: string };
   emptyDir?: object;
+  secret?: { secretName: string; items?: { key: string; path: string }[] };
+  projected?: { sources: { serviceAccountToken?: { audience?: string; expirationSeconds?: number; path: string } }[] };
+}
+interface NetworkPolicyPeer {
+  podSelector?: { matchLabels?: Record<string, string> };
+  namespaceSelector?: { matchLabels?: Record<string, string> };
 }
 interface PodSpec {
   serviceAccountName?: string;
@@ -87,6 +93,10 @@ interface K8sObject {
     template?: { metadata?: Metadata; spec?: PodSpec };
     type?: string;
     ports?: { name?: string; port: number; targetPort?: string | number }[];
+    // NetworkPolicy
+    podSelector?: { matchLabels?: Record<string, string> };
+    policyTypes?: string[];
+    ingress?: { from?: NetworkPolicyPeer[]; ports?: { port: number; protocol?: string }[] }[];
   };
   rules?: PolicyRule[];
   roleRef?: { kind: string; name: string };
@@ -258,8 +268,8 @@ function checkAgentCommon(ds: K8sObject): { c: Container; args: string[] } {
   expect(args).toContain('--authorization-mode=Webhook');
   expect(c.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom?.fieldRef?.fieldPath).toBe('spec.nodeName');
   expect(c.ports).toContainEqual(expect.objectContaining({ name: 'api', containerPort: 7070 }));
-  expect(c.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'api' });
-  expect(c.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'api' });
+  expect(c.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'api', scheme: 'HTTPS' });
+  expect(c.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'api', scheme: 'HTTPS' });
   expect(podSpec(ds).volumes?.find((v) => v.name === mount(c, KUBELET_DIR).name)?.hostPath?.path).toBe(KUBELET_DIR);
   expect(c.securityContext?.readOnlyRootFilesystem).toBe(true);
   expect(c.securityContext?.runAsUser).toBe(0);
@@ -482,6 +492,10 @@ describe('dashboard', () => {
       VOLUMESCOPE_DISCOVERY_NAMESPACE: 'volumescope',
       VOLUMESCOPE_DISCOVERY_SELECTOR: 'app.kubernetes.io/name=volumescope-agent',
       VOLUMESCOPE_AGENT_PORT: '7070',
+      VOLUMESCOPE_AGENT_SCHEME: 'https',
+      VOLUMESCOPE_AGENT_CA_FILE: '/etc/volumescope/agent-ca/ca.crt',
+      VOLUMESCOPE_AGENT_TLS_SERVER_NAME: 'volumescope-agent.volumescope.svc',
+      VOLUMESCOPE_DISCOVERY_TOKEN_FILE: '/var/run/secrets/volumescope/agent-token/token',
     });
   });
 
@@ -657,5 +671,62 @@ describe('agent bundle (deploy/image/bundle-agent.mjs)', () => {
       const file = fileURLToPath(new URL(target ?? '', new URL(source ?? '', `file://${outfile}`)));
       expect(existsSync(file), file).toBe(true);
     }
+  });
+});
+
+describe('access and hardening (docs/cluster.md, "Access and hardening")', () => {
+  const agent = container(agentDaemonSet, 'agent');
+  const dashboard = container(dashboardDeployment, 'dashboard');
+  const dashboardEnv = Object.fromEntries((dashboard.env ?? []).map((e) => [e.name, e.value]));
+  const volume = (workload: K8sObject, name: string): Volume => {
+    const v = podSpec(workload).volumes?.find((x) => x.name === name);
+    if (v === undefined) throw new Error(`no volume ${name} in ${workload.metadata?.name ?? '?'}`);
+    return v;
+  };
+  const volumeAt = (workload: K8sObject, c: Container, path: string): Volume => volume(workload, mount(c, path).name);
+
+  it('lets only the dashboard reach the agents\' API port, and only labelled ingress namespaces reach the dashboard', () => {
+    const toAgent = one(baseObjects, 'NetworkPolicy', 'volumescope-agent');
+    const toDashboard = one(baseObjects, 'NetworkPolicy', 'volumescope-dashboard');
+
+    expect(toAgent.spec?.podSelector?.matchLabels).toEqual(agentDaemonSet.spec?.selector?.matchLabels);
+    expect(toAgent.spec?.policyTypes).toEqual(['Ingress']);
+    expect(toAgent.spec?.ingress).toEqual([
+      { from: [{ podSelector: { matchLabels: dashboardDeployment.spec?.selector?.matchLabels } }], ports: [{ port: agent.ports?.find((p) => p.name === 'api')?.containerPort, protocol: 'TCP' }] },
+    ]);
+    expect(toDashboard.spec?.podSelector?.matchLabels).toEqual(dashboardDeployment.spec?.selector?.matchLabels);
+    expect(toDashboard.spec?.ingress).toEqual([
+      { from: [{ namespaceSelector: { matchLabels: { 'volumescope.dev/dashboard-ingress': 'true' } } }], ports: [{ port: dashboard.ports?.find((p) => p.name === 'http')?.containerPort, protocol: 'TCP' }] },
+    ]);
+  });
+
+  it('the agents serve TLS from the Secret volumescope-agent-tls, probed over HTTPS; the dashboard gets its CA only, never the key', () => {
+    const certFile = flagValue(agent.args ?? [], '--tls-cert-file') ?? '';
+    const keyFile = flagValue(agent.args ?? [], '--tls-private-key-file') ?? '';
+    const certDir = certFile.slice(0, certFile.lastIndexOf('/'));
+    const agentTls = volumeAt(agentDaemonSet, agent, certDir);
+    const caFile = dashboardEnv['VOLUMESCOPE_AGENT_CA_FILE'] ?? '';
+    const dashboardCa = volumeAt(dashboardDeployment, dashboard, caFile.slice(0, caFile.lastIndexOf('/')));
+
+    expect(keyFile.startsWith(`${certDir}/`)).toBe(true);
+    expect(agentTls.secret?.secretName).toBe('volumescope-agent-tls');
+    expect(agentTls.secret?.items?.map((i) => i.path).sort()).toEqual([certFile, keyFile].map((f) => f.slice(certDir.length + 1)).sort());
+    for (const probe of [agent.startupProbe, agent.livenessProbe, agent.readinessProbe]) expect(probe?.httpGet).toMatchObject({ port: 'api', scheme: 'HTTPS' });
+    expect(dashboardEnv['VOLUMESCOPE_AGENT_SCHEME']).toBe('https');
+    expect(dashboardCa.secret).toEqual({ secretName: 'volumescope-agent-tls', items: [{ key: 'ca.crt', path: 'ca.crt' }] });
+    expect(dashboardEnv['VOLUMESCOPE_AGENT_TLS_SERVER_NAME']).toMatch(/^volumescope-agent\.volumescope\.svc$/);
+  });
+
+  it('the dashboard sends agents a projected token for exactly the audience the agents require', () => {
+    const audience = flagValue(agent.args ?? [], '--authentication-token-audience');
+    const tokenFile = dashboardEnv['VOLUMESCOPE_DISCOVERY_TOKEN_FILE'] ?? '';
+    const projected = volumeAt(dashboardDeployment, dashboard, tokenFile.slice(0, tokenFile.lastIndexOf('/')));
+    const source = projected.projected?.sources[0]?.serviceAccountToken;
+
+    expect(audience).toBe('volumescope-agent');
+    expect(agent.args).toContain('--authentication-token-webhook');
+    expect(source?.audience).toBe(audience);
+    expect(source?.path).toBe(tokenFile.slice(tokenFile.lastIndexOf('/') + 1));
+    expect(source?.expirationSeconds).toBeLessThanOrEqual(3600);
   });
 });

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../lib/clock/fake-clock.ts';
 import { EVENT_NOTE_LENGTH_LIMIT, isTruncatedMessage } from '../../lib/truncate-message.ts';
-import type { Logger } from '../../lib/volume/logger.ts';
-import { RingEventRecorder } from './event-recorder.ts';
+import { discardLogger, type Logger } from '../../lib/volume/logger.ts';
+import { EVENT_NAME_LENGTH_LIMIT, RingEventRecorder } from './event-recorder.ts';
 
 function recordingLogger(lines: string[]): Logger {
   const push = (level: string) => (msg: string) => {
@@ -72,5 +72,19 @@ describe('RingEventRecorder with a file', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('RingEventRecorder bounds', () => {
+  it('keeps reason, pod and volume names cut to EVENT_NAME_LENGTH_LIMIT and the message to the event note limit', () => {
+    const recorder = new RingEventRecorder(new FakeClock(), discardLogger);
+    const huge = 'n'.repeat(100_000);
+
+    recorder.event({ kind: 'Pod', namespace: huge, name: huge, uid: huge }, 'Warning', huge, huge, huge);
+    const [event] = recorder.recent();
+
+    for (const text of [event?.reason, event?.podUid, event?.volume, event?.podNamespace, event?.podName]) expect(text?.length).toBeLessThanOrEqual(EVENT_NAME_LENGTH_LIMIT);
+    expect(event?.message.length).toBeLessThanOrEqual(1024);
+    expect(JSON.stringify(event).length).toBeLessThan(8 * 1024);
   });
 });

@@ -12,6 +12,12 @@ import type { EventRecorder, EventType, InvolvedObject } from '../../lib/volume/
 import type { Logger } from '../../lib/volume/logger.ts';
 import { PersistentRing } from '../persistent-ring.ts';
 
+/**
+ * The longest reason, pod or volume name an event keeps (characters). Kubernetes names are far
+ * shorter (253 for a unique volume name's parts); only a malformed manifest reaches it.
+ */
+export const EVENT_NAME_LENGTH_LIMIT = 1024;
+
 /** Ring size: enough for a screenful of recent trouble; old events fall off the front. */
 const defaultMaxRecentEvents = 100;
 
@@ -34,16 +40,18 @@ export class RingEventRecorder implements EventRecorder {
 
   event(object: InvolvedObject, type: EventType, reason: string, fullMessage: string, volume?: string): void {
     const message = truncateMessage(fullMessage, EVENT_NOTE_LENGTH_LIMIT);
+    // Names come from manifests (a manifest source validates no lengths): kept bounded too.
+    const name = (text: string): string => truncateMessage(text, EVENT_NAME_LENGTH_LIMIT);
     const entry: RecentEvent = {
       time: Math.floor(this.clock.now()),
       type,
-      reason,
-      podUid: object.kind === 'Pod' ? (object.uid ?? null) : null,
+      reason: name(reason),
+      podUid: object.kind === 'Pod' ? (object.uid === undefined ? null : name(object.uid)) : null,
       message,
-      ...(volume === undefined ? {} : { volume }),
+      ...(volume === undefined ? {} : { volume: name(volume) }),
       // The pod's name stays with the event: the dashboard names pods that are gone by it.
-      ...(object.kind === 'Pod' && object.namespace !== undefined ? { podNamespace: object.namespace } : {}),
-      ...(object.kind === 'Pod' ? { podName: object.name } : {}),
+      ...(object.kind === 'Pod' && object.namespace !== undefined ? { podNamespace: name(object.namespace) } : {}),
+      ...(object.kind === 'Pod' ? { podName: name(object.name) } : {}),
     };
     this.ring.append(entry);
     const fields = {

@@ -56,6 +56,8 @@ export interface AgentConfig {
   /** False when the manifest dir is the default one, which the agent may create. */
   manifestDirGiven: boolean;
   listen: ListenAddress;
+  /** HTTPS for the API (`--tls-cert-file`, `--tls-private-key-file`); absent: plain HTTP. */
+  tls?: TlsFilesConfig;
   /** Absolute path of the bearer token file. */
   tokenFile: string;
   reconcilePeriodMs: number;
@@ -132,6 +134,18 @@ export interface AuthConfig {
   authorizationMode: 'AlwaysAllow' | 'Webhook';
   authorizedTtlMs: number;
   unauthorizedTtlMs: number;
+  /**
+   * `--authentication-token-audience`: the audiences a reviewed token must be valid for
+   * (TokenReview `spec.audiences`); empty: the API server's own. Optional so configs built
+   * without the flag keep their shape.
+   */
+  tokenAudiences?: string[];
+}
+
+/** `--tls-cert-file` and `--tls-private-key-file` (absolute paths): the API is served over HTTPS. */
+export interface TlsFilesConfig {
+  certFile: string;
+  keyFile: string;
 }
 
 /** What `--help` prints per flag; the order is the help order. */
@@ -194,6 +208,9 @@ export const flagSpecs: readonly FlagSpec[] = [
   { name: 'allow-orphan-cleanup', type: 'boolean', default: 'false', help: 'observe mode: allow the guarded cleanup of orphaned pod directories (unmount, then remove empty directories); needs --allow-mount and a --mountinfo that shows the --root-dir mounts' },
   { name: 'authentication-token-webhook', type: 'boolean', default: 'false', help: 'accept bearer tokens validated by a TokenReview (the static token keeps working)' },
   { name: 'authentication-token-webhook-cache-ttl', type: 'string', value: 'duration', default: formatGoDuration(defaultTokenWebhookCacheTtlMs), help: 'how long TokenReview results are cached' },
+  { name: 'authentication-token-audience', type: 'string', multiple: true, value: 'audience', default: '', help: 'with --authentication-token-webhook: a reviewed token must be valid for this audience (TokenReview spec.audiences; repeatable); a token for another audience gets 401' },
+  { name: 'tls-cert-file', type: 'string', value: 'path', default: '', help: 'serve the API over HTTPS with this certificate (PEM, chain after the leaf), as the kubelet; needs --tls-private-key-file' },
+  { name: 'tls-private-key-file', type: 'string', value: 'path', default: '', help: 'the private key (PEM) of --tls-cert-file' },
   { name: 'authorization-mode', type: 'string', value: 'AlwaysAllow|Webhook', default: 'AlwaysAllow', help: 'Webhook: authorize each caller with a SubjectAccessReview (verb get for reads, update for actions, on nodes/volumemanager of this node)' },
   { name: 'authorization-webhook-cache-authorized-ttl', type: 'string', value: 'duration', default: formatGoDuration(defaultAuthorizedTtlMs), help: 'how long an allowed SubjectAccessReview is cached' },
   { name: 'authorization-webhook-cache-unauthorized-ttl', type: 'string', value: 'duration', default: formatGoDuration(defaultUnauthorizedTtlMs), help: 'how long a denied SubjectAccessReview is cached' },
@@ -327,6 +344,17 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
     // The static token skips every review, so there would be nobody to authorize.
     throw new FlagError('--authorization-mode', '--authorization-mode=Webhook: needs --authentication-token-webhook (the static token is never reviewed)');
   }
+  const tokenAudiences = list('authentication-token-audience').map((a) => a.trim());
+  if (tokenAudiences.some((a) => a === '')) throw new FlagError('--authentication-token-audience', '--authentication-token-audience: must not be empty');
+  if (tokenAudiences.length > 0 && !tokenWebhook) {
+    throw new FlagError('--authentication-token-audience', '--authentication-token-audience: needs --authentication-token-webhook (only reviewed tokens have an audience)');
+  }
+  const tlsCert = nonEmpty('--tls-cert-file', str('tls-cert-file'));
+  const tlsKey = nonEmpty('--tls-private-key-file', str('tls-private-key-file'));
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
+    const flag = tlsCert === undefined ? '--tls-private-key-file' : '--tls-cert-file';
+    throw new FlagError(flag, `${flag}: needs ${tlsCert === undefined ? '--tls-cert-file' : '--tls-private-key-file'} too`);
+  }
   if ((tokenWebhook || authorizationMode === 'Webhook') && source !== 'kubernetes') {
     const flag = tokenWebhook ? '--authentication-token-webhook' : '--authorization-mode';
     throw new FlagError(flag, `${flag}: needs the kubernetes source (TokenReview and SubjectAccessReview go to the API server)`);
@@ -351,7 +379,9 @@ export function parseAgentFlags(argv: readonly string[], defaults: FlagDefaults 
         authorizationMode,
         authorizedTtlMs: duration('--authorization-webhook-cache-authorized-ttl', str('authorization-webhook-cache-authorized-ttl'), defaultAuthorizedTtlMs),
         unauthorizedTtlMs: duration('--authorization-webhook-cache-unauthorized-ttl', str('authorization-webhook-cache-unauthorized-ttl'), defaultUnauthorizedTtlMs),
+        ...(tokenAudiences.length === 0 ? {} : { tokenAudiences }),
       },
+      ...(tlsCert === undefined || tlsKey === undefined ? {} : { tls: { certFile: resolve(defaults.cwd, tlsCert), keyFile: resolve(defaults.cwd, tlsKey) } }),
       nodeName,
       rootDir,
       manifestDir: manifestFlag === undefined ? join(rootDir, 'manifests') : resolve(defaults.cwd, manifestFlag),

@@ -9,11 +9,12 @@
  * and the handler. Bad input never reaches a 500: a 500 is an agent bug and is logged as one.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { z } from 'zod';
-import { OrphanCleanupRequestSchema, RetryOperationRequestSchema, UnmountRequestSchema, type HealthResponse } from '../../lib/api/actions.ts';
+import { OrphanCleanupRequestSchema, ResyncRequestSchema, RetryOperationRequestSchema, UnmountRequestSchema, type ActionNote, type HealthResponse } from '../../lib/api/actions.ts';
 import { isInvalidRequestBodyError, MAX_REQUEST_BODY_BYTES, parseJsonRequestBody } from '../../lib/api/request-body.ts';
 import { buildOpenApiDocument } from '../../lib/api/openapi.ts';
 import { API_ROUTES, type ApiRoute } from '../../lib/api/routes.ts';
@@ -22,12 +23,12 @@ import type { AgentRuntime } from '../runtime.ts';
 import type { ActionContext } from './action-context.ts';
 import { AUDIT_FILE_NAME, AuditLog, DEFAULT_AUDIT_SIZE } from './audit-log.ts';
 import { authFailureAnswer, type Authenticator } from './authenticator.ts';
-import { EventStreams } from './event-streams.ts';
+import { EVENT_STREAM_RETRY_AFTER_SECONDS, EventStreams } from './event-streams.ts';
 import { acceptsGzip, errorAnswer, jsonAnswer, sendAnswer, sendGzippedJson, sendJsonText, type HttpAnswer } from './http-response.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { SlidingWindowRateLimiter } from './rate-limiter.ts';
 import { isPayloadTooLargeError, isRequestAbortedError, readBody } from './read-body.ts';
-import { resync } from './resync.ts';
+import { RESYNC_RATE_LIMIT, resync } from './resync.ts';
 import { RETRY_RATE_LIMIT, retryOperation } from './retry-operation.ts';
 import { SnapshotBuilder } from './snapshot-builder.ts';
 import { SnapshotFeed } from './snapshot-feed.ts';
@@ -48,6 +49,9 @@ export interface AgentServerOptions {
   journalSize?: number;
   /** Idle time before a `: keepalive` on an event stream (default 15 s, runtime clock). */
   keepaliveMs?: number;
+  /** Open event streams in all (default 512) and per caller (default 256); beyond: 503 + Retry-After. */
+  maxEventStreams?: number;
+  maxEventStreamsPerCaller?: number;
   /** Audit entries kept in the snapshot (default 100). */
   auditSize?: number;
   /**
@@ -57,10 +61,17 @@ export interface AgentServerOptions {
   stateDir?: string | null;
   /** "Retry now" limit per node (default 10 per 10 s); clearing a forced TearDown's backoff takes a slot too. */
   retryRateLimit?: { limit: number; windowMs: number };
+  /** Resync limit per node (default 5 per 60 s, `RESYNC_RATE_LIMIT`). */
+  resyncRateLimit?: { limit: number; windowMs: number };
   /** How long an unmount request waits for the TearDown's outcome before answering 202 (default 30 s). */
   unmountOutcomeTimeoutMs?: number;
   /** Shortest time between two snapshot rebuilds caused by change notifications (default 50 ms). */
   minRebuildIntervalMs?: number;
+  /**
+   * Serve HTTPS with this certificate chain and key (PEM; `--tls-cert-file`,
+   * `--tls-private-key-file`, as the kubelet's server). Absent: plain HTTP.
+   */
+  tls?: { cert: string | Buffer; key: string | Buffer };
 }
 
 /** The address the server listens on. */
@@ -84,8 +95,14 @@ export interface AgentServer {
   routes(): ApiRoute[];
 }
 
+/** Who a request is from: the authenticator's caller and groups (`anonymous`, no groups, on public routes). */
+interface Requester {
+  caller: string;
+  groups: readonly string[];
+}
+
 /** A handler's answer, or null when it wrote the response itself (streams, `/metrics`). */
-type Handler = (req: IncomingMessage, res: ServerResponse, caller: string) => Promise<HttpAnswer | null>;
+type Handler = (req: IncomingMessage, res: ServerResponse, who: Requester) => Promise<HttpAnswer | null>;
 
 interface Route {
   method: 'GET' | 'POST';
@@ -131,12 +148,21 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     feed: liveFeed,
     clock,
     logger,
+    ...(opts.maxEventStreams !== undefined ? { maxStreams: opts.maxEventStreams } : {}),
+    ...(opts.maxEventStreamsPerCaller !== undefined ? { maxStreamsPerCaller: opts.maxEventStreamsPerCaller } : {}),
     ...(opts.keepaliveMs !== undefined ? { keepaliveMs: opts.keepaliveMs } : {}),
   });
   const rate = opts.retryRateLimit ?? RETRY_RATE_LIMIT;
   const limiter = new SlidingWindowRateLimiter(clock, rate.limit, rate.windowMs);
+  const resyncRate = opts.resyncRateLimit ?? RESYNC_RATE_LIMIT;
+  const resyncLimiter = new SlidingWindowRateLimiter(clock, resyncRate.limit, resyncRate.windowMs);
   const closing = new AbortController();
-  const context = (caller: string): ActionContext => ({ runtime, audit, caller });
+  /** An action's context: the audit entries it records carry the requester's groups and the operator's note. */
+  const context = (who: Requester, note: ActionNote): ActionContext => ({
+    runtime,
+    caller: who.caller,
+    audit: audit.forRequest({ groups: who.groups, incidentId: note.incidentId ?? null, reason: note.reason ?? null }),
+  });
 
   /** Responses not yet finished; on close they are told to close their connection afterwards. */
   const inFlight = new Set<ServerResponse>();
@@ -165,7 +191,8 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     {
       ...API_ROUTES.snapshot,
       handle: (req, res) => {
-        liveFeed.flush();
+        // The cached build; a rebuild only when one is due anyway (readers cannot force rebuilds).
+        liveFeed.publishIfDue();
         const text = liveFeed.snapshotJson();
         if (acceptsGzip(req.headers['accept-encoding'])) {
           // Compressed once per snapshot version: a 10k-volume snapshot is ~6 MB of JSON, ~10 % of that gzipped.
@@ -180,40 +207,52 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     { ...SUMMARY_ROUTE, handle: summaryHandler(liveFeed) },
     {
       ...API_ROUTES.events,
-      handle: (req, res, caller) => {
+      handle: (req, res, who) => {
         // A stream opened after close() began would hold the server open forever.
         if (stopping) return Promise.resolve(errorAnswer('not-ready', 'the agent is shutting down'));
-        streams.open(req, res, caller);
+        const refusal = streams.refusal(who.caller);
+        if (refusal !== null) return Promise.resolve(errorAnswer('not-ready', refusal, { headers: { 'Retry-After': String(EVENT_STREAM_RETRY_AFTER_SECONDS) } }));
+        streams.open(req, res, who.caller);
         return Promise.resolve(null);
       },
     },
     {
       ...API_ROUTES.resync,
-      handle: async (req, _res, caller) => {
-        await readBody(req, MAX_REQUEST_BODY_BYTES); // no body expected; read (bounded) and ignore
-        return resync(context(caller));
+      handle: async (req, _res, who) => {
+        // The body is optional (older clients send none): empty is `{}`, else the operator's note.
+        const text = await readBody(req, MAX_REQUEST_BODY_BYTES);
+        const note = text.trim() === '' ? {} : parseJsonRequestBody(ResyncRequestSchema, text);
+        return resync({ ...context(who, note), limiter: resyncLimiter });
       },
     },
     {
       ...API_ROUTES.retryOperation,
-      handle: async (req, _res, caller) => retryOperation({ ...context(caller), limiter }, await body(req, RetryOperationRequestSchema)),
+      handle: async (req, _res, who) => {
+        const request = await body(req, RetryOperationRequestSchema);
+        return retryOperation({ ...context(who, request), limiter }, request);
+      },
     },
     {
       ...API_ROUTES.unmount,
-      handle: async (req, _res, caller) =>
-        unmountVolume(
+      handle: async (req, _res, who) => {
+        const request = await body(req, UnmountRequestSchema);
+        return unmountVolume(
           {
-            ...context(caller),
+            ...context(who, request),
             limiter,
             signal: closing.signal,
             outcomeTimeoutMs: opts.unmountOutcomeTimeoutMs ?? DEFAULT_UNMOUNT_OUTCOME_TIMEOUT_MS,
           },
-          await body(req, UnmountRequestSchema),
-        ),
+          request,
+        );
+      },
     },
     {
       ...API_ROUTES.orphanCleanup,
-      handle: async (req, _res, caller) => cleanupOrphan(context(caller), await body(req, OrphanCleanupRequestSchema)),
+      handle: async (req, _res, who) => {
+        const request = await body(req, OrphanCleanupRequestSchema);
+        return cleanupOrphan(context(who, request), request);
+      },
     },
     {
       ...API_ROUTES.volumeBlockers,
@@ -247,6 +286,7 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     const candidates = byPath.get(path) ?? [];
     const isPublic = candidates.length > 0 && candidates.every((route) => !route.auth);
     let caller = 'anonymous';
+    let groups: readonly string[] = [];
     if (!isPublic) {
       const auth = await authenticator.authenticate(req);
       if (!auth.ok) {
@@ -256,6 +296,7 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
         return caller;
       }
       caller = auth.caller;
+      groups = auth.groups ?? [];
     }
     if (candidates.length === 0) {
       sendAnswer(res, errorAnswer('not-found', `no route ${method} ${path}`));
@@ -267,7 +308,10 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
       sendAnswer(res, errorAnswer('method-not-allowed', `${method} is not allowed on ${path} (allowed: ${allow})`, { headers: { Allow: allow } }));
       return caller;
     }
-    const answer = await route.handle(req, res, caller);
+    const answer = await route.handle(req, res, { caller, groups });
+    // An action's effects (its audit entry above all) are published before its answer, so the
+    // client's next read shows them. Actions are authorized and rate-limited; reads never force this.
+    if (route.method === 'POST') liveFeed.flush();
     if (answer !== null) sendAnswer(res, answer);
     return caller;
   }
@@ -318,9 +362,11 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     }
   }
 
-  const server: Server = createServer((req, res) => {
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
     void onRequest(req, res);
-  });
+  };
+  // TLS 1.2 at least, as the kubelet's default minimum.
+  const server: Server = opts.tls === undefined ? createServer(handler) : createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2' }, handler);
 
   let closed: Promise<void> | null = null;
   return {

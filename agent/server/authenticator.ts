@@ -20,6 +20,8 @@ export interface AuthSuccess {
    * address, which names a connection, not anyone accountable.
    */
   caller: string;
+  /** The caller's groups (a TokenReview's `status.user.groups`); absent: none (the static token). */
+  groups?: readonly string[];
 }
 
 /**
@@ -28,9 +30,11 @@ export interface AuthSuccess {
  *   TokenReview failed: fail closed, as the kubelet does);
  * - `forbidden` (403): the caller is known but may not do this;
  * - `error` (500): the authorization check itself failed (the SubjectAccessReview call), so
- *   nothing was decided; the request is refused (fail closed, as the kubelet does).
+ *   nothing was decided; the request is refused (fail closed, as the kubelet does);
+ * - `rate-limited` (429 with `Retry-After`): the client presented too many tokens the agent had
+ *   to send to a TokenReview (unknown ones) in a short time; nothing was reviewed.
  */
-export type AuthFailureReason = 'unauthenticated' | 'forbidden' | 'error';
+export type AuthFailureReason = 'unauthenticated' | 'forbidden' | 'error' | 'rate-limited';
 
 /** The request is refused. */
 export interface AuthFailure {
@@ -40,6 +44,8 @@ export interface AuthFailure {
   message?: string;
   /** Why a check failed, for the agent's log only (never sent): e.g. the review call's error. */
   logDetail?: string;
+  /** With `rate-limited`: seconds until the client may try again. */
+  retryAfterSeconds?: number;
 }
 
 /**
@@ -64,6 +70,8 @@ export function authFailureAnswer(failure: AuthFailure): HttpAnswer {
       return errorAnswer('forbidden', failure.message ?? 'Forbidden');
     case 'error':
       return errorAnswer('internal', failure.message ?? 'Authorization error');
+    case 'rate-limited':
+      return errorAnswer('rate-limited', failure.message ?? 'too many unknown tokens; retry later', { headers: { 'Retry-After': String(failure.retryAfterSeconds ?? 1) } });
   }
 }
 

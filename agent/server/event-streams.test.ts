@@ -142,7 +142,7 @@ describe('GET /api/v1/events', () => {
 
   it('coalesces a burst of notifications into one rebuild per 50 ms of the agent clock', async () => {
     // Arrange
-    const f = await start();
+    const f = await start({ server: { minRebuildIntervalMs: 50 } });
     const reader = await open(f);
     await reader.waitForEvents(1);
     const before = published(f);

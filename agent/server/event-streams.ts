@@ -36,16 +36,27 @@ export function parseLastEventId(header: string | string[] | undefined): { start
   return value === undefined ? null : parseStreamEventId(value);
 }
 
+/** Default caps: open streams in all, and per caller (a dashboard relays many browsers as one caller with the static token). */
+export const DEFAULT_MAX_EVENT_STREAMS = 512;
+export const DEFAULT_MAX_EVENT_STREAMS_PER_CALLER = 256;
+/** What a refused client is told to wait (seconds). */
+export const EVENT_STREAM_RETRY_AFTER_SECONDS = 10;
+
 export interface EventStreamsOptions {
   feed: SnapshotFeed;
   clock: Clock;
   logger: Logger;
   /** The idle time before a `: keepalive` comment (default 15 s). */
   keepaliveMs?: number;
+  /** Open streams in all (default {@link DEFAULT_MAX_EVENT_STREAMS}); beyond it a new one is refused (503 + Retry-After). */
+  maxStreams?: number;
+  /** Open streams per caller (default {@link DEFAULT_MAX_EVENT_STREAMS_PER_CALLER}). */
+  maxStreamsPerCaller?: number;
 }
 
 interface OpenStream {
   res: ServerResponse;
+  caller: string;
   close(): void;
 }
 
@@ -55,8 +66,13 @@ export class EventStreams {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly keepaliveMs: number;
+  private readonly maxStreams: number;
+  private readonly maxPerCaller: number;
+  private readonly perCaller = new Map<string, number>();
 
   constructor(opts: EventStreamsOptions) {
+    this.maxStreams = opts.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS;
+    this.maxPerCaller = opts.maxStreamsPerCaller ?? DEFAULT_MAX_EVENT_STREAMS_PER_CALLER;
     this.feed = opts.feed;
     this.clock = opts.clock;
     this.logger = opts.logger;
@@ -68,8 +84,15 @@ export class EventStreams {
     return this.streams.size;
   }
 
+  /** Why a new stream of `caller` would be refused now, or null when it may open. */
+  refusal(caller: string): string | null {
+    if (this.streams.size >= this.maxStreams) return `too many event streams (at most ${this.maxStreams}); retry later`;
+    if ((this.perCaller.get(caller) ?? 0) >= this.maxPerCaller) return `too many event streams for ${caller} (at most ${this.maxPerCaller}); retry later`;
+    return null;
+  }
+
   /**
-   * Turns an authenticated request into a stream. The stream stays open until the client
+   * Turns an authenticated request into a stream (the caller checks {@link refusal} first). The stream stays open until the client
    * disconnects, the client stops reading, or {@link closeAll} ends it.
    */
   open(req: IncomingMessage, res: ServerResponse, caller: string): void {
@@ -100,8 +123,8 @@ export class EventStreams {
     res.flushHeaders();
     req.socket.setNoDelay(true);
 
-    // Bring the snapshot up to date first, so that what the client starts from is current.
-    feed.flush();
+    // Bring the snapshot up to date when a rebuild is due anyway; a later one arrives as a delta.
+    feed.publishIfDue();
     const lastEventId = parseLastEventId(req.headers['last-event-id']);
     const resumed = lastEventId === null ? null : feed.deltasSince(lastEventId.seq, lastEventId.startedAt);
     const first = resumed === null ? feed.snapshotEvent() : resumed.map((entry) => entry.event).join('');
@@ -111,9 +134,13 @@ export class EventStreams {
 
     const stream: OpenStream = {
       res,
+      caller,
       close: () => {
         if (closed) return;
         closed = true;
+        const left = (this.perCaller.get(caller) ?? 1) - 1;
+        if (left <= 0) this.perCaller.delete(caller);
+        else this.perCaller.set(caller, left);
         unsubscribe();
         if (keepalive !== null) clock.clearTimeout(keepalive);
         keepalive = null;
@@ -121,6 +148,7 @@ export class EventStreams {
       },
     };
     this.streams.add(stream);
+    this.perCaller.set(caller, (this.perCaller.get(caller) ?? 0) + 1);
     res.on('close', () => {
       stream.close();
       logger.debug('event stream closed', { caller, open: this.streams.size });

@@ -8,6 +8,14 @@ import type { ResyncFindings } from '../runtime.ts';
 import type { ActionContext } from './action-context.ts';
 import { errorAnswer, jsonAnswer, type HttpAnswer } from './http-response.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
+import type { SlidingWindowRateLimiter } from './rate-limiter.ts';
+
+/**
+ * The default resync limit per node: at most 5 passes per minute. A pass rescans every volume
+ * directory and the mount table and verifies every attachment against the API server: a
+ * client looping on `POST /resync` must not turn that into constant disk and API load.
+ */
+export const RESYNC_RATE_LIMIT = { limit: 5, windowMs: 60_000 } as const;
 
 /** The API's answer for a runtime's findings. */
 function resyncResponse(findings: ResyncFindings): ResyncResponse {
@@ -28,8 +36,14 @@ function resyncResponse(findings: ResyncFindings): ResyncResponse {
  * Runs the pass and audits it. A pass that throws is an agent-side failure (500), never the
  * request's fault; errors of single attach checks are reported in the audit message and the log.
  */
-export async function resync(ctx: ActionContext): Promise<HttpAnswer> {
-  const { runtime, audit, caller } = ctx;
+export async function resync(ctx: ActionContext & { limiter: Pick<SlidingWindowRateLimiter, 'tryAcquire' | 'limit' | 'windowMs'> }): Promise<HttpAnswer> {
+  const { runtime, audit, caller, limiter } = ctx;
+  const slot = limiter.tryAcquire();
+  if (!slot.ok) {
+    const message = `too many resyncs: at most ${limiter.limit} per ${limiter.windowMs / 1000} s on this node; retry in ${Math.ceil(slot.retryAfterMs / 1000)} s`;
+    audit.record({ caller, action: 'resync', target: null, checks: [{ name: 'rate-limit', ok: false, detail: message }], result: 'refused', message });
+    return errorAnswer('rate-limited', message, { headers: { 'Retry-After': String(Math.ceil(slot.retryAfterMs / 1000)) } });
+  }
   let findings: ResyncFindings;
   try {
     findings = await runtime.resync();

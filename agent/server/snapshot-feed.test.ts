@@ -188,3 +188,28 @@ describe('SnapshotFeed', () => {
     expect(feed.flush()).toBe(feed.current());
   });
 });
+
+describe('SnapshotFeed journal bytes', () => {
+  it('keeps at most maxJournalBytes of deltas (the newest always): a reconnect behind the cut gets a snapshot, one after it the deltas', async () => {
+    const h = new Harness();
+    const runtime = new FakeAgentRuntime(h);
+    const feed = new SnapshotFeed({ builder: new SnapshotBuilder(runtime, () => []), clock: h.clock, logger: runtime.logger, maxJournalBytes: 3000 });
+    const start = feed.flush().seq;
+    for (let i = 0; i < 4; i++) {
+      runtime.emitEvent({ type: 'Warning', reason: `R${i}`, podUid: null, message: 'x'.repeat(1000) });
+      feed.markChanged();
+      feed.flush();
+    }
+
+    const fromStart = feed.deltasSince(start);
+    const fromSecondLast = feed.deltasSince(start + 2);
+    const fromLast = feed.deltasSince(start + 3);
+
+    expect(feed.current().seq).toBe(start + 4);
+    expect(fromStart).toBeNull();
+    expect(fromSecondLast?.map((e) => e.delta.seq)).toEqual([start + 3, start + 4]);
+    expect(fromLast?.map((e) => e.delta.seq)).toEqual([start + 4]);
+    feed.stop();
+    await h.close();
+  });
+});

@@ -27,6 +27,12 @@ export const DEFAULT_MIN_REBUILD_INTERVAL_MS = 50;
  * `d` ms the next one waits at least `d / MAX_PUBLISH_DUTY` ms (12 ms at 10k volumes → 120 ms).
  */
 export const MAX_PUBLISH_DUTY = 0.1;
+/**
+ * The most bytes of encoded deltas the journal keeps, whatever its entry count: a node whose
+ * deltas are large (thousands of volumes changing at once, long error texts) cannot make the
+ * journal hold 256 × megabytes. The newest delta is always kept.
+ */
+export const DEFAULT_MAX_JOURNAL_BYTES = 32 * 1024 * 1024;
 
 /** A published delta and its encoded `event: delta` text (encoded once, written to every stream). */
 export interface JournalEntry {
@@ -45,6 +51,8 @@ export interface SnapshotFeedOptions {
   journalSize?: number;
   /** The shortest time between two rebuilds caused by notifications (default 50 ms). */
   minIntervalMs?: number;
+  /** The most bytes of encoded deltas the journal keeps (default {@link DEFAULT_MAX_JOURNAL_BYTES}). */
+  maxJournalBytes?: number;
 }
 
 function hasChanges(delta: Delta): boolean {
@@ -64,6 +72,8 @@ export class SnapshotFeed {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly journalSize: number;
+  private readonly maxJournalBytes: number;
+  private journalBytes = 0;
   private readonly minIntervalMs: number;
   private dirty = false;
   private rebuildTimer: TimerHandle | null = null;
@@ -77,6 +87,7 @@ export class SnapshotFeed {
     this.clock = opts.clock;
     this.logger = opts.logger;
     this.journalSize = Math.max(0, opts.journalSize ?? DEFAULT_JOURNAL_SIZE);
+    this.maxJournalBytes = opts.maxJournalBytes ?? DEFAULT_MAX_JOURNAL_BYTES;
     this.minIntervalMs = opts.minIntervalMs ?? DEFAULT_MIN_REBUILD_INTERVAL_MS;
     this.nextGapMs = this.minIntervalMs;
     this.built = this.builder.initial();
@@ -113,6 +124,19 @@ export class SnapshotFeed {
       this.rebuildTimer = null;
       this.rebuild();
     }
+    return this.built.snapshot;
+  }
+
+  /**
+   * What readers (`GET /snapshot`, `GET /summary`, a new event stream) are served: pending
+   * changes are published now only when the feed's own pacing would allow a rebuild now anyway
+   * (the minimum interval, stretched by the last build's duration, has passed); otherwise the
+   * last build is returned and the rebuild already scheduled publishes the change. So readers
+   * see current state whenever it costs nothing extra, and no number of readers can make the
+   * agent rebuild more often than its change notifications alone would.
+   */
+  publishIfDue(): Snapshot {
+    if (this.dirty && !this.stopped && this.clock.monotonic() >= this.lastRebuildAt + this.nextGapMs) return this.flush();
     return this.built.snapshot;
   }
 
@@ -176,7 +200,16 @@ export class SnapshotFeed {
     this.built = next;
     const entry: JournalEntry = { delta, event: encodeDeltaEvent(delta, next.snapshot.agent.startedAt) };
     this.journal.push(entry);
-    if (this.journal.length > this.journalSize) this.journal.splice(0, this.journal.length - this.journalSize);
+    this.journalBytes += entry.event.length;
+    // Oldest first out: by count, then by bytes (a client behind the cut gets a fresh snapshot).
+    let drop = Math.max(0, this.journal.length - this.journalSize);
+    let bytes = this.journalBytes;
+    for (let i = 0; i < drop; i++) bytes -= this.journal[i]?.event.length ?? 0;
+    while (bytes > this.maxJournalBytes && drop < this.journal.length - 1) bytes -= this.journal[drop++]?.event.length ?? 0;
+    if (drop > 0) {
+      this.journal.splice(0, drop);
+      this.journalBytes = bytes;
+    }
     this.logger.debug('snapshot published', {
       seq: delta.seq,
       deltaBytes: entry.event.length,

@@ -93,12 +93,12 @@ describe('GET /api/v1/summary', () => {
 });
 
 describe('SummaryCache', () => {
-  it('publishes pending changes first and counts once per snapshot', () => {
+  it('asks the feed for its current build (published when due) and counts once per snapshot', () => {
     // Arrange
     let current = exampleSnapshot();
     let flushes = 0;
     const cache = new SummaryCache({
-      flush: () => {
+      publishIfDue: () => {
         flushes++;
         return current;
       },

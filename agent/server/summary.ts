@@ -2,9 +2,9 @@
  * `GET /api/v1/summary` (lib/api/summary.ts): the node's counts, taken from the snapshot the
  * feed publishes anyway, so a summary costs no snapshot build of its own.
  *
- * Each request publishes pending changes first (`flush`, as `GET /api/v1/snapshot` does: the
- * incremental rebuild that was due within the coalescing interval runs now instead), so a
- * summary and a snapshot fetched one after the other agree. The counts are computed once per
+ * Each request publishes pending changes when the feed's pacing allows a rebuild now
+ * (`publishIfDue`, as `GET /api/v1/snapshot` does), never sooner: readers cannot force rebuilds.
+ * A summary and a snapshot fetched one after the other read the same build. The counts are computed once per
  * published snapshot (one pass over its collections) and reused until the next `seq`: 200
  * dashboards polling every few seconds cost one count per change, not one per request.
  */
@@ -12,9 +12,9 @@ import { summarizeSnapshot, type AgentSummary } from '../../lib/api/summary.ts';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import { jsonAnswer, type HttpAnswer } from './http-response.ts';
 
-/** What the handler reads: the feed's current snapshot, pending changes published first. */
+/** What the handler reads: the feed's current snapshot, pending changes published when due (`publishIfDue`). */
 export interface SummarySource {
-  flush(): Snapshot;
+  publishIfDue(): Snapshot;
 }
 
 /** The summary of the source's current snapshot, memoized per snapshot object. */
@@ -24,7 +24,7 @@ export class SummaryCache {
   constructor(private readonly source: SummarySource) {}
 
   current(): AgentSummary {
-    const snapshot = this.source.flush();
+    const snapshot = this.source.publishIfDue();
     if (this.last?.snapshot !== snapshot) this.last = { snapshot, summary: summarizeSnapshot(snapshot) };
     return this.last.summary;
   }

@@ -78,6 +78,9 @@ describe('POST /api/v1/unmount', () => {
       {
         time: f.harness.clock.now(),
         caller: 'test-client',
+        groups: [],
+        incidentId: null,
+        reason: null,
         action: 'unmount',
         target: `${POD1}/${volume}`,
         checks: body.checks,
@@ -269,7 +272,7 @@ describe('POST /api/v1/unmount', () => {
     expect(accepted.status).toBe(202);
     const { checks } = UnmountRunningResponseSchema.parse(accepted.json);
     expect(whileRunning).toEqual([
-      { time: f.harness.clock.now(), caller: 'test-client', action: 'unmount', target: `${POD1}/${DEVICE1}`, checks, result: 'running', message: TEARDOWN_STILL_RUNNING_MESSAGE },
+      { time: f.harness.clock.now(), caller: 'test-client', groups: [], incidentId: null, reason: null, action: 'unmount', target: `${POD1}/${DEVICE1}`, checks, result: 'running', message: TEARDOWN_STILL_RUNNING_MESSAGE },
     ]);
     expect(after).toHaveLength(2);
     expect(after[1]).toMatchObject({ action: 'unmount', target: `${POD1}/${DEVICE1}`, checks, result });

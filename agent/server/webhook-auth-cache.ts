@@ -50,6 +50,11 @@ export class ReviewCache<V> {
     return this.inFlight.size;
   }
 
+  /** Whether `key` has a fresh answer or a review in flight (a lookup would not start a review). */
+  covers(key: string): boolean {
+    return this.inFlight.has(key) || this.fresh(key) !== undefined;
+  }
+
   /**
    * The fresh cached answer for `key`; else the review in flight for it; else starts `review`
    * (in a later microtask, so a synchronous throw is a rejection too) and keeps its answer for

@@ -309,7 +309,7 @@ describe('webhook caches', () => {
     // Started in one turn: all of them ask before the first review can have been answered.
     const results = await Promise.all(Array.from({ length: 6 }, async () => auth.authenticate(incoming('GET', ALICE_TOKEN))));
 
-    expect(results).toEqual(Array.from({ length: 6 }, () => ({ ok: true, caller: 'alice' })));
+    expect(results).toEqual(Array.from({ length: 6 }, () => ({ ok: true, caller: 'alice', groups: ALICE.groups })));
     expect([tokenReviews(fake).length, accessReviews(fake).length]).toEqual([1, 1]);
     // Nothing was kept: the next request reviews again.
     await auth.authenticate(incoming('GET', ALICE_TOKEN));
@@ -425,5 +425,61 @@ describe('createAgentAuthenticator options', () => {
     ['OPTIONS', 'update'],
   ] as const)('reviews %s as verb %s', (method, verb) => {
     expect(verbForMethod(method)).toBe(verb);
+  });
+});
+
+describe('TokenReview floods and audiences', () => {
+  it('rate-limits reviews of unknown tokens per client: 100 made-up tokens cost 20 TokenReviews, the rest 429 with Retry-After', async () => {
+    const s = await setup({ unknownTokenReviewLimit: { limit: 20, windowMs: 10_000 } });
+
+    const statuses: number[] = [];
+    let retryAfter: string | null = null;
+    for (let i = 0; i < 100; i++) {
+      const res = await s.get('/api/v1/snapshot', `made-up-token-${i}`);
+      statuses.push(res.status);
+      if (res.status === 429) retryAfter ??= res.headers.get('retry-after');
+    }
+    const known = await s.get('/api/v1/snapshot', TEST_TOKEN); // the static token needs no review
+
+    expect(statuses.filter((x) => x === 401)).toHaveLength(20);
+    expect(statuses.filter((x) => x === 429)).toHaveLength(80);
+    expect(retryAfter).toBe('10');
+    expect(tokenReviews(s.fake)).toHaveLength(20);
+    expect(known.status).toBe(200);
+    await s.clock.advance(10_000);
+    expect((await s.get('/api/v1/snapshot', ALICE_TOKEN)).status).toBe(200);
+  });
+
+  it('caches a token that did not authenticate briefly (10 s), an authenticated one for the full TTL', async () => {
+    const s = await setup();
+
+    for (let i = 0; i < 5; i++) await s.get('/api/v1/snapshot', 'wrong-token');
+    const afterBurst = tokenReviews(s.fake).length;
+    await s.clock.advance(9_999);
+    await s.get('/api/v1/snapshot', 'wrong-token');
+    const within = tokenReviews(s.fake).length;
+    await s.clock.advance(1);
+    await s.get('/api/v1/snapshot', 'wrong-token');
+
+    expect([afterBurst, within, tokenReviews(s.fake).length]).toEqual([1, 1, 2]);
+  });
+
+  it('with audiences, sends them in the TokenReview and refuses a token not valid for any of them (401)', async () => {
+    const s = await setup({ audiences: ['volumescope-agent'] });
+    s.fake.setTokenAudiences(ALICE_TOKEN, ['volumescope-agent']);
+    s.fake.setTokenAudiences(BOB_TOKEN, ['https://kubernetes.default.svc.cluster.local']);
+
+    const alice = await s.get('/api/v1/snapshot', ALICE_TOKEN);
+    const bob = await s.get('/api/v1/snapshot', BOB_TOKEN);
+
+    expect([alice.status, bob.status]).toEqual([200, 401]);
+    expect(tokenReviews(s.fake).map((r) => (specOf(r) as { audiences?: unknown }).audiences)).toEqual([['volumescope-agent'], ['volumescope-agent']]);
+  });
+
+  it('without audiences, a token valid only for another audience is refused by the API server audience check', async () => {
+    const s = await setup();
+    s.fake.setTokenAudiences(ALICE_TOKEN, ['volumescope-agent']);
+
+    expect((await s.get('/api/v1/snapshot', ALICE_TOKEN)).status).toBe(401);
   });
 });

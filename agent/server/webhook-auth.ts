@@ -47,6 +47,8 @@ import { describeApiError } from '../../lib/kube-client/api-errors.ts';
 import { RequestDeadlines } from '../../lib/kube-client/request-deadline.ts';
 import { bearerToken, staticTokenAuthenticator, type AuthResult, type Authenticator } from './authenticator.ts';
 import { createKeyHasher, ReviewCache } from './webhook-auth-cache.ts';
+import { LRUCache } from 'lru-cache';
+import { SlidingWindowRateLimiter } from './rate-limiter.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 import { model } from '../../lib/kube-client/model.ts';
 
@@ -60,6 +62,19 @@ export const DEFAULT_AUTHORIZED_TTL_MS = 5 * 60_000;
 export const DEFAULT_UNAUTHORIZED_TTL_MS = 30_000;
 /** How long one TokenReview or SubjectAccessReview call may take before it counts as failed. */
 export const DEFAULT_REVIEW_TIMEOUT_MS = 10_000;
+/**
+ * How long a TokenReview that did not authenticate is kept: briefly, so a token created a moment
+ * later (or a review that raced its creation) works soon, while a client repeating a wrong token
+ * costs one review per 10 s.
+ */
+export const DEFAULT_UNAUTHENTICATED_CACHE_TTL_MS = 10_000;
+/**
+ * Reviews of tokens not in the cache, per client address: at most 20 per 10 s. A flood of
+ * distinct made-up tokens would otherwise be a flood of TokenReviews at the API server.
+ */
+export const DEFAULT_UNKNOWN_TOKEN_REVIEW_LIMIT = { limit: 20, windowMs: 10_000 } as const;
+/** Client addresses whose review budget is tracked (least recently seen dropped first). */
+const MAX_TRACKED_CLIENTS = 4096;
 /** Entries kept per cache (tokens; user × verb decisions). */
 export const DEFAULT_WEBHOOK_CACHE_SIZE = 4096;
 
@@ -83,8 +98,19 @@ export interface WebhookAuthOptions {
   clock: Clock;
   /** Default `Webhook`. */
   authorizationMode?: AuthorizationMode;
-  /** TokenReview answers (authenticated or not) are kept this long; default {@link DEFAULT_AUTHENTICATION_CACHE_TTL_MS}. */
+  /** Authenticated TokenReview answers are kept this long; default {@link DEFAULT_AUTHENTICATION_CACHE_TTL_MS}. */
   authenticationCacheTtlMs?: number;
+  /** TokenReview answers that did not authenticate are kept this long; default {@link DEFAULT_UNAUTHENTICATED_CACHE_TTL_MS} (at most the authenticated TTL). */
+  unauthenticatedCacheTtlMs?: number;
+  /** Reviews of uncached tokens per client address; default {@link DEFAULT_UNKNOWN_TOKEN_REVIEW_LIMIT}. */
+  unknownTokenReviewLimit?: { limit: number; windowMs: number };
+  /**
+   * The audiences a token must be valid for (TokenReview `spec.audiences`, as the kubelet's
+   * `--authentication-token-webhook` with API audiences): the API server checks the token against
+   * them and the agent requires `status.audiences` to contain one. Empty or absent: the API
+   * server's own audience (any token valid for the API server).
+   */
+  audiences?: readonly string[];
   /** Allowed SubjectAccessReviews are kept this long; default {@link DEFAULT_AUTHORIZED_TTL_MS}. */
   authorizedTtlMs?: number;
   /** Denied SubjectAccessReviews are kept this long; default {@link DEFAULT_UNAUTHORIZED_TTL_MS}. */
@@ -188,6 +214,11 @@ export class WebhookAuthenticator implements AgentAuthenticator {
   private readonly nodeName: string;
   private readonly mode: AuthorizationMode;
   private readonly authenticationTtlMs: number;
+  private readonly unauthenticatedTtlMs: number;
+  private readonly reviewLimit: { limit: number; windowMs: number };
+  private readonly clientBudgets = new LRUCache<string, SlidingWindowRateLimiter>({ max: MAX_TRACKED_CLIENTS });
+  private readonly clock: Clock;
+  private readonly audiences: readonly string[];
   private readonly authorizedTtlMs: number;
   private readonly unauthorizedTtlMs: number;
   private readonly deadlines: RequestDeadlines;
@@ -202,6 +233,12 @@ export class WebhookAuthenticator implements AgentAuthenticator {
     this.nodeName = options.nodeName;
     this.mode = mode;
     this.authenticationTtlMs = durationOption('authenticationCacheTtlMs', options.authenticationCacheTtlMs, DEFAULT_AUTHENTICATION_CACHE_TTL_MS);
+    this.unauthenticatedTtlMs = Math.min(this.authenticationTtlMs, durationOption('unauthenticatedCacheTtlMs', options.unauthenticatedCacheTtlMs, DEFAULT_UNAUTHENTICATED_CACHE_TTL_MS));
+    this.reviewLimit = options.unknownTokenReviewLimit ?? DEFAULT_UNKNOWN_TOKEN_REVIEW_LIMIT;
+    this.clock = options.clock;
+    this.audiences = (options.audiences ?? []).filter((a) => a !== '');
+    // Fails at construction, not on the first request.
+    new SlidingWindowRateLimiter(options.clock, this.reviewLimit.limit, this.reviewLimit.windowMs);
     this.authorizedTtlMs = durationOption('authorizedTtlMs', options.authorizedTtlMs, DEFAULT_AUTHORIZED_TTL_MS);
     this.unauthorizedTtlMs = durationOption('unauthorizedTtlMs', options.unauthorizedTtlMs, DEFAULT_UNAUTHORIZED_TTL_MS);
     const timeoutMs = durationOption('reviewTimeoutMs', options.reviewTimeoutMs, DEFAULT_REVIEW_TIMEOUT_MS);
@@ -219,19 +256,39 @@ export class WebhookAuthenticator implements AgentAuthenticator {
     const token = bearerToken(req);
     if (token === null) return { ok: false, reason: 'unauthenticated' };
 
+    const tokenKey = this.hashKey(token);
+    if (!this.tokens.covers(tokenKey)) {
+      // A token the agent must review: charged to the client's budget (by address).
+      const client = req.socket.remoteAddress ?? 'unknown';
+      let budget = this.clientBudgets.get(client);
+      if (budget === undefined) {
+        budget = new SlidingWindowRateLimiter(this.clock, this.reviewLimit.limit, this.reviewLimit.windowMs);
+        this.clientBudgets.set(client, budget);
+      }
+      const slot = budget.tryAcquire();
+      if (!slot.ok) {
+        return {
+          ok: false,
+          reason: 'rate-limited',
+          message: `too many unknown bearer tokens from this client (at most ${this.reviewLimit.limit} reviews per ${this.reviewLimit.windowMs / 1000} s)`,
+          retryAfterSeconds: Math.ceil(slot.retryAfterMs / 1000),
+          logDetail: `client ${client}`,
+        };
+      }
+    }
     let answer: TokenAnswer;
     try {
       answer = await this.tokens.load(
-        this.hashKey(token),
+        tokenKey,
         () => this.reviewToken(token),
-        () => this.authenticationTtlMs,
+        (a) => (a.authenticated ? this.authenticationTtlMs : this.unauthenticatedTtlMs),
       );
     } catch (err) {
       return { ok: false, reason: 'unauthenticated', message: 'the bearer token could not be verified', logDetail: errorMessage(err) };
     }
     if (!answer.authenticated) return { ok: false, reason: 'unauthenticated' };
     const { user } = answer;
-    if (this.mode === 'AlwaysAllow') return { ok: true, caller: user.username };
+    if (this.mode === 'AlwaysAllow') return { ok: true, caller: user.username, groups: user.groups };
 
     const verb = verbForMethod(req.method);
     const attributes = `user=${user.username}, verb=${verb}, resource=${AGENT_API_RESOURCE.resource}, subresource=${AGENT_API_RESOURCE.subresource}`;
@@ -245,7 +302,7 @@ export class WebhookAuthenticator implements AgentAuthenticator {
     } catch (err) {
       return { ok: false, reason: 'error', message: `Authorization error (${attributes})`, logDetail: errorMessage(err) };
     }
-    return allowed ? { ok: true, caller: user.username } : { ok: false, reason: 'forbidden', message: `Forbidden (${attributes})` };
+    return allowed ? { ok: true, caller: user.username, groups: user.groups } : { ok: false, reason: 'forbidden', message: `Forbidden (${attributes})` };
   }
 
   close(): void {
@@ -253,12 +310,16 @@ export class WebhookAuthenticator implements AgentAuthenticator {
   }
 
   private async reviewToken(token: string): Promise<TokenAnswer> {
-    // No audiences: the token must be valid for the API server's own audience, as for a kubelet
-    // without --api-audiences; status.audiences is then not checked.
-    const body = model(V1TokenReview, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: model(V1TokenReviewSpec, { token }) });
+    // Without audiences the token must be valid for the API server's own audience, as for a
+    // kubelet without --api-audiences. With them, the API server checks the token against them
+    // and answers the ones it is valid for: at least one must be ours.
+    const spec = model(V1TokenReviewSpec, { token });
+    if (this.audiences.length > 0) spec.audiences = [...this.audiences];
+    const body = model(V1TokenReview, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec });
     const review = await this.call('TokenReview', (options) => this.authn.createTokenReview({ body }, options));
     const status = review.status;
     if (status?.authenticated !== true) return { authenticated: false };
+    if (this.audiences.length > 0 && !(status.audiences ?? []).some((a) => this.audiences.includes(a))) return { authenticated: false };
     const username = status.user?.username ?? '';
     if (username === '') throw new WebhookReviewError('TokenReview answered authenticated without a username');
     const uid = status.user?.uid;

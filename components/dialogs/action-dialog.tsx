@@ -1,7 +1,7 @@
 'use client';
 
 import { useMutation } from '@tanstack/react-query';
-import { agentActionMutationOptions, type ActionRequest, type ActionResult } from '../../lib/dashboard/actions-client.ts';
+import { agentActionMutationOptions, withActionNote, type ActionRequest, type ActionResult } from '../../lib/dashboard/actions-client.ts';
 import { formatDuration } from '../../lib/dashboard/time-format.ts';
 import { ActionError } from './action-error.tsx';
 import { ChecksList } from './checks-list.tsx';
@@ -92,6 +92,7 @@ export function ActionDialog({ agent, pending, onClose }: { agent: string; pendi
       renderResult={(result) => <ResultView agent={agent} result={result} operation={pending?.operation} />}
       renderError={(error) => <ActionError error={error} failedHeading="The action failed" refusedHeading="The agent refused (409)" />}
       onClose={onClose}
+      withNote={withActionNote}
     />
   );
 }

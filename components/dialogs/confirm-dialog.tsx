@@ -1,8 +1,10 @@
 'use client';
 
 import type { UseMutationResult } from '@tanstack/react-query';
-import { useId, type ReactNode } from 'react';
+import { useCallback, useId, useState, type ReactNode } from 'react';
+import type { ActionNote } from '../../lib/api/actions.ts';
 import { useModalDialog } from '../hooks/use-modal-dialog.ts';
+import { ActionNoteFields } from './action-note-fields.tsx';
 
 /** What a confirmation dialog shows before the operator confirms. */
 export interface ConfirmDialogContent<TVariables> {
@@ -21,6 +23,18 @@ export interface ConfirmDialogProps<TData, TVariables> {
   readonly renderResult: (data: TData) => ReactNode;
   readonly renderError: (error: Error) => ReactNode;
   readonly onClose: () => void;
+  /**
+   * With it, the dialog asks for an optional incident ID and reason (for the audit log) and runs
+   * the mutation with `withNote(variables, note)`; empty fields are left out.
+   */
+  readonly withNote?: (variables: TVariables, note: ActionNote) => TVariables;
+}
+
+/** The note with empty fields left out (trimmed: a blank reason is no reason). */
+export function filledNote(note: ActionNote): ActionNote {
+  const incidentId = note.incidentId?.trim() ?? '';
+  const reason = note.reason?.trim() ?? '';
+  return { ...(incidentId === '' ? {} : { incidentId }), ...(reason === '' ? {} : { reason }) };
 }
 
 /**
@@ -29,9 +43,15 @@ export interface ConfirmDialogProps<TData, TVariables> {
  * shows the agent's answer — its result or its refusal — and offers only Close. Opening it
  * again forgets the previous answer.
  */
-export function ConfirmDialog<TData, TVariables>({ content, mutation, renderResult, renderError, onClose }: ConfirmDialogProps<TData, TVariables>) {
+export function ConfirmDialog<TData, TVariables>({ content, mutation, renderResult, renderError, onClose, withNote }: ConfirmDialogProps<TData, TVariables>) {
   const titleId = useId();
-  const ref = useModalDialog(content !== null, mutation.reset);
+  const [note, setNote] = useState<ActionNote>({});
+  const { reset } = mutation;
+  const onOpen = useCallback(() => {
+    reset();
+    setNote({});
+  }, [reset]);
+  const ref = useModalDialog(content !== null, onOpen);
   const done = mutation.isSuccess || mutation.isError;
   return (
     <dialog ref={ref} className="dialog" aria-labelledby={titleId} onClose={onClose}>
@@ -41,12 +61,13 @@ export function ConfirmDialog<TData, TVariables>({ content, mutation, renderResu
           onSubmit={(e) => {
             if (!done) {
               e.preventDefault();
-              if (!mutation.isPending) mutation.mutate(content.variables);
+              if (!mutation.isPending) mutation.mutate(withNote === undefined ? content.variables : withNote(content.variables, filledNote(note)));
             }
           }}
         >
           <h2 id={titleId}>{content.title}</h2>
           <p className="dialog__description">{content.description}</p>
+          {withNote === undefined ? null : <ActionNoteFields note={note} onChange={setNote} disabled={mutation.isPending || done} />}
           {mutation.isPending ? (
             <p role="status">
               <span aria-hidden="true">↻ </span>Waiting for the agent…

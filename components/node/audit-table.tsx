@@ -15,15 +15,24 @@ export const AuditTable = memo(function AuditTable({ audit, podNames = NO_NAMES 
   if (audit.length === 0) return <EmptyState>No operator actions yet.</EmptyState>;
   const icon = { succeeded: '✓', refused: '⊘', failed: '✕', running: '…' } as const;
   return (
-    <DataTable columns={['When', 'Caller', 'Action', 'Target', 'Result', 'Message / checks']}>
+    <DataTable columns={['When', 'Caller', 'Action', 'Target', 'Incident / reason', 'Result', 'Message / checks']}>
       {[...audit].reverse().map((a, i) => (
         <tr key={`${a.time}-${i}`}>
           <td>
             <RelativeTime at={a.time} />
           </td>
-          <td>{a.caller}</td>
+          <td className="cell-wrap">
+            {a.caller}
+            {a.groups !== undefined && a.groups.length > 0 ? <span className="muted"> ({a.groups.join(', ')})</span> : null}
+          </td>
           <td>{a.action}</td>
           <td className="cell-wrap">{a.target === null ? 'node' : auditTargetText(a.target, podNames)}</td>
+          <td className="cell-wrap">
+            {a.incidentId == null ? null : <strong>{a.incidentId}</strong>}
+            {a.incidentId != null && a.reason != null ? ': ' : null}
+            {a.reason ?? null}
+            {a.incidentId == null && a.reason == null ? <span className="muted">—</span> : null}
+          </td>
           <td>
             <span className={a.result === 'succeeded' || a.result === 'running' ? undefined : 'text-bad'}>
               <span aria-hidden="true">{icon[a.result]} </span>

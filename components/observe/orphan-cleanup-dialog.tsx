@@ -2,7 +2,7 @@
 
 import { useMutation } from '@tanstack/react-query';
 import type { OrphanPod } from '../../lib/api/observe.ts';
-import { orphanCleanupMutationOptions } from '../../lib/dashboard/actions-client.ts';
+import { orphanCleanupMutationOptions, withCleanupNote } from '../../lib/dashboard/actions-client.ts';
 import { ConfirmDialog } from '../dialogs/confirm-dialog.tsx';
 import { CleanupError } from './cleanup-error.tsx';
 import { CleanupResult } from './cleanup-result.tsx';
@@ -26,6 +26,7 @@ export function OrphanCleanupDialog({ agent, pending, onClose }: { agent: string
       renderResult={(response) => <CleanupResult response={response} />}
       renderError={(error) => <CleanupError error={error} />}
       onClose={onClose}
+      withNote={withCleanupNote}
     />
   );
 }

@@ -121,6 +121,19 @@ describe(`agent API with --authentication-token-webhook and --authorization-mode
     expect((await call('GET', `${agent.facts.url}/api/v1/snapshot`, '')).status).toBe(401);
   });
 
+  it(`with --authentication-token-audience=volumescope-agent a token for that audience is reviewed for real and accepted, an API server token refused (401); without the flag the reverse (${API})`, async () => {
+    const audienced = await cluster.startAgent({ nodeName: 'agent-audience', args: ['--authentication-token-webhook', '--authorization-mode=Webhook', '--authentication-token-audience=volumescope-agent'] });
+    try {
+      const forAgents = (await cluster.kubectl(['create', 'token', 'operator', '-n', TEST_NS, '--duration=1h', '--audience', 'volumescope-agent'])).trim();
+      expect((await read(forAgents, audienced.facts.url)).status).toBe(200);
+      expect((await act(forAgents, audienced.facts.url)).status).toBe(200);
+      expect((await read(tokens.operator, audienced.facts.url)).status).toBe(401);
+      expect((await read(forAgents)).status).toBe(401);
+    } finally {
+      await audienced.stop();
+    }
+  });
+
   it(`the agent's static token still works beside the webhook (${API})`, async () => {
     const token = readFileSync(agent.facts.tokenFile, 'utf8').trim();
     expect((await read(token)).status).toBe(200);

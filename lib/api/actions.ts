@@ -13,7 +13,43 @@ export const HealthResponseSchema = z.object({ status: z.literal('ok') });
 /** The 200 body of `/healthz` and `/readyz`. */
 export type HealthResponse = z.infer<typeof HealthResponseSchema>;
 
-/** `POST /api/v1/resync` (no body): what the verification pass found. */
+// WHY: the operator's note on an action
+
+/** The longest incident ID an action request may carry (characters). */
+export const MAX_INCIDENT_ID_LENGTH = 128;
+/** The longest reason an action request may carry (characters). */
+export const MAX_ACTION_REASON_LENGTH = 1024;
+
+// eslint-disable-next-line no-control-regex -- control characters are exactly what the pattern excludes
+const NO_CONTROL = /^[^\u0000-\u001f\u007f]*$/;
+// eslint-disable-next-line no-control-regex -- a reason may span lines; other control characters are refused
+const NO_CONTROL_BUT_NEWLINES = /^[^\u0000-\u0009\u000b-\u001f\u007f]*$/;
+
+/**
+ * Why an operator acts, typed in the confirmation dialog and kept in the audit entry: an
+ * optional incident ID (one line, e.g. `INC-4711`) and an optional free-text reason. Both are
+ * bounded, so an audit entry stays small; a longer one is a 400 naming the field.
+ */
+export const ActionNoteFields = {
+  incidentId: z.string().max(MAX_INCIDENT_ID_LENGTH).regex(NO_CONTROL, 'must be one line without control characters').optional(),
+  reason: z.string().max(MAX_ACTION_REASON_LENGTH).regex(NO_CONTROL_BUT_NEWLINES, 'must not contain control characters other than newlines').optional(),
+} as const;
+
+/** The note fields of an action request (both optional). */
+export interface ActionNote {
+  incidentId?: string | undefined;
+  reason?: string | undefined;
+}
+
+/**
+ * `POST /api/v1/resync`: an optional body with the operator's note; an empty body is the same
+ * as `{}` (older clients send none).
+ */
+export const ResyncRequestSchema = z.strictObject({ ...ActionNoteFields });
+/** The body of a resync request. */
+export type ResyncRequest = z.infer<typeof ResyncRequestSchema>;
+
+/** `POST /api/v1/resync`: what the verification pass found. */
 export const ResyncResponseSchema = z.object({
   startedAt: EpochMsSchema,
   finishedAt: EpochMsSchema,
@@ -40,6 +76,7 @@ export const RetryOperationRequestSchema = z.strictObject({
   volume: IdentifierSchema,
   /** The operation's pod (`operations[].podUid`); omitted for a volume-level operation. */
   podUid: IdentifierSchema.optional(),
+  ...ActionNoteFields,
 });
 /** The body of a retry request. */
 export type RetryOperationRequest = z.infer<typeof RetryOperationRequestSchema>;
@@ -60,6 +97,7 @@ export const UnmountRequestSchema = z.strictObject({
   podUid: IdentifierSchema,
   /** The unique volume name (`actual.volumes[].uniqueVolumeName`). */
   volume: IdentifierSchema,
+  ...ActionNoteFields,
 });
 /** The body of an unmount request. */
 export type UnmountRequest = z.infer<typeof UnmountRequestSchema>;
@@ -110,6 +148,7 @@ export type UnmountRunningResponse = z.infer<typeof UnmountRunningResponseSchema
 export const OrphanCleanupRequestSchema = z.strictObject({
   podUid: IdentifierSchema,
   dryRun: z.boolean().optional(),
+  ...ActionNoteFields,
 });
 export type OrphanCleanupRequest = z.infer<typeof OrphanCleanupRequestSchema>;
 

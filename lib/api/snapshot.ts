@@ -477,6 +477,15 @@ export const AuditEntrySchema = z.object({
    * name, e.g. `system:serviceaccount:ns:sa`, or the static token's name), never an address.
    */
   caller: z.string(),
+  /**
+   * The caller's groups as the TokenReview reported them (e.g. `system:authenticated`); empty
+   * for the static token. Absent from entries recorded before groups were kept.
+   */
+  groups: z.array(z.string()).optional(),
+  /** The incident ID the operator typed in the confirmation dialog; `null` when none was given. Absent from older entries. */
+  incidentId: z.string().nullable().optional(),
+  /** The reason the operator typed in the confirmation dialog; `null` when none was given. Absent from older entries. */
+  reason: z.string().nullable().optional(),
   /** `resync`, `retry`, `unmount`, `orphan-cleanup` or `orphan-cleanup-dry-run`. */
   action: z.string(),
   /** What the action was about, e.g. `<podUid>/<volume>`; `null` for node-wide actions. */

@@ -12,6 +12,7 @@ import {
   RetryOperationResponseSchema,
   UnmountResponseSchema,
   UnmountRunningResponseSchema,
+  type ActionNote,
   type OrphanCleanupRequest,
   type OrphanCleanupResponse,
   type ResyncResponse,
@@ -51,9 +52,10 @@ function actionUrl(agent: string, path: string): string {
   return `/api/agents/${encodeURIComponent(agent)}/${path}`;
 }
 
-/** `POST …/resync`: a verification pass now. */
-export async function postResync(agent: string, fetchFn: typeof fetch = fetch): Promise<ResyncResponse> {
-  return ResyncResponseSchema.parse(await post(actionUrl(agent, 'resync'), undefined, fetchFn));
+/** `POST …/resync`: a verification pass now; the operator's note, when given, goes in the body for the audit. */
+export async function postResync(agent: string, fetchFn: typeof fetch = fetch, note: ActionNote = {}): Promise<ResyncResponse> {
+  const body = note.incidentId === undefined && note.reason === undefined ? undefined : note;
+  return ResyncResponseSchema.parse(await post(actionUrl(agent, 'resync'), body, fetchFn));
 }
 
 /** `POST …/operations/retry`: clear an operation's backoff. */
@@ -93,9 +95,26 @@ export function orphanCleanupMutationOptions(agent: string) {
 
 /** What an action dialog asks the agent to do. */
 export type ActionRequest =
-  | { kind: 'resync' }
+  | { kind: 'resync'; note?: ActionNote }
   | { kind: 'retry'; body: RetryOperationRequest }
   | { kind: 'unmount'; body: UnmountRequest };
+
+/** The request with the operator's note (incident ID, reason) added: into the body, or as resync's note. */
+export function withActionNote(request: ActionRequest, note: ActionNote): ActionRequest {
+  switch (request.kind) {
+    case 'resync':
+      return { kind: 'resync', note };
+    case 'retry':
+      return { kind: 'retry', body: { ...request.body, ...note } };
+    case 'unmount':
+      return { kind: 'unmount', body: { ...request.body, ...note } };
+  }
+}
+
+/** The orphan cleanup request with the operator's note added. */
+export function withCleanupNote(request: OrphanCleanupRequest, note: ActionNote): OrphanCleanupRequest {
+  return { ...request, ...note };
+}
 
 /**
  * Mutation options for actions on `agent`. Never retried (an action must run at most once per
@@ -108,7 +127,7 @@ export function agentActionMutationOptions(agent: string) {
     mutationFn: async (request) => {
       switch (request.kind) {
         case 'resync':
-          return { kind: 'resync', response: await postResync(agent) };
+          return { kind: 'resync', response: await postResync(agent, fetch, request.note) };
         case 'retry':
           return { kind: 'retry', response: await postRetry(agent, request.body) };
         case 'unmount':

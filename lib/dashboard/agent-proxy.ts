@@ -4,11 +4,13 @@
  * token ever reaches it. Server-only; the route handlers in `app/api/agents/` are thin wrappers.
  *
  * - `relayAgentEvents`: `GET /api/agents/<name>/events`, the agent's SSE stream passed through
- *   chunk by chunk (no buffering), with the client's `Last-Event-ID`; a client disconnect aborts
- *   the upstream request, and server shutdown closes the stream.
+ *   chunk by chunk (no buffering), with the client's `Last-Event-ID` unchanged; a client
+ *   disconnect aborts the upstream request, and server shutdown closes the stream. Open streams
+ *   are capped per agent and per user (stream-limits.ts: 503 + `Retry-After` beyond).
  * - `proxyAgentSnapshot`: `GET /api/agents/<name>/snapshot`.
  * - `proxyAgentAction`: `POST /api/agents/<name>/{resync,operations/retry,unmount,orphans/cleanup}`; the body is
- *   validated with the contract's schemas first, the agent's answer (including a 409 with its
+ *   read while streaming with the agent's 64 KiB cap (413 beyond, never read whole first) and
+ *   validated with the contract's schemas, the agent's answer (including a 409 with its
  *   checks) is passed through with its status.
  * - `listAgents`: `GET /api/agents`, names, URLs and when each was last seen.
  *
@@ -19,6 +21,7 @@ import {
   API_ROUTES,
   MAX_REQUEST_BODY_BYTES,
   OrphanCleanupRequestSchema,
+  ResyncRequestSchema,
   RetryOperationRequestSchema,
   UnmountRequestSchema,
   isInvalidRequestBodyError,
@@ -32,6 +35,8 @@ import {
 } from '../api/index.ts';
 import { findAgent, isAgentsConfigError, type AgentConfig, type AgentsConfig } from './agents-config.ts';
 import { AgentUnavailableError, isAgentUnavailableError } from './dashboard-error.ts';
+import { isBodyNotUtf8Error, isBodyTooLargeError, readBodyWithLimit } from './request-body-limit.ts';
+import { StreamLimits } from './stream-limits.ts';
 
 // TYPES
 
@@ -82,6 +87,13 @@ export interface AgentProxyDeps {
   readonly connectTimeoutMs: number;
   /** How long an action may take in total (TearDown can be slow). */
   readonly actionTimeoutMs: number;
+  /** Caps on relayed event streams per agent and per user; absent: the process's (stream-limits.ts defaults). */
+  readonly streamLimits?: StreamLimits;
+  /**
+   * Who a request is from, for the per-user stream cap (the logged-in user's name); absent or
+   * null: no per-user cap (only the per-agent one).
+   */
+  readonly requestUser?: (req: Request) => string | null;
 }
 
 /** Headers of every relayed event stream. */
@@ -107,6 +119,9 @@ function errorResponse(err: unknown, agent: string): Response {
     return jsonResponse(502, new AgentUnavailableError('agent-misconfigured', agent, err.message).toBody());
   }
   if (isInvalidRequestBodyError(err)) return jsonResponse(400, err.toErrorBody());
+  if (isBodyNotUtf8Error(err)) return jsonResponse(400, apiErrorBody('bad-request', err.message, { field: 'body' }));
+  // The rest of the body is not read: tell the client the connection is done.
+  if (isBodyTooLargeError(err)) return new Response(JSON.stringify(apiErrorBody('payload-too-large', err.message)), { status: 413, headers: { ...JSON_HEADERS, Connection: 'close' } });
   throw err;
 }
 
@@ -183,10 +198,21 @@ export function listAgents(deps: AgentProxyDeps): Response {
   });
 }
 
-/** A usable `Last-Event-ID` (a seq: digits only), from the header or `?lastEventId=`; `null` if none. */
-function requestedLastEventId(req: Request): string | null {
+/**
+ * A usable `Last-Event-ID`, from the header or `?lastEventId=`, passed on unchanged: the stream's
+ * own ids `<startedAt>.<seq>` (what the agent resumes from), or a bare seq from older clients;
+ * `null` for none or anything else (never forwarded).
+ */
+export function requestedLastEventId(req: Request): string | null {
   const raw = req.headers.get('last-event-id') ?? new URL(req.url).searchParams.get('lastEventId');
-  return raw !== null && /^[0-9]{1,16}$/.test(raw) ? raw : null;
+  return raw !== null && /^(?:[0-9]{1,15}\.)?[0-9]{1,16}$/.test(raw) ? raw : null;
+}
+
+/** The process's stream caps when the deps bring none. */
+function processStreamLimits(): StreamLimits {
+  const g = globalThis as ServerGlobals;
+  g.__volumescopeStreamLimits ??= new StreamLimits();
+  return g.__volumescopeStreamLimits;
 }
 
 /**
@@ -197,6 +223,11 @@ function requestedLastEventId(req: Request): string | null {
 export const STREAM_OPENED = new TextEncoder().encode(formatSseComment('connected to the agent'));
 
 export async function relayAgentEvents(req: Request, name: string, deps: AgentProxyDeps): Promise<Response> {
+  // The caps first: a refused stream costs no agent connection.
+  const slot = (deps.streamLimits ?? processStreamLimits()).acquire(name, deps.requestUser?.(req) ?? null);
+  if (!slot.ok) {
+    return new Response(JSON.stringify(apiErrorBody('not-ready', slot.message)), { status: 503, headers: { ...JSON_HEADERS, 'Retry-After': String(slot.retryAfterSeconds) } });
+  }
   const upstreamAbort = new AbortController();
   const onClientAbort = (): void => {
     upstreamAbort.abort();
@@ -223,6 +254,7 @@ export async function relayAgentEvents(req: Request, name: string, deps: AgentPr
   } catch (err) {
     clearTimeout(connectTimer);
     req.signal.removeEventListener('abort', onClientAbort);
+    slot.release();
     return errorResponse(err, name);
   } finally {
     clearTimeout(connectTimer);
@@ -234,6 +266,7 @@ export async function relayAgentEvents(req: Request, name: string, deps: AgentPr
   const finish = (): void => {
     if (finished) return;
     finished = true;
+    slot.release();
     unregister?.();
     req.signal.removeEventListener('abort', onClientAbort);
     upstreamAbort.abort();
@@ -343,11 +376,6 @@ function checkSameOrigin(req: Request, agent: string): void {
   if (isCrossSiteRequest(req)) throw new AgentUnavailableError('forbidden', agent, 'actions are accepted only from the dashboard itself');
 }
 
-/** The body text; `null` when it is larger than the agent would accept. */
-async function readBody(req: Request): Promise<string | null> {
-  const text = await req.text();
-  return new TextEncoder().encode(text).length > MAX_REQUEST_BODY_BYTES ? null : text;
-}
 
 /** The agent route of each action. */
 const actionRoutes = {
@@ -357,9 +385,11 @@ const actionRoutes = {
   'orphan-cleanup': API_ROUTES.orphanCleanup,
 } as const satisfies Record<AgentAction, { path: string }>;
 
-/** The validated body of an action with one (throws the 400 error `parseJsonRequestBody` throws). */
-function parseActionBody(action: Exclude<AgentAction, 'resync'>, text: string): unknown {
+/** The validated body of an action (throws the 400 error `parseJsonRequestBody` throws). */
+function parseActionBody(action: AgentAction, text: string): unknown {
   switch (action) {
+    case 'resync':
+      return parseJsonRequestBody(ResyncRequestSchema, text);
     case 'retry':
       return parseJsonRequestBody(RetryOperationRequestSchema, text);
     case 'unmount':
@@ -379,13 +409,12 @@ export async function proxyAgentAction(req: Request, name: string, action: Agent
     checkSameOrigin(req, name);
     const agent = resolveAgent(deps, name);
     let body: string | undefined;
-    if (action !== 'resync') {
+    // Read while streaming, with the agent's cap: a larger body is a 413 once the cap is passed.
+    const text = await readBodyWithLimit(req, MAX_REQUEST_BODY_BYTES);
+    // Resync's body (the operator's note) is optional; the other actions need one.
+    if (action !== 'resync' || text.trim() !== '') {
       if (!(req.headers.get('content-type') ?? '').startsWith('application/json')) {
         return jsonResponse(400, apiErrorBody('bad-request', 'body: Content-Type must be application/json', { field: 'body' }));
-      }
-      const text = await readBody(req);
-      if (text === null) {
-        return jsonResponse(413, apiErrorBody('payload-too-large', `body: larger than ${MAX_REQUEST_BODY_BYTES} bytes`));
       }
       body = JSON.stringify(parseActionBody(action, text));
     }
@@ -407,6 +436,7 @@ export async function proxyAgentAction(req: Request, name: string, action: Agent
 
 interface ServerGlobals {
   __volumescopeRegistry?: AgentContactRegistry;
+  __volumescopeStreamLimits?: StreamLimits;
   __volumescopeClosers?: Set<() => void>;
 }
 

@@ -31,6 +31,8 @@ export const DISCOVERY_NAMESPACE_ENV = 'VOLUMESCOPE_DISCOVERY_NAMESPACE';
 export const DISCOVERY_SELECTOR_ENV = 'VOLUMESCOPE_DISCOVERY_SELECTOR';
 export const DISCOVERY_TOKEN_FILE_ENV = 'VOLUMESCOPE_DISCOVERY_TOKEN_FILE';
 export const AGENT_PORT_ENV = 'VOLUMESCOPE_AGENT_PORT';
+/** `https` when the agents serve TLS (`--tls-cert-file`); default `http`. */
+export const AGENT_SCHEME_ENV = 'VOLUMESCOPE_AGENT_SCHEME';
 
 export const DEFAULT_DISCOVERY_SELECTOR = 'app.kubernetes.io/name=volumescope-agent';
 const DEFAULT_DISCOVERY_NAMESPACE = 'volumescope';
@@ -70,6 +72,8 @@ export interface DiscoverySettings {
   readonly tokenFile: string;
   /** The port of agents whose pod names no `api` container port. */
   readonly defaultPort: number;
+  /** How agents are reached (`VOLUMESCOPE_AGENT_SCHEME`); absent: `http`. */
+  readonly scheme?: 'http' | 'https';
   readonly api: KubeApiSource;
 }
 
@@ -135,7 +139,11 @@ export function parseDiscoverySettings(env: DiscoveryEnv, files: DiscoveryFiles)
       throw new DiscoveryConfigError(AGENT_PORT_ENV, `${JSON.stringify(portText)} is not a port (1-65535)`);
     }
   }
-  return { namespace, selector, tokenFile, defaultPort, api: kubeApiSource(env, files) };
+  const schemeText = env[AGENT_SCHEME_ENV]?.trim() ?? '';
+  if (schemeText !== '' && schemeText !== 'http' && schemeText !== 'https') {
+    throw new DiscoveryConfigError(AGENT_SCHEME_ENV, `${JSON.stringify(schemeText)} is not http or https`);
+  }
+  return { namespace, selector, tokenFile, defaultPort, ...(schemeText === 'https' ? { scheme: 'https' as const } : {}), api: kubeApiSource(env, files) };
 }
 
 /** Where the Kubernetes API is: `KUBECONFIG`, else in-cluster, else `~/.kube/config`; throws a {@link DiscoveryConfigError} when none. */

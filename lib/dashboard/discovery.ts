@@ -76,9 +76,9 @@ function agentPort(pod: AgentPod, defaultPort: number): number {
   return defaultPort;
 }
 
-/** `http://<ip>:<port>`, an IPv6 address in brackets. */
-function agentUrl(podIp: string, port: number): string {
-  return `http://${isIPv6(podIp) ? `[${podIp}]` : podIp}:${port}`;
+/** `http(s)://<ip>:<port>`, an IPv6 address in brackets. */
+function agentUrl(podIp: string, port: number, scheme: 'http' | 'https' = 'http'): string {
+  return `${scheme}://${isIPv6(podIp) ? `[${podIp}]` : podIp}:${port}`;
 }
 
 /** Whether a pod serves as an agent: Running, on a node, with a pod IP. */
@@ -104,7 +104,7 @@ function preferred(a: AgentPod, b: AgentPod): AgentPod {
  * The agents of `pods`: one per node with a serving agent pod, named after the node, sorted by
  * name. Pods that are not Running, have no IP or no node are skipped.
  */
-export function agentsFromPods(pods: Iterable<AgentPod>, settings: Pick<DiscoverySettings, 'tokenFile' | 'defaultPort'>): DiscoveredAgent[] {
+export function agentsFromPods(pods: Iterable<AgentPod>, settings: Pick<DiscoverySettings, 'tokenFile' | 'defaultPort' | 'scheme'>): DiscoveredAgent[] {
   const byNode = new Map<string, AgentPod>();
   for (const pod of pods) {
     if (!isServing(pod)) continue;
@@ -114,7 +114,7 @@ export function agentsFromPods(pods: Iterable<AgentPod>, settings: Pick<Discover
   }
   return [...byNode.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([node, pod]) => ({ name: node, url: agentUrl(pod.status?.podIP ?? '', agentPort(pod, settings.defaultPort)), tokenFile: settings.tokenFile }));
+    .map(([node, pod]) => ({ name: node, url: agentUrl(pod.status?.podIP ?? '', agentPort(pod, settings.defaultPort), settings.scheme), tokenFile: settings.tokenFile }));
 }
 
 

@@ -85,7 +85,7 @@ describe('observe mode feeds the views the kubelet’s evidence', () => {
     const pod = findPod(snapshot, 'uid-b');
     if (pod === null) throw new Error('pod b not found');
     const md = podMarkdownSummary({ node: 'observer', pod, now: SCRATCH_FAILED_AT + 7_000, snapshot, baseUrl: null });
-    expect(md).toContain('mkdir: no space left on device (the kubelet’s FailedMount at 2026-11-30 08:01:00 UTC)');
+    expect(md).toContain(String.raw`mkdir\: no space left on device (the kubelet’s FailedMount at 2026-11-30 08:01:00 UTC)`);
     expect(md).toContain('retry in 0:57 (2026-11-30 08:02:04 UTC, durationBeforeRetry 1m4s)');
     expect(md).toContain('waiting: mounted into pod');
   });

@@ -1,5 +1,8 @@
+import fc from 'fast-check';
+import { micromark } from 'micromark';
+import { gfm, gfmHtml } from 'micromark-extension-gfm';
 import { describe, expect, it } from 'vitest';
-import type { RecentEvent, Snapshot } from '../api/index.ts';
+import type { AuditEntry, RecentEvent, Snapshot } from '../api/index.ts';
 import { exampleSnapshot, FIXTURE_T0 } from '../api/testing/snapshot-fixtures.ts';
 import { markdownCell, nodeMarkdownSummary, podMarkdownSummary, rowStageText } from './markdown-summary.ts';
 import { summarizeNode } from './node-summary.ts';
@@ -10,6 +13,8 @@ const DB_UID = 'a7d9e3b1-6c45-4b8a-8f2d-0e1c9b7a5d33';
 const WEB_UID = '5c0a4c2e-0d3b-4f0e-9a51-2f6f1f3c7e10';
 const CSI_PG = 'kubernetes.io/csi/csi-loop.volumescope.dev^vol-pg';
 const CSI_DATA = 'kubernetes.io/csi/csi-loop.volumescope.dev^vol-data';
+/** The CSI volume's name as a link label: Markdown metacharacters escaped. */
+const CSI_DATA_LABEL = CSI_DATA.replaceAll('.', '\\.');
 const PG_PATH = `/nodes/node-a/volumes/${encodeURIComponent(CSI_PG)}`;
 const NOW = FIXTURE_T0 + 62_000;
 const BASE = 'https://vs.example';
@@ -55,13 +60,13 @@ describe('Copy as Markdown', () => {
         '',
         '| volume | state | stage | error | failing | next retry |',
         '|---|---|---|---|---|---|',
-        `| [pgdata](${BASE}${PG_PATH}) | uncertain | uncertain: device mounted | MountVolume.MountDevice failed for volume "pgdata" : rpc error: code = DeadlineExceeded desc = context deadline exceeded | failures ×3 since 2026-11-30 08:00:59 UTC, stuck for 3 s | retry in 0:01 (2026-11-30 08:01:03 UTC) |`,
+        `| [pgdata](${BASE}${PG_PATH}) | uncertain | uncertain: device mounted | MountVolume\\.MountDevice failed for volume "pgdata" \\: rpc error\\: code = DeadlineExceeded desc = context deadline exceeded | failures ×3 since 2026-11-30 08:00:59 UTC, stuck for 3 s | retry in 0:01 (2026-11-30 08:01:03 UTC) |`,
         '',
         'Last events (the latest group, aggregated):',
-        `- Warning FailedMount, 1 s ago ([pgdata](${BASE}${PG_PATH})): MountVolume.MountDevice failed for volume "pgdata" : rpc error: code = DeadlineExceeded desc = context deadline exceeded`,
+        `- Warning FailedMount, 1 s ago ([pgdata](${BASE}${PG_PATH})): MountVolume\\.MountDevice failed for volume "pgdata" \\: rpc error\\: code = DeadlineExceeded desc = context deadline exceeded`,
         '',
         'Pod errors:',
-        '- MountVolume.MountDevice failed for volume "pgdata": context deadline exceeded',
+        '- MountVolume\\.MountDevice failed for volume "pgdata"\\: context deadline exceeded',
         '',
         `[Open the pod in VolumeScope](${BASE}/nodes/node-a/pods/${DB_UID}) · [node node-a](${BASE}/nodes/node-a)`,
         '',
@@ -145,9 +150,9 @@ describe('Copy as Markdown', () => {
     // Assert
     expect(text).toContain('Last events (the latest 3 groups, aggregated):');
     expect(eventLines(text)).toEqual([
-      `- Warning FailedMount ×3 over 31 s, last 1 s ago ([pgdata](${BASE}${PG_PATH})): MountVolume.MountDevice failed for volume "pgdata" : latest \\| piped second line`,
-      `- Normal SuccessfulMountVolume, 42 s ago ([${CSI_DATA}](${BASE}/nodes/node-a/volumes/${encodeURIComponent(CSI_DATA)})): MountVolume.SetUp succeeded`,
-      `- Warning FailedMount, 52 s ago ([${CSI_DATA}](${BASE}/nodes/node-a/volumes/${encodeURIComponent(CSI_DATA)})): MountVolume.SetUp failed for volume "data" : older`,
+      `- Warning FailedMount ×3 over 31 s, last 1 s ago ([pgdata](${BASE}${PG_PATH})): MountVolume\\.MountDevice failed for volume "pgdata" \\: latest \\| piped second line`,
+      `- Normal SuccessfulMountVolume, 42 s ago ([${CSI_DATA_LABEL}](${BASE}/nodes/node-a/volumes/${encodeURIComponent(CSI_DATA)})): MountVolume\\.SetUp succeeded`,
+      `- Warning FailedMount, 52 s ago ([${CSI_DATA_LABEL}](${BASE}/nodes/node-a/volumes/${encodeURIComponent(CSI_DATA)})): MountVolume\\.SetUp failed for volume "data" \\: older`,
     ]);
     expect(text).not.toContain('oldest');
   });
@@ -164,7 +169,7 @@ describe('Copy as Markdown', () => {
       ],
     };
     const text = nodeMarkdownSummary({ node: 'node-a', summary: summarizeNode(resolved), rows: deriveVolumeRows(resolved), snapshot: resolved, now: NOW, baseUrl: null });
-    expect(eventLines(text)).toEqual(['- Warning FailedMount, 57 s ago (default/web-0 / data): MountVolume.SetUp failed for volume "data" : transient — resolved: mounted at 2026-11-30 08:00:08 UTC']);
+    expect(eventLines(text)).toEqual(['- Warning FailedMount, 57 s ago (default/web-0 / data): MountVolume\\.SetUp failed for volume "data" \\: transient — resolved: mounted at 2026-11-30 08:00:08 UTC']);
   });
 
   it('every link is built on the configured public base URL, path prefix included', () => {
@@ -194,7 +199,7 @@ describe('Copy as Markdown', () => {
     expect(text).toContain('**Node node-a**: degraded (1 in backoff, 1 uncertain, 1 pod with errors)');
     expect(text).toContain('| default/db-0 | pgdata | uncertain | uncertain: device mounted |');
     expect(text).toContain('| failures ×3 since 2026-11-30 08:00:59 UTC, stuck for 3 s |');
-    expect(eventLines(text)).toEqual(['- Warning FailedMount, 1 s ago (default/db-0 / pgdata): MountVolume.MountDevice failed for volume "pgdata" : rpc error: code = DeadlineExceeded desc = context deadline exceeded']);
+    expect(eventLines(text)).toEqual(['- Warning FailedMount, 1 s ago (default/db-0 / pgdata): MountVolume\\.MountDevice failed for volume "pgdata" \\: rpc error\\: code = DeadlineExceeded desc = context deadline exceeded']);
     expect(text).not.toContain('web-0');
   });
 
@@ -211,5 +216,66 @@ describe('Copy as Markdown', () => {
     const rows = deriveVolumeRows({ ...snapshot, actual: { volumes: [] } });
     // The configMap is not attachable: its stage is the kubelet's verification, never "attached".
     expect(rows.map(rowStageText)).toEqual(['waiting: verified on node', 'waiting: attached', 'waiting: attached']);
+  });
+
+  it('lists the operator actions on the pod with who (and groups), the incident ID, the reason, the checks and the outcome', () => {
+    const snapshot = exampleSnapshot();
+    const entry: AuditEntry = {
+      time: FIXTURE_T0 + 60_000,
+      caller: 'alice@example.com',
+      groups: ['volumescope:operators'],
+      incidentId: 'INC-4711',
+      reason: 'stuck after the driver restart',
+      action: 'unmount',
+      target: `${DB_UID}/${CSI_PG}`,
+      checks: [{ name: 'pod-not-desired', ok: true, detail: 'pod is not in the desired state' }],
+      result: 'succeeded',
+      message: null,
+    };
+    const text = podMarkdownSummary({ node: 'node-a', pod: dbPod(snapshot), snapshot: { ...snapshot, audit: [entry] }, now: NOW, baseUrl: null });
+
+    expect(text).toContain('Operator actions (the latest):');
+    expect(text).toContain(
+      String.raw`- 2026-11-30 08:01:00 UTC **alice\@example\.com** (volumescope\:operators): unmount ` +
+        `\`${DB_UID}/${CSI_PG}\` → **succeeded** · incident INC-4711 · reason: stuck after the driver restart · checks: ✓ pod-not-desired: pod is not in the desired state`,
+    );
+  });
+
+  /** Strings made to inject Markdown: links, images, HTML, autolinks, table breaks. */
+  const hostile = fc
+    .array(
+      fc.oneof(
+        fc.constantFrom('[x](https://evil.example)', '![i](https://evil.example/i.png)', '<img src=x onerror=alert(1)>', '<script>alert(1)</script>', 'www.evil.example', 'https://evil.example', 'a@evil.example', '<https://evil.example>', '|', '\n', '`', '**', '_', ')', '(', ']', '['),
+        fc.string({ maxLength: 3 }),
+      ),
+      { minLength: 1, maxLength: 8 },
+    )
+    .map((parts) => parts.join(''));
+
+  it('injects no link, image or HTML from pod-controlled names, errors, events and audit texts (property, rendered with GFM)', () => {
+    fc.assert(
+      fc.property(hostile, hostile, hostile, (name, error, reason) => {
+        const base = exampleSnapshot();
+        const replaced = JSON.parse(JSON.stringify(base), (_key, value: unknown) => {
+          if (value === 'db-0' || value === 'pgdata') return name;
+          if (typeof value === 'string' && value.includes('deadline exceeded')) return error;
+          return value;
+        }) as Snapshot;
+        const audit: AuditEntry[] = [{ time: FIXTURE_T0, caller: name, groups: [reason], incidentId: name, reason, action: 'unmount', target: `${DB_UID}/${name}`, checks: [{ name, ok: false, detail: error }], result: 'refused', message: error }];
+        const snapshot: Snapshot = { ...replaced, audit, recentEvents: [failedMount(61_000, CSI_PG, DB_UID, error)] };
+        const texts = [
+          podMarkdownSummary({ node: 'node-a', pod: dbPod(snapshot), snapshot, now: NOW, baseUrl: BASE }),
+          nodeMarkdownSummary({ node: 'node-a', summary: summarizeNode(snapshot), rows: deriveVolumeRows(snapshot), snapshot, now: NOW, baseUrl: BASE }),
+        ];
+        for (const text of texts) {
+          const html = micromark(text, { extensions: [gfm()], htmlExtensions: [gfmHtml()], allowDangerousHtml: true });
+          expect(html).not.toMatch(/<(img|script|iframe)\b/);
+          const tags = new Set([...html.matchAll(/<\/?([a-zA-Z][a-zA-Z0-9]*)/g)].map((m) => m[1]));
+          for (const tag of tags) expect(['p', 'strong', 'em', 'code', 'a', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'ul', 'li']).toContain(tag);
+          for (const m of html.matchAll(/<a href="([^"]*)"/g)) expect(m[1]).toMatch(/^https:\/\/vs\.example\/nodes\/node-a(\/|$)/);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });

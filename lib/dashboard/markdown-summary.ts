@@ -1,11 +1,17 @@
 /**
  * "Copy as Markdown": a concise summary of a pod's volumes (or a node's problem volumes) to paste
  * into a ticket, a runbook or an incident document: stage, error, next retry, how long and how
- * often it has failed (failures ×N since T, stuck for D), the last three aggregated events, node
- * and time. Every link is absolute, on the dashboard's public base URL (public-url.ts), so it
- * works wherever the text is pasted.
+ * often it has failed (failures ×N since T, stuck for D), the last three aggregated events, the
+ * recent operator actions with who took them and why (incident ID, reason, checks, outcome),
+ * node and time. Every link is absolute, on the dashboard's public base URL (public-url.ts), so
+ * it works wherever the text is pasted.
+ *
+ * Every text that pod authors (or drivers) control is escaped (markdown-escape.ts): names,
+ * paths, error texts and event messages read as themselves; no link, image, HTML or autolink
+ * can come out of them. Only the links this module builds itself are links.
  */
-import type { OperationHistory, RecentEvent, Snapshot } from '../api/index.ts';
+import type { AuditEntry, OperationHistory, RecentEvent, Snapshot } from '../api/index.ts';
+import { escapeMarkdownText, markdownCode } from './markdown-escape.ts';
 import {
   aggregateEvents,
   eventGroupResolution,
@@ -28,12 +34,30 @@ import { formatUtc, operationTiming } from './time-format.ts';
 /** How many aggregated events a summary lists: the latest groups. */
 export const MARKDOWN_EVENT_GROUPS = 3;
 
-/** The parts of a snapshot a summary reads besides its rows. */
-export type MarkdownSnapshot = Pick<Snapshot, 'seq' | 'desired' | 'actual' | 'operationHistory' | 'recentEvents'>;
+/** How many operator actions a summary lists: the latest ones. */
+export const MARKDOWN_AUDIT_ENTRIES = 5;
 
-/** Makes text safe inside a Markdown table cell: one line, pipes escaped. */
+/** The parts of a snapshot a summary reads besides its rows. */
+export type MarkdownSnapshot = Pick<Snapshot, 'seq' | 'desired' | 'actual' | 'operationHistory' | 'recentEvents'> & Partial<Pick<Snapshot, 'audit'>>;
+
+/**
+ * Makes text that pod authors or drivers control (names, paths, errors, event messages) safe
+ * inside Markdown, a table cell included: one line, every metacharacter escaped; `(empty)` for
+ * blank text.
+ */
 export function markdownCell(text: string): string {
-  return text.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/\r?\n|\r/g, ' ').trim();
+  const trimmed = text.trim();
+  // Empty, it would leave `- ` alone on a line: a setext underline that turns the line above into a heading.
+  return trimmed === '' ? '(empty)' : escapeMarkdownText(trimmed);
+}
+
+/**
+ * This module's own words (states, stage labels, times, counts) in a table cell: one line with
+ * pipes escaped; nothing else in them is Markdown, and they read better unescaped where a
+ * ticket system shows the raw text. Never for text from outside.
+ */
+function ownCell(text: string): string {
+  return text.replace(/\|/g, '\\|').replace(/\r?\n|\r/g, ' ');
 }
 
 /** The stage text of a row: `ready`, or the blocking stage and how it stands. */
@@ -68,10 +92,30 @@ export function rowErrorText(row: Pick<VolumeRow, 'operation' | 'kubelet'>): str
   return `${error} (the kubelet’s ${backoff.reason ?? 'event'}${at})`;
 }
 
-/** A Markdown link on the public base URL; the bare (escaped) text when there is no base. */
+/** {@link rowErrorText} as Markdown: the error and the event reason escaped, the rest ours. */
+function rowErrorMarkdown(row: Pick<VolumeRow, 'operation' | 'kubelet'>): string {
+  const error = row.operation?.lastError ?? null;
+  if (error === null) return '—';
+  const backoff = row.kubelet?.backoff;
+  if (backoff === undefined) return markdownCell(error);
+  const at = backoff.observedAt === null ? '' : ` at ${formatUtc(backoff.observedAt)}`;
+  return `${markdownCell(error)} (the kubelet’s ${backoff.reason == null ? 'event' : markdownCell(backoff.reason)}${at})`;
+}
+
+/** A URL as a Markdown link destination: nothing in it can end the destination or be read as Markdown. */
+function linkDestination(url: string): string {
+  return url.replace(/[()<>\\ !*'`[\]]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+}
+
+/**
+ * A Markdown link on the public base URL; the bare (escaped) text when there is no base. Names
+ * in the path are percent-encoded by the route builders, which leave `(`, `)`, `!`, `*` and `'`
+ * as they are: those (and any `<`, `>`, `\\`, space) are percent-encoded here too, so no name
+ * can end the destination and start a link or an image of its own.
+ */
 function link(text: string, base: string | null, path: string): string {
-  const label = markdownCell(text).replace(/[[\]]/g, '\\$&');
-  return base === null ? label : `[${label}](${publicLink(base, path)})`;
+  const label = markdownCell(text);
+  return base === null ? label : `[${label}](${linkDestination(publicLink(base, path))})`;
 }
 
 /** What the table's rows need to say how they fail. */
@@ -100,11 +144,11 @@ function volumeTable(rows: readonly VolumeRow[], node: string, now: number, with
     const cells = [
       ...(withPod ? [link(rowPodName(row), base, podHref(node, row.podUid))] : []),
       link(row.volumeName, base, volumeHref(node, row.uniqueVolumeName)),
-      markdownCell(volumeStateText(row.state, row.uncertainCause)),
-      markdownCell(rowStageText(row)),
-      markdownCell(rowErrorText(row)),
-      markdownCell(failureText(row, failures, now)),
-      markdownCell(retryText(row, now)),
+      ownCell(volumeStateText(row.state, row.uncertainCause)),
+      ownCell(rowStageText(row)),
+      rowErrorMarkdown(row),
+      ownCell(failureText(row, failures, now)),
+      ownCell(retryText(row, now)),
     ];
     lines.push(`| ${cells.join(' | ')} |`);
   }
@@ -136,9 +180,34 @@ function eventLines(events: readonly RecentEvent[], snapshot: MarkdownSnapshot, 
     if (g.volume !== null) about.push(link(row?.volumeName ?? g.volume, base, volumeHref(node, g.volume)));
     const subject = about.length === 0 ? 'node' : about.join(' / ');
     const resolution = eventGroupResolution(g, actual, snapshot.operationHistory, desiredPods);
-    lines.push(`- ${g.type} ${markdownCell(eventGroupSummary(g, now))} (${subject}): ${markdownCell(g.lastMessage)}${resolutionText(resolution)}`);
+    // The reason is the event's (anyone who may post events chose it); the rest is ours.
+    const summary = eventGroupSummary(g, now);
+    const counted = summary.startsWith(g.reason) ? `${markdownCell(g.reason)}${ownCell(summary.slice(g.reason.length))}` : markdownCell(summary);
+    lines.push(`- ${markdownCell(g.type)} ${counted} (${subject}): ${markdownCell(g.lastMessage)}${resolutionText(resolution)}`);
   }
   return lines;
+}
+
+/**
+ * One operator action as a Markdown list item: when, who (with groups), what on which target,
+ * the outcome, the incident ID and reason typed in the dialog, the message and the checks
+ * (✓/✕ name: detail). Every text is escaped.
+ */
+export function auditEntryMarkdown(entry: AuditEntry): string {
+  const groups = entry.groups !== undefined && entry.groups.length > 0 ? ` (${markdownCell(entry.groups.join(', '))})` : '';
+  const parts = [`- ${formatUtc(entry.time)} **${markdownCell(entry.caller)}**${groups}: ${markdownCell(entry.action)} ${entry.target === null ? 'node' : markdownCode(entry.target)} → **${entry.result}**`];
+  if (entry.incidentId != null) parts.push(`incident ${markdownCell(entry.incidentId)}`);
+  if (entry.reason != null) parts.push(`reason: ${markdownCell(entry.reason)}`);
+  if (entry.message !== null) parts.push(markdownCell(entry.message));
+  if (entry.checks.length > 0) parts.push(`checks: ${entry.checks.map((c) => `${c.ok ? '✓' : '✕'} ${markdownCell(c.name)}: ${markdownCell(c.detail)}`).join('; ')}`);
+  return parts.join(' · ');
+}
+
+/** The latest {@link MARKDOWN_AUDIT_ENTRIES} actions, newest first; none: nothing. */
+function auditLines(audit: readonly AuditEntry[]): string[] {
+  if (audit.length === 0) return [];
+  const latest = audit.slice(-MARKDOWN_AUDIT_ENTRIES).reverse();
+  return ['', `Operator actions (${latest.length === 1 ? 'the latest' : `the latest ${latest.length}`}):`, ...latest.map(auditEntryMarkdown)];
 }
 
 /** What {@link podMarkdownSummary} needs. */
@@ -165,12 +234,12 @@ export function podMarkdownSummary(input: PodMarkdownInput): string {
   const { pod, node, now, snapshot, baseUrl: base } = input;
   const status = podStatusLine(podStatusOf(snapshot.desired.pods, pod.uid), now);
   const lines = [
-    `**Pod ${podDisplayName(pod)}** (uid \`${pod.uid}\`) on node **${node}**${pod.desired ? '' : ' — not in the desired world'}`,
+    `**Pod ${markdownCell(podDisplayName(pod))}** (uid ${markdownCode(pod.uid)}) on node **${markdownCell(node)}**${pod.desired ? '' : ' — not in the desired world'}`,
     `_${formatUtc(now)}, agent seq ${snapshot.seq}_`,
     // The pod's phase and containers' states, only where the source has a status.
     ...(status === null ? [] : [markdownCell(status)]),
     '',
-    `\`${kubeletSummaryLine(pod.rows)}\``,
+    markdownCode(kubeletSummaryLine(pod.rows)),
     '',
   ];
   if (pod.rows.length === 0) lines.push('No volumes.');
@@ -180,6 +249,7 @@ export function podMarkdownSummary(input: PodMarkdownInput): string {
     lines.push('', 'Pod errors:');
     for (const e of pod.errors) lines.push(`- ${markdownCell(e)}`);
   }
+  lines.push(...auditLines((snapshot.audit ?? []).filter((a) => a.target !== null && (a.target === pod.uid || a.target.startsWith(`${pod.uid}/`)))));
   if (base !== null) lines.push('', `${link('Open the pod in VolumeScope', base, podHref(node, pod.uid))} · ${link(`node ${node}`, base, nodeHref(node))}`);
   return `${lines.join('\n')}\n`;
 }
@@ -205,7 +275,7 @@ export function nodeMarkdownSummary(input: NodeMarkdownInput): string {
   const limit = input.limit ?? 20;
   const problems = input.rows.filter((r) => r.state !== 'ready');
   const lines = [
-    `**Node ${node}**: ${s.health}${s.reasons.length > 0 ? ` (${s.reasons.join(', ')})` : ''}`,
+    `**Node ${markdownCell(node)}**: ${s.health}${s.reasons.length > 0 ? ` (${markdownCell(s.reasons.join(', '))})` : ''}`,
     `_${formatUtc(now)}, agent seq ${s.seq}_`,
     '',
     `pods ${s.pods} · desired volumes ${s.desiredVolumes} · mounted ${s.mounted} · uncertain ${s.uncertain} · pending ${s.pending} · in backoff ${s.inBackoff} · pod errors ${s.podErrors} · source errors ${s.sourceErrors}`,
@@ -217,6 +287,7 @@ export function nodeMarkdownSummary(input: NodeMarkdownInput): string {
     if (problems.length > limit) lines.push('', `…and ${problems.length - limit} more not ready.`);
   }
   lines.push(...eventLines(input.snapshot.recentEvents, input.snapshot, input.rows, node, now, true, base));
+  lines.push(...auditLines(input.snapshot.audit ?? []));
   if (base !== null) lines.push('', link(`Open node ${node} in VolumeScope`, base, nodeHref(node)));
   return `${lines.join('\n')}\n`;
 }

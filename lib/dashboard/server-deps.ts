@@ -6,6 +6,14 @@ import { realClock } from '../clock/clock.ts';
 import { getAgentsConfig, readAgentToken } from './agents-config.ts';
 import { onServerShutdown, serverContactRegistry, type AgentProxyDeps } from './agent-proxy.ts';
 import { FIRST_LIST_WAIT_MS, startedServerDiscovery } from './discovery.ts';
+import { agentTransportFromEnv, type AgentTransport } from './agent-transport.ts';
+
+/** The process's transport to agents (one connection pool), made on first use. */
+function serverTransport(): AgentTransport {
+  const g = globalThis as { __volumescopeAgentTransport?: AgentTransport };
+  g.__volumescopeAgentTransport ??= agentTransportFromEnv(process.env);
+  return g.__volumescopeAgentTransport;
+}
 
 /** How long to wait for an agent's response headers before calling it unreachable. */
 const AGENT_CONNECT_TIMEOUT_MS = 5_000;
@@ -16,7 +24,8 @@ const AGENT_ACTION_TIMEOUT_MS = 130_000;
 export function serverProxyDeps(): AgentProxyDeps {
   return {
     config: getAgentsConfig,
-    fetch: (input, init) => fetch(input, init),
+    // VOLUMESCOPE_AGENT_CA_FILE: agents' TLS certificates are verified with that CA bundle (agent-transport.ts).
+    fetch: (input, init) => serverTransport().fetch(input, init),
     readToken: (agent) => readAgentToken(agent),
     now: () => realClock.now(),
     registry: serverContactRegistry(),

@@ -43,6 +43,10 @@ export async function startServer(options: FixtureOptions = {}): Promise<ServerF
     runtime,
     authenticator: options.authenticator ?? staticTokenAuthenticator(TEST_TOKEN, { name: 'test-client' }),
     metrics,
+    // Reads are served from the last build and rebuild only when the pacing allows it
+    // (SnapshotFeed.publishIfDue); with no minimum interval on the fake clock, a read after a
+    // change sees it, as the tests expect. The pacing itself: agent-server.test.ts, snapshot-feed.test.ts.
+    minRebuildIntervalMs: 0,
     ...options.server,
   });
   const { host, port } = await server.listen('127.0.0.1', 0);

@@ -177,6 +177,9 @@ class RequestError extends Error {
 
 const maxBodyBytes = 8 * 1024 * 1024;
 
+/** The fake API server's own token audience (what a TokenReview without audiences checks against). */
+export const FAKE_API_SERVER_AUDIENCE = 'https://kubernetes.default.svc.cluster.local';
+
 export class FakeApiServer {
   /** The object store; tests may also use it directly. */
   readonly store: ObjectStore;
@@ -191,6 +194,7 @@ export class FakeApiServer {
   private holds: Hold[] = [];
   private readonly recorded: RecordedRequest[] = [];
   private readonly tokenUsers = new Map<string, ReviewedUser>();
+  private readonly tokenAudiences = new Map<string, string[]>();
   private readonly accessPolicies = new Map<string, AccessPolicy>();
   private defaultAccessPolicy: AccessPolicy = { allowed: false, reason: 'no access policy for this user' };
   private bookmarkTimer: TimerHandle | undefined;
@@ -336,6 +340,16 @@ export class FakeApiServer {
   // Authentication and authorization reviews
 
   /** A TokenReview of `token` authenticates it as `user`; undefined makes the token invalid again. */
+  /**
+   * The audiences `token` is valid for (as a projected service-account token's `audience`); a
+   * TokenReview naming audiences authenticates it only for those it shares, as the API server
+   * does. Unset: valid for whatever audiences a review names (the API server's own included).
+   */
+  setTokenAudiences(token: string, audiences: readonly string[] | undefined): void {
+    if (audiences === undefined) this.tokenAudiences.delete(token);
+    else this.tokenAudiences.set(token, [...audiences]);
+  }
+
   setTokenUser(token: string, user: ReviewedUser | undefined): void {
     if (user === undefined) this.tokenUsers.delete(token);
     else this.tokenUsers.set(token, user);
@@ -742,10 +756,16 @@ export class FakeApiServer {
     if (spec === undefined || typeof spec.token !== 'string') throw new RequestError(400, 'BadRequest', 'TokenReview: spec.token is required');
     const audiences = Array.isArray(spec.audiences) ? spec.audiences.filter((a) => typeof a === 'string') : [];
     const user = this.tokenUsers.get(spec.token);
+    const valid = this.tokenAudiences.get(spec.token);
+    // A review naming no audiences asks for the API server's own.
+    const requested = audiences.length === 0 ? [FAKE_API_SERVER_AUDIENCE] : audiences;
+    const shared = valid === undefined ? audiences : requested.filter((a) => valid.includes(a));
     const status: JsonObject =
       user === undefined
         ? { authenticated: false, error: 'invalid bearer token' }
-        : { authenticated: true, user: toJsonObject(user), audiences };
+        : valid !== undefined && shared.length === 0
+          ? { authenticated: false, error: 'token audiences is invalid for the target audiences' }
+          : { authenticated: true, user: toJsonObject(user), audiences: shared };
     return { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', metadata: {}, spec, status };
   }
 
