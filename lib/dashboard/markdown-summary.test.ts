@@ -96,7 +96,8 @@ describe('Copy as Markdown', () => {
     expect(text.split('\n').slice(0, 4)).toEqual([
       `**Pod default/db-0** (uid \`${DB_UID}\`) on node **node-a**`,
       '_2026-11-30 08:01:02 UTC, agent seq 42_',
-      'phase Pending · db: ContainerCreating since 1 min',
+      // The line carries pod-authored names, escaped (`db\:` renders as `db:`).
+      'phase Pending · db\\: ContainerCreating since 1 min',
       '',
     ]);
     expect(without).not.toContain('ContainerCreating');
