@@ -1,5 +1,6 @@
 import Link from 'next/link';
 import type { ReactNode } from 'react';
+import { SessionMenu } from '../../components/auth/session-menu.tsx';
 
 export default function DashboardLayout({ children }: { children: ReactNode }) {
   return (
@@ -14,6 +15,7 @@ export default function DashboardLayout({ children }: { children: ReactNode }) {
         <nav aria-label="Main">
           <Link href="/">Nodes</Link>
         </nav>
+        <SessionMenu />
       </header>
       <main id="main" className="main">
         {children}

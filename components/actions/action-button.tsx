@@ -2,17 +2,20 @@
 
 import { useId } from 'react';
 import type { ActionAvailability } from '../../lib/dashboard/action-guards.ts';
+import { withPermission } from '../../lib/dashboard/auth/permissions-client.ts';
+import { useAgentPermissions } from '../page/agent-permissions.tsx';
 
 /**
  * A button for an action. When not allowed it stays focusable but inert (`aria-disabled`), and
  * the reason is shown under it (over what follows, never moving it: `.action__reason` is
- * positioned) and read with it. `accessibleName` names the target too ("Unmount volume config of
+ * positioned) and read with it. Every action needs `update` on the agent: a user without it
+ * sees the button refused with the permission's reason. `accessibleName` names the target too ("Unmount volume config of
  * pod default/web-0"); it starts with the visible `label`, so speech input finds the button.
  */
 export function ActionButton({
   label,
   accessibleName,
-  availability,
+  availability: ownAvailability,
   onClick,
   small = false,
 }: {
@@ -23,6 +26,7 @@ export function ActionButton({
   small?: boolean;
 }) {
   const reasonId = useId();
+  const availability = withPermission(ownAvailability, useAgentPermissions());
   const allowed = availability.allowed;
   return (
     <span className="action">

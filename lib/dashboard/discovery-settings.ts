@@ -138,7 +138,8 @@ export function parseDiscoverySettings(env: DiscoveryEnv, files: DiscoveryFiles)
   return { namespace, selector, tokenFile, defaultPort, api: kubeApiSource(env, files) };
 }
 
-function kubeApiSource(env: DiscoveryEnv, files: DiscoveryFiles): KubeApiSource {
+/** Where the Kubernetes API is: `KUBECONFIG`, the pod's service account, else `~/.kube/config`; throws DiscoveryConfigError when none. */
+export function kubeApiSource(env: DiscoveryEnv, files: DiscoveryFiles): KubeApiSource {
   const listed = kubeconfigPaths(env).map((p) => p.trim());
   if (listed.length > 0) return { kind: 'kubeconfig', files: listed.map((p) => resolve(files.cwd, p)), variable: 'KUBECONFIG' };
   if ((env.KUBERNETES_SERVICE_HOST ?? '') !== '' && (env.KUBERNETES_SERVICE_PORT ?? '') !== '') {

@@ -1,9 +1,14 @@
 /**
- * The production wiring of the agent proxy: `process.env` configuration, token files, the
- * global fetch, the process clock, and the shutdown hook. Server-only.
+ * The production wiring of the agent proxy: `process.env` configuration, the token of the
+ * request's session (the user's own; the token files for the demo's local session; see
+ * auth/agent-credential.ts), the global fetch, the process clock, and the shutdown hook.
+ * Server-only; call it inside a request (the session is read from its cookies).
  */
 import { realClock } from '../clock/clock.ts';
 import { getAgentsConfig, readAgentToken } from './agents-config.ts';
+import { agentTokenFor } from './auth/agent-credential.ts';
+import { currentSession } from './auth/server-session.ts';
+import type { Session } from './auth/session.ts';
 import { onServerShutdown, serverContactRegistry, type AgentProxyDeps } from './agent-proxy.ts';
 import { FIRST_LIST_WAIT_MS, startedServerDiscovery } from './discovery.ts';
 
@@ -14,10 +19,11 @@ const AGENT_ACTION_TIMEOUT_MS = 130_000;
 
 /** The dependencies route handlers and server pages use. */
 export function serverProxyDeps(): AgentProxyDeps {
+  let session: Promise<Session | null> | null = null; // read once, when a token is first needed
   return {
     config: getAgentsConfig,
     fetch: (input, init) => fetch(input, init),
-    readToken: (agent) => readAgentToken(agent),
+    readToken: async (agent) => agentTokenFor(await (session ??= currentSession()), agent, (a) => readAgentToken(a)),
     now: () => realClock.now(),
     registry: serverContactRegistry(),
     onShutdown: onServerShutdown,
