@@ -15,17 +15,15 @@
  *   TokenReview/SubjectAccessReview lets the viewer read and refuses its resync with 403 (passed
  *   through to the browser), and lets the operator act, recorded in the audit log under its name.
  */
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentContactRegistry, proxyAgentAction, proxyAgentSnapshot, type AgentProxyDeps } from '../../lib/dashboard/agent-proxy.ts';
 import { agentTokenFor } from '../../lib/dashboard/auth/agent-credential.ts';
 import { isKubeUserError, nodePermissions, processKubeConfig, reviewOwnToken } from '../../lib/dashboard/auth/kube-user.ts';
 import type { Session } from '../../lib/dashboard/auth/session.ts';
 import type { ClusterAgent } from '../../scripts/cluster/cluster.ts';
+import { createToken, createViewerAndOperator } from './user-accounts.ts';
 import { cluster, versionTag } from './cluster-context.ts';
 
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const API = versionTag('kube-apiserver');
 const NS = 'dashboard-login-test';
 const NODE_NAME = 'agent-login';
@@ -33,8 +31,6 @@ const NODE_NAME = 'agent-login';
 let agent: ClusterAgent;
 const tokens = { viewer: '', operator: '' };
 const savedKubeconfig = process.env['KUBECONFIG'];
-
-const createToken = async (sa: string, namespace = NS): Promise<string> => (await cluster.kubectl(['create', 'token', sa, '-n', namespace, '--duration=1h'])).trim();
 
 /** The dashboard proxy's dependencies with `session` as the request's session. */
 function proxyDeps(session: Session): AgentProxyDeps {
@@ -58,22 +54,7 @@ async function login(token: string): Promise<Session> {
 }
 
 beforeAll(async () => {
-  await cluster.kubectl(['apply', '-f', join(REPO, 'deploy', 'base', 'namespace.yaml')]);
-  await cluster.kubectl(['apply', '-k', join(REPO, 'deploy')]);
-  const binding = (role: string, sa: string): string =>
-    [
-      'apiVersion: rbac.authorization.k8s.io/v1',
-      'kind: ClusterRoleBinding',
-      `metadata: {name: ${NS}-${sa}}`,
-      `roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ${role}}`,
-      `subjects: [{kind: ServiceAccount, name: ${sa}, namespace: ${NS}}]`,
-    ].join('\n');
-  const sa = (name: string): string => `apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: ${name}, namespace: ${NS}}`;
-  await cluster.kubectl(['apply', '-f', '-'], {
-    input: [`apiVersion: v1\nkind: Namespace\nmetadata: {name: ${NS}}`, sa('viewer'), sa('operator'), binding('volumescope-viewer', 'viewer'), binding('volumescope-operator', 'operator')].join('\n---\n'),
-  });
-  tokens.viewer = await createToken('viewer');
-  tokens.operator = await createToken('operator');
+  Object.assign(tokens, await createViewerAndOperator(NS));
   // The dashboard's own client configuration: its ServiceAccount, as deployed.
   process.env['KUBECONFIG'] = cluster.tokenKubeconfig('dashboard-login', await createToken('volumescope-dashboard', 'volumescope'));
   agent = await cluster.startAgent({ nodeName: NODE_NAME, args: ['--authentication-token-webhook', '--authorization-mode=Webhook'] });

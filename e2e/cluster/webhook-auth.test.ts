@@ -154,7 +154,7 @@ describe(`dashboard discovery through the API server (${API})`, () => {
     }
   });
 
-  it(`finds agent-0 and ${WEBHOOK_NODE} with their URLs, as the dashboard's service account, and the dashboard's token may read and act (${API})`, async () => {
+  it(`finds agent-0 and ${WEBHOOK_NODE} with their URLs, as the dashboard's service account, and the agents refuse the dashboard's own token (${API})`, async () => {
     for (const { node, url } of pods()) {
       await cluster.kubectl(['apply', '-f', '-'], { input: agentPod(node, Number(new URL(url).port)) });
       await cluster.kubectl([

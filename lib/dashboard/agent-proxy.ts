@@ -159,7 +159,7 @@ async function agentFetch(
   deps.registry.markSeen(agent.name, deps.now());
   if (response.status === 401) {
     await response.body?.cancel();
-    throw unavailable(deps, agent.name, 'agent-unauthorized', `${agent.url} rejected the dashboard's token (401); check the token file ${agent.tokenFile}`);
+    throw unavailable(deps, agent.name, 'agent-unauthorized', `${agent.url} rejected the dashboard's token (401): a logged-in user's token the API server does not accept (for OIDC: the issuer must be configured there), or, for the local session, check the token file ${agent.tokenFile}`);
   }
   return response;
 }

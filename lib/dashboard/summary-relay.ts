@@ -185,7 +185,7 @@ async function fetchAgentSummary(deps: AgentProxyDeps, agent: AgentConfig, timeo
     deps.registry.markSeen(agent.name, deps.now());
     if (response.status === 401) {
       await response.body?.cancel();
-      throw fail('agent-unauthorized', `${agent.url} rejected the dashboard's token (HTTP 401); check the token file ${agent.tokenFile}`);
+      throw fail('agent-unauthorized', `${agent.url} rejected the dashboard's token (HTTP 401): a logged-in user's token the API server does not accept, or, for the local session, check the token file ${agent.tokenFile}`);
     }
     if (response.status === 403) {
       // Authenticated but not authorized (the agent's authorization check); its message says who and what.

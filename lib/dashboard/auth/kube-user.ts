@@ -71,11 +71,12 @@ const REVIEW_TIMEOUT_MS = 10_000;
 /** Who `token` is, by a SelfSubjectReview; throws {@link KubeUserError}. */
 export async function reviewOwnToken(k8s: ClientNode, base: KubeConfig, token: string): Promise<KubeUser> {
   if (token === '' || /\s/.test(token)) throw new KubeUserError('invalid', 'a bearer token has no spaces or line breaks');
-  const api = withUserToken(k8s, base, token).makeApiClient(k8s.AuthenticationV1Api);
+  const userConfig = withUserToken(k8s, base, token);
+  const authn = userConfig.makeApiClient(k8s.AuthenticationV1Api);
   const body = model(k8s.V1SelfSubjectReview, { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
   let review;
   try {
-    review = await api.createSelfSubjectReview({ body }, abortableRequestOptions(k8s, AbortSignal.timeout(REVIEW_TIMEOUT_MS)));
+    review = await authn.createSelfSubjectReview({ body }, abortableRequestOptions(k8s, AbortSignal.timeout(REVIEW_TIMEOUT_MS)));
   } catch (err) {
     if (apiErrorStatus(err) === 401) throw new KubeUserError('invalid', 'the API server did not accept this token (401)');
     throw new KubeUserError('unavailable', `the API server could not review the token: ${describeApiError(err).message}`);
@@ -94,7 +95,8 @@ export interface NodePermissions {
 
 /** `get`/`update` on `nodes/volumemanager` of `node` for the token's user (SelfSubjectAccessReviews). */
 export async function nodePermissions(k8s: ClientNode, base: KubeConfig, token: string, node: string): Promise<NodePermissions> {
-  const api = withUserToken(k8s, base, token).makeApiClient(k8s.AuthorizationV1Api);
+  const userConfig = withUserToken(k8s, base, token);
+  const authz = userConfig.makeApiClient(k8s.AuthorizationV1Api);
   const ask = async (verb: 'get' | 'update'): Promise<boolean> => {
     const body = model(k8s.V1SelfSubjectAccessReview, {
       apiVersion: 'authorization.k8s.io/v1',
@@ -102,7 +104,7 @@ export async function nodePermissions(k8s: ClientNode, base: KubeConfig, token: 
       spec: model(k8s.V1SelfSubjectAccessReviewSpec, { resourceAttributes: model(k8s.V1ResourceAttributes, { ...AGENT_API_RESOURCE, name: node, verb }) }),
     });
     try {
-      return (await api.createSelfSubjectAccessReview({ body }, abortableRequestOptions(k8s, AbortSignal.timeout(REVIEW_TIMEOUT_MS)))).status?.allowed === true;
+      return (await authz.createSelfSubjectAccessReview({ body }, abortableRequestOptions(k8s, AbortSignal.timeout(REVIEW_TIMEOUT_MS)))).status?.allowed === true;
     } catch (err) {
       if (apiErrorStatus(err) === 401) throw new KubeUserError('invalid', 'the API server no longer accepts this session\'s token (401)');
       throw new KubeUserError('unavailable', `the API server could not review the permissions: ${describeApiError(err).message}`);
