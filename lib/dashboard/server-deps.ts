@@ -17,13 +17,13 @@ const AGENT_CONNECT_TIMEOUT_MS = 5_000;
 /** How long an action may take; above the kubelet's 2 min 3 s pod attach/mount timeout. */
 const AGENT_ACTION_TIMEOUT_MS = 130_000;
 
-/** The dependencies route handlers and server pages use. */
-export function serverProxyDeps(): AgentProxyDeps {
+/** The dependencies route handlers (with their request) and server pages (without) use. */
+export function serverProxyDeps(req?: Request): AgentProxyDeps {
   let session: Promise<Session | null> | null = null; // read once, when a token is first needed
   return {
     config: getAgentsConfig,
     fetch: (input, init) => fetch(input, init),
-    readToken: async (agent) => agentTokenFor(await (session ??= currentSession()), agent, (a) => readAgentToken(a)),
+    readToken: async (agent) => agentTokenFor(await (session ??= currentSession(req)), agent, (a) => readAgentToken(a)),
     now: () => realClock.now(),
     registry: serverContactRegistry(),
     onShutdown: onServerShutdown,

@@ -42,7 +42,7 @@ function baseUrl(req: Request): string {
 /** `GET /api/auth/session`: the session (without token) and the ways to log in. */
 export async function getSessionInfo(req: Request): Promise<Response> {
   const settings = serverAuthSettings();
-  const session = await currentSession();
+  const session = await currentSession(req);
   return json(200, {
     session: session === null ? null : sessionView(session),
     login: { token: true, oidc: settings.oidc !== null, local: localSessionAllowed(settings, req.headers.get('host')) },
@@ -145,8 +145,8 @@ export async function oidcCallback(req: Request): Promise<Response> {
  * demo's token is the agent's own). Token and OIDC sessions: SelfSubjectAccessReviews with the
  * user's token (the agent names are node names under discovery).
  */
-export async function agentPermissions(name: string): Promise<Response> {
-  const session = await currentSession();
+export async function agentPermissions(name: string, req: Request): Promise<Response> {
+  const session = await currentSession(req);
   if (session === null) return json(401, new AgentUnavailableError('not-logged-in', name, 'log in first').toBody());
   if (session.kind === 'local' || session.token === undefined) return json(200, { user: session.username, get: true, update: true, reason: null });
   try {

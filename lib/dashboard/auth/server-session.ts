@@ -4,6 +4,7 @@
  * Server-only.
  */
 import { cookies, headers } from 'next/headers';
+import { NextRequest } from 'next/server';
 import { realClock } from '../../clock/clock.ts';
 import { parseAuthSettings, processSessionKey, type AuthSettings } from './auth-settings.ts';
 import { resolveSession } from './session-resolver.ts';
@@ -20,10 +21,19 @@ export function serverAuthSettings(): AuthSettings {
   return parseAuthSettings(process.env);
 }
 
-/** The current request's session, or `null` (not logged in). */
-export async function currentSession(): Promise<Session | null> {
-  const [jar, h] = await Promise.all([cookies(), headers()]);
-  const resolved = await resolveSession({ cookie: jar.get(SESSION_COOKIE)?.value, host: h.get('host') }, serverAuthSettings(), processSessionKey(), nowSeconds());
+/**
+ * The session of `req` (route handlers pass their request), or of the request being rendered
+ * (server components: Next's `cookies()` and `headers()`); `null` when not logged in.
+ */
+export async function currentSession(req?: Request): Promise<Session | null> {
+  let input: { cookie: string | undefined; host: string | null };
+  if (req === undefined) {
+    const [jar, h] = await Promise.all([cookies(), headers()]);
+    input = { cookie: jar.get(SESSION_COOKIE)?.value, host: h.get('host') };
+  } else {
+    input = { cookie: new NextRequest(req).cookies.get(SESSION_COOKIE)?.value, host: req.headers.get('host') ?? new URL(req.url).host };
+  }
+  const resolved = await resolveSession(input, serverAuthSettings(), processSessionKey(), nowSeconds());
   return resolved?.session ?? null;
 }
 

@@ -11,7 +11,7 @@ export const dynamic = 'force-dynamic';
  * session's token (rounds shared per credential only), bounded in concurrency and time; unreachable agents are reported, not fatal.
  * A static `summary` segment wins over `[agent]`, so a node named `summary` has no `/api/agents/summary`.
  */
-export async function GET(): Promise<Response> {
+export async function GET(req: Request): Promise<Response> {
   await serverAgentsReady();
-  return relaySummaries(serverSummaryRelay(credentialKey(await currentSession())), serverProxyDeps());
+  return relaySummaries(serverSummaryRelay(credentialKey(await currentSession(req))), serverProxyDeps(req));
 }

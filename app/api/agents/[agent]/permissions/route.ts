@@ -5,7 +5,7 @@ export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
 /** What the session's user may do with this node's agent (`get`, `update`, and why not). */
-export async function GET(_req: Request, ctx: { params: Promise<{ agent: string }> }): Promise<Response> {
+export async function GET(req: Request, ctx: { params: Promise<{ agent: string }> }): Promise<Response> {
   const { agent } = await ctx.params;
-  return agentPermissions(decodeSegment(agent));
+  return agentPermissions(decodeSegment(agent), req);
 }
