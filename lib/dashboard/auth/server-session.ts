@@ -31,7 +31,8 @@ export async function currentSession(req?: Request): Promise<Session | null> {
     const [jar, h] = await Promise.all([cookies(), headers()]);
     input = { cookie: jar.get(SESSION_COOKIE)?.value, host: h.get('host') };
   } else {
-    input = { cookie: new NextRequest(req).cookies.get(SESSION_COOKIE)?.value, host: req.headers.get('host') ?? new URL(req.url).host };
+    // Only the URL and headers: the body may have been read already (an action's handler reads it first).
+    input = { cookie: new NextRequest(req.url, { headers: req.headers }).cookies.get(SESSION_COOKIE)?.value, host: req.headers.get('host') ?? new URL(req.url).host };
   }
   const resolved = await resolveSession(input, serverAuthSettings(), processSessionKey(), nowSeconds());
   return resolved?.session ?? null;
