@@ -432,17 +432,16 @@ describe('RBAC', () => {
     expect(one(managedRbac, 'ClusterRoleBinding', 'volumescope-agent-managed').subjects).toEqual([{ kind: 'ServiceAccount', name: 'volumescope-agent', namespace: NAMESPACE }]);
   });
 
-  it('dashboard: list/watch pods in its namespace, get and update on nodes/volumemanager, nothing else', () => {
+  it('dashboard: list/watch pods in its namespace, nothing else (it calls the agents with the logged-in user’s token)', () => {
     const discovery = one(baseObjects, 'Role', 'volumescope-dashboard-discovery');
     expect(discovery.metadata?.namespace).toBe(NAMESPACE);
     expect(grants(discovery)).toEqual([
       { resource: 'pods', verb: 'list' },
       { resource: 'pods', verb: 'watch' },
     ]);
-    expect(grants(one(baseObjects, 'ClusterRole', 'volumescope-dashboard'))).toEqual([
-      { resource: 'nodes/volumemanager', verb: 'get' },
-      { resource: 'nodes/volumemanager', verb: 'update' },
-    ]);
+    expect(baseObjects.filter((o) => (o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding') && o.metadata?.name === 'volumescope-dashboard')).toEqual([]);
+    const bound = baseObjects.filter((o) => (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') && (o.subjects ?? []).some((x) => x.name === 'volumescope-dashboard'));
+    expect(bound.map((b) => b.roleRef?.name)).toEqual(['volumescope-dashboard-discovery']);
     expect(podSpec(dashboardDeployment).serviceAccountName).toBe('volumescope-dashboard');
   });
 
@@ -474,7 +473,7 @@ describe('RBAC', () => {
   it('grants on nodes/volumemanager, the subresource the agent names in its SubjectAccessReviews', () => {
     // The agent's --authorization-mode help names the subresource its reviews ask about.
     expect(helpText()).toContain('nodes/volumemanager');
-    for (const name of ['volumescope-dashboard', 'volumescope-viewer', 'volumescope-operator']) {
+    for (const name of ['volumescope-viewer', 'volumescope-operator']) {
       expect(grants(one(baseObjects, 'ClusterRole', name)).map((g) => g.resource), name).toContain('nodes/volumemanager');
     }
   });

@@ -2,7 +2,8 @@
  * The e2e tests' `test` and helpers.
  *
  * - `baseURL` is the dashboard the global setup started (its port is chosen at run time).
- * - `tokenGuard` (automatic, every test): the browser never receives an agent token. Every
+ * - `tokenGuard` (automatic, every test): the browser never receives an agent token, nor a
+ *   user's token a test registered with {@link guardToken} (login tests). Every
  *   response of every page and frame in the test's context is checked, headers and body, for each
  *   agent's token. Bodies come from Playwright; the never-ending `text/event-stream` bodies (the
  *   live agent streams relayed by the dashboard) are captured through the DevTools protocol
@@ -114,6 +115,18 @@ async function agentTokens(): Promise<{ node: string; token: string }[]> {
   return Promise.all([...info.nodes, info.observer].map(async (n) => ({ node: n.name, token: (await readFile(n.tokenFile, 'utf8')).trim() })));
 }
 
+/** Users' tokens the test handed to the dashboard (login tests): guarded like the agents' tokens. */
+const guardedSecrets: { node: string; token: string }[] = [];
+
+/**
+ * Adds a token the browser must never receive (a user's bearer token, an OIDC ID or access
+ * token) to the current test's token guard; `what` names it in a failure.
+ */
+export function guardToken(what: string, token: string): void {
+  if (token.length < 16) throw new Error(`guardToken(${what}): too short to be a token`);
+  guardedSecrets.push({ node: what, token });
+}
+
 export const test = base.extend<{ tokenGuard: undefined }>({
   // Playwright reads the fixtures a function needs from its parameter's destructuring pattern;
   // this one needs none, and `{}` is how Playwright spells that.
@@ -140,7 +153,7 @@ export const test = base.extend<{ tokenGuard: undefined }>({
         await Promise.all(batch);
       }
       await recorder.detach();
-      const tokens = await agentTokens();
+      const tokens = [...(await agentTokens()), ...guardedSecrets.splice(0)];
       const leaks: string[] = [];
       for (const { url, text } of [...recorder.bodies, ...recorder.streams]) {
         for (const { node, token } of tokens) if (text.includes(token)) leaks.push(`${node}'s token in ${url}`);

@@ -1,5 +1,6 @@
 import Link from 'next/link';
 import type { ReactNode } from 'react';
+import { SessionMenu } from '../../components/auth/session-menu.tsx';
 
 export default function DashboardLayout({ children }: { children: ReactNode }) {
   return (
@@ -15,6 +16,7 @@ export default function DashboardLayout({ children }: { children: ReactNode }) {
           <Link href="/">Nodes</Link>
           <Link href="/volumes/attachments">Attachments</Link>
         </nav>
+        <SessionMenu />
       </header>
       <main id="main" className="main">
         {children}

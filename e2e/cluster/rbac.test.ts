@@ -39,9 +39,11 @@ interface ApiCall {
    * `observe`: made in both modes; `managed`: only in managed mode (writes, and volume contents);
    * `node`: only with `--register-node`, where the agent is the node towards the API server and runs
    * as `system:node:<name>`: the Node authorizer grants these, never deploy/'s roles (beside a real
-   * kubelet, the kubelet owns the Node, its Lease and CSINode, and deletes the pods).
+   * kubelet, the kubelet owns the Node, its Lease and CSINode, and deletes the pods); `user`: the
+   * dashboard makes it with the logged-in user's token, never its own (system:basic-user grants
+   * it to every authenticated user).
    */
-  readonly mode: 'observe' | 'managed' | 'node';
+  readonly mode: 'observe' | 'managed' | 'node' | 'user';
   readonly why: string;
 }
 
@@ -79,6 +81,8 @@ const AGENT_CALLS: Readonly<Record<string, ApiCall>> = {
 /** Every client-node call of the dashboard (lib/dashboard/, app/). */
 const DASHBOARD_CALLS: Readonly<Record<string, ApiCall>> = {
   listNamespacedPod: { needs: ['list pods', 'watch pods'], mode: 'observe', why: 'agent discovery: list, then watch, the agent pods of its namespace' },
+  createSelfSubjectReview: { needs: ['create selfsubjectreviews.authentication.k8s.io'], mode: 'user', why: 'token login: who the pasted token is' },
+  createSelfSubjectAccessReview: { needs: ['create selfsubjectaccessreviews.authorization.k8s.io'], mode: 'user', why: "the user's get/update on nodes/volumemanager, to disable what the agent would refuse" },
 };
 
 /** The agents' own SubjectAccessReviews: get for reads, update for actions (webhook-auth.ts). */
@@ -240,13 +244,16 @@ describe(`RBAC of deploy/ by impersonation (${API})`, () => {
     expect(await canI(AGENT_SA, 'get', 'serviceaccounts', { namespace: 'default', name: 'default' })).toBe(false);
   });
 
-  it(`dashboard (${DASHBOARD_SA}): its discovery calls in its namespace, and get/update on the agents' API (${API})`, async () => {
-    expect(beyond(await canIList(DASHBOARD_SA), baselineSa)).toEqual([...needsOf(DASHBOARD_CALLS, ['observe']), ...AGENT_API].sort());
-    // Outside its namespace: only the cluster-wide nodes/volumemanager rights.
-    expect(beyond(await canIList(DASHBOARD_SA, 'default'), baselineSa)).toEqual([...AGENT_API].sort());
+  it(`dashboard (${DASHBOARD_SA}): its discovery calls in its namespace, nothing on the agents' API (${API})`, async () => {
+    expect(beyond(await canIList(DASHBOARD_SA), baselineSa)).toEqual(needsOf(DASHBOARD_CALLS, ['observe']));
+    // Outside its namespace: nothing (the agents are called with the logged-in user's token).
+    expect(beyond(await canIList(DASHBOARD_SA, 'default'), baselineSa)).toEqual([]);
+    for (const grant of AGENT_API) expect(await canIList(DASHBOARD_SA, 'default'), grant).not.toContain(grant);
+    for (const grant of needsOf(DASHBOARD_CALLS, ['user'])) expect(baselineSa, grant).toContain(grant);
     expect(await canI(DASHBOARD_SA, 'watch', 'pods', { namespace: NS })).toBe(true);
     expect(await canI(DASHBOARD_SA, 'list', 'pods', { namespace: 'default' })).toBe(false);
-    expect(await canI(DASHBOARD_SA, 'update', 'nodes', { subresource: 'volumemanager', name: 'agent-0' })).toBe(true);
+    expect(await canI(DASHBOARD_SA, 'update', 'nodes', { subresource: 'volumemanager', name: 'agent-0' })).toBe(false);
+    expect(await canI(DASHBOARD_SA, 'get', 'nodes', { subresource: 'volumemanager', name: 'agent-0' })).toBe(false);
     expect(await canI(DASHBOARD_SA, 'get', 'nodes', { name: 'agent-0' })).toBe(false);
   });
 

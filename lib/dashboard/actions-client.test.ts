@@ -25,6 +25,14 @@ describe('actions from the browser', () => {
     expect(f.calls[0]?.url).toBe('/api/agents/node-a/operations/retry');
     expect(f.calls[0]?.init?.body).toBe('{"volume":"v","podUid":"p"}');
     expect(new Headers(f.calls[0]?.init?.headers).get('content-type')).toBe('application/json');
+    // The CSRF header the dashboard's proxy requires of every state-changing request.
+    expect(new Headers(f.calls[0]?.init?.headers).get('x-volumescope-request')).toBe('1');
+  });
+
+  it('a resync (no body) carries the CSRF header too', async () => {
+    const f = fakeFetch(200, { resyncedAt: 1 });
+    await postResync('node-a', f.fetch).catch(() => undefined);
+    expect(new Headers(f.calls[0]?.init?.headers).get('x-volumescope-request')).toBe('1');
   });
 
   it('a refused unmount is an AgentApiError with the reason and the checks', async () => {

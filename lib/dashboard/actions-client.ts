@@ -22,6 +22,7 @@ import {
   type UnmountResponse,
   type UnmountRunningResponse,
 } from '../api/index.ts';
+import { REQUEST_HEADER, REQUEST_HEADER_VALUE } from './auth/request-guard.ts';
 import { AgentUnavailableError, errorFromDashboardResponse } from './dashboard-error.ts';
 import { agentKeys } from './queries.ts';
 
@@ -36,7 +37,12 @@ async function post(url: string, body: unknown, fetchFn: typeof fetch): Promise<
   try {
     response = await fetchFn(url, {
       method: 'POST',
-      headers: body === undefined ? { Accept: 'application/json' } : { Accept: 'application/json', 'Content-Type': 'application/json' },
+      // The custom header is part of the dashboard's CSRF check (auth/request-guard.ts).
+      headers: {
+        Accept: 'application/json',
+        [REQUEST_HEADER]: REQUEST_HEADER_VALUE,
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       cache: 'no-store',
     });

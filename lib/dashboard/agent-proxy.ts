@@ -93,7 +93,7 @@ export interface AgentProxyDeps {
    * Who a request is from, for the per-user stream cap (the logged-in user's name); absent or
    * null: no per-user cap (only the per-agent one).
    */
-  readonly requestUser?: (req: Request) => string | null;
+  readonly requestUser?: (req: Request) => string | null | Promise<string | null>;
 }
 
 /** Headers of every relayed event stream. */
@@ -174,7 +174,7 @@ async function agentFetch(
   deps.registry.markSeen(agent.name, deps.now());
   if (response.status === 401) {
     await response.body?.cancel();
-    throw unavailable(deps, agent.name, 'agent-unauthorized', `${agent.url} rejected the dashboard's token (401); check the token file ${agent.tokenFile}`);
+    throw unavailable(deps, agent.name, 'agent-unauthorized', `${agent.url} rejected the dashboard's token (401): a logged-in user's token the API server does not accept (for OIDC: the issuer must be configured there), or, for the local session, check the token file ${agent.tokenFile}`);
   }
   return response;
 }
@@ -224,7 +224,7 @@ export const STREAM_OPENED = new TextEncoder().encode(formatSseComment('connecte
 
 export async function relayAgentEvents(req: Request, name: string, deps: AgentProxyDeps): Promise<Response> {
   // The caps first: a refused stream costs no agent connection.
-  const slot = (deps.streamLimits ?? processStreamLimits()).acquire(name, deps.requestUser?.(req) ?? null);
+  const slot = (deps.streamLimits ?? processStreamLimits()).acquire(name, (await deps.requestUser?.(req)) ?? null);
   if (!slot.ok) {
     return new Response(JSON.stringify(apiErrorBody('not-ready', slot.message)), { status: 503, headers: { ...JSON_HEADERS, 'Retry-After': String(slot.retryAfterSeconds) } });
   }

@@ -13,7 +13,8 @@ import { agentApiErrorFromResponse, type AgentApiError } from '../api/index.ts';
  * - `agent-unauthorized`: the agent rejected the dashboard's token (502; a configuration error);
  * - `agent-bad-response`: the agent answered something that is not its API (502);
  * - `agent-misconfigured`: the agent's token file is missing or empty (502);
- * - `forbidden`: a cross-site request to an action endpoint (403).
+ * - `forbidden`: a cross-site request to an action endpoint (403);
+ * - `not-logged-in`: the request has no valid session (401; the page sends the operator to log in).
  */
 export const DashboardErrorCodeSchema = z.enum([
   'unknown-agent',
@@ -22,6 +23,7 @@ export const DashboardErrorCodeSchema = z.enum([
   'agent-bad-response',
   'agent-misconfigured',
   'forbidden',
+  'not-logged-in',
 ]);
 /** Why the dashboard could not reach an agent; see {@link DashboardErrorCodeSchema}. */
 export type DashboardErrorCode = z.infer<typeof DashboardErrorCodeSchema>;
@@ -34,6 +36,7 @@ const DASHBOARD_ERROR_STATUS: Record<DashboardErrorCode, number> = {
   'agent-bad-response': 502,
   'agent-misconfigured': 502,
   forbidden: 403,
+  'not-logged-in': 401,
 };
 
 /** The body of a dashboard error response. */

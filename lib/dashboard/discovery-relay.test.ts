@@ -35,6 +35,7 @@ function agentPod(name: string, node: string, port: number): object {
 }
 
 const ENV_NAMES = [
+  'VOLUMESCOPE_LOCAL_SESSION',
   'VOLUMESCOPE_DISCOVERY',
   'VOLUMESCOPE_DISCOVERY_NAMESPACE',
   'VOLUMESCOPE_DISCOVERY_SELECTOR',
@@ -47,7 +48,7 @@ const ENV_NAMES = [
 ] as const;
 
 async function summaries() {
-  const res = await getSummaries();
+  const res = await getSummaries(new Request('http://dashboard/api/agents/summary'));
   expect(res.status).toBe(200);
   const text = await res.text();
   expect(text).not.toContain(TEST_TOKEN);
@@ -84,6 +85,8 @@ describe('dashboard discovery with two agents', () => {
     process.env.VOLUMESCOPE_DISCOVERY_NAMESPACE = NAMESPACE;
     process.env.VOLUMESCOPE_DISCOVERY_TOKEN_FILE = tokenFile;
     process.env.KUBECONFIG = kubeconfig;
+    // The requests carry no session: the local session (the agents' token files), as in the demo.
+    process.env.VOLUMESCOPE_LOCAL_SESSION = 'on';
   });
 
   afterAll(async () => {

@@ -146,7 +146,7 @@ export function parseDiscoverySettings(env: DiscoveryEnv, files: DiscoveryFiles)
   return { namespace, selector, tokenFile, defaultPort, ...(schemeText === 'https' ? { scheme: 'https' as const } : {}), api: kubeApiSource(env, files) };
 }
 
-/** Where the Kubernetes API is: `KUBECONFIG`, else in-cluster, else `~/.kube/config`; throws a {@link DiscoveryConfigError} when none. */
+/** Where the Kubernetes API is: `KUBECONFIG`, the pod's service account, else `~/.kube/config`; throws DiscoveryConfigError when none. */
 export function kubeApiSource(env: DiscoveryEnv, files: DiscoveryFiles): KubeApiSource {
   const listed = kubeconfigPaths(env).map((p) => p.trim());
   if (listed.length > 0) return { kind: 'kubeconfig', files: listed.map((p) => resolve(files.cwd, p)), variable: 'KUBECONFIG' };

@@ -20,6 +20,7 @@ import {
   summarizeSnapshot,
   type AgentSummary,
 } from '../api/index.ts';
+import { LRUCache } from 'lru-cache';
 import type { AgentProxyDeps } from './agent-proxy.ts';
 import { isAgentsConfigError, type AgentConfig, type AgentsConfig } from './agents-config.ts';
 import { AgentUnavailableError, isAgentUnavailableError, type DashboardErrorCode } from './dashboard-error.ts';
@@ -184,7 +185,7 @@ async function fetchAgentSummary(deps: AgentProxyDeps, agent: AgentConfig, timeo
     deps.registry.markSeen(agent.name, deps.now());
     if (response.status === 401) {
       await response.body?.cancel();
-      throw fail('agent-unauthorized', `${agent.url} rejected the dashboard's token (HTTP 401); check the token file ${agent.tokenFile}`);
+      throw fail('agent-unauthorized', `${agent.url} rejected the dashboard's token (HTTP 401): a logged-in user's token the API server does not accept, or, for the local session, check the token file ${agent.tokenFile}`);
     }
     if (response.status === 403) {
       // Authenticated but not authorized (the agent's authorization check); its message says who and what.
@@ -228,12 +229,24 @@ export async function relaySummaries(relay: SummaryRelay, deps: AgentProxyDeps):
 }
 
 interface RelayGlobals {
-  __volumescopeSummaryRelay?: SummaryRelay;
+  __volumescopeSummaryRelays?: LRUCache<string, SummaryRelay>;
 }
 
-/** The relay of this server process. */
-export function serverSummaryRelay(): SummaryRelay {
+/** How many credentials' relays a process keeps (least recently used beyond that are dropped). */
+const MAX_RELAYS = 256;
+
+/**
+ * The relay of this server process for one credential (`credentialKey` of the session): rounds
+ * are shared only between requests made with the same token, so one user never gets an answer
+ * the agents gave to another.
+ */
+export function serverSummaryRelay(credential: string): SummaryRelay {
   const g = globalThis as RelayGlobals;
-  g.__volumescopeSummaryRelay ??= new SummaryRelay();
-  return g.__volumescopeSummaryRelay;
+  g.__volumescopeSummaryRelays ??= new LRUCache<string, SummaryRelay>({ max: MAX_RELAYS });
+  let relay = g.__volumescopeSummaryRelays.get(credential);
+  if (relay === undefined) {
+    relay = new SummaryRelay();
+    g.__volumescopeSummaryRelays.set(credential, relay);
+  }
+  return relay;
 }

@@ -3,7 +3,7 @@ import type { Snapshot } from '../api/index.ts';
 import { observedSnapshot } from '../api/testing/observe-fixtures.ts';
 import { exampleSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { createVolumeRowsSelector, deriveVolumeRows } from './pipeline.ts';
-import { markdownCell, rowStageText } from './markdown-summary.ts';
+import { rowStageText } from './markdown-summary.ts';
 import { FOUND_ON_DISK, uncertainCauseOf, uncertainHeadline, volumeStateText } from './volume-state-wording.ts';
 
 const WEB_UID = '5c0a4c2e-0d3b-4f0e-9a51-2f6f1f3c7e10';
@@ -50,7 +50,7 @@ describe('volume state wording', () => {
     expect(rebuilt?.stages.find((s) => s.id === 'mounted')?.detail).toContain(`${FOUND_ON_DISK} (rebuilt from the pod’s directory`);
     expect(timedOut).toMatchObject({ state: 'uncertain', uncertainCause: 'outcome-unknown', reconstructed: false });
     expect(timedOut?.stages.find((s) => s.id === 'mounted')?.detail).toBe('SetUp timed out or its result is unknown; the reconciler retries');
-    expect(markdownCell(rowStageText(timedOut as NonNullable<typeof timedOut>))).toBe('uncertain: mounted into pod');
+    expect(rowStageText(timedOut as NonNullable<typeof timedOut>)).toBe('uncertain: mounted into pod');
   });
 
   it('a reconstruction report alone (same desired and actual arrays) changes the row’s wording', () => {

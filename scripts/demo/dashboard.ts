@@ -15,10 +15,15 @@ export interface DashboardAgent {
   readonly tokenFile: string;
 }
 
-/** The dashboard's environment: the agents in the variables, nothing that would override them. */
-export function dashboardEnv(agents: readonly DashboardAgent[]): NodeJS.ProcessEnv {
+/**
+ * The dashboard's environment: the agents in the variables, nothing that would override them,
+ * and the address it listens on (`VOLUMESCOPE_LISTEN_HOST`: on a loopback address the demo opens
+ * without a login step, lib/dashboard/auth/auth-settings.ts). `extra` is added last (tests).
+ */
+export function dashboardEnv(agents: readonly DashboardAgent[], listenHost?: string, extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
   const env = childEnv({
     NEXT_TELEMETRY_DISABLED: '1',
+    ...(listenHost === undefined ? {} : { VOLUMESCOPE_LISTEN_HOST: listenHost }),
     VOLUMESCOPE_AGENTS: agents.map((a) => `${a.name}=${a.url}`).join(','),
     VOLUMESCOPE_AGENT_TOKENS: agents.map((a) => `${a.name}=${a.tokenFile}`).join(','),
   });
@@ -26,7 +31,7 @@ export function dashboardEnv(agents: readonly DashboardAgent[]): NodeJS.ProcessE
   delete env['VOLUMESCOPE_DASHBOARD_CONFIG'];
   delete env['VOLUMESCOPE_DISCOVERY'];
   delete env['PORT'];
-  return env;
+  return { ...env, ...extra };
 }
 
 /** The dashboard's port: `PORT` (default 3000); throws when it is not a port number. */
@@ -43,10 +48,13 @@ export interface StartDashboardOptions {
   readonly port: number;
   readonly logFile: string;
   readonly agents: readonly DashboardAgent[];
+  /** More environment (e.g. login settings); wins over the defaults. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**
- * Starts `next start` and resolves once `/` answers 200; rejects when it exits first or after
+ * Starts `next start` and resolves once `/login` answers 200 (it does with and without a session;
+ * `/` may send to it); rejects when it exits first or after
  * 60 s, with the process stopped again.
  */
 export async function startDashboard(o: StartDashboardOptions): Promise<ManagedProcess> {
@@ -55,11 +63,11 @@ export async function startDashboard(o: StartDashboardOptions): Promise<ManagedP
     name: 'dashboard',
     args: [join(o.repoRoot, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '-H', o.host, '-p', String(o.port)],
     cwd: o.repoRoot,
-    env: dashboardEnv(o.agents),
+    env: dashboardEnv(o.agents, o.host, o.env),
     logFile: o.logFile,
   });
   try {
-    await waitUntil(`the dashboard answers on ${url}/`, async () => (await httpStatus(`${url}/`)) === 200, { deadlineMs: 60_000, process: proc });
+    await waitUntil(`the dashboard answers on ${url}/login`, async () => (await httpStatus(`${url}/login`)) === 200, { deadlineMs: 60_000, process: proc });
   } catch (err) {
     await proc.stop(10_000);
     throw err;

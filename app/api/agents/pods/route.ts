@@ -10,5 +10,5 @@ export const dynamic = 'force-dynamic';
  */
 export async function GET(req: Request): Promise<Response> {
   await serverAgentsReady();
-  return relayPodSearch(req, serverProxyDeps());
+  return relayPodSearch(req, serverProxyDeps(req));
 }

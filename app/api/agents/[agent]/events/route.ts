@@ -9,5 +9,5 @@ export const dynamic = 'force-dynamic';
 export async function GET(req: Request, ctx: { params: Promise<{ agent: string }> }): Promise<Response> {
   const { agent } = await ctx.params;
   await serverAgentsReady(); // with discovery: the first list of agent pods, right after a restart
-  return relayAgentEvents(req, decodeSegment(agent), serverProxyDeps());
+  return relayAgentEvents(req, decodeSegment(agent), serverProxyDeps(req));
 }

@@ -9,5 +9,5 @@ export const dynamic = 'force-dynamic';
 export async function POST(req: Request, ctx: { params: Promise<{ agent: string }> }): Promise<Response> {
   const { agent } = await ctx.params;
   await serverAgentsReady(); // with discovery: the first list of agent pods, right after a restart
-  return proxyAgentAction(req, decodeSegment(agent), 'retry', serverProxyDeps());
+  return proxyAgentAction(req, decodeSegment(agent), 'retry', serverProxyDeps(req));
 }
