@@ -33,8 +33,8 @@ export const DISCOVERY_TOKEN_FILE_ENV = 'VOLUMESCOPE_DISCOVERY_TOKEN_FILE';
 export const AGENT_PORT_ENV = 'VOLUMESCOPE_AGENT_PORT';
 
 export const DEFAULT_DISCOVERY_SELECTOR = 'app.kubernetes.io/name=volumescope-agent';
-const DEFAULT_DISCOVERY_NAMESPACE = 'volumescope';
-const DEFAULT_AGENT_PORT = 7070;
+export const DEFAULT_DISCOVERY_NAMESPACE = 'volumescope';
+export const DEFAULT_AGENT_PORT = 7070;
 /** Where Kubernetes mounts a pod's service account. */
 export const SERVICE_ACCOUNT_DIR = defaultServiceAccountDir;
 
