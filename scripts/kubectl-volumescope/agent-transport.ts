@@ -62,7 +62,26 @@ function fetchFailure(err: unknown): string {
   return `${err.message}${cause}`;
 }
 
-function connection(node: string, baseUrl: string, token: string | null, close: () => Promise<void>): AgentConnection {
+/** The text of a port-forward failure, which client-node rejects with an Error, an event or a status object. */
+function forwardFailure(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (typeof err === 'object' && err !== null) {
+    const o = err as { message?: unknown; reason?: unknown; status?: unknown };
+    for (const v of [o.message, o.reason, o.status]) if (typeof v === 'string' && v !== '') return v;
+    try {
+      return JSON.stringify(err);
+    } catch {
+      return 'unknown error';
+    }
+  }
+  return String(err);
+}
+
+/**
+ * `transportDetail` names what went wrong below HTTP (a port-forward's failure) for the
+ * unreachable error.
+ */
+function connection(node: string, baseUrl: string, token: string | null, close: () => Promise<void>, transportDetail: () => string | null = () => null): AgentConnection {
   return {
     node,
     baseUrl,
@@ -75,7 +94,8 @@ function connection(node: string, baseUrl: string, token: string | null, close: 
         });
       } catch (err) {
         if (init.signal?.aborted === true) throw err;
-        throw new AgentUnreachableError(`cannot reach the agent of node ${node} at ${baseUrl}: ${fetchFailure(err)}`);
+        const detail = transportDetail();
+        throw new AgentUnreachableError(`cannot reach the agent of node ${node} at ${baseUrl}: ${fetchFailure(err)}${detail === null ? '' : ` (${detail})`}`);
       }
       if (res.ok) return res;
       const text = await res.text();
@@ -106,11 +126,15 @@ export async function portForwardConnection(k8s: Pick<ClientNode, 'PortForward'>
   if (pod === null) throw new Error(`the agent of node ${endpoint.node} has no pod to port-forward to; use --transport=direct`);
   const forward = new k8s.PortForward(kubeConfig);
   const sockets = new Set<Socket>();
+  let lastFailure: string | null = null;
   const server: Server = createServer((socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
+    // A reset by the tunnel is reported through the request that used the socket.
+    socket.on('error', () => undefined);
     forward.portForward(pod.namespace, pod.name, [pod.port], socket, null, socket).catch((err: unknown) => {
-      socket.destroy(err instanceof Error ? err : new Error(String(err)));
+      lastFailure = `port-forward to pod ${pod.namespace}/${pod.name} port ${pod.port} through the API server failed: ${forwardFailure(err)}`;
+      socket.destroy();
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -130,6 +154,6 @@ export async function portForwardConnection(k8s: Pick<ClientNode, 'PortForward'>
       });
     });
     return closed;
-  });
+  }, () => lastFailure);
 }
 
