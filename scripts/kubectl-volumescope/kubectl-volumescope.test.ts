@@ -22,6 +22,8 @@ import { CsiLoopProcess } from '../../lib/volume/csi/testing/csi-loop-process.ts
 import { AgentProcess, standInMounter } from '../../agent/node/testing/agent-process.ts';
 import { csiClaimObjects, csiDriverObject, csiLoopDriverName, csiPodObject, csiUniqueVolumeName } from '../../agent/node/testing/csi-manifests.ts';
 import { podManifest } from '../../agent/node/testing/pod-manifest.ts';
+import { waitFor } from '../../lib/clock/testing/wait-for.ts';
+import { startObserver } from '../demo/observer.ts';
 import { runCli } from './cli.ts';
 import { EXIT } from './cli-args.ts';
 import { NodeReportSchema, PodReportSchema } from './views.ts';
@@ -102,18 +104,25 @@ async function cli(args: readonly string[], env: Env | null, extra: { env?: Reco
   return { code, stdout, stderr };
 }
 
-/** The output with what changes between runs replaced by placeholders. */
-function mask(text: string, env: Env): string {
+/**
+ * The output with what changes between runs replaced by placeholders. A failing operation flips
+ * between `backoff` (waiting for its retry) and `running` (an attempt, e.g. a CSI call hanging
+ * until its 1 s deadline) on the real reconciler's schedule, so that word and the next-retry text
+ * are masked; the tests assert their forms separately.
+ */
+function mask(text: string, env: Pick<Env, 'base'>): string {
   return text
     .replaceAll(env.base, '<tmp>')
     .replace(/\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?( UTC|Z)?/g, '<time>')
     .replace(/seq \d+/g, 'seq <n>')
-    .replace(/retry in \d+:\d\d|retry due/g, '<retry>')
+    .replace(/retry in \d+:\d\d \(<time>\)|retry in \d+:\d\d|retry due|running \d+ (s|min)( \d+ s)?|(?<=next retry: )running$/gm, '<retry>')
+    .replace(/\b(backoff|running)\b(?=(: | failures|, failures| \|))/g, '<backoff|running>')
     .replace(/stuck for \d+ (s|min)( \d+ s)?/g, 'stuck for <d>')
     .replace(/just now|\d+ s ago/g, '<ago>')
-    .replace(/running \d+ (s|min)/g, 'running <d>')
     .replace(/×\d+/g, '×<n>')
-    .replace(/agent [^ ,]+, mode/g, 'agent <version>, mode');
+    .replace(/agent [^ ,]+, mode/g, 'agent <version>, mode')
+    // An aggregated event group: `FailedMount, 3 s ago` or `FailedMount ×<n> over 2 s, last …`, by timing.
+    .replace(/^- (Warning|Normal) (\w+)[^(]*\(/gm, '- $1 $2 <count and age> (');
 }
 
 const snapshotFile = (name: string): string => `./__snapshots__/${name}.txt`;
@@ -146,7 +155,7 @@ describe('kubectl volumescope pod against a real agent, one pipeline state each'
     const text = await cli(['pod', 'logs'], env);
     expect(text.code).toBe(EXIT.blocked);
     expect(text.stdout).toContain(`hostPath type check failed: ${missing} is not a directory`);
-    expect(text.stdout).toMatch(/next retry: retry (in \d+:\d\d|due)/);
+    expect(text.stdout).toMatch(/next retry: (retry in \d+:\d\d|retry due|running)/);
     expect(text.stdout).toContain('unmounted volumes=[logs], unattached volumes=[]');
     await expect(mask(text.stdout, env)).toMatchFileSnapshot(snapshotFile('pod-setup-backoff'));
 
@@ -267,6 +276,72 @@ describe('kubectl volumescope node against a real agent', { timeout: TEST_TIMEOU
     await writeManifest(env.manifestDir, 'pod-late.json', podManifest('late', 'late-uid', { cache: { emptyDir: {} } }));
     expect(await running).toBe(EXIT.healthy);
     expect(stdout).toContain('Pod default/late (uid late-uid)');
+  });
+
+  it('--watch on a TTY: colour, the screen redrawn, and the next retry counting down every second on the injected clock; NO_COLOR drops the colour', async () => {
+    const env = await startEnv(false);
+    await writeManifest(env.manifestDir, 'pod-logs.json', podManifest('logs', 'logs-uid', { logs: { hostPath: { path: join(env.base, 'missing'), type: 'Directory' } } }));
+    const op = await env.agent.waitForSnapshot('the mount backs off', (s) => s.operations.find((o) => o.podUid === 'logs-uid' && o.state === 'backoff' && o.retryAt !== null), DEADLINE_MS);
+    for (const noColor of [false, true]) {
+      const stop = new AbortController();
+      const frames: string[] = [];
+      const ticks: (() => void)[] = [];
+      // Far enough before the retry that the countdown shows whole minutes: 2:05, then 2:04.
+      let now = (op.retryAt ?? 0) - 125_000;
+      const running = runCli(['pod', 'logs', '--watch', `--agent-url=${env.agent.baseUrl}`, `--token-file=${env.tokenFile}`], {
+        stdout: { isTTY: true, write: (t: string) => frames.push(t) },
+        stderr: { write: () => undefined },
+        env: noColor ? { NO_COLOR: '1' } : {},
+        now: () => now,
+        stop: stop.signal,
+        every: (ms, fn) => {
+          expect(ms).toBe(1_000);
+          ticks.push(fn);
+          return () => undefined;
+        },
+      });
+      await expect.poll(() => frames.length, { timeout: DEADLINE_MS }).toBeGreaterThan(0);
+      const first = frames.at(-1) ?? '';
+      expect(first.startsWith('\u001b[H\u001b[2J')).toBe(true);
+      expect(first.includes('\u001b[31m')).toBe(!noColor);
+      const countdown = (frame: string): string | undefined => /next retry: retry in (\d+:\d\d)/.exec(frame)?.[1];
+      const before = countdown(first);
+      now += 1_000;
+      for (const tick of ticks) tick();
+      const second = frames.at(-1) ?? '';
+      expect(second).not.toBe(first);
+      expect([before, countdown(second)]).toEqual(['2:05', '2:04']);
+      stop.abort();
+      expect(await running).toBe(EXIT.blocked);
+    }
+  });
+});
+
+describe('kubectl volumescope node against a real observe-mode agent', { timeout: TEST_TIMEOUT_MS }, () => {
+  it('shows the kubelet\'s outstanding work and the orphaned pod directories', async () => {
+    const base = await makeTempDir('volumescope-kubectl-observe-');
+    const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+    const observer = await startObserver({ name: 'observed-node', repoRoot, baseDir: base, logDir: join(base, 'logs'), mountsAllowed: realMountsAllowed });
+    cleanups.push(async () => {
+      await observer.stop();
+      await rm(base, { recursive: true, force: true });
+    });
+    const args = ['node', 'observed-node', `--agent-url=${observer.info.url}`, `--token-file=${observer.info.tokenFile}`];
+    let out = await cli(args, null);
+    await waitFor(
+      async () => {
+        out = await cli(args, null);
+        return /Orphaned pod directories: [1-9]/.test(out.stdout);
+      },
+      { what: 'the plugin lists the orphaned pod directories', timeoutMs: DEADLINE_MS },
+    );
+    expect(out.stdout).toContain('mode observe');
+    expect(out.stdout).toMatch(/Outstanding kubelet work \(observe mode\): [1-9]/);
+    expect(out.stdout).toMatch(/Orphaned pod directories: [1-9]/);
+    const report = NodeReportSchema.parse(JSON.parse((await cli([...args, '-o', 'json'], null)).stdout));
+    expect(report.observe?.orphans.length).toBeGreaterThan(0);
+    expect(report.summary.observe).not.toBeNull();
+    await expect(mask(out.stdout, { base })).toMatchFileSnapshot(snapshotFile('node-observe'));
   });
 });
 

@@ -4,11 +4,11 @@
  * (lib/api/testing): a pod with a volume in backoff, a ready pod, the node's counts, and the
  * request the data hook makes through the API server's service proxy.
  */
-import { render, screen, within } from '@testing-library/react';
-import { describe, expect, it } from 'vitest';
+import { act, render, screen, within } from '@testing-library/react';
+import { describe, expect, it, vi } from 'vitest';
 import { exampleSnapshot, FIXTURE_T0 } from '../../../../lib/api/testing/snapshot-fixtures.ts';
 import { NodeCounts, PodVolumes } from '../../volumes-views.tsx';
-import { DASHBOARD_SERVICE_PROXY, readAgentSnapshot } from '../../volumescope-source.ts';
+import { DASHBOARD_SERVICE_PROXY, HEADLAMP_POLL_MS, readAgentSnapshot, useAgentSnapshot, type HeadlampRequest } from '../../volumescope-source.ts';
 
 const snapshot = exampleSnapshot();
 const db = snapshot.desired.pods.find((p) => p.name === 'db-0');
@@ -61,5 +61,45 @@ describe('the data source', () => {
     expect(paths).toEqual([`${DASHBOARD_SERVICE_PROXY}/api/agents/node%2Fwith%20space/snapshot`]);
     expect(read.seq).toBe(snapshot.seq);
     await expect(readAgentSnapshot(() => Promise.resolve({ not: 'a snapshot' }), 'n')).rejects.toThrow();
+  });
+});
+
+function Live({ request }: { request: HeadlampRequest }) {
+  const state = useAgentSnapshot(request, snapshot.nodeName);
+  if (state.kind !== 'ready') return <p>{state.kind === 'error' ? `error: ${state.message}` : 'loading'}</p>;
+  return <NodeCounts snapshot={state.snapshot} dashboardUrl={null} />;
+}
+
+describe('live sections', () => {
+  it('read again every poll interval and show the new state; a failed read keeps the last one', async () => {
+    vi.useFakeTimers();
+    try {
+      const answers: unknown[] = [
+        JSON.parse(JSON.stringify(snapshot)),
+        { ...JSON.parse(JSON.stringify(snapshot)), operations: [], operationHistory: [], podErrors: {}, recentEvents: [] },
+      ];
+      let calls = 0;
+      const request: HeadlampRequest = () => {
+        calls++;
+        const next = answers.shift();
+        return next === undefined ? Promise.reject(new Error('HTTP 503')) : Promise.resolve(next);
+      };
+      render(<Live request={request} />);
+      await act(async () => {
+        await Promise.resolve();
+      });
+      expect(screen.getByText(/in backoff 1/)).toBeTruthy();
+      await act(async () => {
+        await vi.advanceTimersByTimeAsync(HEADLAMP_POLL_MS);
+      });
+      expect(screen.getByText(/in backoff 0/)).toBeTruthy();
+      await act(async () => {
+        await vi.advanceTimersByTimeAsync(HEADLAMP_POLL_MS);
+      });
+      expect(calls).toBe(3);
+      expect(screen.getByText(/in backoff 0/)).toBeTruthy();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
