@@ -44,6 +44,8 @@ interface Target {
 }
 
 const PROG = 'kubectl volumescope';
+/** `--watch`: the pause before reconnecting to an event stream that ended. */
+const RECONNECT_DELAY_MS = 1_000;
 
 function styleFor(io: CliIo, options: CommonOptions): Style {
   const noColor = (io.env['NO_COLOR'] ?? '') !== '';
@@ -146,7 +148,15 @@ async function present(io: CliIo, options: CommonOptions, connection: AgentConne
       } catch (err) {
         if (!controller.signal.aborted) throw err;
       }
-      // The stream ended (agent restart): reconnect; a new snapshot replaces the state.
+      // The stream ended (the agent is shutting down): reconnect after a pause, and a new
+      // snapshot replaces the state; an agent that stays away ends the watch (exit code 3).
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, RECONNECT_DELAY_MS);
+        controller.signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
     }
   } finally {
     cancelTick();
