@@ -35,8 +35,8 @@ export const AGENT_PORT_ENV = 'VOLUMESCOPE_AGENT_PORT';
 export const AGENT_SCHEME_ENV = 'VOLUMESCOPE_AGENT_SCHEME';
 
 export const DEFAULT_DISCOVERY_SELECTOR = 'app.kubernetes.io/name=volumescope-agent';
-const DEFAULT_DISCOVERY_NAMESPACE = 'volumescope';
-const DEFAULT_AGENT_PORT = 7070;
+export const DEFAULT_DISCOVERY_NAMESPACE = 'volumescope';
+export const DEFAULT_AGENT_PORT = 7070;
 /** Where Kubernetes mounts a pod's service account. */
 export const SERVICE_ACCOUNT_DIR = defaultServiceAccountDir;
 

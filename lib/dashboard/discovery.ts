@@ -105,6 +105,25 @@ function preferred(a: AgentPod, b: AgentPod): AgentPod {
  * name. Pods that are not Running, have no IP or no node are skipped.
  */
 export function agentsFromPods(pods: Iterable<AgentPod>, settings: Pick<DiscoverySettings, 'tokenFile' | 'defaultPort' | 'scheme'>): DiscoveredAgent[] {
+  return servingAgentPods(pods, settings.defaultPort, settings.scheme).map(({ node, url }) => ({ name: node, url, tokenFile: settings.tokenFile }));
+}
+
+/** One node's serving agent pod, as {@link servingAgentPods} chose it. */
+export interface ServingAgentPod {
+  readonly node: string;
+  readonly pod: AgentPod;
+  /** The agent port (container port `api`, else the default). */
+  readonly port: number;
+  /** `<scheme>://<podIP>:<port>`. */
+  readonly url: string;
+}
+
+/**
+ * The agent pod to talk to on each node (the choice {@link agentsFromPods} makes), sorted by
+ * node, with its port and URL: for clients that reach the pod some other way than its IP (the
+ * kubectl plugin's port-forward needs the pod's name).
+ */
+export function servingAgentPods(pods: Iterable<AgentPod>, defaultPort: number, scheme?: DiscoverySettings['scheme']): ServingAgentPod[] {
   const byNode = new Map<string, AgentPod>();
   for (const pod of pods) {
     if (!isServing(pod)) continue;
@@ -114,7 +133,10 @@ export function agentsFromPods(pods: Iterable<AgentPod>, settings: Pick<Discover
   }
   return [...byNode.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([node, pod]) => ({ name: node, url: agentUrl(pod.status?.podIP ?? '', agentPort(pod, settings.defaultPort), settings.scheme), tokenFile: settings.tokenFile }));
+    .map(([node, pod]) => {
+      const port = agentPort(pod, defaultPort);
+      return { node, pod, port, url: agentUrl(pod.status?.podIP ?? '', port, scheme) };
+    });
 }
 
 

@@ -69,7 +69,11 @@ export function rowStageText(row: VolumeRow): string {
   return `waiting: ${label}`;
 }
 
-function retryText(row: VolumeRow, now: number): string {
+/**
+ * The next retry of a row at `now`: `retry in 0:57 (<UTC time>)`, `retry due`, `running 3 s`; in
+ * observe mode with the kubelet's `durationBeforeRetry`; `—` without an operation.
+ */
+export function retryText(row: Pick<VolumeRow, 'operation' | 'kubelet'>, now: number): string {
   const op = row.operation;
   if (op === null) return '—';
   const timing = operationTiming(op, now);
@@ -254,6 +258,11 @@ export function podMarkdownSummary(input: PodMarkdownInput): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** The counts of a node on one line: `pods 4 · desired volumes 8 · mounted 7 · …`. */
+export function nodeCountsLine(s: Pick<NodeSummary, 'pods' | 'desiredVolumes' | 'mounted' | 'uncertain' | 'pending' | 'inBackoff' | 'podErrors' | 'sourceErrors'>): string {
+  return `pods ${s.pods} · desired volumes ${s.desiredVolumes} · mounted ${s.mounted} · uncertain ${s.uncertain} · pending ${s.pending} · in backoff ${s.inBackoff} · pod errors ${s.podErrors} · source errors ${s.sourceErrors}`;
+}
+
 /** What {@link nodeMarkdownSummary} needs. */
 export interface NodeMarkdownInput {
   readonly node: string;
@@ -278,7 +287,7 @@ export function nodeMarkdownSummary(input: NodeMarkdownInput): string {
     `**Node ${markdownCell(node)}**: ${s.health}${s.reasons.length > 0 ? ` (${markdownCell(s.reasons.join(', '))})` : ''}`,
     `_${formatUtc(now)}, agent seq ${s.seq}_`,
     '',
-    `pods ${s.pods} · desired volumes ${s.desiredVolumes} · mounted ${s.mounted} · uncertain ${s.uncertain} · pending ${s.pending} · in backoff ${s.inBackoff} · pod errors ${s.podErrors} · source errors ${s.sourceErrors}`,
+    nodeCountsLine(s),
     '',
   ];
   if (problems.length === 0) lines.push('Every volume is ready.');

@@ -56,8 +56,17 @@ export function parsePublicUrl(value: string | undefined): string | null {
 /** The page's view of the setting: the base (null: the page's origin), or the error to show. */
 export type PublicUrlSetting = { readonly ok: true; readonly base: string | null } | { readonly ok: false; readonly error: string };
 
+/**
+ * The process environment where there is one. Read through `globalThis`, not the free `process`
+ * identifier, so that bundlers of other hosts (the Headlamp plugin's Vite build) do not inject a
+ * `process` polyfill into every module that imports this one.
+ */
+function processEnv(): Readonly<Record<string, string | undefined>> {
+  return (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env ?? {};
+}
+
 /** {@link parsePublicUrl} of the environment, with a malformed value returned as its message. */
-export function publicUrlFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): PublicUrlSetting {
+export function publicUrlFromEnv(env: Readonly<Record<string, string | undefined>> = processEnv()): PublicUrlSetting {
   try {
     return { ok: true, base: parsePublicUrl(env[PUBLIC_URL_ENV]) };
   } catch (err) {

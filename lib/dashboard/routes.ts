@@ -35,3 +35,8 @@ export function decodeSegment(segment: string): string {
     return segment;
   }
 }
+
+/** `/api/agents/<node>/snapshot`: the dashboard's pass-through of an agent's snapshot (lib/dashboard/agent-proxy.ts). */
+export function agentSnapshotApiHref(node: string): string {
+  return `/api/agents/${encodeURIComponent(node)}/snapshot`;
+}
