@@ -111,7 +111,8 @@ test('at 600×400 the failing volume and its error come first, healthy ones coll
 
     // Act + Assert: the node embed lists the failing volume, with its error, in view.
     await page.goto(`/embed${nodePath('e2e-node-b')}`);
-    const row = page.getByTestId('embed-failing-row').filter({ hasText: 'incident-0' });
+    // Visible rows only: while React streams the page, a finished boundary waits in a hidden copy.
+    const row = page.getByTestId('embed-failing-row').filter({ hasText: 'incident-0', visible: true });
     await expect(row).toContainText('is not a directory');
     await expect(row).toBeInViewport();
     await expect(page.getByTestId('embed-healthy')).not.toHaveAttribute('open');
