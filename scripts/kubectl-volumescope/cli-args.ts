@@ -4,7 +4,11 @@
  */
 import { parseArgs } from 'node:util';
 import { DEFAULT_AGENT_PORT, DEFAULT_DISCOVERY_NAMESPACE, DEFAULT_DISCOVERY_SELECTOR } from '../../lib/dashboard/discovery-settings.ts';
-import { TRANSPORT_KINDS, type TransportKind } from './agent-transport.ts';
+import { AGENT_CA_FILE_ENV, AGENT_TLS_SERVER_NAME_ENV } from '../../lib/dashboard/agent-transport.ts';
+import { AGENT_SCHEMES, TRANSPORT_KINDS, type AgentScheme, type AgentTlsSettings, type TransportKind } from './agent-transport.ts';
+
+/** The environment variable with a bearer token to send (as `--token`). */
+export const AGENT_TOKEN_ENV = 'VOLUMESCOPE_AGENT_TOKEN';
 
 /** Exit codes scripts can rely on. */
 export const EXIT = {
@@ -43,8 +47,17 @@ export interface CommonOptions {
   readonly transport: TransportKind;
   /** An agent URL instead of discovery (a standalone agent, or a port-forward of your own). */
   readonly agentUrl: string | null;
+  /**
+   * `--agent-scheme`: how discovered agents are spoken to (default `https` with a CA file, else
+   * `http`); with `--agent-url`, that URL's scheme.
+   */
+  readonly agentScheme: AgentScheme;
+  /** `--agent-ca-file` (else `VOLUMESCOPE_AGENT_CA_FILE`) and `--agent-tls-server-name` (else `VOLUMESCOPE_AGENT_TLS_SERVER_NAME`). */
+  readonly agentTls: AgentTlsSettings;
   /** A file with the bearer token to send instead of the kubeconfig user's. */
   readonly tokenFile: string | null;
+  /** `--token` (else `VOLUMESCOPE_AGENT_TOKEN`): the bearer token to send instead of the kubeconfig user's. */
+  readonly token: string | null;
   /** The VolumeScope dashboard's public URL: links in `-o markdown`. */
   readonly dashboardUrl: string | null;
 }
@@ -73,13 +86,27 @@ const COMMON_HELP = `Options:
       --agent-port=PORT     Agent port when the pod names none "api" (default ${DEFAULT_AGENT_PORT}).
       --agent-url=URL       Talk to this agent instead of discovering it (a standalone
                             agent, or a port-forward of your own).
-      --token-file=PATH     Send this bearer token instead of your kubeconfig's.
+      --agent-scheme=http|https
+                            How the agents serve their API (default https when a CA
+                            file is given, else http; --agent-url's own scheme wins).
+      --agent-ca-file=PATH  Verify the agents' TLS certificates with this CA bundle (PEM;
+                            default $${AGENT_CA_FILE_ENV}; without one, the system's CAs).
+                            Verification is never turned off; a failure exits 3.
+      --agent-tls-server-name=NAME
+                            The name the agents' certificate must be valid for instead of
+                            the address dialled (default $${AGENT_TLS_SERVER_NAME_ENV});
+                            deploy/'s agents share one for volumescope-agent.volumescope.svc.
+      --token=TOKEN         Send this bearer token instead of your kubeconfig's (default
+                            $${AGENT_TOKEN_ENV}), e.g. one for deploy/'s agents' audience:
+                            kubectl create token SA --audience volumescope-agent.
+      --token-file=PATH     Send the bearer token in this file instead of your kubeconfig's.
       --dashboard-url=URL   The VolumeScope dashboard: links in -o markdown.
   -h, --help                This help.
 
 Your own credentials are sent to the agent, which checks them with a TokenReview and a
 SubjectAccessReview: reading needs "get" on nodes/volumemanager of the node (ClusterRole
-volumescope-viewer of deploy/base/user-rbac.yaml).
+volumescope-viewer of deploy/base/user-rbac.yaml). deploy/'s agents accept only tokens for
+the audience volumescope-agent (--authentication-token-audience): pass one with --token.
 
 Exit codes: 0 healthy, 1 blocked (a volume not ready, a node not healthy), 2 usage error,
 3 no answer (not found, not allowed, agent unreachable).`;
@@ -155,6 +182,10 @@ const FLAG_SPECS = {
   'agent-port': { type: 'string' },
   'agent-url': { type: 'string' },
   'token-file': { type: 'string' },
+  token: { type: 'string' },
+  'agent-scheme': { type: 'string' },
+  'agent-ca-file': { type: 'string' },
+  'agent-tls-server-name': { type: 'string' },
   'dashboard-url': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   namespace: { type: 'string', short: 'n' },
@@ -187,8 +218,18 @@ function url(flag: string, value: string | undefined): string | null {
   return v.replace(/\/+$/, '');
 }
 
-/** Parses the arguments after `kubectl volumescope`. Throws a {@link UsageError}. */
-export function parseCommandLine(argv: readonly string[]): Command {
+/** A flag's value, else a non-empty environment variable's (`null` when neither is set). */
+function flagOrEnv(flag: string, value: string | undefined, env: Readonly<Record<string, string | undefined>>, name: string): string | null {
+  if (value !== undefined) return nonEmpty(flag, value);
+  const fromEnv = env[name]?.trim() ?? '';
+  return fromEnv === '' ? null : fromEnv;
+}
+
+/**
+ * Parses the arguments after `kubectl volumescope`; `env` gives the defaults of `--agent-ca-file`,
+ * `--agent-tls-server-name` and `--token`. Throws a {@link UsageError}.
+ */
+export function parseCommandLine(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): Command {
   let parsed: ReturnType<typeof parseArgs<{ options: typeof FLAG_SPECS; allowPositionals: true; strict: true }>>;
   try {
     parsed = parseArgs({ args: [...argv], options: FLAG_SPECS, allowPositionals: true, strict: true });
@@ -212,6 +253,18 @@ export function parseCommandLine(argv: readonly string[]): Command {
   const portText = values['agent-port'];
   const agentPort = portText === undefined ? DEFAULT_AGENT_PORT : Number(portText);
   if (!Number.isInteger(agentPort) || agentPort < 1 || agentPort > 65535) throw new UsageError(`--agent-port must be a port number, got ${JSON.stringify(portText)}`);
+  const agentUrl = url('agent-url', values['agent-url']);
+  const caFile = flagOrEnv('agent-ca-file', values['agent-ca-file'], env, AGENT_CA_FILE_ENV);
+  const serverName = flagOrEnv('agent-tls-server-name', values['agent-tls-server-name'], env, AGENT_TLS_SERVER_NAME_ENV);
+  const schemeFlag = values['agent-scheme'] === undefined ? null : oneOf('agent-scheme', values['agent-scheme'], AGENT_SCHEMES, 'http');
+  const urlScheme: AgentScheme | null = agentUrl === null ? null : agentUrl.startsWith('https:') ? 'https' : 'http';
+  if (schemeFlag !== null && urlScheme !== null && schemeFlag !== urlScheme) throw new UsageError(`--agent-scheme=${schemeFlag} contradicts --agent-url ${agentUrl ?? ''}`);
+  const agentScheme = urlScheme ?? schemeFlag ?? (caFile === null ? 'http' : 'https');
+  if (agentScheme === 'https' && caFile === null && serverName !== null) {
+    throw new UsageError(`--agent-tls-server-name (or ${AGENT_TLS_SERVER_NAME_ENV}) needs --agent-ca-file (or ${AGENT_CA_FILE_ENV}): the system's CAs are checked for the address dialled`);
+  }
+  if (values.token !== undefined && values['token-file'] !== undefined) throw new UsageError('--token and --token-file exclude each other');
+  const token = values['token-file'] === undefined ? flagOrEnv('token', values.token, env, AGENT_TOKEN_ENV) : null;
   const options: CommonOptions = {
     output: oneOf('output', values.output, OUTPUT_FORMATS, 'text'),
     watch: values.watch === true,
@@ -222,8 +275,11 @@ export function parseCommandLine(argv: readonly string[]): Command {
     agentSelector: nonEmpty('agent-selector', values['agent-selector']) ?? DEFAULT_DISCOVERY_SELECTOR,
     agentPort,
     transport: oneOf('transport', values.transport, TRANSPORT_KINDS, 'port-forward'),
-    agentUrl: url('agent-url', values['agent-url']),
+    agentUrl,
+    agentScheme,
+    agentTls: { caFile, serverName },
     tokenFile: nonEmpty('token-file', values['token-file']),
+    token: token?.trim() ?? null,
     dashboardUrl: url('dashboard-url', values['dashboard-url']),
   };
   if (command === 'node') return { kind: 'node', name, options };

@@ -19,7 +19,7 @@ import {
 } from '../../lib/api/index.ts';
 import { loadClientNode, type ClientNode } from '../../lib/kube-client/client-node.ts';
 import { findPod, deriveVolumeRows, type PodView } from '../../lib/dashboard/pipeline.ts';
-import { directConnection, isAgentUnreachableError, portForwardConnection, type AgentConnection } from './agent-transport.ts';
+import { directConnection, isAgentTlsError, isAgentUnreachableError, openAgentHttp, portForwardConnection, type AgentConnection } from './agent-transport.ts';
 import { EXIT, isUsageError, parseCommandLine, type CommonOptions } from './cli-args.ts';
 import { contextNamespace, findNodeAgent, isLookupError, loadUserKubeConfig, LookupError, readPod, userBearerToken } from './locate.ts';
 import { COLOR_STYLE, nodeBlocked, nodeMarkdown, nodeReport, nodeText, PLAIN_STYLE, podBlocked, podMarkdown, podReport, podText, type Style } from './views.ts';
@@ -52,7 +52,9 @@ function styleFor(io: CliIo, options: CommonOptions): Style {
   return options.color === 'never' || noColor || io.stdout.isTTY !== true ? PLAIN_STYLE : COLOR_STYLE;
 }
 
+/** The token to send: `--token` (or its variable), else `--token-file`'s, else the kubeconfig user's (`null` without a kubeconfig). */
 async function tokenOf(options: CommonOptions, kc: KubeConfig | null): Promise<string | null> {
+  if (options.token !== null) return options.token;
   if (options.tokenFile !== null) {
     try {
       return (await readFile(options.tokenFile, 'utf8')).trim();
@@ -64,7 +66,7 @@ async function tokenOf(options: CommonOptions, kc: KubeConfig | null): Promise<s
   const token = await userBearerToken(kc);
   if (token === null) {
     throw new LookupError(
-      `the kubeconfig user ${JSON.stringify(kc.getCurrentUser()?.name ?? '')} sends no bearer token (client certificates only?): the agent authenticates callers with a TokenReview, which needs a token; use a token user, or --token-file`,
+      `the kubeconfig user ${JSON.stringify(kc.getCurrentUser()?.name ?? '')} sends no bearer token (client certificates only?): the agent authenticates callers with a TokenReview, which needs a token; use a token user, or --token / --token-file`,
     );
   }
   return token;
@@ -73,13 +75,20 @@ async function tokenOf(options: CommonOptions, kc: KubeConfig | null): Promise<s
 /** Connects to the agent of `node` found through the kubeconfig, or to `--agent-url`. */
 async function connect(options: CommonOptions, k8s: ClientNode | null, kc: KubeConfig | null, node: string | null): Promise<Target> {
   if (options.agentUrl !== null) {
-    return { connection: directConnection({ node: node ?? options.agentUrl, url: options.agentUrl }, await tokenOf(options, null)), node };
+    const token = await tokenOf(options, null);
+    return { connection: directConnection({ node: node ?? options.agentUrl, url: options.agentUrl }, token, await openAgentHttp(options.agentScheme, options.agentTls)), node };
   }
   if (k8s === null || kc === null || node === null) throw new LookupError('no agent to ask');
-  const endpoint = await findNodeAgent(k8s, kc, { namespace: options.agentNamespace, selector: options.agentSelector, defaultPort: options.agentPort }, node);
+  const endpoint = await findNodeAgent(k8s, kc, { namespace: options.agentNamespace, selector: options.agentSelector, defaultPort: options.agentPort, scheme: options.agentScheme }, node);
   const token = await tokenOf(options, kc);
-  const connection = options.transport === 'direct' ? directConnection(endpoint, token) : await portForwardConnection(k8s, kc, endpoint, token);
-  return { connection, node };
+  const http = await openAgentHttp(options.agentScheme, options.agentTls);
+  try {
+    const connection = options.transport === 'direct' ? directConnection(endpoint, token, http) : await portForwardConnection(k8s, kc, endpoint, token, http);
+    return { connection, node };
+  } catch (err) {
+    await http.close();
+    throw err;
+  }
 }
 
 async function kube(io: CliIo, options: CommonOptions): Promise<{ k8s: ClientNode; kc: KubeConfig }> {
@@ -244,7 +253,9 @@ function refusal(err: AgentApiError): string {
   if (err.status === 403) {
     return `the agent refused your credentials: ${err.message}. Reading an agent needs "get" on nodes/volumemanager (resourceName: the node), e.g. the ClusterRole volumescope-viewer of deploy/base/user-rbac.yaml`;
   }
-  if (err.status === 401) return `the agent did not accept your credentials (TokenReview): ${err.message}`;
+  if (err.status === 401) {
+    return `the agent did not accept your credentials (TokenReview): ${err.message}. Agents run with --authentication-token-audience accept only tokens for that audience (deploy/: kubectl create token SA --audience volumescope-agent, then --token)`;
+  }
   return `the agent answered ${err.status}: ${err.message}`;
 }
 
@@ -252,7 +263,7 @@ function refusal(err: AgentApiError): string {
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   let cmd: ReturnType<typeof parseCommandLine>;
   try {
-    cmd = parseCommandLine(argv);
+    cmd = parseCommandLine(argv, io.env);
   } catch (err) {
     if (!isUsageError(err)) throw err;
     io.stderr.write(`${PROG}: ${err.message}\nRun "${PROG} --help" for usage.\n`);
@@ -265,7 +276,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   try {
     return cmd.kind === 'pod' ? await runPod(io, cmd) : await runNode(io, cmd);
   } catch (err) {
-    if (isLookupError(err) || isAgentUnreachableError(err)) io.stderr.write(`${PROG}: ${err.message}\n`);
+    if (isLookupError(err) || isAgentUnreachableError(err) || isAgentTlsError(err)) io.stderr.write(`${PROG}: ${err.message}\n`);
     else if (isAgentApiError(err)) io.stderr.write(`${PROG}: ${refusal(err)}\n`);
     else throw err;
     return EXIT.unavailable;

@@ -76,11 +76,12 @@ export async function readPod(k8s: Pick<ClientNode, 'CoreV1Api'>, kc: KubeConfig
   }
 }
 
-/** Where the agents are: `--agent-namespace`, `--agent-selector`, the default port. */
+/** Where the agents are: `--agent-namespace`, `--agent-selector`, the default port, and the scheme of their URLs (`--agent-scheme`). */
 export interface AgentSearch {
   readonly namespace: string;
   readonly selector: string;
   readonly defaultPort: number;
+  readonly scheme: 'http' | 'https';
 }
 
 /** The agent of `node`, found as the dashboard's discovery finds agents. */
@@ -92,7 +93,7 @@ export async function findNodeAgent(k8s: Pick<ClientNode, 'CoreV1Api'>, kc: Kube
   } catch (err) {
     throw apiFailure(`cannot list the agent pods in namespace ${search.namespace} (selector ${search.selector})`, err);
   }
-  const serving = servingAgentPods(pods, search.defaultPort).find((a) => a.node === node);
+  const serving = servingAgentPods(pods, search.defaultPort, search.scheme).find((a) => a.node === node);
   if (serving === undefined) {
     throw new LookupError(`no running VolumeScope agent on node ${node} (no Running pod with a pod IP matching ${search.selector} in namespace ${search.namespace})`);
   }
