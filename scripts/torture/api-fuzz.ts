@@ -365,20 +365,53 @@ function send(keepAlive: Agent, port: number, req: FuzzRequest): Promise<FuzzRes
 
 // CHECKS
 
-/** The parts of a snapshot a request can change, without clocks, counters and ring buffers. */
+/**
+ * Plugins whose volumes the reconciler mounts again on its own (`RequiresRemount`: the kubelet's
+ * periodic refresh of configMap, secret, projected and downwardAPI contents).
+ */
+const REMOUNTED_PLUGINS = ['kubernetes.io/configmap/', 'kubernetes.io/secret/', 'kubernetes.io/projected/', 'kubernetes.io/downward-api/'];
+
+/**
+ * The parts of a snapshot a request can change, without clocks, counters and ring buffers, and
+ * without `volume_mount` operations of the remounted plugins: the reconciler starts those on its
+ * own at any time, and no action (retry, unmount, cleanup, resync) ever starts a mount.
+ */
 function stateOf(s: Snapshot): unknown {
+  const remount = (o: Snapshot['operations'][number]): boolean => o.operationName === 'volume_mount' && REMOUNTED_PLUGINS.some((p) => o.volume.startsWith(p));
   return {
     nodeName: s.nodeName,
     statesSynced: s.statesSynced,
     mounter: s.mounter,
     desired: s.desired,
     actual: s.actual.volumes.map((v) => ({ ...v, pods: v.pods.map((p) => ({ podUid: p.podUid, outerVolumeName: p.outerVolumeName, mountState: p.mountState })) })),
-    operations: s.operations.map((o) => operationKey(o)),
+    operations: s.operations.filter((o) => !remount(o)).map((o) => operationKey(o)),
     reconstruction: { state: s.reconstruction.state, volumes: s.reconstruction.volumes.map((v) => ({ ...v, at: 0 })) },
     podErrors: s.podErrors,
     sourceErrors: s.sourceErrors,
     drivers: s.drivers.map((d) => ({ name: d.name, registered: d.registered, nodeId: d.nodeId })),
   };
+}
+
+/** The first path where `after` differs from `before` (`$.actual[0].mountState: "x" → "y"`), or null. */
+export function firstChange(before: unknown, after: unknown, path = '$'): string | null {
+  if (Object.is(before, after)) return null;
+  if (typeof before !== 'object' || typeof after !== 'object' || before === null || after === null || Array.isArray(before) !== Array.isArray(after)) {
+    return `${path}: ${JSON.stringify(before)?.slice(0, 200) ?? 'undefined'} → ${JSON.stringify(after)?.slice(0, 200) ?? 'undefined'}`;
+  }
+  if (Array.isArray(before) && Array.isArray(after)) {
+    for (let i = 0; i < Math.max(before.length, after.length); i++) {
+      const d = firstChange(before[i], after[i], `${path}[${i}]`);
+      if (d !== null) return d;
+    }
+    return null;
+  }
+  const a = before as Record<string, unknown>;
+  const b = after as Record<string, unknown>;
+  for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])]) {
+    const d = firstChange(a[k], b[k], `${path}.${k}`);
+    if (d !== null) return d;
+  }
+  return null;
 }
 
 /** The audit entries `after` has beyond `before` (the ring is bounded, so old ones may be gone). */
@@ -578,9 +611,8 @@ async function runApiFuzz(options: CampaignOptions): Promise<CampaignResult> {
         if (before !== null && res.status >= 400 && res.status < 500) {
           stateChecks++;
           const after = await snapshot();
-          if (JSON.stringify(stateOf(before)) !== JSON.stringify(stateOf(after))) {
-            fail(`${req.method} ${req.path.slice(0, 80)} (${req.label}): rejected with ${res.status} but the state changed`);
-          }
+          const change = firstChange(stateOf(before), stateOf(after));
+          if (change !== null) fail(`${req.method} ${req.path.slice(0, 80)} (${req.label}): rejected with ${res.status} but the state changed (${change})`);
           const appended = appendedAuditEntries(before.audit, after.audit).filter((e) => e.result !== 'refused');
           if (appended.length > 0) fail(`${req.method} ${req.path.slice(0, 80)} (${req.label}): rejected with ${res.status} but audited as ${appended.map((e) => `${e.action} ${e.result}`).join(', ')}`);
         }
