@@ -41,9 +41,11 @@ interface ApiCall {
    * as `system:node:<name>`: the Node authorizer grants these, never deploy/'s roles (beside a real
    * kubelet, the kubelet owns the Node, its Lease and CSINode, and deletes the pods); `user`: the
    * dashboard makes it with the logged-in user's token, never its own (system:basic-user grants
-   * it to every authenticated user).
+   * it to every authenticated user); `opt-in`: the dashboard makes it with its own account only
+   * where deploy/opt-in/ is applied (the attachment view and the guided out-of-service taint), never
+   * with deploy/'s roles.
    */
-  readonly mode: 'observe' | 'managed' | 'node' | 'user';
+  readonly mode: 'observe' | 'managed' | 'node' | 'user' | 'opt-in';
   readonly why: string;
 }
 
@@ -83,6 +85,16 @@ const DASHBOARD_CALLS: Readonly<Record<string, ApiCall>> = {
   listNamespacedPod: { needs: ['list pods', 'watch pods'], mode: 'observe', why: 'agent discovery: list, then watch, the agent pods of its namespace' },
   createSelfSubjectReview: { needs: ['create selfsubjectreviews.authentication.k8s.io'], mode: 'user', why: 'token login: who the pasted token is' },
   createSelfSubjectAccessReview: { needs: ['create selfsubjectaccessreviews.authorization.k8s.io'], mode: 'user', why: "the user's get/update on nodes/volumemanager, to disable what the agent would refuse" },
+  listVolumeAttachment: { needs: ['list volumeattachments.storage.k8s.io', 'watch volumeattachments.storage.k8s.io'], mode: 'opt-in', why: 'the attachment view: actual attachments' },
+  listPersistentVolume: { needs: ['list persistentvolumes', 'watch persistentvolumes'], mode: 'opt-in', why: 'the attachment view: access modes and CSI sources' },
+  listPersistentVolumeClaimForAllNamespaces: { needs: ['list persistentvolumeclaims', 'watch persistentvolumeclaims'], mode: 'opt-in', why: "the attachment view: pods' claims to PVs" },
+  listPodForAllNamespaces: { needs: ['list pods', 'watch pods'], mode: 'opt-in', why: 'the attachment view: desired attachments; the pods an out-of-service taint force-deletes' },
+  listNode: { needs: ['list nodes', 'watch nodes'], mode: 'opt-in', why: 'the attachment view: volumesAttached/volumesInUse, conditions, taints' },
+  listCSIDriver: { needs: ['list csidrivers.storage.k8s.io', 'watch csidrivers.storage.k8s.io'], mode: 'opt-in', why: 'the attachment view: attachRequired' },
+  listCSINode: { needs: ['list csinodes.storage.k8s.io', 'watch csinodes.storage.k8s.io'], mode: 'opt-in', why: "the attachment view: the nodes' drivers" },
+  listNamespacedLease: { needs: ['list leases.coordination.k8s.io', 'watch leases.coordination.k8s.io'], mode: 'opt-in', why: 'the attachment view: node lease age (kube-node-lease)' },
+  readNode: { needs: ['get nodes'], mode: 'opt-in', why: 'the out-of-service taint: a live read of the node before the patch' },
+  patchNode: { needs: ['patch nodes'], mode: 'opt-in', why: 'the out-of-service taint and its attestation annotations' },
 };
 
 /** The agents' own SubjectAccessReviews: get for reads, update for actions (webhook-auth.ts). */
