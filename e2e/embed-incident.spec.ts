@@ -84,7 +84,7 @@ test('at 600×400 the failing volume and its error come first, healthy ones coll
     expect(await page.evaluate(() => window.scrollY)).toBe(0);
     await expect(cards.first().getByTestId('operation-history-line')).toContainText(/stuck for \d+ s/);
     // The healthy volumes: a closed <details> saying how many, opened on demand.
-    const healthy = page.getByTestId('embed-healthy');
+    const healthy = page.getByTestId('embed-healthy').filter({ visible: true });
     await expect(healthy.locator('summary')).toHaveText('3 ready volumes');
     await expect(healthy).not.toHaveAttribute('open');
     await expect(cards).toHaveCount(1);
@@ -115,7 +115,7 @@ test('at 600×400 the failing volume and its error come first, healthy ones coll
     const row = page.getByTestId('embed-failing-row').filter({ hasText: 'incident-0', visible: true });
     await expect(row).toContainText('is not a directory');
     await expect(row).toBeInViewport();
-    await expect(page.getByTestId('embed-healthy')).not.toHaveAttribute('open');
+    await expect(page.getByTestId('embed-healthy').filter({ visible: true })).not.toHaveAttribute('open');
     expect(await horizontalOverflow(page)).toEqual(noOverflow);
     await saveScreenshot(page, 'embed-incident-node');
 

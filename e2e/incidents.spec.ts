@@ -38,9 +38,11 @@ test('incident 1: a pod stuck on a failing hostPath: stage, cause, next retry, s
   // Arrange: a hostPath of type Directory that does not exist.
   const { pod, hostDir, isMount } = await writeStuckHostPathPod('e2e-node-a', 'stuck-0', 'incident-stuck');
   try {
-    await waitForAgent('e2e-node-a', 'the mount failed twice and waits at least 1 s', (s) => {
+    // A window of 8 s with more than 5 s left: the reconciler's own retry cannot start (and
+    // disable the card's Retry now button) while the test reads the card and tabs to the button.
+    await waitForAgent('e2e-node-a', 'the mount in a backoff window of 8 s with more than 5 s left', (s) => {
       const op = s.operations.find(isMount);
-      return op !== undefined && op.state === 'backoff' && op.durationBeforeRetryMs >= 1_000;
+      return op !== undefined && op.state === 'backoff' && op.durationBeforeRetryMs >= 8_000 && (op.retryAt ?? 0) - Date.now() > 5_000;
     });
 
     // Act: the pod page.
