@@ -4,7 +4,7 @@ import type { MountHealthState } from '../../lib/api/index.ts';
 import { MOUNT_STATE_WORDS, type MountHealthRow } from '../../lib/dashboard/mount-health-view.ts';
 import { DataTable } from '../shared/data-table.tsx';
 import { EmptyState } from '../shared/empty-state.tsx';
-import { PodRefLink } from '../shared/pod-ref.tsx';
+import { PodRefList } from '../shared/pod-ref.tsx';
 import { RelativeTime } from '../shared/time-text.tsx';
 
 /** A health state as an icon plus words (colour is never the only cue). */
@@ -39,14 +39,7 @@ export function MountHealthTable({ node, rows, podNames, empty, caption }: { nod
           </td>
           <td>{entry.kind === 'staging' ? 'staging (device mount)' : 'pod volume'}</td>
           <td>
-            {affectedPods.length === 0
-              ? 'none'
-              : affectedPods.map((uid, i) => (
-                  <span key={uid}>
-                    {i > 0 ? ', ' : ''}
-                    <PodRefLink node={node} uid={uid} name={podNames.get(uid)} />
-                  </span>
-                ))}
+            <PodRefList node={node} uids={affectedPods} podNames={podNames} empty="none" />
           </td>
           <td>
             <RelativeTime at={entry.since} />

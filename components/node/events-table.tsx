@@ -9,7 +9,7 @@ import { EmptyState } from '../shared/empty-state.tsx';
 import { ErrorCauseText } from '../shared/error-cause.tsx';
 import { DataTable } from '../shared/data-table.tsx';
 import { LiveText, TimeOfDay } from '../shared/time-text.tsx';
-import { PodRefLink } from '../shared/pod-ref.tsx';
+import { PodRefList } from '../shared/pod-ref.tsx';
 
 export interface EventsTableProps {
   readonly node: string;
@@ -52,14 +52,7 @@ function VolumeEventsTable({ node, entry, podNames }: { node: string; entry: Vol
               </span>
             </td>
             <td>
-              {g.podUids.length === 0
-                ? 'node'
-                : g.podUids.map((uid, i) => (
-                    <span key={uid}>
-                      {i > 0 ? ', ' : ''}
-                      <PodRefLink node={node} uid={uid} name={podNames.get(uid)} />
-                    </span>
-                  ))}
+              <PodRefList node={node} uids={g.podUids} podNames={podNames} empty="node" />
             </td>
             <td>
               <ResolutionText resolution={g.resolution} />

@@ -16,3 +16,18 @@ export function PodRefLink({ node, uid, name, tabIndex }: { node: string; uid: s
     </span>
   );
 }
+
+/** Pod links separated by commas; `empty` when there is none. */
+export function PodRefList({ node, uids, podNames, empty }: { node: string; uids: readonly string[]; podNames: ReadonlyMap<string, string>; empty: string }) {
+  if (uids.length === 0) return <>{empty}</>;
+  return (
+    <>
+      {uids.map((uid, i) => (
+        <span key={uid}>
+          {i > 0 ? ', ' : ''}
+          <PodRefLink node={node} uid={uid} name={podNames.get(uid)} />
+        </span>
+      ))}
+    </>
+  );
+}
