@@ -494,7 +494,6 @@ describe('dashboard', () => {
       VOLUMESCOPE_AGENT_SCHEME: 'https',
       VOLUMESCOPE_AGENT_CA_FILE: '/etc/volumescope/agent-ca/ca.crt',
       VOLUMESCOPE_AGENT_TLS_SERVER_NAME: 'volumescope-agent.volumescope.svc',
-      VOLUMESCOPE_DISCOVERY_TOKEN_FILE: '/var/run/secrets/volumescope/agent-token/token',
     });
   });
 
@@ -716,16 +715,12 @@ describe('access and hardening (docs/cluster.md, "Access and hardening")', () =>
     expect(dashboardEnv['VOLUMESCOPE_AGENT_TLS_SERVER_NAME']).toMatch(/^volumescope-agent\.volumescope\.svc$/);
   });
 
-  it('the dashboard sends agents a projected token for exactly the audience the agents require', () => {
-    const audience = flagValue(agent.args ?? [], '--authentication-token-audience');
-    const tokenFile = dashboardEnv['VOLUMESCOPE_DISCOVERY_TOKEN_FILE'] ?? '';
-    const projected = volumeAt(dashboardDeployment, dashboard, tokenFile.slice(0, tokenFile.lastIndexOf('/')));
-    const source = projected.projected?.sources[0]?.serviceAccountToken;
-
-    expect(audience).toBe('volumescope-agent');
+  it('the agents accept only tokens for their audience; the dashboard holds no agent token of its own (it sends the logged-in user\'s)', () => {
+    expect(flagValue(agent.args ?? [], '--authentication-token-audience')).toBe('volumescope-agent');
     expect(agent.args).toContain('--authentication-token-webhook');
-    expect(source?.audience).toBe(audience);
-    expect(source?.path).toBe(tokenFile.slice(tokenFile.lastIndexOf('/') + 1));
-    expect(source?.expirationSeconds).toBeLessThanOrEqual(3600);
+    expect(dashboardEnv['VOLUMESCOPE_DISCOVERY_TOKEN_FILE']).toBeUndefined();
+    expect(dashboardEnv['VOLUMESCOPE_LOCAL_SESSION']).toBeUndefined();
+    const podVolumes = dashboardDeployment.spec?.template.spec?.volumes ?? [];
+    expect(podVolumes.filter((v) => v.projected !== undefined)).toEqual([]);
   });
 });
