@@ -130,6 +130,11 @@ export interface StartClusterOptions {
   /** Appended to agent-0's flags (e.g. `--authentication-token-webhook`). */
   readonly agentArgs?: readonly string[];
   /**
+   * Appended to kubelet-0's flags (upstream/kube/cmd/kube/kubelet.go), e.g. `--port=<n>` to serve
+   * the kubelet's API and `/metrics` on 127.0.0.1 (none by default). Kept for its restarts.
+   */
+  readonly kubeletArgs?: readonly string[];
+  /**
    * Called as soon as the cluster can be stopped, before the start completes, with the same stop
    * as {@link RunningCluster.stop}: a signal handler can then stop a half-started cluster in order
    * (the start rejects once its processes are gone).
@@ -702,7 +707,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
   const startKubeletProcess = (): ManagedProcess => {
     const previous = started.findIndex((p) => p.name === KUBELET_PROCESS);
     if (previous >= 0) started.splice(previous, 1);
-    return startGo(KUBELET_PROCESS, 'kubelet', [`--kubeconfig=${kubeletFacts.kubeconfig}`, `--node-name=${KUBELET_NODE}`, `--root-dir=${kubeletFacts.rootDir}`, '--v=2'], kubeletCwd);
+    return startGo(KUBELET_PROCESS, 'kubelet', [`--kubeconfig=${kubeletFacts.kubeconfig}`, `--node-name=${KUBELET_NODE}`, `--root-dir=${kubeletFacts.rootDir}`, '--v=2', ...(options.kubeletArgs ?? [])], kubeletCwd);
   };
   const currentKubelet = (): ManagedProcess | undefined => started.find((p) => p.name === KUBELET_PROCESS);
 
