@@ -37,8 +37,10 @@
  * kubelet on both (mount latency p50; restart to all confirmed), in the same run.
  *
  * Flags: `--pods N` (latency pods per node), `--interval-ms N`, `--restart-pods N` (× 5 volumes),
- * `--skip-restart`. `VOLUMESCOPE_CLUSTER_BENCH_DIR` (absolute) moves the cluster's state dir.
+ * `--skip-restart`, `--agent-from-source` (agent-0 from agent/main.ts through tsx instead of the
+ * image's esbuild bundle). `VOLUMESCOPE_CLUSTER_BENCH_DIR` (absolute) moves the cluster's state dir.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { cpus, loadavg } from 'node:os';
@@ -61,6 +63,7 @@ const { values: flags } = parseArgs({
     'interval-ms': { type: 'string', default: '100' },
     'restart-pods': { type: 'string', default: '200' },
     'skip-restart': { type: 'boolean', default: false },
+    'agent-from-source': { type: 'boolean', default: false },
   },
 });
 const LATENCY_PODS = Number(flags.pods);
@@ -397,9 +400,16 @@ async function main(): Promise<void> {
   const kubeletPort = await freePort();
   // The kubelet admits 110 pods by default (kubemark's --max-pods): the bench's pods of one phase must fit.
   const maxPods = Math.max(LATENCY_PODS, RESTART_PODS) + 10;
+  // agent-0 as the container image runs it: the esbuild bundle (below the repository, so its npm
+  // packages resolve from node_modules); --agent-from-source runs agent/main.ts through tsx.
+  const agentBundle = flags['agent-from-source'] ? undefined : join(REPO_ROOT, '.volumescope', 'cluster-bench-agent', 'agent.mjs');
+  if (agentBundle !== undefined) {
+    const built = spawnSync(process.execPath, [join(REPO_ROOT, 'deploy', 'image', 'bundle-agent.mjs'), agentBundle], { cwd: REPO_ROOT, stdio: ['ignore', 2, 2] });
+    if (built.status !== 0) throw new Error(`bundle-agent.mjs exited ${String(built.status)}`);
+  }
   const loadBefore = load();
   const clusterStarted = performance.now();
-  const cluster = await startCluster({ stateDir: state.dir, reset: true, waitForNodeReady: true, kubeletArgs: [`--port=${kubeletPort}`, `--max-pods=${maxPods}`], log: (line) => {
+  const cluster = await startCluster({ stateDir: state.dir, reset: true, waitForNodeReady: true, ...(agentBundle === undefined ? {} : { agentBundle }), kubeletArgs: [`--port=${kubeletPort}`, `--max-pods=${maxPods}`], log: (line) => {
       progress(`cluster: ${line}`);
     },
   });
@@ -433,6 +443,7 @@ async function main(): Promise<void> {
     const restartRatio = restart === null ? null : (restart.ratio as number);
     const report = {
       bench: 'cluster',
+      agentRunAs: agentBundle === undefined ? 'agent/main.ts through tsx' : 'the esbuild bundle of deploy/image/bundle-agent.mjs with NODE_COMPILE_CACHE (as the image runs it, plus the cache)',
       machine: { cores: cpus().length, shared: 'yes: other jobs run on the same cores; see load' },
       versions: { kubelet: componentVersion(facts.versions, 'kubelet'), 'kube-apiserver': componentVersion(facts.versions, 'kube-apiserver'), 'kube-controller-manager': componentVersion(facts.versions, 'kube-controller-manager') },
       load: { before: loadBefore, after: load() },

@@ -135,6 +135,11 @@ export interface StartClusterOptions {
    */
   readonly kubeletArgs?: readonly string[];
   /**
+   * agent-0 runs this bundle (deploy/image/bundle-agent.mjs, as the container image does) instead
+   * of agent/main.ts through tsx, with Node's compile cache in `<stateDir>/node-compile-cache`.
+   */
+  readonly agentBundle?: string;
+  /**
    * Called as soon as the cluster can be stopped, before the start completes, with the same stop
    * as {@link RunningCluster.stop}: a signal handler can then stop a half-started cluster in order
    * (the start rejects once its processes are gone).
@@ -386,6 +391,7 @@ export class ClusterAgent {
   constructor(
     facts: AgentFacts,
     private readonly extraArgs: readonly string[],
+    private readonly bundle?: string,
   ) {
     this.facts = facts;
   }
@@ -399,9 +405,7 @@ export class ClusterAgent {
     const { nodeName, rootDir, url, tokenFile, kubeconfig: kc } = this.facts;
     return [
       '--max-semi-space-size=8',
-      '--import',
-      'tsx',
-      join(root, 'agent', 'main.ts'),
+      ...(this.bundle === undefined ? ['--import', 'tsx', join(root, 'agent', 'main.ts')] : [this.bundle]),
       ...this.modeArgs(),
       `--kubeconfig=${kc}`,
       `--node-name=${nodeName}`,
@@ -434,7 +438,8 @@ export class ClusterAgent {
   /** Starts the process and waits until /healthz answers 200 (rejects when it exits first). */
   async start(): Promise<void> {
     this.prepare();
-    this.proc = ManagedProcess.start({ name: this.processName(), args: this.args(), cwd: root, env: childEnv(), logFile: this.facts.logFile });
+    const env = this.bundle === undefined ? childEnv() : childEnv({ NODE_COMPILE_CACHE: join(dirname(this.facts.rootDir), '..', 'node-compile-cache') });
+    this.proc = ManagedProcess.start({ name: this.processName(), args: this.args(), cwd: root, env, logFile: this.facts.logFile });
     await waitUntil(`${this.processName()} /healthz`, async () => (await httpStatus(`${this.facts.url}/healthz`)) === 200, { deadlineMs: 90_000, process: this.proc, intervalMs: 250 });
   }
 
@@ -661,7 +666,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     adminKey: pki.clientKey(ADMIN),
   };
   const base = { stateDir: state, pki: pkiPaths, apiServerUrl: server, logsDir: logs };
-  const agent = new ClusterAgent(await agentFacts(base, { nodeName: NODE, port: ports.agent, kubeconfig: kubeconfigOf(nodeIdentity(NODE)) }), options.agentArgs ?? []);
+  const agent = new ClusterAgent(await agentFacts(base, { nodeName: NODE, port: ports.agent, kubeconfig: kubeconfigOf(nodeIdentity(NODE)) }), options.agentArgs ?? [], options.agentBundle);
   const kubeletCsiDir = join(csiDir, KUBELET_NODE);
   const kubeletFacts: KubeletFacts = {
     nodeName: KUBELET_NODE,
