@@ -34,12 +34,31 @@
  *   mounted volumes. statfs volumes: two agent processes with `IDLE_VOLUMES` emptyDir volumes,
  *   one with `--volume-stats-agg-period=0` (no collection) and one with a period of
  *   `STATS_FAST_PERIOD_MS`; the CPU difference, scaled from that period to the default 1m, is the
- *   extra CPU of the default collection (worker thread, statfs, snapshot, metrics). CSI volumes:
- *   the agent-side CPU of one NodeGetVolumeStats call (gRPC client, call stats, metric) measured
- *   in this process over `STATS_CSI_CALLS` calls against csi-loop on one published volume, times
- *   1,000 volumes a minute. Target, with the health checks: ≤ 0.5 % of a core.
+ *   extra CPU of the default collection (statfs numbers, snapshot, metrics). CSI volumes: the
+ *   agent-side CPU of one NodeGetVolumeStats call (gRPC client, call stats, metric) measured in
+ *   this process over `STATS_CSI_CALLS` calls (after `STATS_CSI_WARMUP_CALLS`, one pass's worth)
+ *   against csi-loop on one published volume, times 1,000 volumes asked at the kubelet's cadence
+ *   (each pass 1–2 periods after the previous one: 1.5 × 1m on average). Target, with the health
+ *   checks: ≤ 0.5 % of a core.
  *
- * `--only csi` runs only the csi section; `--only stats` only the stats section.
+ * - healthStats (`--only health-stats`, issue 16, requirement 6): the health checks and the
+ *   volume stats together, as configured by default (the stats reuse the health checks' statfs
+ *   numbers), at 1,000 emptyDir volumes. Two agent processes: both off
+ *   (`--mount-health-period=0 --volume-stats-agg-period=0`), and both on at
+ *   `HEALTH_STATS_SPEEDUP` times their default rates (health 1 s, stats 6 s), so the window of
+ *   `HEALTH_STATS_WINDOW_MS` holds 30 health batches and 3–5 stats passes; CPU % of one core of
+ *   the agent and its probe child (utime + stime from /proc, live and reaped children);
+ *   `healthStatsCpuPercent` is the difference divided by the speedup, the cost at the default
+ *   rates (1,000 paths every 40 s, stats every 1–2 min). Then, on the agent with them on, a
+ *   bindfs mount over one pod's volume directory: GET /healthz, /api/v1/summary and
+ *   /api/v1/snapshot timed `HUNG_MIN_REQUESTS` times each with it healthy (baseline), then with
+ *   its daemon stopped (SIGSTOP) until the mount is reported hung, its stats entry carries the
+ *   health check's error, and at least `HUNG_MIN_REQUESTS` times each; p50/p99/max. Targets:
+ *   ≤ 0.5 % of a core, p99 ≤ 50 ms. As root, run it in a private mount namespace (see `--only
+ *   health`).
+ *
+ * `--only csi` runs only the csi section; `--only stats` only the stats section;
+ * `--only health-stats` only the healthStats section.
  *
  * `--only restart` runs only a restart at scale, in this process: an agent brings up
  * `SNAPSHOT_VOLUMES` volumes of mixed plugins (emptyDir, configMap, secret; see mixedPod), is
@@ -108,8 +127,12 @@ const HUNG_EXTRA_MS = 6_000;
 const STATS_FAST_PERIOD_MS = 2_000;
 const STATS_SAMPLE_MS = 20_000;
 const STATS_CSI_CALLS = 2_000;
+/** Calls before the measured ones: one pass at `IDLE_VOLUMES` CSI volumes (the JIT is warm in a running agent). */
+const STATS_CSI_WARMUP_CALLS = 1_000;
 /** The kubelet's `--volume-stats-agg-period` default. */
 const STATS_DEFAULT_PERIOD_MS = 60_000;
+/** The mean time between two stats passes at the default period (period × (1 + random), the kubelet's jitter). */
+const STATS_DEFAULT_MEAN_INTERVAL_MS = 1.5 * STATS_DEFAULT_PERIOD_MS;
 /** The driver calls of one volume's way to mounted (attach, stage, publish). */
 const CSI_SETUP_CALLS = ['ControllerPublishVolume', 'NodeStageVolume', 'NodePublishVolume'];
 
@@ -579,17 +602,17 @@ async function startProfiler(file: string | null): Promise<{ stop(): Promise<voi
       const { profile } = (await post('Profiler.stop')) as { profile: unknown };
       await writeFile(file, JSON.stringify(profile));
       session.disconnect();
-      progress(`CPU profile of the restart written to ${file}`);
+      progress(`CPU profile written to ${file}`);
     },
   };
 }
 
 /** Dirs, flags and a quiet logger for an agent run in this process (`--only restart`, `--only idle`). */
-async function inProcessAgentSetup(base: string) {
+async function inProcessAgentSetup(base: string, extraFlags: readonly string[] = []) {
   const rootDir = join(base, 'root');
   const manifestDir = join(base, 'manifests');
   await mkdir(manifestDir, { recursive: true });
-  const parsed = parseAgentFlags(['--source=manifest', '--node-name', NODE_NAME, '--root-dir', rootDir, '--manifest-dir', manifestDir, `--allow-mount=${realMountsAllowed ? 'true' : 'false'}`]);
+  const parsed = parseAgentFlags(['--source=manifest', '--node-name', NODE_NAME, '--root-dir', rootDir, '--manifest-dir', manifestDir, `--allow-mount=${realMountsAllowed ? 'true' : 'false'}`, ...extraFlags]);
   if (parsed.help) throw new Error('unexpected --help');
   const log = createAgentLogger({ level: 'warn', nodeName: NODE_NAME, destination: { write: () => undefined } });
   return { rootDir, manifestDir, config: parsed.config, log };
@@ -671,11 +694,15 @@ async function measureRestartOnly(volumes: number, profileFile: string | null) {
 /**
  * `--only idle`: `IDLE_VOLUMES` volumes brought up in this process, then the engine's CPU time
  * (process.cpuUsage) over `IDLE_SAMPLE_MS` with nothing changing, optionally profiled
- * (`--cpu-profile <file>`): the periodic work that remains when nothing changes.
+ * (`--cpu-profile <file>`): the periodic work that remains when nothing changes. `--health-stats
+ * off` turns the mount health checks and volume stats off, `--health-stats fast` runs them at
+ * `HEALTH_STATS_SPEEDUP` × their default rates (to profile their share); default: as configured
+ * by default.
  */
-async function measureIdleInProcess(profileFile: string | null) {
+async function measureIdleInProcess(profileFile: string | null, healthStats: 'default' | 'off' | 'fast') {
   const base = await makeTempDir('volumescope-bench-idle-');
-  const { rootDir, manifestDir, config, log } = await inProcessAgentSetup(base);
+  const flags = { default: [], off: ['--mount-health-period=0', '--volume-stats-agg-period=0'], fast: ['--mount-health-period', `${10_000 / HEALTH_STATS_SPEEDUP}ms`, '--volume-stats-agg-period', `${STATS_DEFAULT_PERIOD_MS / HEALTH_STATS_SPEEDUP}ms`] }[healthStats];
+  const { rootDir, manifestDir, config, log } = await inProcessAgentSetup(base, flags);
   const pods = IDLE_VOLUMES / VOLUMES_PER_POD;
   for (let f = 0; f * PODS_PER_FILE < pods; f++) {
     const docs = [];
@@ -693,7 +720,7 @@ async function measureIdleInProcess(profileFile: string | null) {
     const cpu = process.cpuUsage(cpu0);
     const seconds = (performance.now() - t0) / 1000;
     await profiler?.stop();
-    return { idleInProcess: { volumes: IDLE_VOLUMES, sampleSeconds: round(seconds, 2), cpuPercent: round(((cpu.user + cpu.system) / 1e6 / seconds) * 100, 2), rssMB: round(process.memoryUsage().rss / 1024 / 1024) } };
+    return { idleInProcess: { volumes: IDLE_VOLUMES, healthStats, sampleSeconds: round(seconds, 2), cpuPercent: round(((cpu.user + cpu.system) / 1e6 / seconds) * 100, 2), rssMB: round(process.memoryUsage().rss / 1024 / 1024) } };
   } finally {
     await agent.stop(10_000);
     await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
@@ -717,6 +744,15 @@ async function treeCpuSeconds(pid: number, ticksPerSecond: number): Promise<{ se
   return { self: (Number(own[11]) + Number(own[12])) / ticksPerSecond, children };
 }
 
+/** Times an unauthenticated GET once (`/healthz`); ms. */
+async function timeGetNoAuth(agent: AgentProcess, path: string): Promise<number> {
+  const t0 = performance.now();
+  const res = await fetch(`${agent.baseUrl}${path}`);
+  await res.arrayBuffer();
+  if (res.status !== 200) throw new Error(`GET ${path}: ${res.status}`);
+  return performance.now() - t0;
+}
+
 /** Times `get` once; ms. */
 async function timeGet(agent: AgentProcess, path: string): Promise<number> {
   const t0 = performance.now();
@@ -731,46 +767,87 @@ function latencySummary(values: number[]): { count: number; p50: number; p99: nu
   return { count: sorted.length, p50: round(percentile(sorted, 50), 2), p99: round(percentile(sorted, 99), 2), max: round(sorted[sorted.length - 1] ?? Number.NaN, 2) };
 }
 
-/** One agent process at `IDLE_VOLUMES` volumes: CPU over the window; with `hang`, the API timed while a FUSE mount hangs. */
-async function healthRun(checks: boolean, ticksPerSecond: number, hang: boolean) {
-  const base = await makeTempDir(`volumescope-bench-health-${checks ? 'on' : 'off'}-`);
+/** An agent process at `IDLE_VOLUMES` emptyDir volumes (pods `<prefix>-N`), and what `run` may have mounted over one of them. */
+interface ScaledAgent {
+  agent: AgentProcess;
+  base: string;
+  rootDir: string;
+  manifestDir: string;
+  /** A bindfs mount over pod `<prefix>-0`'s volume `v0`; `stop` stops its daemon (SIGSTOP). */
+  mountFuse: () => Promise<{ path: string; stop: () => void }>;
+}
+
+/** Runs `run` on a fresh agent process scaled to `IDLE_VOLUMES` volumes; the agent, its FUSE mount and its dirs are removed afterwards. */
+async function withScaledAgent<T>(prefix: string, extraArgs: readonly string[], what: string, run: (a: ScaledAgent) => Promise<T>): Promise<T> {
+  const base = await makeTempDir(`volumescope-bench-${prefix}-`);
   const rootDir = join(base, 'root');
   const manifestDir = join(base, 'manifests');
   await mkdir(manifestDir, { recursive: true });
-  const agent = await AgentProcess.start({ rootDir, manifestDir, nodeName: NODE_NAME, extraArgs: checks ? [] : ['--mount-health-period=0'] });
-  let daemon: ReturnType<typeof spawn> | null = null;
-  let fusePath: string | null = null;
+  const agent = await AgentProcess.start({ rootDir, manifestDir, nodeName: NODE_NAME, extraArgs });
+  let fuse: { daemon: ReturnType<typeof spawn>; path: string } | null = null;
+  const mountFuse = async (): Promise<{ path: string; stop: () => void }> => {
+    const path = join(rootDir, 'pods', uidOf(`${prefix}-0`), 'volumes', 'kubernetes.io~empty-dir', 'v0');
+    const backing = join(base, 'fuse-backing');
+    await mkdir(backing, { recursive: true });
+    const daemon = spawn('bindfs', ['-f', backing, path], { stdio: 'ignore' });
+    fuse = { daemon, path };
+    await waitFor(async () => (await readFile('/proc/self/mountinfo', 'utf8')).includes(` ${path} `), { what: 'bindfs mounted' });
+    return { path, stop: () => daemon.kill('SIGSTOP') };
+  };
   try {
     await agent.waitForSnapshot('states synced', (s) => s.statesSynced);
-    progress(`checks ${checks ? 'on' : 'off'}: scaling to ${IDLE_VOLUMES} volumes`);
-    await scaleTo(agent, manifestDir, 'h', IDLE_VOLUMES / VOLUMES_PER_POD, IDLE_VOLUMES);
+    progress(`${what}: scaling to ${IDLE_VOLUMES} volumes`);
+    await scaleTo(agent, manifestDir, prefix, IDLE_VOLUMES / VOLUMES_PER_POD, IDLE_VOLUMES);
+    return await run({ agent, base, rootDir, manifestDir, mountFuse });
+  } finally {
+    const mounted = fuse as { daemon: ReturnType<typeof spawn>; path: string } | null;
+    if (mounted !== null) {
+      mounted.daemon.kill('SIGCONT');
+      try {
+        execFileSync('umount', ['--', mounted.path]);
+      } catch {
+        execFileSync('umount', ['-l', '--', mounted.path]);
+      }
+    }
+    await agent.stop('SIGTERM');
+    await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
+  }
+}
+
+/** CPU % of one core of the agent (self) and its children (the probe) over `windowMs`. */
+async function treeCpuOver(agent: AgentProcess, windowMs: number, ticksPerSecond: number): Promise<{ windowSeconds: number; agentCpuPercent: number; probeCpuPercent: number; cpuPercent: number }> {
+  const before = await treeCpuSeconds(agent.pid, ticksPerSecond);
+  const t0 = performance.now();
+  await sleep(windowMs);
+  const after = await treeCpuSeconds(agent.pid, ticksPerSecond);
+  const seconds = (performance.now() - t0) / 1000;
+  return {
+    windowSeconds: round(seconds, 1),
+    agentCpuPercent: round(((after.self - before.self) / seconds) * 100, 3),
+    probeCpuPercent: round(((after.children - before.children) / seconds) * 100, 3),
+    cpuPercent: round(((after.self + after.children - before.self - before.children) / seconds) * 100, 3),
+  };
+}
+
+/** One agent process at `IDLE_VOLUMES` volumes: CPU over the window; with `hang`, the API timed while a FUSE mount hangs. */
+async function healthRun(checks: boolean, ticksPerSecond: number, hang: boolean) {
+  const what = `checks ${checks ? 'on' : 'off'}`;
+  return withScaledAgent('h', checks ? [] : ['--mount-health-period=0'], what, async ({ agent, mountFuse }) => {
     await sleep(SETTLE_MS);
-    progress(`checks ${checks ? 'on' : 'off'}: CPU over ${HEALTH_WINDOW_MS / 1000} s`);
-    const before = await treeCpuSeconds(agent.pid, ticksPerSecond);
-    const t0 = performance.now();
-    await sleep(HEALTH_WINDOW_MS);
-    const after = await treeCpuSeconds(agent.pid, ticksPerSecond);
-    const seconds = (performance.now() - t0) / 1000;
+    progress(`${what}: CPU over ${HEALTH_WINDOW_MS / 1000} s`);
+    const usage = await treeCpuOver(agent, HEALTH_WINDOW_MS, ticksPerSecond);
     const snapshot = await agent.snapshot();
     const cpu = {
       checks,
-      windowSeconds: round(seconds, 1),
-      agentCpuPercent: round(((after.self - before.self) / seconds) * 100, 3),
-      probeCpuPercent: round(((after.children - before.children) / seconds) * 100, 3),
-      cpuPercent: round(((after.self + after.children - before.self - before.children) / seconds) * 100, 3),
+      ...usage,
       mountHealthEntries: snapshot.mountHealth.length,
       unhealthy: snapshot.mountHealth.filter((h) => h.state !== 'healthy').length,
     };
     if (!hang) return { cpu, hung: null };
 
     // A FUSE mount over one pod's volume directory, its daemon stopped.
-    fusePath = join(rootDir, 'pods', uidOf('h-0'), 'volumes', 'kubernetes.io~empty-dir', 'v0');
-    const backing = join(base, 'fuse-backing');
-    await mkdir(backing, { recursive: true });
-    const started = spawn('bindfs', ['-f', backing, fusePath], { stdio: 'ignore' });
-    daemon = started;
-    const target = fusePath;
-    await waitFor(async () => (await readFile('/proc/self/mountinfo', 'utf8')).includes(` ${target} `), { what: 'bindfs mounted' });
+    const fuse = await mountFuse();
+    const target = fuse.path;
     // The same requests first with the mount healthy: the baseline on this (shared) machine.
     progress('timing the API with the FUSE mount healthy (baseline)');
     const baseline = { snapshotMs: [] as number[], summaryMs: [] as number[] };
@@ -780,7 +857,7 @@ async function healthRun(checks: boolean, ticksPerSecond: number, hang: boolean)
       baseline.summaryMs.push(await timeGet(agent, '/api/v1/summary'));
       await sleep(20);
     }
-    started.kill('SIGSTOP');
+    fuse.stop();
     progress('FUSE daemon stopped; timing the API until the mount is reported hung');
     const snapshotMs: number[] = [];
     const summaryMs: number[] = [];
@@ -813,19 +890,7 @@ async function healthRun(checks: boolean, ticksPerSecond: number, hang: boolean)
         targetMs: 50,
       },
     };
-  } finally {
-    if (daemon !== null) daemon.kill('SIGCONT');
-    if (fusePath !== null) {
-      const path = fusePath;
-      try {
-        execFileSync('umount', ['--', path]);
-      } catch {
-        execFileSync('umount', ['-l', '--', path]);
-      }
-    }
-    await agent.stop('SIGTERM');
-    await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
-  }
+  });
 }
 
 /** CPU % of an agent process with `IDLE_VOLUMES` emptyDir volumes and the given stats period, over `STATS_SAMPLE_MS`. */
@@ -852,6 +917,117 @@ async function idleCpuWithStatsPeriod(periodMs: number, ticksPerSecond: number):
   }
 }
 
+/** `--only health-stats`: the health checks and volume stats at `HEALTH_STATS_SPEEDUP` times their default rates. */
+const HEALTH_STATS_SPEEDUP = 10;
+const HEALTH_STATS_WINDOW_MS = 30_000;
+/** Requests per endpoint timed while the mount hangs, at least. */
+const HUNG_MIN_REQUESTS = 200;
+const HUNG_ENDPOINTS = ['/healthz', '/api/v1/summary', '/api/v1/snapshot'] as const;
+
+/**
+ * One agent process at `IDLE_VOLUMES` emptyDir volumes, with the health checks and volume stats
+ * off or at `HEALTH_STATS_SPEEDUP` × their default rates: CPU of the agent and its probe child
+ * over `HEALTH_STATS_WINDOW_MS`; with `hang`, then the API timed while a FUSE mount hangs.
+ */
+async function healthStatsRun(on: boolean, ticksPerSecond: number, hang: boolean) {
+  const healthPeriodMs = 10_000 / HEALTH_STATS_SPEEDUP;
+  const statsPeriodMs = STATS_DEFAULT_PERIOD_MS / HEALTH_STATS_SPEEDUP;
+  const extraArgs = on ? ['--mount-health-period', `${healthPeriodMs}ms`, '--volume-stats-agg-period', `${statsPeriodMs}ms`] : ['--mount-health-period=0', '--volume-stats-agg-period=0'];
+  const what = `health+stats ${on ? 'on' : 'off'}`;
+  return withScaledAgent('hs', extraArgs, what, async ({ agent, mountFuse }) => {
+    if (on) {
+      // Every path checked once and a stats pass with numbers for every volume before the window.
+      await waitFor(async () => {
+        const s = await agent.snapshot();
+        return s.mountHealth.length >= IDLE_VOLUMES && (s.volumeStats ?? []).filter((v) => v.capacityBytes !== null).length >= IDLE_VOLUMES;
+      }, { what: 'health entries and volume stats of every volume', timeoutMs: 120_000 });
+    }
+    await sleep(SETTLE_MS);
+    progress(`${what}: CPU over ${HEALTH_STATS_WINDOW_MS / 1000} s`);
+    const load = loadavg()[0] ?? Number.NaN;
+    const usage = await treeCpuOver(agent, HEALTH_STATS_WINDOW_MS, ticksPerSecond);
+    const snapshot = await agent.snapshot();
+    const cpu = {
+      on,
+      healthPeriodMs: on ? healthPeriodMs : 0,
+      statsPeriodMs: on ? statsPeriodMs : 0,
+      ...usage,
+      mountHealthEntries: snapshot.mountHealth.length,
+      statsWithNumbers: (snapshot.volumeStats ?? []).filter((v) => v.capacityBytes !== null).length,
+      loadAverage1mAtStart: round(load, 2),
+      loadAverage1mAtEnd: round(loadavg()[0] ?? Number.NaN, 2),
+    };
+    if (!hang) return { cpu, hung: null };
+
+    const fuse = await mountFuse();
+    const target = fuse.path;
+    // The same requests first with the mount healthy: the baseline on this (shared) machine.
+    progress(`timing ${HUNG_ENDPOINTS.join(', ')} ${HUNG_MIN_REQUESTS} times each with the FUSE mount healthy (baseline)`);
+    const baseline = await timeEndpoints(agent, (rounds) => Promise.resolve(rounds >= HUNG_MIN_REQUESTS));
+    fuse.stop();
+    progress(`FUSE daemon stopped; timing until the mount is reported hung, its stats show the error, and ${HUNG_MIN_REQUESTS} times each`);
+    const t1 = performance.now();
+    let hungAt: number | null = null;
+    let statsErrorAt: number | null = null;
+    const times = await timeEndpoints(agent, async (rounds) => {
+      if (performance.now() - t1 > 120_000) throw new Error('the mount was not reported hung (health and stats) within 120 s');
+      if ((hungAt === null || statsErrorAt === null) && rounds % 10 === 0) {
+        const s = await agent.snapshot();
+        if (hungAt === null && s.mountHealth.some((h) => h.path === target && h.state === 'hung')) hungAt = performance.now();
+        if (statsErrorAt === null && (s.volumeStats ?? []).some((v) => v.path === target && v.error !== null)) statsErrorAt = performance.now();
+      }
+      return hungAt !== null && statsErrorAt !== null && rounds >= HUNG_MIN_REQUESTS;
+    });
+    const stats = (await agent.snapshot()).volumeStats ?? [];
+    return {
+      cpu,
+      hung: {
+        reportedHungAfterMs: Math.round((hungAt ?? t1) - t1),
+        statsErrorAfterMs: Math.round((statsErrorAt ?? t1) - t1),
+        timedSeconds: round((performance.now() - t1) / 1000, 1),
+        latencyMs: times,
+        baselineHealthyLatencyMs: baseline,
+        /** The hung volume's stats entry: the health check's error, no numbers. */
+        hungVolumeStats: (({ error, capacityBytes, collectedAt }) => ({ error, capacityBytes, collectedAt }))(stats.find((v) => v.path === target) ?? { error: null, capacityBytes: null, collectedAt: 0 }),
+        loadAverage1m: round(loadavg()[0] ?? Number.NaN, 2),
+        targetP99Ms: 50,
+      },
+    };
+  });
+}
+
+/** GET each of `HUNG_ENDPOINTS` in turn, round after round, until `done(rounds)`; latency summaries by endpoint. */
+async function timeEndpoints(agent: AgentProcess, done: (rounds: number) => Promise<boolean>): Promise<Record<string, ReturnType<typeof latencySummary>>> {
+  const times = new Map<string, number[]>(HUNG_ENDPOINTS.map((e) => [e, []]));
+  let rounds = 0;
+  while (!(await done(rounds))) {
+    for (const endpoint of HUNG_ENDPOINTS) times.get(endpoint)?.push(await (endpoint === '/healthz' ? timeGetNoAuth(agent, endpoint) : timeGet(agent, endpoint)));
+    rounds++;
+    await sleep(10);
+  }
+  return Object.fromEntries([...times].map(([endpoint, values]) => [endpoint, latencySummary(values)]));
+}
+
+/** `--only health-stats`: see the file comment. */
+async function measureHealthStats(ticksPerSecond: number) {
+  const off = await healthStatsRun(false, ticksPerSecond, false);
+  const on = await healthStatsRun(true, ticksPerSecond, true);
+  const extraAtSpeedup = on.cpu.cpuPercent - off.cpu.cpuPercent;
+  return {
+    healthStats: {
+      volumes: IDLE_VOLUMES,
+      speedup: HEALTH_STATS_SPEEDUP,
+      off: off.cpu,
+      on: on.cpu,
+      extraCpuPercentAtSpeedup: round(extraAtSpeedup, 3),
+      /** The extra CPU of both at their default rates (health 10 s, stats 1m): the difference divided by the speedup. */
+      healthStatsCpuPercent: round(extraAtSpeedup / HEALTH_STATS_SPEEDUP, 3),
+      targetCpuPercent: 0.5,
+      apiWhileMountHangs: on.hung,
+    },
+  };
+}
+
 /** `--only health`: see the file comment. */
 async function measureHealth(ticksPerSecond: number) {
   const off = await healthRun(false, ticksPerSecond, false);
@@ -870,7 +1046,7 @@ async function measureHealth(ticksPerSecond: number) {
 }
 
 /** The agent-side CPU of NodeGetVolumeStats calls (client, call stats, metric) against csi-loop, in this process. */
-async function csiStatsCallCpu(): Promise<{ calls: number; cpuMsPerCall: number; wallMsPerCall: number }> {
+async function csiStatsCallCpu(): Promise<{ warmupCalls: number; calls: number; cpuMsPerCall: number; wallMsPerCall: number }> {
   const base = await makeTempDir('volumescope-bench-csi-stats-');
   const driver = await CsiLoopProcess.start({ dir: join(base, 'driver'), nodeId: NODE_NAME });
   const calls = new CsiCallStats();
@@ -890,7 +1066,8 @@ async function csiStatsCallCpu(): Promise<{ calls: number; cpuMsPerCall: number;
     await client.nodeStageVolume({ volume_id: vol, staging_target_path: staging, volume_capability: cap });
     await client.nodePublishVolume({ volume_id: vol, staging_target_path: staging, target_path: target, volume_capability: cap, readonly: false });
     const one = (): Promise<unknown> => client.nodeGetVolumeStats({ volume_id: vol, volume_path: target, staging_target_path: staging });
-    for (let i = 0; i < 100; i++) await one();
+    // Warm-up: one pass worth of calls, as every pass of a running agent follows earlier ones.
+    for (let i = 0; i < STATS_CSI_WARMUP_CALLS; i++) await one();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     let next = 0;
@@ -902,7 +1079,7 @@ async function csiStatsCallCpu(): Promise<{ calls: number; cpuMsPerCall: number;
     await client.nodeUnpublishVolume({ volume_id: vol, target_path: target });
     await client.nodeUnstageVolume({ volume_id: vol, staging_target_path: staging });
     await client.controllerUnpublishVolume({ volume_id: vol, node_id: NODE_NAME });
-    return { calls: STATS_CSI_CALLS, cpuMsPerCall: (cpu.user + cpu.system) / 1000 / STATS_CSI_CALLS, wallMsPerCall: wall / STATS_CSI_CALLS };
+    return { warmupCalls: STATS_CSI_WARMUP_CALLS, calls: STATS_CSI_CALLS, cpuMsPerCall: (cpu.user + cpu.system) / 1000 / STATS_CSI_CALLS, wallMsPerCall: wall / STATS_CSI_CALLS };
   } finally {
     client.close();
     await driver.stop();
@@ -920,10 +1097,11 @@ async function measureStats(ticksPerSecond: number) {
   progress(`stats: ${STATS_CSI_CALLS} NodeGetVolumeStats calls against csi-loop`);
   const csi = await csiStatsCallCpu();
   const statfsExtraAtDefault = ((fast.cpuPercent - off.cpuPercent) * STATS_FAST_PERIOD_MS) / STATS_DEFAULT_PERIOD_MS;
-  const csiExtraAtDefault = ((csi.cpuMsPerCall * IDLE_VOLUMES) / STATS_DEFAULT_PERIOD_MS) * 100;
+  const csiExtraAtDefault = ((csi.cpuMsPerCall * IDLE_VOLUMES) / STATS_DEFAULT_MEAN_INTERVAL_MS) * 100;
   return {
     volumes: IDLE_VOLUMES,
     defaultPeriodMs: STATS_DEFAULT_PERIOD_MS,
+    defaultMeanIntervalMs: STATS_DEFAULT_MEAN_INTERVAL_MS,
     statfs: {
       cpuPercentWithoutStats: round(off.cpuPercent, 3),
       fastPeriodMs: STATS_FAST_PERIOD_MS,
@@ -934,10 +1112,11 @@ async function measureStats(ticksPerSecond: number) {
       extraCpuPercentAtDefaultPeriod: round(statfsExtraAtDefault, 3),
     },
     csi: {
+      warmupCalls: csi.warmupCalls,
       calls: csi.calls,
       agentCpuMsPerCall: round(csi.cpuMsPerCall, 3),
       wallMsPerCall: round(csi.wallMsPerCall, 3),
-      /** 1,000 CSI volumes, one NodeGetVolumeStats each a minute. */
+      /** 1,000 CSI volumes, one NodeGetVolumeStats each per pass (every 1.5 min on average at the default 1m). */
       extraCpuPercentAt1000VolumesDefaultPeriod: round(csiExtraAtDefault, 3),
     },
     targetCpuPercentWithHealthChecks: 0.5,
@@ -948,13 +1127,21 @@ async function main(): Promise<void> {
   const profileAt = process.argv.indexOf('--cpu-profile');
   const profileFile = profileAt >= 0 ? (process.argv[profileAt + 1] ?? null) : null;
   if (process.argv.includes('--only') && process.argv.includes('idle')) {
-    process.stdout.write(`${JSON.stringify(await measureIdleInProcess(profileFile), null, 2)}\n`);
+    const at = process.argv.indexOf('--health-stats');
+    const mode = at >= 0 ? process.argv[at + 1] : 'default';
+    if (mode !== 'default' && mode !== 'off' && mode !== 'fast') throw new Error(`--health-stats ${String(mode)}: expected off or fast`);
+    process.stdout.write(`${JSON.stringify(await measureIdleInProcess(profileFile, mode), null, 2)}\n`);
     return;
   }
   if (process.argv.includes('--only') && process.argv.includes('restart')) {
     const at = process.argv.indexOf('--volumes');
     const volumes = at >= 0 ? Number(process.argv[at + 1]) : SNAPSHOT_VOLUMES;
     process.stdout.write(`${JSON.stringify(await measureRestartOnly(volumes, profileFile), null, 2)}\n`);
+    return;
+  }
+  if (process.argv.includes('--only') && process.argv.includes('health-stats')) {
+    const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    process.stdout.write(`${JSON.stringify(await measureHealthStats(ticks), null, 2)}\n`);
     return;
   }
   if (process.argv.includes('--only') && process.argv.includes('health')) {
@@ -982,7 +1169,8 @@ async function main(): Promise<void> {
     const csi = await measureCsi();
     const health = await measureHealth(ticksPerSecond);
     const stats = await measureStats(ticksPerSecond);
-    process.stdout.write(`${JSON.stringify({ ...processFigures, ...inProcess, csi, ...health, stats }, null, 2)}\n`);
+    const healthStats = await measureHealthStats(ticksPerSecond);
+    process.stdout.write(`${JSON.stringify({ ...processFigures, ...inProcess, csi, ...health, stats, ...healthStats }, null, 2)}\n`);
   } finally {
     await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
   }

@@ -5,21 +5,23 @@
  * Setup: the fake agent (lib/dashboard/testing/fake-agent.ts) in this process with 2,000 pods ×
  * 5 volumes (10,000 rows plus its hand-written ones) and its timer off, so every change is one
  * this benchmark makes with `step()`; the built dashboard (`next start`, built first when missing
- * or stale) configured with that agent; Debian's Chromium (VOLUMESCOPE_CHROMIUM overrides,
+ * or stale) configured with that agent, listening on loopback (VOLUMESCOPE_LISTEN_HOST) so the
+ * page gets the login-free local session instead of a redirect to /login; Debian's Chromium (VOLUMESCOPE_CHROMIUM overrides,
  * `playwright` = Playwright's own).
  *
  * Measurements (issue "Dashboard", requirement 6):
  * - timeToFirstRowsMs: navigation start → the first row of the pods table in the DOM (a
  *   MutationObserver installed before any page script), for a cold first load and then warm
- *   loads (median). Target ≤ 1,500 ms.
+ *   loads (median). Target ≤ 1,000 ms cold (issue "Performance", requirement 2).
  * - changeToDomMs: a change published by the agent (one operation fails into backoff) → the
  *   changed row shows the backoff state in the DOM (MutationObserver callback time). Both sides
  *   read the same wall clock. The page is sorted by next retry, so the changed row is in view.
- *   Samples are 600 ms apart (the stream's flush throttle is 250 ms). Target ≤ 250 ms.
+ *   Samples are 600 ms apart (the stream's flush throttle is 250 ms). Target: median ≤ 40 ms,
+ *   p95 ≤ 100 ms.
  * - burst: 500 changes published back to back (20 ms pauses every 10 changes; the fake agent
  *   needs a few ms per change at this size, so this takes about 3 s); the longest main-thread task of the
  *   renderer meanwhile, from a Chromium trace (`RunTask` events of CrRendererMain), plus the
- *   Long Tasks API's view (tasks over 50 ms). Target: no task over 100 ms.
+ *   Long Tasks API's view (tasks over 50 ms). Target: no task over 50 ms.
  * - jsHeapBytes: used JS heap of the page after a garbage collection, after the burst.
  *
  * VOLUMESCOPE_BENCH_TRACE=<file> also writes the burst's Chromium trace there (Perfetto opens it).
@@ -167,7 +169,7 @@ async function main(): Promise<void> {
     name: 'dashboard',
     args: [join(REPO_ROOT, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '-H', '127.0.0.1', '-p', String(port)],
     cwd: REPO_ROOT,
-    env: childEnv({ NEXT_TELEMETRY_DISABLED: '1', VOLUMESCOPE_AGENTS: `${NODE}=${agent.url}`, VOLUMESCOPE_AGENT_TOKENS: `${NODE}=${tokenFile}` }),
+    env: childEnv({ NEXT_TELEMETRY_DISABLED: '1', VOLUMESCOPE_LISTEN_HOST: '127.0.0.1', VOLUMESCOPE_AGENTS: `${NODE}=${agent.url}`, VOLUMESCOPE_AGENT_TOKENS: `${NODE}=${tokenFile}` }),
     logFile: join(dir, 'dashboard.log'),
   });
   let browser: Browser | null = null;
@@ -246,8 +248,8 @@ async function main(): Promise<void> {
     const result = {
       node: { pods: PODS, volumesPerPod: VOLUMES_PER_POD, rows: agent.snapshot().actual.volumes.length },
       browser: `Chromium ${browser.version()}`,
-      timeToFirstRowsMs: { cold: round(cold), warmMedian: round(median(warm)), warm: warm.map(round), target: 1500 },
-      changeToDomMs: { samples: latencies.length, median: round(median(latencies)), p95: round(percentile(latencies, 95)), max: round(Math.max(...latencies)), target: 250 },
+      timeToFirstRowsMs: { cold: round(cold), warmMedian: round(median(warm)), warm: warm.map(round), target: 1000 },
+      changeToDomMs: { samples: latencies.length, median: round(median(latencies)), p95: round(percentile(latencies, 95)), max: round(Math.max(...latencies)), target: 40, p95Target: 100 },
       burst: {
         changes: BURST_CHANGES,
         deltasPublished: published,
@@ -257,13 +259,13 @@ async function main(): Promise<void> {
         rendererTasksTraced: tasks.tasks,
         tasksOver50Ms: tasks.over50,
         longTasksApiMs: longTasks.map(round),
-        target: 'no task over 100 ms',
+        target: 'no task over 50 ms',
       },
       jsHeapBytes: { used: heap.usedSize, total: heap.totalSize },
       verdict: {
-        timeToFirstRows: median(warm) <= 1500 && cold <= 1500,
-        changeToDom: median(latencies) <= 250,
-        longestTask: tasks.longestMs <= 100,
+        timeToFirstRows: cold <= 1000,
+        changeToDom: median(latencies) <= 40 && percentile(latencies, 95) <= 100,
+        longestTask: tasks.longestMs <= 50,
       },
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

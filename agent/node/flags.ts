@@ -74,8 +74,9 @@ export interface AgentConfig {
    */
   csiTimeoutMs?: number;
   /**
-   * `--volume-stats-agg-period`: period of the volume stats passes (NodeGetVolumeStats, statfs);
-   * 0 disables them. Absent = 1m, the kubelet's default.
+   * `--volume-stats-agg-period`: period of the volume stats passes (NodeGetVolumeStats, statfs),
+   * each 1–2 periods after the previous one (the kubelet's jitter); 0 disables them. Absent = 1m,
+   * the kubelet's default.
    */
   volumeStatsAggPeriodMs?: number;
   /**
@@ -200,7 +201,7 @@ export const flagSpecs: readonly FlagSpec[] = [
   { name: 'mount-health-period', type: 'string', value: 'duration', default: '10s', help: 'one batch (at most 250 paths, least recently checked first) of statfs/stat health checks of pod volume and staging paths per period, in a child process; 0 disables them' },
   { name: 'mount-health-timeout', type: 'string', value: 'duration', default: '5s', help: 'a mount health check with no answer within it is hung (its child process is killed)' },
   { name: 'csi-timeout', type: 'string', value: 'duration', default: '2m', help: 'deadline of every CSI call; an expired call leaves the volume uncertain' },
-  { name: 'volume-stats-agg-period', type: 'string', value: 'duration', default: '1m', help: 'period of the volume usage passes (CSI NodeGetVolumeStats, statfs of other volumes) for the snapshot and kubelet_volume_stats_*; 0 disables them' },
+  { name: 'volume-stats-agg-period', type: 'string', value: 'duration', default: '1m', help: 'period of the volume usage passes (CSI NodeGetVolumeStats, statfs of other volumes) for the snapshot and kubelet_volume_stats_*; each pass starts 1 to 2 periods after the previous one ends (the kubelet\'s jitter); 0 disables them' },
   { name: 'kube-request-timeout', type: 'string', value: 'duration', default: '1m', help: 'kubernetes source: deadline of every list and GET sent to the API server; an expired GET fails like an API error (a pod whose claim cannot be read keeps its mounts)' },
   { name: 'allow-mount', type: 'boolean', default: 'true', help: 'probe for real mounts; false always uses the unprivileged mounter (=true|false)' },
   { name: 'mountinfo', type: 'string', value: 'path', default: defaultMountinfoPath, help: "observe mode: the host's mountinfo (e.g. /proc/1/mountinfo with hostPID)" },

@@ -330,6 +330,7 @@ export class NodeAgent implements AgentRuntime {
         : new VolumeStatsCollector({
             volumeManager: this.volumeManager,
             registry: this.registry,
+            statfs: this.diagnostics,
             clock: this.clock,
             logger: engineLogger(opts.log, 'volume-stats'),
             periodMs: statsPeriodMs,

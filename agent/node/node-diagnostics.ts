@@ -8,6 +8,9 @@
  * it. Paths come from the actual state: a pod's volume path is its mounter's `getPath()` (the
  * CSI plugin's ends in `/mount`), a staging path is the volume's device mount path while the
  * device is (possibly) mounted.
+ *
+ * It is also the volume stats' statfs ({@link StatfsSource}, mount-health/probe-statfs.ts): the
+ * same child process and the same hung-mount policy as the health checks.
  */
 import { unmountBlockersKey, type BlockersQuery, type BlockersReport, type BlockersResponse, type MountHealth, type UnmountBlockers } from '../../lib/api/mount-health.ts';
 import { compareKeys } from '../../lib/api/normalize-snapshot.ts';
@@ -17,8 +20,9 @@ import type { Logger } from '../../lib/volume/logger.ts';
 import { uniquePodName, uniqueVolumeName } from '../../lib/volume/types.ts';
 import type { VolumeManager } from '../../lib/volumemanager/index.ts';
 import { BlockersTargetError } from '../runtime.ts';
-import { FsProbe } from './fs-probe/fs-probe.ts';
+import { FsProbe, type StatfsResult, type StatfsSource } from './fs-probe/fs-probe.ts';
 import { MountHealthChecker, type HealthTarget } from './mount-health/mount-health-checker.ts';
+import { ProbeStatfs } from './mount-health/probe-statfs.ts';
 import { findUnmountBlockers } from './unmount-blockers/find-blockers.ts';
 
 /** Event reasons of the health checks (the kubelet has none for this; kubelet style). */
@@ -48,10 +52,11 @@ export interface NodeDiagnosticsOptions {
   findBlockers?: (path: string) => Promise<BlockersReport>;
 }
 
-export class NodeDiagnostics {
+export class NodeDiagnostics implements StatfsSource {
   private readonly opts: NodeDiagnosticsOptions;
   private readonly probe: FsProbe;
   private readonly checker: MountHealthChecker | null;
+  private readonly statfsSource: ProbeStatfs;
   private readonly search: (path: string) => Promise<BlockersReport>;
   /** Busy unmounts searched, by key, with the attempt (failures, error time) the report is for. */
   private readonly blockers = new Map<string, { entry: UnmountBlockers; attempt: string }>();
@@ -83,6 +88,7 @@ export class NodeDiagnostics {
             },
             onChange: opts.notify,
           });
+    this.statfsSource = new ProbeStatfs({ probe: this.probe, health: this.checker, clock: opts.clock, timeoutMs: Math.max(100, opts.timeoutMs) });
   }
 
   start(): void {
@@ -126,6 +132,11 @@ export class NodeDiagnostics {
   /** The pid of the health check's child process, or null (the benchmark's CPU accounting). */
   probePid(): number | null {
     return this.probe.childPid();
+  }
+
+  /** statfs of `paths` for the volume stats (see probe-statfs.ts). */
+  statfs(paths: readonly string[], maxAgeMs: number): Promise<Map<string, StatfsResult>> {
+    return this.statfsSource.statfs(paths, maxAgeMs);
   }
 
   // PATHS

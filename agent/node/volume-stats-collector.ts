@@ -9,12 +9,22 @@
  *   `metricsCsi`), with the volume condition when it advertises VOLUME_CONDITION. The call has
  *   its own deadline ({@link VolumeStatsCollectorOptions.callTimeoutMs}, default 10 s), so a
  *   driver that hangs costs one pending call, never the agent; at most 4 calls run at once;
- * - every other volume with a path, statfs(2) of its directory in a worker thread
- *   (statfs-worker.ts), which a hung mount cannot block (the kubelet uses `du` for emptyDir,
- *   configMap and secret volumes; statfs gives the filesystem's numbers, not the directory's).
+ * - every other volume with a path, statfs(2) of its directory from a {@link StatfsSource}: the
+ *   node diagnostics (mount-health/probe-statfs.ts), whose mount health checks already statfs
+ *   every pod volume path in a child process a hung mount cannot block, and whose numbers are
+ *   reused while fresh (the kubelet uses
+ *   `du` for emptyDir, configMap and secret volumes; statfs gives the filesystem's numbers, not
+ *   the directory's).
  *
- * Passes never overlap: the next one is scheduled when the previous one ends. Memory is one entry
- * per mounted pod volume; entries of volumes no longer mounted go with the next pass.
+ * Cadence: the kubelet refreshes each pod's volume stats `wait.JitterUntil(period, 1.0, sliding)`
+ * (kubernetes/kubernetes pkg/kubelet/server/stats/volume_stat_calculator.go@v1.34), i.e. every
+ * period × (1 + a random fraction), between one and two periods after the previous one ended.
+ * The collector does the same with one timer for all volumes (no timer per pod or volume):
+ * every pass waits period × (1 + random) after the previous one ended, so each volume is asked
+ * as often as the kubelet asks it. Passes never overlap. Listeners hear of a pass only when an
+ * entry's numbers, condition or error changed (not its timestamps), so a pass that finds the
+ * same numbers costs no snapshot rebuild. Memory is one entry per mounted pod volume; entries of
+ * volumes no longer mounted go with the next pass.
  */
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
@@ -22,7 +32,7 @@ import type { Logger } from '../../lib/volume/logger.ts';
 import type { CsiDriverRegistry } from '../../lib/volume/csi/index.ts';
 import { CSI_PLUGIN_NAME } from '../../lib/volume/csi/index.ts';
 import type { MountedVolume, VolumeManager } from '../../lib/volumemanager/index.ts';
-import { WorkerStatfs, type StatfsUsage } from './statfs-worker.ts';
+import type { StatfsSource, StatfsUsage } from './fs-probe/fs-probe.ts';
 
 /** The kubelet's `--volume-stats-agg-period` default. */
 export const DEFAULT_VOLUME_STATS_PERIOD_MS = 60_000;
@@ -58,13 +68,16 @@ export interface VolumeStatsEntry {
 export interface VolumeStatsCollectorOptions {
   volumeManager: Pick<VolumeManager, 'actualState'>;
   registry: Pick<CsiDriverRegistry, 'client' | 'nodeCapabilities'>;
+  statfs: StatfsSource;
   clock: Clock;
   logger: Logger;
-  /** Period between the end of one pass and the start of the next; default {@link DEFAULT_VOLUME_STATS_PERIOD_MS}. */
+  /** The period; each pass starts period × (1 + random()) after the previous one ended. Default {@link DEFAULT_VOLUME_STATS_PERIOD_MS}. */
   periodMs?: number;
-  /** Deadline of each NodeGetVolumeStats call and of each statfs; default 10 s. */
+  /** The jitter's source of fractions in [0, 1); default Math.random (tests inject their own). */
+  random?: () => number;
+  /** Deadline of each NodeGetVolumeStats call; default 10 s. */
   callTimeoutMs?: number;
-  /** Called after every pass. */
+  /** Called after a pass that changed an entry (see the file comment). */
   onChange?: () => void;
 }
 
@@ -72,7 +85,6 @@ const CSI_CONCURRENCY = 4;
 
 export class VolumeStatsCollector {
   private readonly opts: VolumeStatsCollectorOptions;
-  private readonly statfs: WorkerStatfs;
   private readonly callTimeoutMs: number;
   private entries: VolumeStatsEntry[] = [];
   private timer: TimerHandle | null = null;
@@ -83,7 +95,6 @@ export class VolumeStatsCollector {
   constructor(opts: VolumeStatsCollectorOptions) {
     this.opts = opts;
     this.callTimeoutMs = opts.callTimeoutMs ?? 10_000;
-    this.statfs = new WorkerStatfs(opts.clock, this.callTimeoutMs);
   }
 
   /** Starts the periodic passes (the first one now). */
@@ -121,7 +132,8 @@ export class VolumeStatsCollector {
     this.timer = this.opts.clock.setTimeout(() => {
       this.timer = null;
       void this.collectNow().finally(() => {
-        this.schedule(this.opts.periodMs ?? DEFAULT_VOLUME_STATS_PERIOD_MS);
+        const periodMs = this.opts.periodMs ?? DEFAULT_VOLUME_STATS_PERIOD_MS;
+        this.schedule(periodMs * (1 + (this.opts.random ?? Math.random)()));
       });
     }, delayMs);
   }
@@ -135,14 +147,16 @@ export class VolumeStatsCollector {
     const other = mounted.filter((mv) => mv.pluginName !== CSI_PLUGIN_NAME);
     const [csiEntries, statfsEntries] = await Promise.all([this.collectCsi(csi), this.collectStatfs(other)]);
     this.passes++;
-    this.entries = [...csiEntries, ...statfsEntries].sort((a, b) => compare(`${a.podUid}|${a.volumeName}`, `${b.podUid}|${b.volumeName}`));
-    this.opts.onChange?.();
+    const entries = [...csiEntries, ...statfsEntries].sort((a, b) => compare(`${a.podUid}|${a.volumeName}`, `${b.podUid}|${b.volumeName}`));
+    const changed = this.passes === 1 || !sameFigures(this.entries, entries);
+    this.entries = entries;
+    if (changed) this.opts.onChange?.();
   }
 
   private async collectStatfs(volumes: readonly MountedVolume[]): Promise<VolumeStatsEntry[]> {
     if (volumes.length === 0) return [];
     const paths = volumes.map((mv) => mv.mounter?.getPath() ?? '');
-    const results = await this.statfs.statfsAll(paths);
+    const results = await this.opts.statfs.statfs(paths, this.opts.periodMs ?? DEFAULT_VOLUME_STATS_PERIOD_MS);
     const collectedAt = this.opts.clock.now();
     return volumes.map((mv, i) => {
       const path = paths[i] ?? '';
@@ -228,4 +242,19 @@ function baseEntry(mv: MountedVolume, path: string, driver: string | null, sourc
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The entry fields a pass reports (everything but when and how long). */
+const FIGURES = ['podUid', 'volumeName', 'uniqueVolumeName', 'path', 'source', 'capacityBytes', 'availableBytes', 'usedBytes', 'inodes', 'inodesFree', 'inodesUsed', 'error'] as const satisfies readonly (keyof VolumeStatsEntry)[];
+
+/** Whether two passes (sorted alike) report the same volumes with the same figures, conditions and errors. */
+export function sameFigures(a: readonly VolumeStatsEntry[], b: readonly VolumeStatsEntry[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as VolumeStatsEntry;
+    const y = b[i] as VolumeStatsEntry;
+    for (const key of FIGURES) if (x[key] !== y[key]) return false;
+    if (x.condition?.abnormal !== y.condition?.abnormal || x.condition?.message !== y.condition?.message) return false;
+  }
+  return true;
 }

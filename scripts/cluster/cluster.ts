@@ -130,6 +130,16 @@ export interface StartClusterOptions {
   /** Appended to agent-0's flags (e.g. `--authentication-token-webhook`). */
   readonly agentArgs?: readonly string[];
   /**
+   * Appended to kubelet-0's flags (upstream/kube/cmd/kube/kubelet.go), e.g. `--port=<n>` to serve
+   * the kubelet's API and `/metrics` on 127.0.0.1 (none by default). Kept for its restarts.
+   */
+  readonly kubeletArgs?: readonly string[];
+  /**
+   * agent-0 runs this bundle (deploy/image/bundle-agent.mjs, as the container image does) instead
+   * of agent/main.ts through tsx, with Node's compile cache in `<stateDir>/node-compile-cache`.
+   */
+  readonly agentBundle?: string;
+  /**
    * Called as soon as the cluster can be stopped, before the start completes, with the same stop
    * as {@link RunningCluster.stop}: a signal handler can then stop a half-started cluster in order
    * (the start rejects once its processes are gone).
@@ -381,6 +391,7 @@ export class ClusterAgent {
   constructor(
     facts: AgentFacts,
     private readonly extraArgs: readonly string[],
+    private readonly bundle?: string,
   ) {
     this.facts = facts;
   }
@@ -394,9 +405,7 @@ export class ClusterAgent {
     const { nodeName, rootDir, url, tokenFile, kubeconfig: kc } = this.facts;
     return [
       '--max-semi-space-size=8',
-      '--import',
-      'tsx',
-      join(root, 'agent', 'main.ts'),
+      ...(this.bundle === undefined ? ['--import', 'tsx', join(root, 'agent', 'main.ts')] : [this.bundle]),
       ...this.modeArgs(),
       `--kubeconfig=${kc}`,
       `--node-name=${nodeName}`,
@@ -429,7 +438,8 @@ export class ClusterAgent {
   /** Starts the process and waits until /healthz answers 200 (rejects when it exits first). */
   async start(): Promise<void> {
     this.prepare();
-    this.proc = ManagedProcess.start({ name: this.processName(), args: this.args(), cwd: root, env: childEnv(), logFile: this.facts.logFile });
+    const env = this.bundle === undefined ? childEnv() : childEnv({ NODE_COMPILE_CACHE: join(dirname(this.facts.rootDir), '..', 'node-compile-cache') });
+    this.proc = ManagedProcess.start({ name: this.processName(), args: this.args(), cwd: root, env, logFile: this.facts.logFile });
     await waitUntil(`${this.processName()} /healthz`, async () => (await httpStatus(`${this.facts.url}/healthz`)) === 200, { deadlineMs: 90_000, process: this.proc, intervalMs: 250 });
   }
 
@@ -656,7 +666,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     adminKey: pki.clientKey(ADMIN),
   };
   const base = { stateDir: state, pki: pkiPaths, apiServerUrl: server, logsDir: logs };
-  const agent = new ClusterAgent(await agentFacts(base, { nodeName: NODE, port: ports.agent, kubeconfig: kubeconfigOf(nodeIdentity(NODE)) }), options.agentArgs ?? []);
+  const agent = new ClusterAgent(await agentFacts(base, { nodeName: NODE, port: ports.agent, kubeconfig: kubeconfigOf(nodeIdentity(NODE)) }), options.agentArgs ?? [], options.agentBundle);
   const kubeletCsiDir = join(csiDir, KUBELET_NODE);
   const kubeletFacts: KubeletFacts = {
     nodeName: KUBELET_NODE,
@@ -702,7 +712,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
   const startKubeletProcess = (): ManagedProcess => {
     const previous = started.findIndex((p) => p.name === KUBELET_PROCESS);
     if (previous >= 0) started.splice(previous, 1);
-    return startGo(KUBELET_PROCESS, 'kubelet', [`--kubeconfig=${kubeletFacts.kubeconfig}`, `--node-name=${KUBELET_NODE}`, `--root-dir=${kubeletFacts.rootDir}`, '--v=2'], kubeletCwd);
+    return startGo(KUBELET_PROCESS, 'kubelet', [`--kubeconfig=${kubeletFacts.kubeconfig}`, `--node-name=${KUBELET_NODE}`, `--root-dir=${kubeletFacts.rootDir}`, '--v=2', ...(options.kubeletArgs ?? [])], kubeletCwd);
   };
   const currentKubelet = (): ManagedProcess | undefined => started.find((p) => p.name === KUBELET_PROCESS);
 

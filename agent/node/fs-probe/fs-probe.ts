@@ -30,9 +30,32 @@ export const PROBE_CHILD_SCRIPT = fileURLToPath(new URL('./probe-child.mjs', imp
 /** The default limit of abandoned children still alive. */
 export const DEFAULT_MAX_ABANDONED = 4;
 
+/** One statfs(2) answer, in bytes and inodes (the kubelet's `MetricsStatFS`). */
+export interface StatfsUsage {
+  capacityBytes: number;
+  availableBytes: number;
+  usedBytes: number;
+  inodes: number;
+  inodesFree: number;
+  inodesUsed: number;
+}
+
+/** statfs numbers of one path, or why there are none. */
+export type StatfsResult = { ok: true; usage: StatfsUsage; durationMs: number } | { ok: false; error: string; durationMs: number };
+
+/** Where the volume stats get the statfs numbers of non-CSI volumes (mount-health/probe-statfs.ts). */
+export interface StatfsSource {
+  /** statfs of every path; numbers less than `maxAgeMs` old may be reused. Never rejects. */
+  statfs(paths: readonly string[], maxAgeMs: number): Promise<Map<string, StatfsResult>>;
+}
+
 /** The answer to one path of a `check`. */
 export type PathCheck =
-  | { path: string; outcome: 'ok' }
+  /**
+   * statfs and stat answered: `usage` is the statfs numbers (absent from a child that sent none),
+   * `durationMs` the time since the previous answer of the request (this path's share).
+   */
+  | { path: string; outcome: 'ok'; usage?: StatfsUsage; durationMs?: number }
   | { path: string; outcome: 'error'; code: string; message: string }
   /** No answer within the timeout: the child was abandoned. */
   | { path: string; outcome: 'hung' }
@@ -129,7 +152,8 @@ export class FsProbe {
   }
 
   /**
-   * statfs + stat of every path, in order. A path with no answer within `perPathTimeoutMs` is
+   * statfs + stat of every path, in order, in one request to the child (one pipe write out, one
+   * line back per path). A path with no answer within `perPathTimeoutMs` of the previous answer is
    * `hung`, its child is abandoned, and the paths after it go to a fresh child; after
    * `maxHungPerCall` hung paths the rest are `skipped`.
    */
@@ -267,18 +291,27 @@ export class FsProbe {
     return new Promise((resolve) => {
       const results: PathCheck[] = [];
       let timer: TimerHandle | null = null;
+      // One watchdog timer per request, not one per answer: an answer only moves `lastAnswerAt`,
+      // and the timer, when it fires early, re-arms for what is left of the path's timeout.
+      let lastAnswerAt = this.clock.monotonic();
       const finish = (hungAt: string | null, crashed = false): void => {
         if (timer !== null) this.clock.clearTimeout(timer);
+        timer = null;
         child.onAnswer = null;
         resolve({ results, hungAt, crashed });
       };
-      const arm = (): void => {
-        if (timer !== null) this.clock.clearTimeout(timer);
+      const watch = (delayMs: number): void => {
         timer = this.clock.setTimeout(() => {
+          timer = null;
+          const idle = this.clock.monotonic() - lastAnswerAt;
+          if (idle < perPathTimeoutMs) {
+            watch(perPathTimeoutMs - idle);
+            return;
+          }
           const hungAt = paths[results.length] ?? null;
           this.abandon(child);
           finish(hungAt);
-        }, perPathTimeoutMs);
+        }, delayMs);
       };
       child.onAnswer = (answer) => {
         if (answer.exited === true) {
@@ -291,11 +324,18 @@ export class FsProbe {
           finish(null);
           return;
         }
+        const now = this.clock.monotonic();
+        const durationMs = now - lastAnswerAt;
+        lastAnswerAt = now;
         const path = paths[results.length] ?? '';
-        results.push(typeof answer.code === 'string' ? { path, outcome: 'error', code: answer.code, message: String(answer.message) } : { path, outcome: 'ok' });
-        arm();
+        if (typeof answer.code === 'string') {
+          results.push({ path, outcome: 'error', code: answer.code, message: String(answer.message) });
+        } else {
+          const usage = statfsUsage(answer.s);
+          results.push(usage === null ? { path, outcome: 'ok', durationMs } : { path, outcome: 'ok', usage, durationMs });
+        }
       };
-      arm();
+      watch(perPathTimeoutMs);
       child.process.stdin.write(`${JSON.stringify({ id, op: 'check', paths })}\n`);
     });
   }
@@ -324,4 +364,18 @@ export class FsProbe {
       child.process.stdin.write(`${JSON.stringify({ id, ...request })}\n`);
     });
   }
+}
+
+/** The child's `s` (`[bsize, blocks, bfree, bavail, files, ffree]`) as bytes and inodes; null when absent or malformed. */
+export function statfsUsage(s: unknown): StatfsUsage | null {
+  if (!Array.isArray(s) || s.length !== 6 || !s.every((n) => typeof n === 'number' && Number.isFinite(n))) return null;
+  const [bsize, blocks, bfree, bavail, files, ffree] = s as [number, number, number, number, number, number];
+  return {
+    capacityBytes: blocks * bsize,
+    availableBytes: bavail * bsize,
+    usedBytes: (blocks - bfree) * bsize,
+    inodes: files,
+    inodesFree: ffree,
+    inodesUsed: files - ffree,
+  };
 }

@@ -7,7 +7,8 @@
 // Protocol: one JSON request per line on stdin, JSON answers per line on stdout, strictly in
 // order (the child works on one request at a time, synchronously, so a hung call stalls every
 // later answer, which is how the parent tells which request hung):
-//   {"id":1,"op":"check","paths":["/a","/b"]}  -> {"id":1,"i":0,"code":null,"message":null} per path, then {"id":1,"end":true}
+//   {"id":1,"op":"check","paths":["/a","/b"]}  -> {"id":1,"i":0,"code":null,"message":null,"s":[bsize,blocks,bfree,bavail,files,ffree]}
+//                                                 per path (`s`: the statfs numbers, for the volume stats), then {"id":1,"end":true}
 //   {"id":2,"op":"proc","pid":123}             -> {"id":2,"proc":{...}} (see readProc)
 //   {"id":3,"op":"pids"}                       -> {"id":3,"pids":[1,2,...]}
 //   {"id":4,"op":"read","path":"/proc/1/mountinfo","max":1048576} -> {"id":4,"text":"..."} or {"id":4,"code":"ENOENT","message":"..."}
@@ -110,9 +111,9 @@ function handle(req) {
         try {
           // statfs always reaches the file system's server (no kernel cache answers it); stat
           // then walks the path itself (ESTALE shows here on NFS).
-          statfsSync(path);
+          const s = statfsSync(path);
           statSync(path);
-          send({ id: req.id, i, code: null, message: null });
+          send({ id: req.id, i, code: null, message: null, s: [s.bsize, s.blocks, s.bfree, s.bavail, s.files, s.ffree] });
         } catch (err) {
           send({ id: req.id, i, ...failure(err) });
         }

@@ -13,11 +13,16 @@
  *
  * The checker notifies (`onChange`) only when an entry's state changes or an entry comes or
  * goes, not after every batch: `checkedAt` in a published snapshot is as of the last rebuild.
+ *
+ * Every healthy answer carries the path's statfs numbers; the checker keeps the latest per path
+ * ({@link MountHealthChecker.usage}) so the volume stats can use them instead of calling statfs
+ * again, and answers found by others (the volume stats' own calls, {@link MountHealthChecker.absorb})
+ * update the entries as a batch would: one view of which mounts hang.
  */
 import type { MountHealth, MountHealthState } from '../../../lib/api/mount-health.ts';
 import type { Clock, TimerHandle } from '../../../lib/clock/clock.ts';
 import type { Logger } from '../../../lib/volume/logger.ts';
-import type { PathCheck } from '../fs-probe/fs-probe.ts';
+import type { PathCheck, StatfsUsage } from '../fs-probe/fs-probe.ts';
 
 /** Defaults: a batch every 10 s, 250 paths per batch, 5 s per path, 2 hung paths waited for per batch. */
 export const MOUNT_HEALTH_DEFAULTS = { periodMs: 10_000, batchSize: 250, timeoutMs: 5_000, maxHungPerBatch: 2 } as const;
@@ -89,6 +94,8 @@ export class MountHealthChecker {
   private readonly timeoutMs: number;
   private readonly maxHung: number;
   private readonly entries = new Map<string, MountHealth>();
+  /** The latest statfs numbers of each path that answered healthy, with when (epoch ms) and how long the answer took. */
+  private readonly usages = new Map<string, { usage: StatfsUsage; at: number; durationMs: number }>();
   private sorted: MountHealth[] = [];
   private sortedValid = true;
   private timer: TimerHandle | null = null;
@@ -124,6 +131,37 @@ export class MountHealthChecker {
       this.sortedValid = true;
     }
     return this.sorted;
+  }
+
+  /** The entry of `path`, if it was checked. */
+  entry(path: string): MountHealth | undefined {
+    return this.entries.get(path);
+  }
+
+  /** The latest statfs numbers of `path` (from a healthy answer), if any. */
+  usage(path: string): { usage: StatfsUsage; at: number; durationMs: number } | undefined {
+    return this.usages.get(path);
+  }
+
+  /**
+   * Answers for paths that someone else checked through the same probe: each updates its entry
+   * (state, `checkedAt`, events) as a batch's answer would. Paths with no entry yet (never
+   * checked) only keep their numbers: their first check makes the entry.
+   */
+  absorb(results: readonly PathCheck[]): void {
+    const now = Math.floor(this.opts.clock.now());
+    let changed = false;
+    for (const result of results) {
+      if (result.outcome === 'skipped') continue;
+      const previous = this.entries.get(result.path);
+      this.keepUsage(result, now);
+      if (previous === undefined || this.stopped) continue;
+      if (this.apply({ path: previous.path, podUid: previous.podUid, volume: previous.volume, kind: previous.kind }, result, now)) changed = true;
+    }
+    if (changed) {
+      this.sortedValid = false;
+      this.opts.onChange?.();
+    }
   }
 
   /** Runs one batch now (also what each period runs); a batch already running is awaited instead. */
@@ -176,24 +214,36 @@ export class MountHealthChecker {
         if (target === undefined || result.outcome === 'skipped') return;
         // The mount may have gone while the batch ran (an unmount finished): keep no entry for it.
         if (this.stopped) return;
-        const { state, error } = classifyCheck(result, this.timeoutMs);
-        const previous = this.entries.get(target.path) ?? null;
-        const entry: MountHealth = {
-          path: target.path,
-          podUid: target.podUid,
-          volume: target.volume,
-          kind: target.kind,
-          state,
-          error,
-          checkedAt: now,
-          since: previous !== null && previous.state === state ? previous.since : now,
-        };
-        this.entries.set(target.path, entry);
-        if (previous === null || previous.state !== state || previous.volume !== target.volume) changed = true;
-        if (previous?.state !== state) this.opts.onStateChange?.(entry, previous);
+        this.keepUsage(result, now);
+        if (this.apply(target, result, now)) changed = true;
       });
     }
+    for (const path of this.usages.keys()) if (!targets.has(path)) this.usages.delete(path);
     this.sortedValid = false;
     if (changed) this.opts.onChange?.();
+  }
+
+  private keepUsage(result: Exclude<PathCheck, { outcome: 'skipped' }>, now: number): void {
+    if (result.outcome === 'ok' && result.usage !== undefined) this.usages.set(result.path, { usage: result.usage, at: now, durationMs: result.durationMs ?? 0 });
+    else this.usages.delete(result.path);
+  }
+
+  /** Sets the entry of `target` from one answer; true when its state (or volume) changed or it is new. */
+  private apply(target: HealthTarget, result: Exclude<PathCheck, { outcome: 'skipped' }>, now: number): boolean {
+    const { state, error } = classifyCheck(result, this.timeoutMs);
+    const previous = this.entries.get(target.path) ?? null;
+    const entry: MountHealth = {
+      path: target.path,
+      podUid: target.podUid,
+      volume: target.volume,
+      kind: target.kind,
+      state,
+      error,
+      checkedAt: now,
+      since: previous !== null && previous.state === state ? previous.since : now,
+    };
+    this.entries.set(target.path, entry);
+    if (previous?.state !== state) this.opts.onStateChange?.(entry, previous);
+    return previous === null || previous.state !== state || previous.volume !== target.volume;
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The mount health check on a real FUSE mount (bindfs, agent/node/testing/fuse-mount.ts): a
  * healthy mount, a stopped daemon (`hung`, while an agent API server in this process keeps
- * answering), a resumed one (healthy again), and a killed one (`not-connected`).
+ * answering), a resumed one (healthy again), and a killed one (`not-connected`); the volume
+ * stats' statfs through the same probe and policy (probe-statfs.ts) on the same mount.
  */
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -14,6 +15,7 @@ import { FsProbe } from '../fs-probe/fs-probe.ts';
 import { mountBindfs, type FuseMount } from '../testing/fuse-mount.ts';
 import { startServer, type ServerFixture } from '../../server/testing/server-fixture.ts';
 import { MountHealthChecker } from './mount-health-checker.ts';
+import { ProbeStatfs } from './probe-statfs.ts';
 
 describe('mount health on a real FUSE mount', () => {
   let dir: string;
@@ -97,5 +99,41 @@ describe('mount health on a real FUSE mount', () => {
     expect(entry).toMatchObject({ state: 'not-connected', kind: 'pod', podUid: 'uid-1' });
     expect(entry?.error).toBe(`ENOTCONN: transport endpoint is not connected: ${fuse.path}`);
     expect(entry?.since).toBe(entry?.checkedAt);
+  });
+
+  it('gives the volume stats real numbers, the hang once (then the health entry, with no new call), and the health check\'s numbers once it resumes', async () => {
+    // Arrange
+    const health = checker();
+    const stats = new ProbeStatfs({ probe, health, clock: realClock, timeoutMs: 1_500 });
+
+    // Act: before any health check the stats ask the probe
+    const first = (await stats.statfs([fuse.path], 60_000)).get(fuse.path);
+
+    // Assert
+    expect(first?.ok === true && first.usage.capacityBytes).toBeGreaterThan(0);
+    expect(health.list()).toEqual([]);
+
+    // Act: a health check, then the daemon stops and the stats want fresh numbers
+    await health.checkNow();
+    fuse.stop();
+    const hung = (await stats.statfs([fuse.path], 0)).get(fuse.path);
+    const again = (await stats.statfs([fuse.path], 0)).get(fuse.path);
+
+    // Assert: one hung call; the health entry says hung; the next pass makes no call (no new child)
+    const error = `statfs ${fuse.path}: no answer within 1500 ms (the file system does not respond)`;
+    expect(hung).toEqual({ ok: false, durationMs: 1_500, error });
+    expect(health.list().map((e) => e.state)).toEqual(['hung']);
+    expect(again).toEqual({ ok: false, durationMs: 0, error });
+    expect(probe.spawned).toBe(1);
+
+    // Act: it resumes; a health check finds it healthy
+    fuse.resume();
+    await health.checkNow();
+    const resumed = (await stats.statfs([fuse.path], 60_000)).get(fuse.path);
+
+    // Assert: the numbers of that check, no further call
+    expect(resumed?.ok).toBe(true);
+    expect(probe.spawned).toBe(2);
+    expect(changes.map(([e, p]) => `${p?.state ?? 'none'}->${e.state}`)).toEqual(['none->healthy', 'healthy->hung', 'hung->healthy']);
   });
 });
