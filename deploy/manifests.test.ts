@@ -720,7 +720,7 @@ describe('access and hardening (docs/cluster.md, "Access and hardening")', () =>
     expect(agent.args).toContain('--authentication-token-webhook');
     expect(dashboardEnv['VOLUMESCOPE_DISCOVERY_TOKEN_FILE']).toBeUndefined();
     expect(dashboardEnv['VOLUMESCOPE_LOCAL_SESSION']).toBeUndefined();
-    const podVolumes = dashboardDeployment.spec?.template.spec?.volumes ?? [];
+    const podVolumes = dashboardDeployment.spec?.template?.spec?.volumes ?? [];
     expect(podVolumes.filter((v) => v.projected !== undefined)).toEqual([]);
   });
 });
