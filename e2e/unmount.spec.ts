@@ -34,7 +34,7 @@ test('unmounting an orphan works, and a refused unmount shows the agent’s reas
     await waitForAgent('e2e-node-a', 'the TearDown failed', (s) => s.desired.pods.every((p) => p.uid !== orphan.uid) && s.operations.some((o) => o.podUid === orphan.uid && o.state === 'backoff'));
     await page.goto(podPath('e2e-node-a', orphan.uid));
     const card = page.getByRole('article', { name: 'data' });
-    await expect(page.getByText('not in the desired world (its volumes are being unmounted)')).toBeVisible();
+    await expect(page.getByText('not in the desired world (its volumes are being unmounted)').filter({ visible: true })).toBeVisible();
     await expect(card.locator('pre.error-block')).toContainText('e2e: target is busy');
     // Anchored: the card's Retry now (of the unmount) names the unmount in its accessible name too.
     const unmount = card.getByRole('button', { name: /^Unmount volume / });
