@@ -174,44 +174,39 @@ export function totalVolumes(metricsText: string, state: 'actual_state_of_world'
 
 // ---- the workload --------------------------------------------------------------------------------
 
-function latencyPod(side: Side, i: number): unknown {
+/** A pause pod bound to the side's node, with no service-account volume: only `volumes` are set up. */
+function benchPod(side: Side, name: string, volumes: readonly BenchVolume[], mountPath: (volume: string) => string): unknown {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: `lat-${i}`, namespace: side.ns },
+    metadata: { name, namespace: side.ns },
     spec: {
       nodeName: side.node,
       automountServiceAccountToken: false,
       terminationGracePeriodSeconds: 0,
-      containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }, { name: 'config', mountPath: '/config' }] }],
-      volumes: [
-        { name: 'scratch', emptyDir: {} },
-        { name: 'config', configMap: { name: 'bench-config' } },
-      ],
+      containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', volumeMounts: volumes.map((v) => ({ name: v.name, mountPath: mountPath(v.name) })) }],
+      volumes,
     },
   };
 }
 
+type BenchVolume = { name: string; emptyDir: Record<string, never> } | { name: string; configMap: { name: string } };
+
+function latencyPod(side: Side, i: number): unknown {
+  return benchPod(side, `lat-${i}`, [
+    { name: 'scratch', emptyDir: {} },
+    { name: 'config', configMap: { name: 'bench-config' } },
+  ], (volume) => `/${volume}`);
+}
+
 function restartPod(side: Side, i: number): unknown {
-  const volumes = [
+  return benchPod(side, `restart-${i}`, [
     { name: 'e0', emptyDir: {} },
     { name: 'e1', emptyDir: {} },
     { name: 'c0', configMap: { name: 'bench-config' } },
     { name: 'c1', configMap: { name: 'bench-config' } },
     { name: 'c2', configMap: { name: 'bench-config' } },
-  ];
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name: `restart-${i}`, namespace: side.ns },
-    spec: {
-      nodeName: side.node,
-      automountServiceAccountToken: false,
-      terminationGracePeriodSeconds: 0,
-      containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', volumeMounts: volumes.map((v) => ({ name: v.name, mountPath: `/mnt/${v.name}` })) }],
-      volumes,
-    },
-  };
+  ], (volume) => `/mnt/${volume}`);
 }
 
 /** The two files whose presence means a latency pod's volumes are set up (see the file comment). */
