@@ -391,7 +391,7 @@ export class ClusterAgent {
   constructor(
     facts: AgentFacts,
     private readonly extraArgs: readonly string[],
-    private readonly bundle?: string,
+    private readonly bundle?: { readonly path: string; readonly compileCacheDir: string },
   ) {
     this.facts = facts;
   }
@@ -405,7 +405,7 @@ export class ClusterAgent {
     const { nodeName, rootDir, url, tokenFile, kubeconfig: kc } = this.facts;
     return [
       '--max-semi-space-size=8',
-      ...(this.bundle === undefined ? ['--import', 'tsx', join(root, 'agent', 'main.ts')] : [this.bundle]),
+      ...(this.bundle === undefined ? ['--import', 'tsx', join(root, 'agent', 'main.ts')] : [this.bundle.path]),
       ...this.modeArgs(),
       `--kubeconfig=${kc}`,
       `--node-name=${nodeName}`,
@@ -438,7 +438,7 @@ export class ClusterAgent {
   /** Starts the process and waits until /healthz answers 200 (rejects when it exits first). */
   async start(): Promise<void> {
     this.prepare();
-    const env = this.bundle === undefined ? childEnv() : childEnv({ NODE_COMPILE_CACHE: join(dirname(this.facts.rootDir), '..', 'node-compile-cache') });
+    const env = this.bundle === undefined ? childEnv() : childEnv({ NODE_COMPILE_CACHE: this.bundle.compileCacheDir });
     this.proc = ManagedProcess.start({ name: this.processName(), args: this.args(), cwd: root, env, logFile: this.facts.logFile });
     await waitUntil(`${this.processName()} /healthz`, async () => (await httpStatus(`${this.facts.url}/healthz`)) === 200, { deadlineMs: 90_000, process: this.proc, intervalMs: 250 });
   }
@@ -666,7 +666,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     adminKey: pki.clientKey(ADMIN),
   };
   const base = { stateDir: state, pki: pkiPaths, apiServerUrl: server, logsDir: logs };
-  const agent = new ClusterAgent(await agentFacts(base, { nodeName: NODE, port: ports.agent, kubeconfig: kubeconfigOf(nodeIdentity(NODE)) }), options.agentArgs ?? [], options.agentBundle);
+  const agent = new ClusterAgent(await agentFacts(base, { nodeName: NODE, port: ports.agent, kubeconfig: kubeconfigOf(nodeIdentity(NODE)) }), options.agentArgs ?? [], options.agentBundle === undefined ? undefined : { path: options.agentBundle, compileCacheDir: join(state, 'node-compile-cache') });
   const kubeletCsiDir = join(csiDir, KUBELET_NODE);
   const kubeletFacts: KubeletFacts = {
     nodeName: KUBELET_NODE,
