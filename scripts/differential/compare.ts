@@ -3,6 +3,7 @@
  * (docs/engine.md, "Differential testing"): each entry rewrites both states the same way before
  * they are compared, and counts the steps where the rewrite hid a difference.
  */
+import { firstDifference as firstJsonDifference } from '../first-difference.ts';
 import type { ObservedState } from './trace.ts';
 
 export interface AllowedDifference {
@@ -15,25 +16,8 @@ export interface AllowedDifference {
 export const allowList: readonly AllowedDifference[] = [];
 
 /** The first differing path of two JSON values, or null when equal. */
-export function firstDifference(a: unknown, b: unknown, path = '$'): string | null {
-  if (Object.is(a, b)) return null;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) {
-    return `${path}: oracle ${JSON.stringify(a)} ≠ engine ${JSON.stringify(b)}`;
-  }
-  if (Array.isArray(a) && Array.isArray(b)) {
-    for (let i = 0; i < Math.max(a.length, b.length); i++) {
-      const d = firstDifference(a[i], b[i], `${path}[${i}]`);
-      if (d !== null) return d;
-    }
-    return null;
-  }
-  const ra = a as Record<string, unknown>;
-  const rb = b as Record<string, unknown>;
-  for (const k of [...new Set([...Object.keys(ra), ...Object.keys(rb)])].sort()) {
-    const d = firstDifference(ra[k], rb[k], `${path}.${k}`);
-    if (d !== null) return d;
-  }
-  return null;
+export function firstDifference(a: unknown, b: unknown): string | null {
+  return firstJsonDifference(a, b, (path, oracle, engine) => `${path}: oracle ${JSON.stringify(oracle)} ≠ engine ${JSON.stringify(engine)}`);
 }
 
 export interface Divergence {

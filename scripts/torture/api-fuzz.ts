@@ -36,6 +36,7 @@ import { operationKey, type AuditEntry, type Snapshot } from '../../lib/api/snap
 import { podManifest } from '../../agent/node/testing/pod-manifest.ts';
 import { KEPT_PODS, runStandalone, startAgentUnderTest, unmountedKeptVolumes } from './agent-under-test.ts';
 import { rssBytes } from './harness.ts';
+import { firstDifference } from '../first-difference.ts';
 import type { Campaign, CampaignOptions, CampaignResult } from './campaign.ts';
 import { errorMessage } from '../../lib/volume/errors.ts';
 
@@ -393,25 +394,9 @@ function stateOf(s: Snapshot): unknown {
 }
 
 /** The first path where `after` differs from `before` (`$.actual[0].mountState: "x" → "y"`), or null. */
-export function firstChange(before: unknown, after: unknown, path = '$'): string | null {
-  if (Object.is(before, after)) return null;
-  if (typeof before !== 'object' || typeof after !== 'object' || before === null || after === null || Array.isArray(before) !== Array.isArray(after)) {
-    return `${path}: ${JSON.stringify(before)?.slice(0, 200) ?? 'undefined'} → ${JSON.stringify(after)?.slice(0, 200) ?? 'undefined'}`;
-  }
-  if (Array.isArray(before) && Array.isArray(after)) {
-    for (let i = 0; i < Math.max(before.length, after.length); i++) {
-      const d = firstChange(before[i], after[i], `${path}[${i}]`);
-      if (d !== null) return d;
-    }
-    return null;
-  }
-  const a = before as Record<string, unknown>;
-  const b = after as Record<string, unknown>;
-  for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])]) {
-    const d = firstChange(a[k], b[k], `${path}.${k}`);
-    if (d !== null) return d;
-  }
-  return null;
+export function firstChange(before: unknown, after: unknown): string | null {
+  const show = (v: unknown): string => JSON.stringify(v)?.slice(0, 200) ?? 'undefined';
+  return firstDifference(before, after, (path, a, b) => `${path}: ${show(a)} → ${show(b)}`);
 }
 
 /** The audit entries `after` has beyond `before` (the ring is bounded, so old ones may be gone). */
