@@ -115,6 +115,10 @@ export class StateStore {
   private exclusiveChain: Promise<void> = Promise.resolve();
   private readonly lockFile: string;
   private readonly tmpFile: string;
+  /** The version of state.json that {@link state} holds (read or written by this process); null: unknown. */
+  private loadedVersion: FileVersion | null = null;
+  /** The state (compact JSON) and file version of the last save that completed; reset by each change. */
+  private lastSave: { json: string; version: FileVersion } | null = null;
 
   private constructor(
     private readonly file: string,
@@ -156,9 +160,16 @@ export class StateStore {
         try {
           return await change();
         } finally {
-          if (JSON.stringify(this.state) !== before) {
+          const after = JSON.stringify(this.state);
+          if (after !== before) {
             await this.save();
           }
+          if (this.loadedVersion === null) {
+            // Something was saved: the next reload may skip the file only if its last save holds this state.
+            await this.writeChain;
+            if (this.lastSave !== null && this.lastSave.json === JSON.stringify(this.state)) this.loadedVersion = this.lastSave.version;
+          }
+          this.lastSave = null;
         }
       } finally {
         await fs.rm(this.lockFile, { force: true });
@@ -174,17 +185,33 @@ export class StateStore {
   /**
    * Re-reads state.json. The driver calls it only through {@link exclusive} (reads too: a reload
    * while a change of this process runs would drop that change); tests use it to look.
+   *
+   * A file that is still the version this process last read or wrote (same inode, mtime and
+   * size: the driver only ever replaces state.json by rename; an edit in place by hand is noticed
+   * by its mtime or size) is not read and parsed again: the copy in memory is that version. Each
+   * CSI call reloads, so parsing every volume's record on each one made every call cost
+   * O(volumes).
    */
   async reload(): Promise<void> {
     let state = emptyState(this.mode);
+    let version: FileVersion | null;
     try {
-      state = stateFileSchema.parse(JSON.parse(await fs.readFile(this.file, 'utf8')));
+      const handle = await fs.open(this.file, 'r');
+      try {
+        // The handle's own stat: the version of exactly the bytes read below.
+        version = fileVersion(await handle.stat({ bigint: true }));
+        if (this.loadedVersion !== null && sameVersion(version, this.loadedVersion)) return;
+        state = stateFileSchema.parse(JSON.parse(await handle.readFile('utf8')));
+      } finally {
+        await handle.close();
+      }
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
         throw new Error(`cannot read driver state ${this.file}: ${err instanceof Error ? err.message : String(err)}`, {
           cause: err,
         });
       }
+      version = null;
     }
     if (state.mode !== this.mode) {
       throw new StateModeMismatchError(
@@ -192,6 +219,7 @@ export class StateStore {
       );
     }
     this.state = state;
+    this.loadedVersion = version;
   }
 
   /** Node ids served on this state dir (see `nodes` in the state file). */
@@ -251,9 +279,21 @@ export class StateStore {
    */
   save(): Promise<void> {
     const text = `${JSON.stringify(this.state, null, 2)}\n`;
+    // Until the end of the change (see exclusive), the copy in memory is not known to be the file's.
+    this.loadedVersion = null;
+    const json = JSON.stringify(this.state);
     const next = this.writeChain.then(async () => {
-      await fs.writeFile(this.tmpFile, text, { mode: 0o600 });
+      this.lastSave = null;
+      const handle = await fs.open(this.tmpFile, 'w', 0o600);
+      let version: FileVersion;
+      try {
+        await handle.writeFile(text);
+        version = fileVersion(await handle.stat({ bigint: true }));
+      } finally {
+        await handle.close();
+      }
       await fs.rename(this.tmpFile, this.file);
+      this.lastSave = { json, version };
     });
     this.writeChain = next.catch(() => undefined);
     return next;
@@ -285,6 +325,21 @@ export class StateStore {
       await delay(LOCK_POLL_MS);
     }
   }
+}
+
+/** What tells two versions of state.json apart: a replaced file has another inode, one edited in place another mtime or size. */
+interface FileVersion {
+  ino: bigint;
+  mtimeNs: bigint;
+  size: bigint;
+}
+
+function fileVersion(st: { ino: bigint; mtimeNs: bigint; size: bigint }): FileVersion {
+  return { ino: st.ino, mtimeNs: st.mtimeNs, size: st.size };
+}
+
+function sameVersion(a: FileVersion, b: FileVersion): boolean {
+  return a.ino === b.ino && a.mtimeNs === b.mtimeNs && a.size === b.size;
 }
 
 function emptyState(mode: DriverMode): StateFile {
