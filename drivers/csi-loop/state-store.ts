@@ -117,8 +117,14 @@ export class StateStore {
   private readonly tmpFile: string;
   /** The version of state.json that {@link state} holds (read or written by this process); null: unknown. */
   private loadedVersion: FileVersion | null = null;
-  /** The state (compact JSON) and file version of the last save that completed; reset by each change. */
-  private lastSave: { json: string; version: FileVersion } | null = null;
+  /**
+   * `JSON.stringify` of the copy in memory as it was read (version {@link loadedVersion}) or last
+   * saved; null when unknown. The memory copy only changes inside {@link exclusive}, which
+   * compares against it to tell whether a change changed anything.
+   */
+  private memoryJson: string | null = null;
+  /** Number of saves started (only the latest one's outcome describes the memory copy). */
+  private saveSeq = 0;
 
   private constructor(
     private readonly file: string,
@@ -156,20 +162,17 @@ export class StateStore {
       await this.acquireLock();
       try {
         await this.reload();
-        const before = JSON.stringify(this.state);
+        // The state as loaded or last saved, not serialised again (each call would pay O(volumes) for it).
+        const before = this.memoryJson ?? JSON.stringify(this.state);
+        const savesBefore = this.saveSeq;
         try {
           return await change();
         } finally {
           const after = JSON.stringify(this.state);
-          if (after !== before) {
-            await this.save();
-          }
-          if (this.loadedVersion === null) {
-            // Something was saved: the next reload may skip the file only if its last save holds this state.
-            await this.writeChain;
-            if (this.lastSave !== null && this.lastSave.json === JSON.stringify(this.state)) this.loadedVersion = this.lastSave.version;
-          }
-          this.lastSave = null;
+          await this.writeChain;
+          // What the file holds: the state before the change, or what the change saved last (null: that save failed).
+          const onFile = this.saveSeq === savesBefore ? before : this.memoryJson;
+          if (after !== onFile) await this.save();
         }
       } finally {
         await fs.rm(this.lockFile, { force: true });
@@ -220,6 +223,7 @@ export class StateStore {
     }
     this.state = state;
     this.loadedVersion = version;
+    this.memoryJson = JSON.stringify(state);
   }
 
   /** Node ids served on this state dir (see `nodes` in the state file). */
@@ -278,12 +282,13 @@ export class StateStore {
    * called inside {@link exclusive} (the lock keeps another process from writing in between).
    */
   save(): Promise<void> {
-    const text = `${JSON.stringify(this.state, null, 2)}\n`;
-    // Until the end of the change (see exclusive), the copy in memory is not known to be the file's.
-    this.loadedVersion = null;
     const json = JSON.stringify(this.state);
+    const text = `${JSON.stringify(this.state, null, 2)}\n`;
+    const seq = ++this.saveSeq;
+    // Until this save is done, the copy in memory is not known to be any version of the file.
+    this.loadedVersion = null;
+    this.memoryJson = null;
     const next = this.writeChain.then(async () => {
-      this.lastSave = null;
       const handle = await fs.open(this.tmpFile, 'w', 0o600);
       let version: FileVersion;
       try {
@@ -293,7 +298,11 @@ export class StateStore {
         await handle.close();
       }
       await fs.rename(this.tmpFile, this.file);
-      this.lastSave = { json, version };
+      // Only the latest save describes the copy in memory (a failed one leaves it unknown: the next reload reads the file).
+      if (seq === this.saveSeq) {
+        this.loadedVersion = version;
+        this.memoryJson = json;
+      }
     });
     this.writeChain = next.catch(() => undefined);
     return next;
