@@ -223,6 +223,8 @@ export class DesiredStateOfWorldPopulator {
       // Before the first full pass, pods whose containers may still run are added so that
       // reconstruction does not tear their volumes down.
       if (!this.hasAddedPodsFlag && this.options.podStateProvider.shouldPodRuntimeBeRemoved(uid)) continue;
+      // processPodVolumes' own first check, without a promise for each of a node's processed pods each loop.
+      if (this.processedPods.get(uniquePodName(pod.metadata.uid ?? '')) === true) continue;
       await this.processPodVolumes(pod, mountedVolumesForPod);
     }
   }
