@@ -58,14 +58,21 @@
  *   health`).
  *
  * `--only csi` runs only the csi section; `--only stats` only the stats section;
- * `--only health-stats` only the healthStats section.
+ * `--only health-stats` only the healthStats section; `--only process` only the agent-process
+ * figures (mountLatency, idle CPU and RSS at 1,000 volumes, snapshot and delta at 10,000, RSS at
+ * 10,000).
  *
  * `--only restart` runs only a restart at scale, in this process: an agent brings up
- * `SNAPSHOT_VOLUMES` volumes of mixed plugins (emptyDir, configMap, secret; see mixedPod), is
- * stopped, and a second agent over the same root dir and manifests is timed until the reconciler's
- * states are synced and every reconstructed volume is confirmed mounted (each through its plugin's
- * SetUp, as the kubelet confirms them), with the time to each milestone. `--volumes N` changes the
- * scale; `--cpu-profile <file>` writes a CPU profile of the restart alone.
+ * `SNAPSHOT_VOLUMES` volumes of mixed plugins (emptyDir, configMap, secret; see mixedPod; and
+ * `RESTART_CSI_VOLUMES` attachable CSI volumes of the csi-loop driver, unprivileged, which keeps
+ * running across the restart as a node's driver does), is stopped, and a second agent over the
+ * same root dir and manifests is timed until the reconciler's states are synced and every
+ * reconstructed volume is confirmed mounted (each through its plugin's SetUp, as the kubelet
+ * confirms them: NodeStageVolume and NodePublishVolume for each CSI volume), with the time to
+ * each milestone and the driver's calls (count, time in the driver, first arrival and last
+ * answer after the start). `--volumes N` changes the scale; `--cpu-profile <file>` writes a CPU
+ * profile of the restart alone. In a private mount namespace (see `--only health`) the tmpfs
+ * volumes are real mounts.
  *
  * `--only health` (issue "Node diagnostics", requirement 6): the cost of the mount health checks
  * and the API while a mount hangs. Two agent processes one after the other, each with
@@ -103,7 +110,7 @@ import { createAgentMetrics, createAgentServer, staticTokenAuthenticator } from 
 import { realClock } from '../lib/clock/clock.ts';
 import { cleanUpTempDir, makeTempDir, realMountsAllowed } from '../lib/mount-utils/testing/mount-test-env.ts';
 import { deriveManifestPodUID } from '../lib/sources/manifest/index.ts';
-import { CsiLoopProcess, driverPrivileged } from '../lib/volume/csi/testing/csi-loop-process.ts';
+import { CsiLoopProcess, driverPrivileged, type DriverCall } from '../lib/volume/csi/testing/csi-loop-process.ts';
 import { CsiCallStats, CsiClient } from '../lib/volume/csi/index.ts';
 import { uniquePodName } from '../lib/volume/types.ts';
 import { csiClaimObjects, csiDriverObject, csiLoopDriverName, csiPodObject, csiUniqueVolumeName } from '../agent/node/testing/csi-manifests.ts';
@@ -618,32 +625,63 @@ async function inProcessAgentSetup(base: string, extraFlags: readonly string[] =
   return { rootDir, manifestDir, config: parsed.config, log };
 }
 
+/** CSI volumes (csi-loop, attachable, one claim per pod) among the volumes of the `--only restart` run. */
+const RESTART_CSI_VOLUMES = 200;
+
+/**
+ * The successful driver calls of `method` in the call log: how many, the time the driver spent on
+ * them (sum, median, max: a call waiting for the driver's state lock counts), and when the first
+ * arrived and the last was answered, in ms after `sinceEpochMs`.
+ */
+function callSpread(calls: readonly DriverCall[], method: string, sinceEpochMs: number) {
+  const ok = calls.filter((c) => c.method === method && c.code === 'OK');
+  const durations = ok.map((c) => c.durationMs).sort((a, b) => a - b);
+  const arrivals = ok.map((c) => Date.parse(c.time) - sinceEpochMs);
+  const answers = ok.map((c) => Date.parse(c.time) + c.durationMs - sinceEpochMs);
+  return {
+    calls: durations.length,
+    sumDurationMs: Math.round(durations.reduce((a, b) => a + b, 0)),
+    maxDurationMs: round(durations.at(-1) ?? Number.NaN, 1),
+    p50DurationMs: round(percentile(durations, 50), 1),
+    firstArrivalMs: Math.round(Math.min(...arrivals)),
+    lastAnswerMs: Math.round(Math.max(...answers)),
+  };
+}
+
 async function measureRestartOnly(volumes: number, profileFile: string | null) {
   const base = await makeTempDir('volumescope-bench-restart-');
-  const { manifestDir, config, log } = await inProcessAgentSetup(base);
+  const driver = await CsiLoopProcess.start({ dir: join(base, 'driver'), nodeId: NODE_NAME, mode: 'unprivileged' });
+  const { manifestDir, config, log } = await inProcessAgentSetup(base, ['--csi-driver', `${csiLoopDriverName}=${driver.socketPath}`]);
   try {
+    const csiVolumes = Math.min(RESTART_CSI_VOLUMES, Math.floor(volumes / 10));
     await writeManifest(manifestDir, 'objects.json', [
       { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bench-config', namespace: NAMESPACE }, data: { 'app.conf': 'level=info\n' } },
       { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'bench-secret', namespace: NAMESPACE }, data: { token: Buffer.from('s3cr3t').toString('base64') } },
+      csiDriverObject(),
+      ...Array.from({ length: csiVolumes }, (_, i) => csiClaimObjects({ handle: `vol-${i}`, namespace: NAMESPACE })).flat(),
     ]);
-    const pods = Math.ceil(volumes / VOLUMES_PER_POD);
+    const pods = Math.ceil((volumes - csiVolumes) / VOLUMES_PER_POD);
     for (let f = 0; f * PODS_PER_FILE < pods; f++) {
       const docs = [];
       for (let i = f * PODS_PER_FILE; i < Math.min(pods, (f + 1) * PODS_PER_FILE); i++) docs.push(mixedPod(`mix-${i}`, i));
       await writeManifest(manifestDir, `mix-${f}.json`, docs);
     }
-    progress(`bringing up ${volumes} mixed volumes`);
+    await writeManifest(manifestDir, 'csi-pods.json', Array.from({ length: csiVolumes }, (_, i) => csiPodObject(`csi-${i}`, `vol-${i}`, { namespace: NAMESPACE })));
+    const expected = pods * VOLUMES_PER_POD + csiVolumes;
+    progress(`bringing up ${expected} mixed volumes (${csiVolumes} CSI)`);
     const setupStarted = performance.now();
     const first = await NodeAgent.start({ config, log, clock: realClock, version: 'bench' });
     let upCount = 0;
-    await waitFor(() => (upCount = first.volumeManager.actualState().countMountedVolumes()) >= pods * VOLUMES_PER_POD, { what: `${pods * VOLUMES_PER_POD} volumes mounted`, timeoutMs: 300_000, describe: () => `${upCount} mounted` });
+    await waitFor(() => (upCount = first.volumeManager.actualState().countMountedVolumes()) >= expected, { what: `${expected} volumes mounted`, timeoutMs: 300_000, describe: () => `${upCount} mounted` });
     const setupMs = performance.now() - setupStarted;
     await first.stop(10_000);
+    await driver.clearCalls();
 
     progress('restarting over the same root dir');
     const profiler = await startProfiler(profileFile);
     const cpuAtStart = process.cpuUsage();
     const started = performance.now();
+    const startedEpochMs = Date.now();
     const agent = await NodeAgent.start({ config, log, clock: realClock, version: 'bench' });
     const startedMs = performance.now() - started;
     const vm = agent.volumeManager;
@@ -666,17 +704,24 @@ async function measureRestartOnly(volumes: number, profileFile: string | null) {
       const cpu = process.cpuUsage(cpuAtStart);
       await profiler?.stop();
       const confirmed = vm.getReconstructionReport().entries.filter((e) => e.outcome === 'confirmed-mounted').length;
+      const calls = await driver.calls();
       return {
         restartOnly: {
           volumesOnDisk: total,
           confirmedMounted: confirmed,
-          plugins: { emptyDir: 5 * pods - 2 * Math.ceil(pods / MIXED_EVERY), configMap: Math.ceil(pods / MIXED_EVERY), secret: Math.ceil(pods / MIXED_EVERY) },
+          plugins: { emptyDir: 5 * pods - 2 * Math.ceil(pods / MIXED_EVERY), configMap: Math.ceil(pods / MIXED_EVERY), secret: Math.ceil(pods / MIXED_EVERY), csi: csiVolumes },
           setupSeconds: round(setupMs / 1000, 2),
           agentStartMs: Math.round(startedMs),
           milestonesMs: milestones,
           startToAllConfirmedMountedMs: milestones['allConfirmedMounted'],
           /** CPU time of this process over the same span (less sensitive to a loaded machine than the wall time). */
           cpuMs: Math.round((cpu.user + cpu.system) / 1000),
+          /** The driver's side of the restart: each CSI volume is confirmed by NodePublishVolume (its NodeStageVolume first). */
+          csiDriver: {
+            callsByMethod: Object.fromEntries([...new Set(calls.map((c) => c.method))].sort().map((m) => [m, calls.filter((c) => c.method === m).length])),
+            nodeStageVolume: callSpread(calls, 'NodeStageVolume', startedEpochMs),
+            nodePublishVolume: callSpread(calls, 'NodePublishVolume', startedEpochMs),
+          },
           loadAverage1m: round(loadavg()[0] ?? Number.NaN, 2),
           targetMs: 2000,
         },
@@ -685,6 +730,8 @@ async function measureRestartOnly(volumes: number, profileFile: string | null) {
       await agent.stop(10_000);
     }
   } finally {
+    await driver.stop();
+    await driver.forceCleanUp(base);
     // Unprivileged, the thousands of tmpfs volumes left are stand-in entries of the mounter's
     // table under the root dir (no kernel mount): checking for kernel mounts is enough.
     await cleanUpTempDir(base);
@@ -1139,18 +1186,23 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify(await measureRestartOnly(volumes, profileFile), null, 2)}\n`);
     return;
   }
+  if (process.argv.includes('--only') && process.argv.includes('process')) {
+    const figures = await withAgentDirs('process', (rootDir, manifestDir) => measureProcess(rootDir, manifestDir, clockTicks()));
+    process.stdout.write(`${JSON.stringify({ ...figures, loadAverage1m: round(loadavg()[0] ?? Number.NaN, 2) }, null, 2)}\n`);
+    return;
+  }
   if (process.argv.includes('--only') && process.argv.includes('health-stats')) {
-    const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    const ticks = clockTicks();
     process.stdout.write(`${JSON.stringify(await measureHealthStats(ticks), null, 2)}\n`);
     return;
   }
   if (process.argv.includes('--only') && process.argv.includes('health')) {
-    const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    const ticks = clockTicks();
     process.stdout.write(`${JSON.stringify(await measureHealth(ticks), null, 2)}\n`);
     return;
   }
   if (process.argv.includes('--only') && process.argv.includes('stats')) {
-    const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    const ticks = clockTicks();
     process.stdout.write(`${JSON.stringify({ stats: await measureStats(ticks) }, null, 2)}\n`);
     return;
   }
@@ -1158,19 +1210,32 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify({ csi: await measureCsi() }, null, 2)}\n`);
     return;
   }
-  const base = await makeTempDir('volumescope-bench-agent-');
-  const rootDir = join(base, 'root');
-  const manifestDir = join(base, 'manifests');
-  await mkdir(manifestDir, { recursive: true });
-  const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  try {
+  const ticksPerSecond = clockTicks();
+  const all = await withAgentDirs('agent', async (rootDir, manifestDir) => {
     const processFigures = await measureProcess(rootDir, manifestDir, ticksPerSecond);
     const inProcess = await measureRestartAndBuild(rootDir, manifestDir);
     const csi = await measureCsi();
     const health = await measureHealth(ticksPerSecond);
     const stats = await measureStats(ticksPerSecond);
     const healthStats = await measureHealthStats(ticksPerSecond);
-    process.stdout.write(`${JSON.stringify({ ...processFigures, ...inProcess, csi, ...health, stats, ...healthStats }, null, 2)}\n`);
+    return { ...processFigures, ...inProcess, csi, ...health, stats, ...healthStats };
+  });
+  process.stdout.write(`${JSON.stringify(all, null, 2)}\n`);
+}
+
+/** The kernel's clock ticks per second (the unit of /proc/<pid>/stat times). */
+function clockTicks(): number {
+  return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+}
+
+/** Runs `run` with a fresh root dir and manifest dir under a temp dir, removed afterwards. */
+async function withAgentDirs<T>(prefix: string, run: (rootDir: string, manifestDir: string) => Promise<T>): Promise<T> {
+  const base = await makeTempDir(`volumescope-bench-${prefix}-`);
+  const rootDir = join(base, 'root');
+  const manifestDir = join(base, 'manifests');
+  await mkdir(manifestDir, { recursive: true });
+  try {
+    return await run(rootDir, manifestDir);
   } finally {
     await cleanUpTempDir(base, realMountsAllowed ? undefined : standInMounter(rootDir));
   }

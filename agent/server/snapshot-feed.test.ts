@@ -209,6 +209,9 @@ describe('SnapshotFeed journal bytes', () => {
     expect(fromStart).toBeNull();
     expect(fromSecondLast?.map((e) => e.delta.seq)).toEqual([start + 3, start + 4]);
     expect(fromLast?.map((e) => e.delta.seq)).toEqual([start + 4]);
+    // Only the sequence numbers and the text are kept, not the delta's objects.
+    expect(fromLast?.map((e) => Object.keys(e.delta).sort())).toEqual([['fromSeq', 'seq']]);
+    expect(fromLast?.[0]?.event).toContain('R3');
     feed.stop();
     await h.close();
   });

@@ -34,9 +34,13 @@ export const MAX_PUBLISH_DUTY = 0.1;
  */
 export const DEFAULT_MAX_JOURNAL_BYTES = 32 * 1024 * 1024;
 
-/** A published delta and its encoded `event: delta` text (encoded once, written to every stream). */
+/**
+ * A published delta: its sequence numbers and its encoded `event: delta` text (encoded once,
+ * written to every stream). The delta's objects are not kept: streams only ever send the text,
+ * and on a large node a delta's objects weigh several times its text.
+ */
 export interface JournalEntry {
-  delta: Delta;
+  delta: Pick<Delta, 'fromSeq' | 'seq'>;
   event: string;
 }
 
@@ -198,7 +202,7 @@ export class SnapshotFeed {
     this.nextGapMs = Math.max(this.minIntervalMs, buildMs / MAX_PUBLISH_DUTY);
     if (!hasChanges(delta)) return;
     this.built = next;
-    const entry: JournalEntry = { delta, event: encodeDeltaEvent(delta, next.snapshot.agent.startedAt) };
+    const entry: JournalEntry = { delta: { fromSeq: delta.fromSeq, seq: delta.seq }, event: encodeDeltaEvent(delta, next.snapshot.agent.startedAt) };
     this.journal.push(entry);
     this.journalBytes += entry.event.length;
     // Oldest first out: by count, then by bytes (a client behind the cut gets a fresh snapshot).

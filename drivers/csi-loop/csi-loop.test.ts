@@ -198,6 +198,31 @@ describe(`csi-loop driver (${MODE} mode)`, () => {
     expect((await codeOf(act(h))).code).toBe(NOT_FOUND);
   });
 
+  it('answers the capability and node-info calls while the state lock is held, and the state calls after it', async () => {
+    // Arrange: a live process (this one) holds the state dir's lock, as another csi-loop process would.
+    const h = await start();
+    const lock = path.join(h.dir, 'state', 'state.lock');
+    await fs.writeFile(lock, `${process.pid}\n`, { flag: 'wx' });
+    let listed = false;
+    const list = h.client.controller('ListVolumes', {}).then(() => {
+      listed = true;
+    });
+
+    // Act
+    const answers = await Promise.all([
+      h.client.node('NodeGetCapabilities'),
+      h.client.node('NodeGetInfo'),
+      h.client.controller('ControllerGetCapabilities'),
+    ]);
+
+    // Assert
+    expect(answers).toHaveLength(3);
+    expect(listed).toBe(false);
+    await fs.rm(lock);
+    await list;
+    expect(listed).toBe(true);
+  });
+
   it('serialises calls per volume: a concurrent call gets ABORTED', async () => {
     const h = await start();
     await h.publishController('v');

@@ -5,7 +5,7 @@
  * 3. applies an injected fault, if any (delay, then hang or fail);
  * 4. runs the CsiLoopService method (Controller and Node calls inside StateStore.exclusive: on
  *    the state as it is on disk, with the state dir's lock, since other csi-loop processes may
- *    share it);
+ *    share it; but the ones that answer constants, like Identity's, without waiting for it);
  * 5. answers, releases the lock, appends to the call log and writes one JSON log line
  *    (request with secrets redacted).
  * A hanging call never answers; it ends when its caller cancels (e.g. the deadline passes) or
@@ -38,6 +38,14 @@ const LOCKED_METHODS: ReadonlySet<CsiMethod> = new Set<CsiMethod>([
   'NodeUnpublishVolume',
   'NodeExpandVolume',
 ]);
+
+/**
+ * Controller and Node calls that never look at the state (capabilities, node info): answered
+ * without waiting for the state lock, as a real driver answers them while other calls run. The
+ * kubelet asks NodeGetCapabilities in every mount and unmount, so queueing it behind the state
+ * changes doubled every operation's wait at a restart.
+ */
+const STATELESS_METHODS: ReadonlySet<CsiMethod> = new Set<CsiMethod>(['ControllerGetCapabilities', 'NodeGetCapabilities', 'NodeGetInfo']);
 
 export interface CallContext {
   service: CsiLoopService;
@@ -93,7 +101,8 @@ export function createCsiServer(ctx: CallContext): grpc.Server {
     const handlers: grpc.UntypedServiceImplementation = {};
     for (const [method, impl] of Object.entries(methods)) {
       const handler: grpc.handleUnaryCall<unknown, object> = (call, callback) => {
-        const run: Impl = serviceName === 'Identity' ? impl : (request) => ctx.store.exclusive(() => impl(request));
+        const stateless = serviceName === 'Identity' || STATELESS_METHODS.has(method as CsiMethod);
+        const run: Impl = stateless ? impl : (request) => ctx.store.exclusive(() => impl(request));
         void serveCall(ctx, method as CsiMethod, run, call, callback);
       };
       handlers[method] = handler;

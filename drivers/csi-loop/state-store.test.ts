@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StateStore, type VolumeRecord } from './state-store.ts';
 
 const dirs: string[] = [];
@@ -103,6 +103,36 @@ describe('StateStore on a shared state dir', () => {
     });
     expect(store.list().map((v) => v.volumeId)).toEqual(['vol-1']);
     expect(await fs.readdir(dir)).not.toContain('state.lock');
+  });
+
+  it('parses state.json again only when it is another version than the one it read or wrote, and then sees every change', async () => {
+    const dir = await tempDir();
+    const a = await StateStore.open(dir, 'unprivileged', 'node-a');
+    await a.exclusive(() => {
+      a.put(record('vol-1'));
+    });
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      // Unchanged since this store wrote it: nothing is parsed.
+      await a.exclusive(() => a.list());
+      await a.exclusive(() => a.list());
+      expect(parse).not.toHaveBeenCalled();
+
+      // Replaced by another store (rename), then edited in place (as by hand): read each time.
+      const b = await StateStore.open(dir, 'unprivileged', 'node-b');
+      await b.exclusive(() => {
+        b.put({ ...record('vol-1'), formatted: true });
+      });
+      parse.mockClear();
+      expect(await a.exclusive(() => a.get('vol-1')?.formatted)).toBe(true);
+      expect(parse).toHaveBeenCalledTimes(1);
+      const file = path.join(dir, 'state.json');
+      const text = await fs.readFile(file, 'utf8');
+      await fs.writeFile(file, text.replace('"formatted": true', '"formatted": false'));
+      expect(await a.exclusive(() => a.get('vol-1')?.formatted)).toBe(false);
+    } finally {
+      parse.mockRestore();
+    }
   });
 
   it('refuses a state dir written in the other mode', async () => {

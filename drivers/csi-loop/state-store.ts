@@ -115,6 +115,16 @@ export class StateStore {
   private exclusiveChain: Promise<void> = Promise.resolve();
   private readonly lockFile: string;
   private readonly tmpFile: string;
+  /** The version of state.json that {@link state} holds (read or written by this process); null: unknown. */
+  private loadedVersion: FileVersion | null = null;
+  /**
+   * `JSON.stringify` of the copy in memory as it was read (version {@link loadedVersion}) or last
+   * saved; null when unknown. The memory copy only changes inside {@link exclusive}, which
+   * compares against it to tell whether a change changed anything.
+   */
+  private memoryJson: string | null = null;
+  /** Number of saves started (only the latest one's outcome describes the memory copy). */
+  private saveSeq = 0;
 
   private constructor(
     private readonly file: string,
@@ -152,13 +162,17 @@ export class StateStore {
       await this.acquireLock();
       try {
         await this.reload();
-        const before = JSON.stringify(this.state);
+        // The state as loaded or last saved, not serialised again (each call would pay O(volumes) for it).
+        const before = this.memoryJson ?? JSON.stringify(this.state);
+        const savesBefore = this.saveSeq;
         try {
           return await change();
         } finally {
-          if (JSON.stringify(this.state) !== before) {
-            await this.save();
-          }
+          const after = JSON.stringify(this.state);
+          await this.writeChain;
+          // What the file holds: the state before the change, or what the change saved last (null: that save failed).
+          const onFile = this.saveSeq === savesBefore ? before : this.memoryJson;
+          if (after !== onFile) await this.save();
         }
       } finally {
         await fs.rm(this.lockFile, { force: true });
@@ -174,17 +188,33 @@ export class StateStore {
   /**
    * Re-reads state.json. The driver calls it only through {@link exclusive} (reads too: a reload
    * while a change of this process runs would drop that change); tests use it to look.
+   *
+   * A file that is still the version this process last read or wrote (same inode, mtime and
+   * size: the driver only ever replaces state.json by rename; an edit in place by hand is noticed
+   * by its mtime or size) is not read and parsed again: the copy in memory is that version. Each
+   * CSI call reloads, so parsing every volume's record on each one made every call cost
+   * O(volumes).
    */
   async reload(): Promise<void> {
     let state = emptyState(this.mode);
+    let version: FileVersion | null;
     try {
-      state = stateFileSchema.parse(JSON.parse(await fs.readFile(this.file, 'utf8')));
+      const handle = await fs.open(this.file, 'r');
+      try {
+        // The handle's own stat: the version of exactly the bytes read below.
+        version = fileVersion(await handle.stat({ bigint: true }));
+        if (this.loadedVersion !== null && sameVersion(version, this.loadedVersion)) return;
+        state = stateFileSchema.parse(JSON.parse(await handle.readFile('utf8')));
+      } finally {
+        await handle.close();
+      }
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
         throw new Error(`cannot read driver state ${this.file}: ${err instanceof Error ? err.message : String(err)}`, {
           cause: err,
         });
       }
+      version = null;
     }
     if (state.mode !== this.mode) {
       throw new StateModeMismatchError(
@@ -192,6 +222,8 @@ export class StateStore {
       );
     }
     this.state = state;
+    this.loadedVersion = version;
+    this.memoryJson = JSON.stringify(state);
   }
 
   /** Node ids served on this state dir (see `nodes` in the state file). */
@@ -250,10 +282,27 @@ export class StateStore {
    * called inside {@link exclusive} (the lock keeps another process from writing in between).
    */
   save(): Promise<void> {
+    const json = JSON.stringify(this.state);
     const text = `${JSON.stringify(this.state, null, 2)}\n`;
+    const seq = ++this.saveSeq;
+    // Until this save is done, the copy in memory is not known to be any version of the file.
+    this.loadedVersion = null;
+    this.memoryJson = null;
     const next = this.writeChain.then(async () => {
-      await fs.writeFile(this.tmpFile, text, { mode: 0o600 });
+      const handle = await fs.open(this.tmpFile, 'w', 0o600);
+      let version: FileVersion;
+      try {
+        await handle.writeFile(text);
+        version = fileVersion(await handle.stat({ bigint: true }));
+      } finally {
+        await handle.close();
+      }
       await fs.rename(this.tmpFile, this.file);
+      // Only the latest save describes the copy in memory (a failed one leaves it unknown: the next reload reads the file).
+      if (seq === this.saveSeq) {
+        this.loadedVersion = version;
+        this.memoryJson = json;
+      }
     });
     this.writeChain = next.catch(() => undefined);
     return next;
@@ -285,6 +334,21 @@ export class StateStore {
       await delay(LOCK_POLL_MS);
     }
   }
+}
+
+/** What tells two versions of state.json apart: a replaced file has another inode, one edited in place another mtime or size. */
+interface FileVersion {
+  ino: bigint;
+  mtimeNs: bigint;
+  size: bigint;
+}
+
+function fileVersion(st: { ino: bigint; mtimeNs: bigint; size: bigint }): FileVersion {
+  return { ino: st.ino, mtimeNs: st.mtimeNs, size: st.size };
+}
+
+function sameVersion(a: FileVersion, b: FileVersion): boolean {
+  return a.ino === b.ino && a.mtimeNs === b.mtimeNs && a.size === b.size;
 }
 
 function emptyState(mode: DriverMode): StateFile {

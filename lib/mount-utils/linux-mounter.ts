@@ -1,7 +1,8 @@
 /**
  * The real mounter (`mount.Mounter` of k8s mount-utils on Linux): mount(8) and umount(8) run
  * through execFile with argument arrays (no shell, so paths with spaces or `$` are safe), and
- * mount points come from mountinfo read at every call.
+ * mount points come from mountinfo read for every call (concurrent calls share a read that began
+ * after each of them: MountInfoFile).
  */
 import { realpath, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -10,7 +11,7 @@ import type { ExecFn } from './exec.ts';
 import { MountError } from './mount-error.ts';
 import { isCorruptedMnt, isNotExist, mountsAt, searchMountRefs } from './mount-table.ts';
 import type { Mounter } from './mounter.ts';
-import { PROC_SELF_MOUNTINFO, readMountInfo } from './mountinfo.ts';
+import { MountInfoFile, PROC_SELF_MOUNTINFO } from './mountinfo.ts';
 import type { MountInfo } from './mountinfo.ts';
 
 export interface LinuxMounterOptions {
@@ -53,13 +54,13 @@ export class LinuxMounter implements Mounter {
   readonly privileged = true;
   private readonly mountCommand: string;
   private readonly umountCommand: string;
-  private readonly mountInfoPath: string;
+  private readonly mountInfo: MountInfoFile;
   private readonly exec: ExecFn;
 
   constructor(opts: LinuxMounterOptions = {}) {
     this.mountCommand = opts.mountCommand ?? 'mount';
     this.umountCommand = opts.umountCommand ?? 'umount';
-    this.mountInfoPath = opts.mountInfoPath ?? PROC_SELF_MOUNTINFO;
+    this.mountInfo = new MountInfoFile(opts.mountInfoPath ?? PROC_SELF_MOUNTINFO);
     this.exec = opts.exec ?? execFileNoShell;
   }
 
@@ -92,7 +93,7 @@ export class LinuxMounter implements Mounter {
   }
 
   list(): Promise<MountInfo[]> {
-    return readMountInfo(this.mountInfoPath);
+    return this.mountInfo.read();
   }
 
   async isLikelyNotMountPoint(path: string): Promise<boolean> {

@@ -7,6 +7,7 @@ import {
   escapeMountInfoField,
   formatMountInfoLine,
   isMountInfoParseError,
+  MountInfoFile,
   parseMountInfo,
   parseMountInfoLine,
   readMountInfo,
@@ -171,5 +172,30 @@ describe('readMountInfo', () => {
   it('reads the calling process table by default, which always contains the root mount', async () => {
     const entries = await readMountInfo();
     expect(entries.some((e) => e.mountPoint === '/')).toBe(true);
+  });
+});
+
+describe('MountInfoFile', () => {
+  it('reads the file again for each call, parsing only a text it has not seen last, and gives each caller its own array', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'volumescope-mountinfo-'));
+    try {
+      const file = join(dir, 'mountinfo');
+      const line = '5 1 0:40 / /a rw - tmpfs tmpfs rw\n';
+      await writeFile(file, line);
+      const table = new MountInfoFile(file);
+
+      const [first, concurrent] = await Promise.all([table.read(), table.read()]);
+      const again = await table.read();
+      await writeFile(file, `${line}6 1 0:41 / /b rw - tmpfs tmpfs rw\n`);
+      const changed = await table.read();
+
+      expect(again).not.toBe(first);
+      expect(concurrent).not.toBe(first);
+      expect(again[0]).toBe(first[0]); // same text: the parsed entry is reused
+      expect(changed.map((e) => e.mountPoint)).toEqual(['/a', '/b']);
+      expect(changed[0]).not.toBe(first[0]);
+    } finally {
+      await rm(dir, { recursive: true });
+    }
   });
 });

@@ -14,6 +14,7 @@
  * remove) must read it again right before acting, never keep it.
  */
 import { readFile } from 'node:fs/promises';
+import { FreshRead } from './fresh-read.ts';
 
 /** One parsed mountinfo line. All strings are decoded (no `\ooo` escapes left). */
 export interface MountInfo {
@@ -178,6 +179,37 @@ export function formatMountInfoLine(e: MountInfo): string {
  */
 export async function readMountInfo(path: string = PROC_SELF_MOUNTINFO): Promise<MountInfo[]> {
   return parseMountInfo(await readFile(path, 'utf8'));
+}
+
+/**
+ * A mount table file read fresh for every caller, for a mounter that thousands of operations ask
+ * at once (a restart confirms every volume, and each asks whether its directory is a mount
+ * point): callers that arrive while a read runs share the next read (FreshRead: each still gets a
+ * table read after its call began), and a read whose text is the previous read's returns the
+ * previous entries instead of parsing them again (the table rarely changes between two reads; it
+ * has one line per mount, so parsing it for each of N volumes cost O(N²) with N tmpfs volumes).
+ * Each caller gets its own array; the entries are shared, and callers must not change them.
+ */
+export class MountInfoFile {
+  private lastText: string | null = null;
+  private lastEntries: readonly MountInfo[] = [];
+  private readonly fresh: FreshRead<readonly MountInfo[]>;
+
+  constructor(readonly path: string = PROC_SELF_MOUNTINFO) {
+    this.fresh = new FreshRead(async () => {
+      const text = await readFile(this.path, 'utf8');
+      if (text !== this.lastText) {
+        this.lastEntries = parseMountInfo(text);
+        this.lastText = text;
+      }
+      return this.lastEntries;
+    });
+  }
+
+  /** The table as read after this call began. */
+  async read(): Promise<MountInfo[]> {
+    return (await this.fresh.get()).slice();
+  }
 }
 
 /** A source of the current mount table, read fresh on every call. */

@@ -32,7 +32,7 @@ import { FreshRead } from './fresh-read.ts';
 import { MOUNT_EXIT_FAILURE, MountError } from './mount-error.ts';
 import { isCorruptedMnt, isNotExist, mountsAt, splitDev } from './mount-table.ts';
 import type { Mounter } from './mounter.ts';
-import { formatMountInfoLine, PROC_SELF_MOUNTINFO, readMountInfo } from './mountinfo.ts';
+import { formatMountInfoLine, MountInfoFile, PROC_SELF_MOUNTINFO, readMountInfo } from './mountinfo.ts';
 import type { MountInfo } from './mountinfo.ts';
 
 /** File name of the stand-in table inside the state directory. */
@@ -75,9 +75,9 @@ export class UnprivilegedMounter implements Mounter {
   /** Path of the stand-in table, in mountinfo format. */
   readonly mountInfoPath: string;
   private readonly stateDir: string;
-  private readonly systemMountInfoPath: string | null;
+  private readonly systemMountInfo: MountInfoFile | null;
   private readonly table = new FreshRead(async () => {
-    const system = this.systemMountInfoPath === null ? [] : await readMountInfo(this.systemMountInfoPath);
+    const system = this.systemMountInfo === null ? [] : await this.systemMountInfo.read();
     return [...system, ...(await this.standIns())];
   });
   private queue: Promise<unknown> = Promise.resolve();
@@ -85,7 +85,8 @@ export class UnprivilegedMounter implements Mounter {
   constructor(opts: UnprivilegedMounterOptions) {
     this.stateDir = resolve(opts.stateDir);
     this.mountInfoPath = join(this.stateDir, UNPRIVILEGED_MOUNTINFO_FILE);
-    this.systemMountInfoPath = opts.systemMountInfoPath === undefined ? PROC_SELF_MOUNTINFO : opts.systemMountInfoPath;
+    const systemPath = opts.systemMountInfoPath === undefined ? PROC_SELF_MOUNTINFO : opts.systemMountInfoPath;
+    this.systemMountInfo = systemPath === null ? null : new MountInfoFile(systemPath);
   }
 
   mount(source: string, target: string, fstype: string, options: readonly string[]): Promise<void> {

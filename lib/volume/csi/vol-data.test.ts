@@ -46,6 +46,23 @@ describe('saveVolumeData', () => {
     expect((await readdir(dir)).sort()).toEqual(['old-link', VOL_DATA_FILE_NAME]);
   });
 
+  it('leaves a file that already holds the same data as it is (same inode), and replaces one that differs', async () => {
+    // Arrange
+    await saveVolumeData(dir, { driverName: 'd', volumeHandle: 'h' });
+    const before = await stat(join(dir, VOL_DATA_FILE_NAME));
+
+    // Act
+    await saveVolumeData(dir, { driverName: 'd', volumeHandle: 'h' });
+    const same = await stat(join(dir, VOL_DATA_FILE_NAME));
+    await saveVolumeData(dir, { driverName: 'd', volumeHandle: 'h2' });
+    const changed = await stat(join(dir, VOL_DATA_FILE_NAME));
+
+    // Assert
+    expect(same.ino).toBe(before.ino);
+    expect(changed.ino).not.toBe(before.ino);
+    expect(await loadVolumeData(dir)).toEqual({ driverName: 'd', volumeHandle: 'h2' });
+  });
+
   it(`on a full disk fails with a VolumeDataError (ENOSPC) and keeps the previous file intact (${mountMode})`, async () => {
     // Arrange
     tiny = await fullFilesystem(dir);

@@ -107,13 +107,19 @@ export function isVolumeDataError(err: unknown): err is VolumeDataError {
 /**
  * `saveVolumeData`: writes `<dir>/vol_data.json`. `dir` must exist. The write is atomic and
  * durable (a full disk or an I/O error leaves the previous file intact), because unpublish,
- * unstage and reconstruction after a restart depend on it. `fs`: for tests that inject failures.
+ * unstage and reconstruction after a restart depend on it. A file that already holds exactly this
+ * text is left as it is: it was written by the same durable write, and a SetUp after a restart
+ * (every CSI volume is confirmed through it) would otherwise rewrite and fsync each file for
+ * nothing. `fs`: for tests that inject failures.
  */
 export async function saveVolumeData(dir: string, data: Readonly<Record<string, string>>, fs?: DurableWriteFs): Promise<void> {
   const file = join(dir, VOL_DATA_FILE_NAME);
+  const text = JSON.stringify(data);
+  // Any read error (missing, unreadable) just means the file is written.
+  if ((await readFile(file, 'utf8').catch(() => null)) === text) return;
   try {
     // 0644: the kubelet's saveVolumeData uses os.Create (0666 less its umask 022).
-    await writeFileDurably(file, JSON.stringify(data), { mode: 0o644, ...(fs === undefined ? {} : { fs }) });
+    await writeFileDurably(file, text, { mode: 0o644, ...(fs === undefined ? {} : { fs }) });
   } catch (err) {
     throw new VolumeDataError(file, false, `failed to save volume data file ${file}: ${(err as Error).message}`, { cause: err });
   }

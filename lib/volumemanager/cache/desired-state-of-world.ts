@@ -293,6 +293,19 @@ export class DesiredStateOfWorld {
     return out;
   }
 
+  /**
+   * The {@link VolumeToMount} records of the pairs for which `wanted` returns true, called for
+   * every pair with its pod (not to be changed) and whether the volume's plugin is attachable;
+   * nothing is allocated for the others.
+   */
+  collectVolumesToMountOfPods(wanted: (podName: UniquePodName, pod: Pod, pluginIsAttachable: boolean) => boolean): VolumeToMount[] {
+    const out: VolumeToMount[] = [];
+    for (const { entry, pod } of this.pairs) {
+      if (wanted(pod.podName, pod.pod, entry.pluginIsAttachable)) out.push(this.toVolumeToMount(entry, pod));
+    }
+    return out;
+  }
+
   /** {@link collectVolumesToMount} restricted to the pods of one volume. */
   collectVolumesToMountOf(
     volumeName: UniqueVolumeName,

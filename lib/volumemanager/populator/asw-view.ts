@@ -8,7 +8,8 @@ import type { UniquePodName, UniqueVolumeName } from '../../volume/types.ts';
 export type MountedVolumeView = MountedVolume;
 
 export interface ActualStateOfWorld {
-  getMountedVolumes(): MountedVolume[];
+  /** The pod's entries in state Mounted (not Uncertain). */
+  getMountedVolumesForPod(podName: UniquePodName): MountedVolume[];
   markRemountRequired(podName: UniquePodName): void;
   initializeClaimSize(volumeName: UniqueVolumeName, claimSize: number | null): void;
   podRemovedFromVolume(podName: UniquePodName, volumeName: UniqueVolumeName): boolean;

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Pod, SELinuxOptions, Volume } from '../../volume/k8s-types.ts';
 import { FakeFileVolumePlugin, FakeVolumePlugin } from '../../volume/testing/fake-volume-plugin.ts';
 import { specFromPersistentVolume, specFromVolume } from '../../volume/spec.ts';
@@ -124,6 +124,25 @@ describe('DesiredStateOfWorldPopulator scenarios (desired_state_of_world_populat
     // Assert
     expect(rig.populator.podPreviouslyProcessed(podName)).toBe(true);
     expect(rig.dsw.getPodsWithErrors()).toEqual([]);
+    expect(rig.dsw.podExistsInVolume(podName, dswpUniqueVolumeName, '')).toBe(true);
+  });
+
+  it('a loop over processed pods that are all still wanted reads no mounted volume and materialises no volume to mount', async () => {
+    // Arrange
+    const { rig } = await prepareDswpWithPodPV();
+    const allMounted = vi.spyOn(rig.asw, 'getMountedVolumes');
+    const podMounted = vi.spyOn(rig.asw, 'getMountedVolumesForPod');
+    const allToMount = vi.spyOn(rig.dsw, 'getVolumesToMount');
+    const collected = vi.spyOn(rig.dsw, 'collectVolumesToMountOfPods');
+
+    // Act
+    await rig.populator.runLoop();
+
+    // Assert: upstream indexes every mounted volume and walks every volume to mount, each loop.
+    expect(allMounted).not.toHaveBeenCalled();
+    expect(podMounted).not.toHaveBeenCalled();
+    expect(allToMount).not.toHaveBeenCalled();
+    expect(collected.mock.results.map((r) => (r.value as unknown[]).length)).toEqual([rig.dsw.getVolumesToMount().filter((v) => v.pluginIsAttachable).length]);
     expect(rig.dsw.podExistsInVolume(podName, dswpUniqueVolumeName, '')).toBe(true);
   });
 

@@ -74,6 +74,27 @@ export interface DesiredStateOfWorldPopulatorOptions {
   logger?: Logger;
 }
 
+/** The mounted volumes of a pod by outer volume name (upstream's `mountedVolumesForPod` index). */
+export interface MountedVolumesForPod {
+  get(podName: UniquePodName): ReadonlyMap<string, MountedVolumeView> | undefined;
+}
+
+/** {@link MountedVolumesForPod} built pod by pod on first use, from the actual state at that moment. */
+class LazyMountedVolumesForPod implements MountedVolumesForPod {
+  private readonly byPod = new Map<UniquePodName, ReadonlyMap<string, MountedVolumeView>>();
+
+  constructor(private readonly mountedOf: (podName: UniquePodName) => readonly MountedVolumeView[]) {}
+
+  get(podName: UniquePodName): ReadonlyMap<string, MountedVolumeView> | undefined {
+    let byOuter = this.byPod.get(podName);
+    if (byOuter === undefined) {
+      byOuter = new Map(this.mountedOf(podName).map((mv) => [mv.outerVolumeSpecName, mv]));
+      this.byPod.set(podName, byOuter);
+    }
+    return byOuter.size === 0 ? undefined : byOuter;
+  }
+}
+
 export class DesiredStateOfWorldPopulator {
   private readonly options: DesiredStateOfWorldPopulatorOptions;
   private readonly log: Logger;
@@ -188,16 +209,13 @@ export class DesiredStateOfWorldPopulator {
     }
   }
 
+  /**
+   * `findAndAddNewPods`. Upstream first indexes every mounted volume by pod; that index is only
+   * read for pods still to be processed, so here it is built per pod, when one is (each loop
+   * every 100 ms otherwise materialised all of a node's mounted volumes for nothing).
+   */
   async findAndAddNewPods(): Promise<void> {
-    const mountedVolumesForPod = new Map<UniquePodName, Map<string, MountedVolumeView>>();
-    for (const mv of this.options.asw.getMountedVolumes()) {
-      let byOuter = mountedVolumesForPod.get(mv.podName);
-      if (byOuter === undefined) {
-        byOuter = new Map();
-        mountedVolumesForPod.set(mv.podName, byOuter);
-      }
-      byOuter.set(mv.outerVolumeSpecName, mv);
-    }
+    const mountedVolumesForPod = new LazyMountedVolumesForPod((podName) => this.options.asw.getMountedVolumesForPod(podName));
     for (const pod of this.options.podManager.getPods()) {
       const uid = podUID(pod.metadata.uid ?? '');
       // Keep consistency of adding pod during reconstruction.
@@ -205,6 +223,8 @@ export class DesiredStateOfWorldPopulator {
       // Before the first full pass, pods whose containers may still run are added so that
       // reconstruction does not tear their volumes down.
       if (!this.hasAddedPodsFlag && this.options.podStateProvider.shouldPodRuntimeBeRemoved(uid)) continue;
+      // processPodVolumes' own first check, without a promise for each of a node's processed pods each loop.
+      if (this.processedPods.get(uniquePodName(pod.metadata.uid ?? '')) === true) continue;
       await this.processPodVolumes(pod, mountedVolumesForPod);
     }
   }
@@ -214,7 +234,7 @@ export class DesiredStateOfWorldPopulator {
    * per volume, to the unresolved pod volumes (which keep the pod's mounts in place until the
    * volume resolves or the pod releases its volumes).
    */
-  async processPodVolumes(pod: Pod, mountedVolumesForPod: Map<UniquePodName, Map<string, MountedVolumeView>>): Promise<void> {
+  async processPodVolumes(pod: Pod, mountedVolumesForPod: MountedVolumesForPod): Promise<void> {
     const podName = uniquePodName(pod.metadata.uid ?? '');
     if (this.processedPods.get(podName) === true) return;
     let allVolumesAdded = true;
@@ -276,7 +296,7 @@ export class DesiredStateOfWorldPopulator {
     pvc: PersistentVolumeClaim | null,
     spec: Spec,
     volumeName: UniqueVolumeName,
-    mountedVolumesForPod: Map<UniquePodName, Map<string, MountedVolumeView>>,
+    mountedVolumesForPod: MountedVolumesForPod,
   ): void {
     if (spec.persistentVolume === undefined || spec.inlineVolumeSpecForCSIMigration === true || pvc === null) return;
     if (mountedVolumesForPod.get(podName)?.get(podVolume.name) === undefined) return;
@@ -371,9 +391,15 @@ export class DesiredStateOfWorldPopulator {
    */
   findAndRemoveDeletedPods(): void {
     const podsFromCache = new Set<UniquePodName>();
-    for (const vtm of this.options.dsw.getVolumesToMount()) {
+    // Upstream walks every VolumeToMount; only the pairs for which the loop below does more than
+    // note the pod are materialised (on a converged node: none, instead of all of them each loop).
+    const candidates = this.options.dsw.collectVolumesToMountOfPods((podName, pod, pluginIsAttachable) => {
+      podsFromCache.add(podName);
+      const uid = podUID(pod.metadata.uid ?? podName);
+      return this.options.podManager.getPodByUID(uid) === undefined || pluginIsAttachable || this.options.podStateProvider.shouldPodRuntimeBeRemoved(uid);
+    });
+    for (const vtm of candidates) {
       const uid = podUID(vtm.pod.metadata.uid ?? vtm.podName);
-      podsFromCache.add(vtm.podName);
       const pod = this.options.podManager.getPodByUID(uid);
       const podExists = pod !== undefined;
       if (podExists) {

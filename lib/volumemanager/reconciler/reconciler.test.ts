@@ -832,6 +832,23 @@ function fixtureHostFs(root: () => string, tree: Record<string, string[]>): Host
 }
 
 /** A fresh pass harness: loop not started, desired state complete, executor stubbed. */
+/** Starts a `volume_mount` on the key (volume, pod) that stays pending until the returned function is called. */
+function startBlockingOperation(h: Harness, volumeName: UniqueVolumeName, podName: UniquePodName): () => void {
+  let release = (): void => undefined;
+  h.pendingOperations.run(volumeName, podName, EmptyNodeName, {
+    operationName: 'volume_mount',
+    operationFunc: () =>
+      new Promise((resolve) => {
+        release = () => {
+          resolve({});
+        };
+      }),
+  });
+  return () => {
+    release();
+  };
+}
+
 function passHarness(opts: HarnessOptions = {}) {
   const h = harness(opts);
   h.populator.setHasAddedPods(true);
@@ -1124,6 +1141,27 @@ describe('one reconciler pass (reconciler_common.go)', () => {
     });
   });
 
+  it('mountOrAttachVolumes builds no operation for a volume with an operation pending (any pod), and mounts it in the pass after', async () => {
+    // Arrange: attached and desired; another pod's operation on the volume is running.
+    const { h, oe } = passHarness({ controllerAttachDetachEnabled: true });
+    const spec = specFromVolume(gcePdVolume());
+    expect(addPodToDsw(h, makePod([gcePdVolume()]), spec)).toBe(fakeDevice1);
+    markAttached(h, fakeDevice1, spec);
+    const release = startBlockingOperation(h, fakeDevice1, uniquePodName('other-pod'));
+    await h.clock.flush();
+
+    // Act
+    await h.reconciler.reconcile();
+    const whilePending = oe.calls().filter((c) => c === 'mountVolume');
+    release();
+    await h.clock.flush();
+    await h.reconciler.reconcile();
+
+    // Assert: upstream v1.34 checks IsOperationPending(volume, EmptyUniquePodName) first.
+    expect(whilePending).toEqual([]);
+    expect(oe.calls().filter((c) => c === 'mountVolume')).toEqual(['mountVolume']);
+  });
+
   describe('isExpectedError', () => {
     const key = { volumeName: fakeDevice1, podName: EmptyUniquePodName, nodeName: EmptyNodeName };
     const backoff = new ExponentialBackoff();
@@ -1236,15 +1274,7 @@ describe('one reconciler pass (reconciler_common.go)', () => {
       if (row.desired === true) addPodToDsw(h, makePod([gcePdVolume()]), spec); // desired, not mounted yet
       let release = (): void => undefined;
       if (row.operationPending === true) {
-        h.pendingOperations.run(volumeName, EmptyUniquePodName, EmptyNodeName, {
-          operationName: 'volume_mount',
-          operationFunc: () =>
-            new Promise((resolve) => {
-              release = () => {
-                resolve({});
-              };
-            }),
-        });
+        release = startBlockingOperation(h, volumeName, EmptyUniquePodName);
         await h.clock.flush();
       }
 

@@ -366,9 +366,17 @@ export class Reconciler {
   }
 
   private mountOrAttachVolumes(world: PassWorld, scope: ReadonlySet<UniqueVolumeName> | null, unsettled: Set<UniqueVolumeName>): void {
-    // Pairs already mounted and current need no action and are never materialised.
-    const needsAction = (volumeName: UniqueVolumeName, podName: UniquePodName, desiredSize: number, seLinuxLabel: string): boolean =>
-      !world.asw.isMountedAndCurrent(podName, volumeName, desiredSize, seLinuxLabel);
+    // Pairs already mounted and current need no action and are never materialised. Nor are the
+    // volumes with an operation running (any pod's, as upstream v1.34 checks IsOperationPending
+    // with the empty pod name before PodExistsInVolume): the executor would only refuse them with
+    // AlreadyExistsError. They stay unsettled, so the pass after the operation looks again.
+    const needsAction = (volumeName: UniqueVolumeName, podName: UniquePodName, desiredSize: number, seLinuxLabel: string): boolean => {
+      if (world.executor.isOperationPending(volumeName, EmptyUniquePodName, EmptyNodeName)) {
+        unsettled.add(volumeName);
+        return false;
+      }
+      return !world.asw.isMountedAndCurrent(podName, volumeName, desiredSize, seLinuxLabel);
+    };
     const candidates =
       scope === null
         ? this.config.dsw.collectVolumesToMount(needsAction)

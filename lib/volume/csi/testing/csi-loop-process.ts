@@ -34,6 +34,8 @@ process.once('exit', () => {
 /** One entry of `GET /calls`. */
 export interface DriverCall {
   seq: number;
+  /** ISO time the call arrived. */
+  time: string;
   method: string;
   volumeId?: string;
   targetPath?: string;

@@ -1,4 +1,4 @@
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mountMode, realMountsAllowed } from '../../../mount-utils/testing/mount-test-env.ts';
@@ -87,6 +87,23 @@ describe(`EmptyDirPlugin in ${mountMode} mode`, () => {
 
     expect(await readdir(volumeDir())).toEqual(['data']);
     await rejectionOf(plugin.newUnmounter('scratch', POD_UID).tearDown()); // refuses: the file is not the plugin's
+  });
+
+  it('writes nothing when SetUp finds the volume ready, and sets it up again when only the ready file is left', async () => {
+    // The ready file's mtime is set far back: a rewrite (in place or not) moves it.
+    const readyFile = join(env.podsDir, POD_UID, 'plugins', 'kubernetes.io~empty-dir', 'scratch', 'ready');
+    const mounter = plugin.newMounter(specFromVolume(volume({})), makePod());
+    await mounter.setUp(noArgs);
+    await utimes(readyFile, 1000, 1000);
+
+    await mounter.setUp(noArgs);
+    expect((await stat(readyFile)).mtimeMs).toBe(1000 * 1000);
+
+    await rm(volumeDir(), { recursive: true });
+    await mounter.setUp(noArgs);
+    expect(await modeOf(volumeDir())).toBe(0o777);
+    expect((await stat(readyFile)).mtimeMs).not.toBe(1000 * 1000);
+    await plugin.newUnmounter('scratch', POD_UID).tearDown();
   });
 
   it.each([

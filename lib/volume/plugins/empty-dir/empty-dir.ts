@@ -30,7 +30,7 @@ import { specFromVolume, specName, type Spec } from '../../spec.ts';
 import { pluginName, type PodUID } from '../../types.ts';
 import { UnsupportedSpecError, VolumeSetupError } from '../util/errors.ts';
 import { InTreePluginBase, podUIDOf } from '../util/plugin-base.ts';
-import { EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE, emptyDirMetaDir, ensureDir, ensureTmpfs, mountsAt, removeReady, setReady, tearDownVolumeDir, type RemovalContext } from '../util/volume-dir.ts';
+import { EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE, emptyDirMetaDir, ensureDir, ensureTmpfs, isReady, mountsAt, removeReady, setReady, tearDownVolumeDir, type RemovalContext } from '../util/volume-dir.ts';
 
 export const EMPTY_DIR_PLUGIN_NAME = pluginName('kubernetes.io/empty-dir');
 
@@ -97,24 +97,42 @@ export class EmptyDirMounter implements Mounter {
     return this.dir;
   }
 
+  /**
+   * As the kubelet's SetUpAt: a volume whose ready file is present is already set up when its
+   * directory exists (default medium) or is a tmpfs mount point (`Memory`), and nothing is
+   * written again (a restart confirms thousands of volumes this way). A ready file without its
+   * directory (removed by hand) does not count: the volume is set up anew.
+   */
   async setUp(args: MounterArgs): Promise<void> {
     const fromSpec = this.specSizeLimit === null ? 0 : parseQuantity(this.specSizeLimit);
     const limit = args.desiredSize !== null && args.desiredSize > 0 ? args.desiredSize : fromSpec > 0 ? fromSpec : null;
+    const metaDir = emptyDirMetaDir(this.dir, basename(this.dir));
+    const ready = await isReady(metaDir);
     switch (this.medium) {
-      case '':
-        await ensureDir(this.dir, EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE);
+      case '': {
+        const created = await ensureDir(this.dir, EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE);
+        if (ready && !created) {
+          this.sizeLimitBytes = limit;
+          return;
+        }
+        // A ready file without its directory is stale: the directory is new, the file written again.
         break;
+      }
       case 'Memory': {
         const size = args.desiredSize !== null && args.desiredSize > 0 ? args.desiredSize : this.memorySize(fromSpec > 0 ? fromSpec : null);
+        if (ready && (await mountsAt(this.removal.mounter, this.dir)).at(-1)?.fsType === 'tmpfs') {
+          this.sizeLimitBytes = size;
+          return;
+        }
         await ensureTmpfs(this.removal, this.dir, size === null ? [] : [`size=${size}`]);
         this.sizeLimitBytes = size;
-        await setReady(emptyDirMetaDir(this.dir, basename(this.dir)));
+        await setReady(metaDir);
         return;
       }
       default:
         throw new VolumeSetupError(`unknown storage medium "${this.medium}"`);
     }
     this.sizeLimitBytes = limit;
-    await setReady(emptyDirMetaDir(this.dir, basename(this.dir)));
+    await setReady(metaDir);
   }
 }

@@ -168,6 +168,17 @@ export async function setReady(metaDir: string): Promise<void> {
 }
 
 /**
+ * `volumeutil.IsReady`: whether the meta dir holds the `ready` file as a regular file (a SetUp
+ * succeeded and no TearDown started since). Any error reading it counts as not ready, as upstream.
+ */
+export async function isReady(metaDir: string): Promise<boolean> {
+  return lstat(join(metaDir, READY_FILE_NAME)).then(
+    (st) => st.isFile(),
+    () => false,
+  );
+}
+
+/**
  * The first step of the emptyDir's TearDown (upstream `os.RemoveAll(readyDir)`): the `ready`
  * file and then the meta dir, each only through `safeRemove` (the dir only when empty; anything
  * else in it stays and fails the TearDown). Nothing to do when the meta dir does not exist.
