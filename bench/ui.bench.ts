@@ -16,7 +16,7 @@
  * - changeToDomMs: a change published by the agent (one operation fails into backoff) → the
  *   changed row shows the backoff state in the DOM (MutationObserver callback time). Both sides
  *   read the same wall clock. The page is sorted by next retry, so the changed row is in view.
- *   Samples are 600 ms apart (the stream's flush throttle is 250 ms). Target: median ≤ 40 ms,
+ *   Samples are 600 ms apart (the stream's flush interval is 32 ms). Target: median ≤ 40 ms,
  *   p95 ≤ 100 ms.
  * - burst: 500 changes published back to back (20 ms pauses every 10 changes; the fake agent
  *   needs a few ms per change at this size, so this takes about 3 s); the longest main-thread task of the
