@@ -5,6 +5,11 @@ import { useEffect, useRef, useState, type CSSProperties, type KeyboardEvent, ty
 
 export interface VirtualListProps<T> {
   readonly items: readonly T[];
+  /**
+   * How many rows the list has, when `items` holds only its first ones (a server-rendered first
+   * screen): the scroll height is for all of them; default `items.length`.
+   */
+  readonly count?: number;
   /** Every row is exactly this tall (px); the window arithmetic depends on it. */
   readonly rowHeight: number;
   /** The most the scroll container grows to (px); shorter lists take only their height. */
@@ -30,11 +35,11 @@ export interface VirtualListProps<T> {
  * `maxHeight` tall at the top. Arrow keys, Page Up/Down, Home and End move a roving focus between
  * rows, scrolling the focused row into view.
  */
-export function VirtualList<T>({ items, rowHeight, maxHeight, getKey, renderRow, overscan = 8, label, ariaRowOffset = 1, onActivate, rowStyle }: VirtualListProps<T>) {
+export function VirtualList<T>({ items, count: allRows, rowHeight, maxHeight, getKey, renderRow, overscan = 8, label, ariaRowOffset = 1, onActivate, rowStyle }: VirtualListProps<T>) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const [active, setActive] = useState(0);
   const focusPending = useRef(false);
-  const count = items.length;
+  const count = allRows ?? items.length;
   // Rows are keyed by index in the virtualizer (the default): with fixed heights its positions
   // depend on the count only, so a delta that replaces the items does not make it recompute
   // every row's position. React keys are `getKey`'s.
