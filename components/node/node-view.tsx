@@ -242,7 +242,7 @@ function NodeFirstScreenBody({ agent, first }: { agent: string; first: NodeFirst
           <VolumeTable node={agent} rows={first.table.rows} firstScreen={first.table} phase={connection.phase} synced={first.statesSynced} observing={first.observing} onAction={onAction} podNames={podNames} />
         </Suspense>
       </Panel>
-      <p className="empty" aria-busy="true">
+      <p className="empty" aria-busy="true" data-testid="node-first-screen">
         Loading the rest of the node…
       </p>
       <ActionDialog agent={agent} pending={pending} onClose={closeDialog} />
