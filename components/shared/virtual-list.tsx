@@ -1,7 +1,7 @@
 'use client';
 
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
+import { memo, useEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
 
 export interface VirtualListProps<T> {
   readonly items: readonly T[];
@@ -27,6 +27,43 @@ export interface VirtualListProps<T> {
   /** Extra style of every row (e.g. its grid columns); position and height are the list's. */
   readonly rowStyle?: CSSProperties;
 }
+
+interface VirtualRowProps {
+  readonly rowKey: string;
+  readonly item: unknown;
+  readonly index: number;
+  readonly ariaRowIndex: number;
+  readonly start: number;
+  readonly rowHeight: number;
+  readonly active: boolean;
+  readonly rowStyle: CSSProperties | undefined;
+  readonly renderRow: (item: unknown, index: number, active: boolean) => ReactNode;
+  readonly onFocusRow: (index: number) => void;
+}
+
+/**
+ * One positioned row. Memoized: when the list re-renders for a change elsewhere (a live update
+ * of other items), a row whose item, position and focus are the same is not rendered again, and
+ * React does not compare its style and attributes.
+ */
+const VirtualRow = memo(function VirtualRow({ rowKey, item, index, ariaRowIndex, start, rowHeight, active, rowStyle, renderRow, onFocusRow }: VirtualRowProps) {
+  return (
+    <div
+      className="vlist__row"
+      role="row"
+      aria-rowindex={ariaRowIndex}
+      data-index={index}
+      data-key={rowKey}
+      tabIndex={active ? 0 : -1}
+      onFocus={() => {
+        onFocusRow(index);
+      }}
+      style={{ ...rowStyle, transform: `translateY(${start}px)`, height: rowHeight }}
+    >
+      {renderRow(item, index, active)}
+    </div>
+  );
+});
 
 /**
  * A windowed list with fixed row heights: only the rows in view (plus overscan) are in the DOM,
@@ -103,21 +140,19 @@ export function VirtualList<T>({ items, count: allRows, rowHeight, maxHeight, ge
     if (item === undefined) continue;
     const key = getKey(item);
     rows.push(
-      <div
+      <VirtualRow
         key={key}
-        className="vlist__row"
-        role="row"
-        aria-rowindex={i + 1 + ariaRowOffset}
-        data-index={i}
-        data-key={key}
-        tabIndex={i === activeIndex ? 0 : -1}
-        onFocus={() => {
-          if (i !== activeIndex) setActive(i);
-        }}
-        style={{ ...rowStyle, transform: `translateY(${row.start}px)`, height: rowHeight }}
-      >
-        {renderRow(item, i, i === activeIndex)}
-      </div>,
+        rowKey={key}
+        item={item}
+        index={i}
+        ariaRowIndex={i + 1 + ariaRowOffset}
+        start={row.start}
+        rowHeight={rowHeight}
+        active={i === activeIndex}
+        rowStyle={rowStyle}
+        renderRow={renderRow as (item: unknown, index: number, active: boolean) => ReactNode}
+        onFocusRow={setActive}
+      />,
     );
   }
   return (
