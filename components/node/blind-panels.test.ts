@@ -26,6 +26,10 @@ describe('Panel on an agent page', () => {
     expect(html).toContain('<span class="stale-mark" data-stale="false"></span>');
   });
 
+  it('a lazy panel (below the fold) is marked for the browser to skip while off screen', () => {
+    expect(renderToStaticMarkup(createElement(Panel, { id: 'x', title: 'X', lazy: true, children: 'body' }))).toContain('class="panel panel--lazy"');
+  });
+
   it('has no stamp outside an agent page', () => {
     expect(renderToStaticMarkup(createElement(Panel, { id: 'x', title: 'X', children: 'body' }))).not.toContain('stale-mark');
   });

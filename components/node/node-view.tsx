@@ -5,6 +5,8 @@ import type { Snapshot } from '../../lib/api/index.ts';
 import { describeResync, resyncAvailability } from '../../lib/dashboard/action-guards.ts';
 import { nodeMarkdownSummary } from '../../lib/dashboard/markdown-summary.ts';
 import { nodeSectionLinks } from '../../lib/dashboard/observe-view.ts';
+import type { NodeFirstScreen } from '../../lib/dashboard/node-first-screen.ts';
+import type { PodNames } from '../../lib/dashboard/pod-refs.ts';
 import { RECONSTRUCTION_FIRST_MS } from '../../lib/dashboard/blind-view.ts';
 import { summarizeNode } from '../../lib/dashboard/node-summary.ts';
 import { historyByOperationKey } from '../../lib/dashboard/incident-history.ts';
@@ -12,7 +14,7 @@ import { createVolumeRowsSelector } from '../../lib/dashboard/pipeline.ts';
 import { nodeProblems } from '../../lib/dashboard/problems.ts';
 import { embedHref } from '../../lib/dashboard/routes.ts';
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
-import { useAgentConnection } from '../../lib/dashboard/use-agent.ts';
+import { useAgentConnection, useAgentSnapshot } from '../../lib/dashboard/use-agent.ts';
 import { ActionButton } from '../actions/action-button.tsx';
 import { ActionDialog, type PendingAction } from '../dialogs/action-dialog.tsx';
 import { useAgentRestart, useBefore } from '../hooks/use-agent-restart.ts';
@@ -24,7 +26,7 @@ import { usePublicBaseUrl } from '../page/public-url.tsx';
 import { ConnectionStatus } from '../shared/connection-status.tsx';
 import { CopyButton } from '../shared/copy-button.tsx';
 import { Panel } from '../shared/panel.tsx';
-import { StaleFrame } from '../shared/stale-frame.tsx';
+import { StaleFrame, StaleProvider } from '../shared/stale-frame.tsx';
 import { AuditTable } from './audit-table.tsx';
 import { CsiPanel } from './csi-panel.tsx';
 import { DriversTable } from './drivers-table.tsx';
@@ -67,7 +69,7 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
   const unhealthy = useMemo(() => unhealthyMounts(snapshot), [snapshot]);
   return (
     <>
-      <Panel id="mount-health" title="Unhealthy mounts" count={unhealthy.length}>
+      <Panel lazy id="mount-health" title="Unhealthy mounts" count={unhealthy.length}>
         <p className="small">
           {snapshot.mountHealth.length - unhealthy.length} of {snapshot.mountHealth.length} checked mounts (pod volume and staging paths) are healthy.
         </p>
@@ -77,33 +79,94 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
       {/* Observe mode: the agent runs no operations; the kubelet's are in its plan above. */}
       {snapshot.observe === undefined ? (
         <>
-          <Panel id="operations" title="Pending operations" count={snapshot.operations.length}>
+          <Panel lazy id="operations" title="Pending operations" count={snapshot.operations.length}>
             <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} history={history} phase={phase} onAction={onAction} limit={500} commandsSnapshot={commandsSnapshot} />
           </Panel>
-          <Panel id="operation-history" title="Operation history" count={snapshot.operationHistory.length}>
+          <Panel lazy id="operation-history" title="Operation history" count={snapshot.operationHistory.length}>
             <OperationHistoryTable node={agent} history={snapshot.operationHistory} podNames={podNames} />
           </Panel>
         </>
       ) : null}
       {reconstructionFirst ? null : <ReconstructionPanel agent={agent} snapshot={snapshot} />}
-      <Panel id="events" title="Recent events" count={snapshot.recentEvents.length}>
+      <Panel lazy id="events" title="Recent events" count={snapshot.recentEvents.length}>
         <EventsTable node={agent} events={snapshot.recentEvents} snapshot={snapshot} podNames={podNames} />
       </Panel>
-      <Panel id="source-errors" title="Source errors" count={snapshot.sourceErrors.length}>
+      <Panel lazy id="source-errors" title="Source errors" count={snapshot.sourceErrors.length}>
         <SourceErrorsList errors={snapshot.sourceErrors} />
       </Panel>
-      <Panel id="drivers" title="CSI drivers" count={snapshot.drivers.length}>
+      <Panel lazy id="drivers" title="CSI drivers" count={snapshot.drivers.length}>
         <DriversTable drivers={snapshot.drivers} attach={snapshot.attachVerification} volumes={snapshot.actual.volumes} />
       </Panel>
-      <Panel id="csi-panel" title="CSI driver" count={snapshot.csiPanel?.length}>
+      <Panel lazy id="csi-panel" title="CSI driver" count={snapshot.csiPanel?.length}>
         <CsiPanel panel={snapshot.csiPanel} />
       </Panel>
-      <Panel id="audit" title="Audit log" count={snapshot.audit.length}>
+      <Panel lazy id="audit" title="Audit log" count={snapshot.audit.length}>
         <AuditTable audit={snapshot.audit} podNames={podNames} />
       </Panel>
     </>
   );
 });
+
+/** What the top of the node page shows: from the live snapshot, or the server's first screen. */
+interface NodeTopProps extends Pick<NodeFirstScreen, 'nodeName' | 'observing' | 'summary' | 'problems' | 'nodeConditions' | 'sectionLinks' | 'sourceErrors'> {
+  readonly agent: string;
+  readonly reconstructionFirst: boolean;
+  readonly onAction: (action: PendingAction) => void;
+  /** Renders the Markdown copy of the node; `null` while the page has only its first screen. */
+  readonly markdown: (() => string) | null;
+}
+
+/** The header, facts, counts and section links: the same for the live page and its first screen. */
+function NodeTop({ agent, nodeName, observing, summary, problems, nodeConditions, sectionLinks, sourceErrors, reconstructionFirst, onAction, markdown }: NodeTopProps) {
+  const connection = useAgentConnection(agent);
+  return (
+    <>
+      <header className="page-header">
+        <div>
+          <JumpToProblems problems={problems} />
+          <p className="breadcrumb">Node</p>
+          <h1>{agent}</h1>
+          {nodeName !== agent ? <p className="muted">Node object: {nodeName}</p> : null}
+        </div>
+        <ConnectionStatus agent={agent} />
+        <div className="toolbar">
+          <ActionButton
+            label="Force resync"
+            accessibleName={`Force resync of node ${agent}`}
+            availability={resyncAvailability(connection.phase)}
+            onClick={() => {
+              onAction({ title: `Force resync of node ${agent}`, description: describeResync(agent, observing), confirmLabel: 'Resync now', request: { kind: 'resync' } });
+            }}
+          />
+          <CopyButton label="Copy link" getText={() => window.location.href} />
+          {markdown === null ? null : <CopyButton label="Copy as Markdown" getText={markdown} />}
+          <a className="button" href={embedHref(agent)} target="_blank" rel="noreferrer">
+            Embed view
+          </a>
+        </div>
+      </header>
+      <StaleFrame>
+        <NodeFacts summary={summary} />
+        <NodeConditions conditions={nodeConditions} />
+        <NodeCounts summary={summary} />
+      </StaleFrame>
+      <nav className="toc" aria-label="Sections">
+        {reconstructionFirst ? <a href="#reconstruction">Reconstruction</a> : null}
+        <a href="#pods">Pods and volumes</a>
+        {sectionLinks.map((l) => (
+          <a key={l.href} href={l.href}>
+            {l.label}
+          </a>
+        ))}
+        {reconstructionFirst ? null : <a href="#reconstruction">Reconstruction</a>}
+        <a href="#events">Recent events</a>
+        <a href="#source-errors">Source errors ({sourceErrors})</a>
+        <a href="#drivers">CSI drivers</a>
+        <a href="#audit">Audit log</a>
+      </nav>
+    </>
+  );
+}
 
 function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
   const connection = useAgentConnection(agent);
@@ -120,56 +183,24 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
   const publicBaseUrl = usePublicBaseUrl();
   // For the first minutes after the agent started, what it found on disk is what matters most.
   const reconstructionFirst = useBefore(snapshot.agent.startedAt + RECONSTRUCTION_FIRST_MS);
+  const markdown = (): string => nodeMarkdownSummary({ node: agent, summary, rows, snapshot, now: Date.now(), baseUrl: publicBaseUrl() });
 
   return (
     <>
       <RestartBanner restart={restart} />
-      <header className="page-header">
-        <div>
-          <JumpToProblems problems={problems} />
-          <p className="breadcrumb">Node</p>
-          <h1>{agent}</h1>
-          {snapshot.nodeName !== agent ? <p className="muted">Node object: {snapshot.nodeName}</p> : null}
-        </div>
-        <ConnectionStatus agent={agent} />
-        <div className="toolbar">
-          <ActionButton
-            label="Force resync"
-            accessibleName={`Force resync of node ${agent}`}
-            availability={resyncAvailability(connection.phase)}
-            onClick={() => {
-              onAction({ title: `Force resync of node ${agent}`, description: describeResync(agent, snapshot.observe !== undefined), confirmLabel: 'Resync now', request: { kind: 'resync' } });
-            }}
-          />
-          <CopyButton label="Copy link" getText={() => window.location.href} />
-          <CopyButton
-            label="Copy as Markdown"
-            getText={() => nodeMarkdownSummary({ node: agent, summary, rows, snapshot, now: Date.now(), baseUrl: publicBaseUrl() })}
-          />
-          <a className="button" href={embedHref(agent)} target="_blank" rel="noreferrer">
-            Embed view
-          </a>
-        </div>
-      </header>
-      <StaleFrame>
-        <NodeFacts summary={summary} />
-        <NodeConditions conditions={snapshot.nodeConditions} />
-        <NodeCounts summary={summary} />
-      </StaleFrame>
-      <nav className="toc" aria-label="Sections">
-        {reconstructionFirst ? <a href="#reconstruction">Reconstruction</a> : null}
-        <a href="#pods">Pods and volumes</a>
-        {nodeSectionLinks(snapshot).map((l) => (
-          <a key={l.href} href={l.href}>
-            {l.label}
-          </a>
-        ))}
-        {reconstructionFirst ? null : <a href="#reconstruction">Reconstruction</a>}
-        <a href="#events">Recent events</a>
-        <a href="#source-errors">Source errors ({snapshot.sourceErrors.length})</a>
-        <a href="#drivers">CSI drivers</a>
-        <a href="#audit">Audit log</a>
-      </nav>
+      <NodeTop
+        agent={agent}
+        nodeName={snapshot.nodeName}
+        observing={snapshot.observe !== undefined}
+        summary={summary}
+        problems={problems}
+        nodeConditions={snapshot.nodeConditions}
+        sectionLinks={nodeSectionLinks(snapshot)}
+        sourceErrors={snapshot.sourceErrors.length}
+        reconstructionFirst={reconstructionFirst}
+        onAction={onAction}
+        markdown={markdown}
+      />
       {reconstructionFirst ? <ReconstructionPanel agent={agent} snapshot={snapshot} /> : null}
       <Panel id="pods" title="Pods and volumes">
         <Suspense fallback={<p className="empty">Loading the table…</p>}>
@@ -182,7 +213,55 @@ function NodeBody({ agent, snapshot }: { agent: string; snapshot: Snapshot }) {
   );
 }
 
-/** The node page: everything the agent knows about one node, live. */
-export function NodeView({ agent }: { agent: string }) {
+/**
+ * The node page before the live snapshot arrived: the server's first screen (top of the page
+ * and the first rows of the table), the same components as {@link NodeBody}. The panels below
+ * the table come with the snapshot.
+ */
+function NodeFirstScreenBody({ agent, first }: { agent: string; first: NodeFirstScreen }) {
+  const connection = useAgentConnection(agent);
+  const { pending, open: onAction, close: closeDialog } = usePendingAction();
+  const podNames = useMemo<PodNames>(() => new Map(first.podNames), [first.podNames]);
+  return (
+    <>
+      <NodeTop
+        agent={agent}
+        nodeName={first.nodeName}
+        observing={first.observing}
+        summary={first.summary}
+        problems={first.problems}
+        nodeConditions={first.nodeConditions}
+        sectionLinks={first.sectionLinks}
+        sourceErrors={first.sourceErrors}
+        reconstructionFirst={false}
+        onAction={onAction}
+        markdown={null}
+      />
+      <Panel id="pods" title="Pods and volumes">
+        <Suspense fallback={<p className="empty">Loading the table…</p>}>
+          <VolumeTable node={agent} rows={first.table.rows} firstScreen={first.table} phase={connection.phase} synced={first.statesSynced} observing={first.observing} onAction={onAction} podNames={podNames} />
+        </Suspense>
+      </Panel>
+      <p className="empty" aria-busy="true" data-testid="node-first-screen">
+        Loading the rest of the node…
+      </p>
+      <ActionDialog agent={agent} pending={pending} onClose={closeDialog} />
+    </>
+  );
+}
+
+/**
+ * The node page: everything the agent knows about one node, live. `firstScreen` (server-rendered,
+ * see node-first-screen.ts) is shown until the live snapshot is in the cache.
+ */
+export function NodeView({ agent, firstScreen = null }: { agent: string; firstScreen?: NodeFirstScreen | null }) {
+  const { data } = useAgentSnapshot(agent);
+  if (data === undefined && firstScreen !== null) {
+    return (
+      <StaleProvider agent={agent}>
+        <NodeFirstScreenBody agent={agent} first={firstScreen} />
+      </StaleProvider>
+    );
+  }
   return <AgentGate agent={agent}>{(snapshot) => <NodeBody agent={agent} snapshot={snapshot} />}</AgentGate>;
 }

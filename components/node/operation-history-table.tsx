@@ -33,6 +33,42 @@ export function AttemptList({ history }: { history: OperationHistory }) {
 }
 
 /**
+ * One history row. Memoized by its history entry (a delta keeps unchanged entries by reference),
+ * so a burst of failures renders the entries that changed, not the whole table per flush.
+ */
+const HistoryRow = memo(function HistoryRow({ node, h, podName }: { node: string; h: OperationHistory; podName: string | undefined }) {
+  return (
+    <tr>
+      <td>
+        <code>{h.operationName}</code>
+      </td>
+      <td className="cell-wrap">
+        <Link href={volumeHref(node, h.volume)}>{h.volume}</Link>
+      </td>
+      <td>{h.podUid === null ? '—' : <PodRefLink node={node} uid={h.podUid} name={podName} />}</td>
+      <td>
+        <TimeOfDay at={h.firstFailureAt} /> (<RelativeTime at={h.firstFailureAt} />)
+      </td>
+      <td>
+        <LiveText text={(now) => historyTiming(h, now).text} role="timer" className={h.succeededAt === null ? 'text-bad' : undefined} />
+      </td>
+      <td>
+        <AttemptList history={h} />
+      </td>
+      <td>
+        {h.succeededAt === null ? (
+          <span className="text-bad">failing</span>
+        ) : (
+          <span className="text-good">
+            succeeded at <TimeOfDay at={h.succeededAt} />
+          </span>
+        )}
+      </td>
+    </tr>
+  );
+});
+
+/**
  * Operations that failed: first failure, "stuck for" (live while failing), attempts in all
  * (those before a Retry now included), each attempt expandable, and when it succeeded. Still
  * failing first, longest stuck first.
@@ -51,33 +87,7 @@ export const OperationHistoryTable = memo(function OperationHistoryTable({
   return (
     <DataTable columns={['Operation', 'Volume', 'Pod', 'First failure', 'Stuck for', 'Attempts', 'Outcome']}>
       {sorted.map((h) => (
-        <tr key={operationKey(h)}>
-          <td>
-            <code>{h.operationName}</code>
-          </td>
-          <td className="cell-wrap">
-            <Link href={volumeHref(node, h.volume)}>{h.volume}</Link>
-          </td>
-          <td>{h.podUid === null ? '—' : <PodRefLink node={node} uid={h.podUid} name={podNames.get(h.podUid)} />}</td>
-          <td>
-            <TimeOfDay at={h.firstFailureAt} /> (<RelativeTime at={h.firstFailureAt} />)
-          </td>
-          <td>
-            <LiveText text={(now) => historyTiming(h, now).text} role="timer" className={h.succeededAt === null ? 'text-bad' : undefined} />
-          </td>
-          <td>
-            <AttemptList history={h} />
-          </td>
-          <td>
-            {h.succeededAt === null ? (
-              <span className="text-bad">failing</span>
-            ) : (
-              <span className="text-good">
-                succeeded at <TimeOfDay at={h.succeededAt} />
-              </span>
-            )}
-          </td>
-        </tr>
+        <HistoryRow key={operationKey(h)} node={node} h={h} podName={h.podUid === null ? undefined : podNames.get(h.podUid)} />
       ))}
     </DataTable>
   );

@@ -7,6 +7,7 @@ import { stageLabel, VOLUME_STATES, rowPodName, type VolumeRow } from '../../lib
 import type { ConnectionPhase } from '../../lib/dashboard/queries.ts';
 import { podHref, volumeHref } from '../../lib/dashboard/routes.ts';
 import type { PodNames } from '../../lib/dashboard/pod-refs.ts';
+import type { FirstScreenTable } from '../../lib/dashboard/node-first-screen.ts';
 import { createNamespacesSelector, createVolumeFiltersSelector, type VolumeSortKey } from '../../lib/dashboard/volume-filters.ts';
 import { RetryButton } from '../actions/retry-button.tsx';
 import { RowCommandsButton } from '../actions/row-commands-button.tsx';
@@ -127,6 +128,11 @@ export interface VolumeTableProps {
   readonly podNames?: PodNames;
   /** The latest snapshot (`useLatest`), read when a row's commands are copied. */
   readonly commandsSnapshot?: () => RowCommandsSnapshot;
+  /**
+   * The server's first screen (node-first-screen.ts): `rows` are then only its first rows under
+   * the URL's filters, and the counts and namespaces are the whole node's.
+   */
+  readonly firstScreen?: Pick<FirstScreenTable, 'shown' | 'total' | 'namespaces'>;
 }
 
 /**
@@ -134,7 +140,7 @@ export interface VolumeTableProps {
  * all kept in the URL (`?ns=&state=&q=&sort=&dir=`). Rows are windowed and memoized by their
  * stable id, so a node with 10,000 rows stays smooth while deltas stream in.
  */
-export function VolumeTable({ node, rows, phase, synced, observing = false, onAction, podNames = NO_NAMES, commandsSnapshot }: VolumeTableProps) {
+export function VolumeTable({ node, rows, phase, synced, observing = false, onAction, podNames = NO_NAMES, commandsSnapshot, firstScreen }: VolumeTableProps) {
   const [filters, setFilters] = useUrlFilters();
   const [text, setText] = useState(filters.q);
   const searchId = useId();
@@ -156,8 +162,11 @@ export function VolumeTable({ node, rows, phase, synced, observing = false, onAc
   // filtering and sorting every row again (see createVolumeFiltersSelector).
   const [selectShown] = useState(createVolumeFiltersSelector);
   const [selectNamespaces] = useState(createNamespacesSelector);
-  const namespaces = useMemo(() => selectNamespaces(deferredRows), [selectNamespaces, deferredRows]);
+  const ownNamespaces = useMemo(() => selectNamespaces(deferredRows), [selectNamespaces, deferredRows]);
+  const namespaces = firstScreen?.namespaces ?? ownNamespaces;
   const shown = useMemo(() => selectShown(deferredRows, filters), [selectShown, deferredRows, filters]);
+  const total = firstScreen?.total ?? rows.length;
+  const shownCount = firstScreen?.shown ?? shown.length;
   const ctx = useMemo<RowContext>(
     () => ({ node, phase, synced, observing, onAction, podNames, commandsSnapshot: commandsSnapshot ?? null }),
     [node, phase, synced, observing, onAction, podNames, commandsSnapshot],
@@ -237,10 +246,10 @@ export function VolumeTable({ node, rows, phase, synced, observing = false, onAc
           </button>
         ) : null}
         <span className="muted" role="status">
-          {shown.length === rows.length ? `${rows.length} rows` : `${shown.length} of ${rows.length} rows`}
+          {shownCount === total ? `${total} rows` : `${shownCount} of ${total} rows`}
         </span>
       </div>
-      <div className="vt__table" role="table" aria-label="Pods and volumes" aria-rowcount={shown.length + 1}>
+      <div className="vt__table" role="table" aria-label="Pods and volumes" aria-rowcount={shownCount + 1}>
         <div role="rowgroup">
           <div role="row" className="vt__head" aria-rowindex={1}>
             {volumeTableColumns(observing).map((c) => {
@@ -271,10 +280,10 @@ export function VolumeTable({ node, rows, phase, synced, observing = false, onAc
             })}
           </div>
         </div>
-        {shown.length === 0 ? (
-          <EmptyState>{rows.length === 0 ? 'No pod on this node has volumes.' : 'No row matches the filters.'}</EmptyState>
+        {shownCount === 0 ? (
+          <EmptyState>{total === 0 ? 'No pod on this node has volumes.' : 'No row matches the filters.'}</EmptyState>
         ) : (
-          <VirtualList items={shown} rowHeight={ROW_HEIGHT} maxHeight={560} getKey={getKey} renderRow={renderRow} label="Pods and volumes, one row per pod volume; use the arrow keys to move, Enter to open the pod" onActivate={openPod} />
+          <VirtualList items={shown} count={shownCount} rowHeight={ROW_HEIGHT} maxHeight={560} getKey={getKey} renderRow={renderRow} label="Pods and volumes, one row per pod volume; use the arrow keys to move, Enter to open the pod" onActivate={openPod} />
         )}
       </div>
     </div>

@@ -12,16 +12,22 @@ export interface PanelProps {
   readonly children: ReactNode;
   /** Controls at the right of the header (filters, toggles). */
   readonly actions?: ReactNode;
+  /**
+   * A section below the fold of a large page: the browser skips its layout and paint while it is
+   * off screen (`content-visibility: auto`), so a live update of the page does not lay out
+   * hundreds of table rows nobody sees. Its popovers are in the top layer, so nothing is clipped.
+   */
+  readonly lazy?: boolean;
 }
 
 /**
  * A titled section with an anchor id. On an agent's page (inside a `StaleProvider`) it is dimmed
  * and stamped "as of <time> (agent unreachable)" while the agent cannot be reached.
  */
-export function Panel({ id, title, count, children, actions }: PanelProps) {
+export function Panel({ id, title, count, children, actions, lazy = false }: PanelProps) {
   const stamp = useStaleStamp();
   return (
-    <section className={`panel${stamp?.stale === true ? ' is-stale' : ''}`} id={id} aria-labelledby={`${id}-title`}>
+    <section className={`panel${lazy ? ' panel--lazy' : ''}${stamp?.stale === true ? ' is-stale' : ''}`} id={id} aria-labelledby={`${id}-title`}>
       <StaleMark stamp={stamp} />
       <header className="panel__header">
         <h2 id={`${id}-title`}>

@@ -31,6 +31,25 @@ describe('the windowed list', () => {
   });
 });
 
+describe('the windowed list with only its first items (a server-rendered first screen)', () => {
+  it('is as tall as every row and renders the items it has', () => {
+    const html = renderToStaticMarkup(
+      createElement(VirtualList<string>, {
+        items: ['a', 'b', 'c'],
+        count: 10_000,
+        rowHeight: 44,
+        maxHeight: 560,
+        getKey: (item) => item,
+        renderRow: (item) => createElement('span', { role: 'cell' }, item),
+        label: 'Things',
+      }),
+    );
+    expect([...html.matchAll(/role="row"/g)]).toHaveLength(3);
+    expect(html).toContain('max-height:560px;height:560px');
+    expect(html).toContain('class="vlist__spacer" style="height:440000px"');
+  });
+});
+
 describe('the windowed list, rendered', () => {
   const items = Array.from({ length: 1_000 }, (_, i) => `item-${i}`);
   const html = renderToStaticMarkup(

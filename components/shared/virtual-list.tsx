@@ -1,10 +1,15 @@
 'use client';
 
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
+import { memo, useEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
 
 export interface VirtualListProps<T> {
   readonly items: readonly T[];
+  /**
+   * How many rows the list has, when `items` holds only its first ones (a server-rendered first
+   * screen): the scroll height is for all of them; default `items.length`.
+   */
+  readonly count?: number;
   /** Every row is exactly this tall (px); the window arithmetic depends on it. */
   readonly rowHeight: number;
   /** The most the scroll container grows to (px); shorter lists take only their height. */
@@ -23,6 +28,43 @@ export interface VirtualListProps<T> {
   readonly rowStyle?: CSSProperties;
 }
 
+interface VirtualRowProps {
+  readonly rowKey: string;
+  readonly item: unknown;
+  readonly index: number;
+  readonly ariaRowIndex: number;
+  readonly start: number;
+  readonly rowHeight: number;
+  readonly active: boolean;
+  readonly rowStyle: CSSProperties | undefined;
+  readonly renderRow: (item: unknown, index: number, active: boolean) => ReactNode;
+  readonly onFocusRow: (index: number) => void;
+}
+
+/**
+ * One positioned row. Memoized: when the list re-renders for a change elsewhere (a live update
+ * of other items), a row whose item, position and focus are the same is not rendered again, and
+ * React does not compare its style and attributes.
+ */
+const VirtualRow = memo(function VirtualRow({ rowKey, item, index, ariaRowIndex, start, rowHeight, active, rowStyle, renderRow, onFocusRow }: VirtualRowProps) {
+  return (
+    <div
+      className="vlist__row"
+      role="row"
+      aria-rowindex={ariaRowIndex}
+      data-index={index}
+      data-key={rowKey}
+      tabIndex={active ? 0 : -1}
+      onFocus={() => {
+        onFocusRow(index);
+      }}
+      style={{ ...rowStyle, transform: `translateY(${start}px)`, height: rowHeight }}
+    >
+      {renderRow(item, index, active)}
+    </div>
+  );
+});
+
 /**
  * A windowed list with fixed row heights: only the rows in view (plus overscan) are in the DOM,
  * positioned inside a spacer as tall as all rows, so 10,000 rows scroll like 30. The window is
@@ -30,11 +72,11 @@ export interface VirtualListProps<T> {
  * `maxHeight` tall at the top. Arrow keys, Page Up/Down, Home and End move a roving focus between
  * rows, scrolling the focused row into view.
  */
-export function VirtualList<T>({ items, rowHeight, maxHeight, getKey, renderRow, overscan = 8, label, ariaRowOffset = 1, onActivate, rowStyle }: VirtualListProps<T>) {
+export function VirtualList<T>({ items, count: allRows, rowHeight, maxHeight, getKey, renderRow, overscan = 8, label, ariaRowOffset = 1, onActivate, rowStyle }: VirtualListProps<T>) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const [active, setActive] = useState(0);
   const focusPending = useRef(false);
-  const count = items.length;
+  const count = allRows ?? items.length;
   // Rows are keyed by index in the virtualizer (the default): with fixed heights its positions
   // depend on the count only, so a delta that replaces the items does not make it recompute
   // every row's position. React keys are `getKey`'s.
@@ -98,21 +140,19 @@ export function VirtualList<T>({ items, rowHeight, maxHeight, getKey, renderRow,
     if (item === undefined) continue;
     const key = getKey(item);
     rows.push(
-      <div
+      <VirtualRow
         key={key}
-        className="vlist__row"
-        role="row"
-        aria-rowindex={i + 1 + ariaRowOffset}
-        data-index={i}
-        data-key={key}
-        tabIndex={i === activeIndex ? 0 : -1}
-        onFocus={() => {
-          if (i !== activeIndex) setActive(i);
-        }}
-        style={{ ...rowStyle, transform: `translateY(${row.start}px)`, height: rowHeight }}
-      >
-        {renderRow(item, i, i === activeIndex)}
-      </div>,
+        rowKey={key}
+        item={item}
+        index={i}
+        ariaRowIndex={i + 1 + ariaRowOffset}
+        start={row.start}
+        rowHeight={rowHeight}
+        active={i === activeIndex}
+        rowStyle={rowStyle}
+        renderRow={renderRow as (item: unknown, index: number, active: boolean) => ReactNode}
+        onFocusRow={setActive}
+      />,
     );
   }
   return (

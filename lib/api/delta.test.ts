@@ -15,9 +15,10 @@ import {
   generatedOperation,
   generatedPod,
   generatedVolume,
+  generatedVolumeName,
   largeSnapshot,
 } from './testing/snapshot-fixtures.ts';
-import { operationKey, SnapshotSchema, type RecentEvent, type Snapshot } from './snapshot.ts';
+import { operationKey, SnapshotSchema, type DesiredVolume, type PodMount, type RecentEvent, type Snapshot } from './snapshot.ts';
 
 function event(n: number): RecentEvent {
   return { time: FIXTURE_T0 + n, type: 'Normal', reason: 'SuccessfulMountVolume', podUid: null, message: `event ${n}` };
@@ -196,6 +197,64 @@ describe('computeDelta and applyDelta', () => {
     expect(applied.desired).toBe(prev.desired);
     expect(applied.reconstruction).toBe(prev.reconstruction);
     expect(applied.recentEvents).toBe(prev.recentEvents);
+  });
+});
+
+describe('applyDelta on a normalized snapshot (the stream’s states)', () => {
+  // A delta with upserts out of key order (new, changed, removed-and-upserted items, inner lists
+  // out of order) and removals, at several places of a 300-pod node.
+  const base = normalizeSnapshot(largeSnapshot(300));
+  const podA = { ...generatedPod(1000), volumes: [{ ...(generatedPod(1000).volumes[0] as DesiredVolume), name: 'z' }, { ...(generatedPod(1001).volumes[0] as DesiredVolume), name: 'a' }] };
+  const changedPod = { ...generatedPod(150), name: 'renamed' };
+  const volumeB = generatedVolume(7);
+  const volumeWithPods = { ...volumeB, pods: [{ ...(volumeB.pods[0] as PodMount), podUid: 'pod-zz' }, { ...(volumeB.pods[0] as PodMount), podUid: 'pod-aa' }] };
+  const delta: Delta = {
+    fromSeq: base.seq,
+    seq: base.seq + 1,
+    desiredPods: { upsert: [podA, changedPod, generatedPod(0)], remove: [generatedPod(0).uid, generatedPod(299).uid, generatedPod(42).uid, 'not-there'] },
+    actualVolumes: { upsert: [volumeWithPods], remove: [generatedVolumeName(0)] },
+    operations: { upsert: [generatedOperation(5, 1), generatedOperation(2, 3)] },
+  };
+
+  it('gives the same snapshot as normalizing the whole result', () => {
+    // Arrange: a copy not known to be normalized takes the full path
+    const unknown = { ...base };
+
+    // Act
+    const fast = applyDelta(base, delta);
+    const full = applyDelta(unknown, delta);
+
+    // Assert
+    expect(fast).toStrictEqual(full);
+    expect(normalizeSnapshot(fast)).toBe(fast);
+    expect(fast.desired.pods.map((p) => p.uid)).toContain(generatedPod(0).uid);
+    expect(fast.desired.pods.map((p) => p.uid)).not.toContain(generatedPod(42).uid);
+    expect(fast.desired.pods.find((p) => p.uid === podA.uid)?.volumes.map((v) => v.name)).toEqual(['a', 'z']);
+    expect(fast.actual.volumes.find((v) => v.uniqueVolumeName === volumeB.uniqueVolumeName)?.pods.map((p) => p.podUid)).toEqual(['pod-aa', 'pod-zz']);
+  });
+
+  it('keeps every pod and volume the delta does not name by reference', () => {
+    const fast = applyDelta(base, delta);
+    const before = new Map(base.desired.pods.map((p) => [p.uid, p]));
+    const named = new Set([podA.uid, changedPod.uid, generatedPod(0).uid]);
+    for (const pod of fast.desired.pods) if (!named.has(pod.uid)) expect(pod).toBe(before.get(pod.uid));
+    const volume = (s: Snapshot) => s.actual.volumes.find((v) => v.uniqueVolumeName === generatedVolumeName(100));
+    expect(volume(fast)).toBe(volume(base));
+    expect(fast.reconstruction).toBe(base.reconstruction);
+  });
+
+  it('a chain of deltas stays on the fast path and equals the target snapshot', () => {
+    let state = base;
+    let target = base;
+    for (let i = 1; i <= 5; i++) {
+      const wanted = next(target, (s) => {
+        s.operations.push(generatedOperation(i * 10, i));
+        s.desired.pods = s.desired.pods.filter((p) => p.uid !== generatedPod(i).uid);
+      });
+      state = applyDelta(state, computeDelta(target, wanted));
+      target = wanted;
+    }
+    expect(state).toStrictEqual(normalizeSnapshot(target));
   });
 });
 

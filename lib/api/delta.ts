@@ -15,7 +15,16 @@ import { z } from 'zod';
 import { jsonEqual } from './json-equal.ts';
 import { ObserveSchema } from './observe.ts';
 import { MountHealthSchema, mountHealthKey, UnmountBlockersSchema, unmountBlockersKey } from './mount-health.ts';
-import { normalizePodErrors, normalizeSnapshot, sortByKey } from './normalize-snapshot.ts';
+import {
+  compareKeys,
+  isKnownNormalized,
+  markNormalized,
+  normalizeActualVolume,
+  normalizeDesiredPod,
+  normalizePodErrors,
+  normalizeSnapshot,
+  sortByKey,
+} from './normalize-snapshot.ts';
 import {
   ActualVolumeSchema,
   AgentInfoSchema,
@@ -223,6 +232,53 @@ function applyKeyed<T>(items: T[], change: KeyedChange<T> | undefined, key: (ite
   return sortByKey([...items.filter((item) => !replaced.has(key(item))), ...upsert], key);
 }
 
+/** The first index at or after `from` whose item's key is not below `k` (`items` in key order). */
+function lowerBound<T>(items: readonly T[], k: string, key: (item: T) => string, from: number): number {
+  let lo = from;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareKeys(key(items[mid] as T), k) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * {@link applyKeyed} for `items` already in key order: each changed key is found by binary
+ * search and only the changed positions are replaced, so the cost is the changed items (plus
+ * one copy of the array) instead of a key lookup and order check per item. Unchanged items are
+ * kept by reference. Same result as `applyKeyed`: per key the upserts replace every item of that
+ * key (an upsert wins over a removal of the same key), in key order, upserts of one key in the
+ * order given. `prepare` normalizes an upserted item (its inner lists).
+ */
+function mergeKeyed<T>(items: T[], change: KeyedChange<T> | undefined, key: (item: T) => string, prepare?: (item: T) => T): T[] {
+  if (change === undefined) return items;
+  const edits = new Map<string, T[]>();
+  for (const k of change.remove ?? []) if (!edits.has(k)) edits.set(k, []);
+  for (const item of change.upsert ?? []) {
+    const k = key(item);
+    const next = prepare === undefined ? item : prepare(item);
+    const list = edits.get(k);
+    // A removal of the key (listed first above) gives way to its upserts.
+    if (list === undefined) edits.set(k, [next]);
+    else list.push(next);
+  }
+  if (edits.size === 0) return items;
+  const out: T[] = [];
+  let at = 0;
+  for (const k of [...edits.keys()].sort(compareKeys)) {
+    const lo = lowerBound(items, k, key, at);
+    let hi = lo;
+    while (hi < items.length && key(items[hi] as T) === k) hi++;
+    for (let i = at; i < lo; i++) out.push(items[i] as T);
+    for (const item of edits.get(k) ?? []) out.push(item);
+    at = hi;
+  }
+  for (let i = at; i < items.length; i++) out.push(items[i] as T);
+  return out;
+}
+
 function diffPodErrors(prev: PodErrors, next: PodErrors): Delta['podErrors'] {
   if (prev === next) return undefined;
   const upsert = Object.entries(next).filter(([uid, errors]) => !jsonEqual(prev[uid], errors));
@@ -326,18 +382,31 @@ export function computeDelta(prev: Snapshot, next: Snapshot): Delta {
 /**
  * The snapshot after `delta`. Throws a {@link DeltaSequenceError} when `snapshot.seq` is not
  * `delta.fromSeq` (a missed or repeated delta) or the delta does not advance the sequence. The
- * result is normalized; parts the delta does not touch are reused, not copied.
+ * result is normalized; parts the delta does not touch are reused, not copied, and so are the
+ * unchanged items of a changed collection (memoized views skip them). On a snapshot known to be
+ * normalized (any result of `normalizeSnapshot` or `applyDelta`) the work follows the changed
+ * items, not the size of the snapshot.
  */
 export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
   if (delta.seq <= delta.fromSeq || snapshot.seq !== delta.fromSeq) {
     throw new DeltaSequenceError(snapshot.seq, delta.fromSeq, delta.seq);
   }
+  // A snapshot known to be normalized (every stream state is) takes the fast path: only the
+  // changed keys are touched. Any other snapshot is normalized whole afterwards.
+  return isKnownNormalized(snapshot) ? markNormalized(applyChanges(snapshot, delta, mergeKeyed)) : normalizeSnapshot(applyChanges(snapshot, delta, applyKeyed));
+}
+
+/** How a keyed change is applied: {@link mergeKeyed} (items in key order) or {@link applyKeyed} (any order). */
+type KeyedApply = <T>(items: T[], change: KeyedChange<T> | undefined, key: (item: T) => string, prepare?: (item: T) => T) => T[];
+
+/** The snapshot with every part of `delta` applied by `keyed`; parts the delta does not touch are reused. */
+function applyChanges(snapshot: Snapshot, delta: Delta, keyed: KeyedApply): Snapshot {
   const set = delta.set ?? {};
-  const pods = applyKeyed(snapshot.desired.pods, delta.desiredPods, desiredPodKey);
-  const volumes = applyKeyed(snapshot.actual.volumes, delta.actualVolumes, actualVolumeKey);
-  const reconstructed = applyKeyed(snapshot.reconstruction.volumes, delta.reconstructionVolumes, reconstructedVolumeKey);
+  const pods = keyed(snapshot.desired.pods, delta.desiredPods, desiredPodKey, normalizeDesiredPod);
+  const volumes = keyed(snapshot.actual.volumes, delta.actualVolumes, actualVolumeKey, normalizeActualVolume);
+  const reconstructed = keyed(snapshot.reconstruction.volumes, delta.reconstructionVolumes, reconstructedVolumeKey);
   const { observe: _observeBefore, nodeConditions: _conditionsBefore, csiPanel: _csiPanelBefore, volumeStats: _volumeStatsBefore, ...withoutObserve } = snapshot;
-  return normalizeSnapshot({
+  return {
     ...withoutObserve,
     seq: delta.seq,
     nodeName: set.nodeName ?? snapshot.nodeName,
@@ -347,25 +416,25 @@ export function applyDelta(snapshot: Snapshot, delta: Delta): Snapshot {
     attachVerification: set.attachVerification ?? snapshot.attachVerification,
     desired: pods === snapshot.desired.pods ? snapshot.desired : { ...snapshot.desired, pods },
     actual: volumes === snapshot.actual.volumes ? snapshot.actual : { ...snapshot.actual, volumes },
-    operations: applyKeyed(snapshot.operations, delta.operations, operationKey),
-    operationHistory: applyKeyed(snapshot.operationHistory, delta.operationHistory, operationKey),
+    operations: keyed(snapshot.operations, delta.operations, operationKey),
+    operationHistory: keyed(snapshot.operationHistory, delta.operationHistory, operationKey),
     reconstruction:
       set.reconstruction === undefined && reconstructed === snapshot.reconstruction.volumes
         ? snapshot.reconstruction
         : { ...snapshot.reconstruction, ...set.reconstruction, volumes: reconstructed },
     podErrors: applyPodErrors(snapshot.podErrors, delta.podErrors),
-    sourceErrors: applyKeyed(snapshot.sourceErrors, delta.sourceErrors, sourceErrorKey),
-    drivers: applyKeyed(snapshot.drivers, delta.drivers, driverKey),
+    sourceErrors: keyed(snapshot.sourceErrors, delta.sourceErrors, sourceErrorKey),
+    drivers: keyed(snapshot.drivers, delta.drivers, driverKey),
     recentEvents: applyRing(snapshot.recentEvents, delta.recentEvents),
     audit: applyRing(snapshot.audit, delta.audit),
-    mountHealth: applyKeyed(snapshot.mountHealth, delta.mountHealth, mountHealthKey),
-    unmountBlockers: applyKeyed(snapshot.unmountBlockers, delta.unmountBlockers, unmountBlockersKey),
+    mountHealth: keyed(snapshot.mountHealth, delta.mountHealth, mountHealthKey),
+    unmountBlockers: keyed(snapshot.unmountBlockers, delta.unmountBlockers, unmountBlockersKey),
     operationLog: applyRing(snapshot.operationLog, delta.operationLog),
     ...observeAfter(snapshot, set),
     ...nodeConditionsAfter(snapshot, set),
     ...optionalAfter(snapshot, set, 'csiPanel'),
     ...optionalAfter(snapshot, set, 'volumeStats'),
-  });
+  };
 }
 
 /** An optional field replaced whole after the delta's `set.<field>` (null removes it), or `{}` when absent before and after. */

@@ -47,12 +47,14 @@ function mapSame<T>(items: T[], fn: (item: T) => T): T[] {
   return out ?? items;
 }
 
-function normalizeDesiredPod(pod: DesiredPod): DesiredPod {
+/** A desired pod with its volumes in key order; the same object when they already are. */
+export function normalizeDesiredPod(pod: DesiredPod): DesiredPod {
   const volumes = sortByKey(pod.volumes, desiredVolumeKey);
   return volumes === pod.volumes ? pod : { ...pod, volumes };
 }
 
-function normalizeActualVolume(volume: ActualVolume): ActualVolume {
+/** An actual volume with its pod mounts in key order; the same object when they already are. */
+export function normalizeActualVolume(volume: ActualVolume): ActualVolume {
   const pods = sortByKey(volume.pods, podMountKey);
   return pods === volume.pods ? volume : { ...volume, pods };
 }
@@ -66,6 +68,25 @@ export function normalizePodErrors(podErrors: PodErrors): PodErrors {
 }
 
 /**
+ * Snapshots known to be normalized: every result of {@link normalizeSnapshot} (and of
+ * `applyDelta`, which marks its results). Snapshots are never mutated, so a snapshot that was
+ * normalized stays so; `applyDelta` uses this to touch only what a delta changes instead of
+ * checking the order of every pod and volume again.
+ */
+const normalizedSnapshots = new WeakSet<Snapshot>();
+
+/** Records that `snapshot` is normalized (its producer guarantees it); returns it. */
+export function markNormalized(snapshot: Snapshot): Snapshot {
+  normalizedSnapshots.add(snapshot);
+  return snapshot;
+}
+
+/** True when `snapshot` came out of {@link normalizeSnapshot} or `applyDelta` (see {@link markNormalized}). */
+export function isKnownNormalized(snapshot: Snapshot): boolean {
+  return normalizedSnapshots.has(snapshot);
+}
+
+/**
  * The snapshot with every keyed collection (desired pods and their volumes, actual volumes and
  * their pods, operations, operation history, reconstruction volumes, source errors, drivers) sorted by key and
  * `podErrors` keys sorted. Ring buffers (`recentEvents`, `audit`) and string lists keep their
@@ -73,6 +94,11 @@ export function normalizePodErrors(podErrors: PodErrors): PodErrors {
  * that already is.
  */
 export function normalizeSnapshot(snapshot: Snapshot): Snapshot {
+  if (normalizedSnapshots.has(snapshot)) return snapshot;
+  return markNormalized(normalizeUnknown(snapshot));
+}
+
+function normalizeUnknown(snapshot: Snapshot): Snapshot {
   const pods = sortByKey(mapSame(snapshot.desired.pods, normalizeDesiredPod), desiredPodKey);
   const volumes = sortByKey(mapSame(snapshot.actual.volumes, normalizeActualVolume), actualVolumeKey);
   const operations = sortByKey(snapshot.operations, operationKey);

@@ -111,6 +111,17 @@ describe('eventVolume', () => {
   });
 });
 
+describe('volumeNameLookup', () => {
+  it('is built once per desired pods and actual volumes, and again when either changes', () => {
+    const snapshot = exampleSnapshot();
+    const lookup = volumeNameLookup(snapshot);
+    expect(volumeNameLookup({ ...snapshot })).toBe(lookup);
+    const fewer = volumeNameLookup({ ...snapshot, actual: { ...snapshot.actual, volumes: [] } });
+    expect(fewer).not.toBe(lookup);
+    expect(fewer.size).toBeLessThanOrEqual(lookup.size);
+  });
+});
+
 describe('eventGroupSummary', () => {
   it.each([
     { count: 9, firstAt: 0, lastAt: 61_000, now: 64_000, text: 'FailedMount ×9 over 61 s, last 3 s ago' },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RecentEvent } from '../api/index.ts';
 import { exampleSnapshot, FIXTURE_T0 } from '../api/testing/snapshot-fixtures.ts';
-import { auditTargetText, podNamesOf, podRefText, podShortText } from './pod-refs.ts';
+import { auditTargetText, createPodNamesSelector, podNamesOf, podRefText, podShortText } from './pod-refs.ts';
 
 const example = exampleSnapshot();
 const GONE = '0d4f8e7a-1b2c-4d3e-8f9a-0b1c2d3e4f50';
@@ -23,6 +23,27 @@ describe('podNamesOf', () => {
     const names = podNamesOf(example.desired.pods, [event({ podUid: dbUid, podNamespace: 'old', podName: 'renamed' }), event({})]);
     expect(names.get(dbUid)).toBe('default/db-0');
     expect(names.has(GONE)).toBe(false);
+  });
+});
+
+describe('createPodNamesSelector', () => {
+  const snapshot = exampleSnapshot();
+  const pod = snapshot.desired.pods[0];
+  const about = (podUid: string, podName: string): RecentEvent => ({ time: FIXTURE_T0, type: 'Normal', reason: 'Pulled', podUid, podNamespace: 'default', podName, message: 'm' });
+
+  it('keeps the same map while an event names no new pod', () => {
+    const select = createPodNamesSelector();
+    const first = select(snapshot.desired.pods, snapshot.recentEvents);
+    const again = select(snapshot.desired.pods, [...snapshot.recentEvents, about(pod?.uid ?? '', pod?.name ?? '')]);
+    expect(again).toBe(first);
+  });
+
+  it('gives a new map when a gone pod gets a name', () => {
+    const select = createPodNamesSelector();
+    const first = select(snapshot.desired.pods, snapshot.recentEvents);
+    const next = select(snapshot.desired.pods, [...snapshot.recentEvents, about('gone-uid', 'old')]);
+    expect(next).not.toBe(first);
+    expect(next.get('gone-uid')).toBe('default/old');
   });
 });
 

@@ -24,6 +24,27 @@ export function podNamesOf(pods: readonly DesiredPod[], events: readonly RecentE
   return names;
 }
 
+function sameNames(a: PodNames, b: PodNames): boolean {
+  if (a.size !== b.size) return false;
+  for (const [uid, name] of a) if (b.get(uid) !== name) return false;
+  return true;
+}
+
+/**
+ * `podNamesOf` with memory: the previous map (same object) while the names did not change. A new
+ * event about a pod the snapshot already names (most of a live node's events) then changes
+ * nothing downstream, so the memoized table rows that take the names do not re-render. Make one
+ * per view.
+ */
+export function createPodNamesSelector(): (pods: readonly DesiredPod[], events: readonly RecentEvent[]) => PodNames {
+  let last: PodNames | null = null;
+  return (pods, events) => {
+    const next = podNamesOf(pods, events);
+    if (last === null || !sameNames(last, next)) last = next;
+    return last;
+  };
+}
+
 /** `namespace/name (uid <uid>)`, or `uid <uid>` when no name is known: for sentences and accessible names. */
 export function podRefText(uid: string, names: PodNames): string {
   const name = names.get(uid);

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { applyDelta, computeDelta, normalizeSnapshot, type AgentStreamEvent, type Operation, type Snapshot } from '../api/index.ts';
 import { exampleSnapshot, generatedOperation, largeSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { realClock } from '../clock/clock.ts';
-import { createStreamBatcher } from './stream-batcher.ts';
+import { STREAM_FLUSH_INTERVAL_MS, createStreamBatcher } from './stream-batcher.ts';
 
 // applyDelta is counted (and still applied) to check that a burst is applied once per flush.
 vi.mock('../api/index.ts', async (importOriginal) => {
@@ -52,20 +52,21 @@ describe('the stream batcher', () => {
     expect(flushed[0]).toEqual(normalizeSnapshot(s44));
   });
 
-  it('a burst of deltas renders at most once per 250 ms', async () => {
+  it('a burst of deltas renders at most once per flush interval (32 ms)', async () => {
     // Arrange
     const { batcher, flushed } = setup(s42);
     const states = [s42, s43, s44, s45];
+    const step = STREAM_FLUSH_INTERVAL_MS / 4;
 
-    // Act: one delta every 50 ms for 150 ms
+    // Act: one delta every quarter interval, within one interval
     for (let i = 1; i < states.length; i++) {
       batcher.push(delta(states[i - 1] as Snapshot, states[i] as Snapshot));
-      await vi.advanceTimersByTimeAsync(50);
+      await vi.advanceTimersByTimeAsync(step);
     }
     const afterBurst = flushed.length;
-    await vi.advanceTimersByTimeAsync(250);
+    await vi.advanceTimersByTimeAsync(STREAM_FLUSH_INTERVAL_MS);
 
-    // Assert: the first delta flushed at once (leading edge), the rest 250 ms later, together
+    // Assert: the first delta flushed at once (leading edge), the rest one interval later, together
     expect(afterBurst).toBe(1);
     expect(flushed.map((s) => s.seq)).toEqual([43, 45]);
   });
