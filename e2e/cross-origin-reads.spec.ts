@@ -88,7 +88,8 @@ test('a listed origin of the same site reads the snapshot with the session cooki
 
   await page.goto(`http://localhost:${String(pagePort)}/`);
   const listed = await read(`${dashboardUrl}/api/agents/${NODE}/snapshot`);
-  expect(listed).toEqual({ status: 200, seq: expect.any(Number) as number });
+  expect('status' in listed ? listed.status : listed.error).toBe(200);
+  expect('seq' in listed ? typeof listed.seq : 'none').toBe('number');
 
   // The action: a JSON POST with the CSRF header needs a preflight, which is never granted.
   const action = await page.evaluate(async (u): Promise<Outcome> => {
