@@ -6,7 +6,8 @@
 // - a file the dashboard is built from is newer than BUILD_ID: everything below app/, components/
 //   and public/, every file those import through relative imports (lib/api, lib/dashboard, … found
 //   by following the import statements, so edits to agent or engine code do not force a
-//   rebuild), next.config.js and what it imports, tsconfig.json and package-lock.json;
+//   rebuild), next.config.js, proxy.ts, instrumentation.ts and what they import, tsconfig.json
+//   and package-lock.json;
 // - VOLUMESCOPE_FRAME_ANCESTORS differs from the value the build was made with. Next evaluates
 //   next.config's headers() at build time, so the framing policy is baked into the build; the
 //   value used is recorded in `.next/volumescope-build.json` after every build made here.
@@ -27,7 +28,8 @@ const BUILD_ID = join(REPO_ROOT, '.next', 'BUILD_ID');
 export const BUILD_INFO = join(REPO_ROOT, '.next', 'volumescope-build.json');
 
 const ROOT_DIRS = ['app', 'components', 'public'];
-const ROOT_FILES = ['next.config.js', 'tsconfig.json', 'package-lock.json'];
+// proxy.ts (the request gate) and instrumentation.ts (the start checks) are Next entry points too.
+const ROOT_FILES = ['next.config.js', 'proxy.ts', 'instrumentation.ts', 'tsconfig.json', 'package-lock.json'];
 const CODE = /\.(?:[cm]?[jt]sx?)$/;
 // `from '…'`, `import '…'` and `import('…')` with a relative specifier.
 const RELATIVE_IMPORT = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g;

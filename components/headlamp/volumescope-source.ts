@@ -1,52 +1,93 @@
 /**
- * Where the Headlamp plugin (components/headlamp/plugin) gets an agent's snapshot: from the VolumeScope
- * dashboard's own routes (`GET /api/agents/<node>/snapshot`, lib/dashboard/agent-proxy.ts), reached
- * through the API server's service proxy to the dashboard Service of deploy/base
- * (`/api/v1/namespaces/volumescope/services/volumescope-dashboard:http/proxy/…`). Headlamp sends
- * that request to the API server with the signed-in user's credentials, so the API server's RBAC
- * (`get` on `services/proxy` in namespace volumescope) decides who sees it, and Headlamp needs no
- * second origin or CORS. Browser code: no Node built-ins.
+ * Where the Headlamp plugin (components/headlamp/plugin) gets an agent's snapshot: straight from
+ * the VolumeScope dashboard's read-only route `GET <dashboard>/api/agents/<node>/snapshot`
+ * (app/api/agents/[agent]/snapshot, lib/dashboard/agent-proxy.ts), with
+ * `fetch(…, { credentials: 'include' })`, so the browser sends the user's own VolumeScope session
+ * cookie and the dashboard reads the agent with that user's token, as for its own pages.
  *
- * Live: the section polls every {@link HEADLAMP_POLL_MS} (the overview's own interval); an SSE
- * stream through Headlamp's request helper is not available to plugins.
+ * Why not through the Kubernetes API server's service proxy with Headlamp's credentials: the API
+ * server removes the `Authorization` header after authenticating a request
+ * (kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/endpoints/filters/authentication.go@v1.34),
+ * so the dashboard behind it never sees who the user is, and Headlamp keeps its tokens in httpOnly
+ * cookies a plugin cannot read to forward.
+ *
+ * What that needs (README "Headlamp"): the dashboard's URL as the plugin setting, Headlamp's
+ * origin in the dashboard's `VOLUMESCOPE_CORS_ORIGINS` (lib/dashboard/auth/cross-origin-reads.ts),
+ * and both on the same site, because the session cookie is `SameSite=Strict`.
+ *
+ * Live: the sections poll every {@link HEADLAMP_POLL_MS} (the overview's own interval). Browser
+ * code: no Node built-ins.
  */
 import { useEffect, useState } from 'react';
 import { normalizeSnapshot, SnapshotSchema, type Snapshot } from '../../lib/api/index.ts';
+import { errorFromDashboardResponse } from '../../lib/dashboard/dashboard-error.ts';
+import { publicLink } from '../../lib/dashboard/public-url.ts';
 import { agentSnapshotApiHref } from '../../lib/dashboard/routes.ts';
 
 /** How often the sections read the snapshot again: the dashboard overview's interval (SUMMARY_POLL_INTERVAL_MS). */
 export const HEADLAMP_POLL_MS = 3_000;
 
-/** The dashboard Service of deploy/base through the API server's service proxy. */
-export const DASHBOARD_SERVICE_PROXY = '/api/v1/namespaces/volumescope/services/volumescope-dashboard:http/proxy';
+/** The `fetch` the sections use (the browser's; injected in tests). */
+export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
-/** Headlamp's `ApiProxy.request(path)`: a GET through the API server as the signed-in user, the parsed JSON. */
-export type HeadlampRequest = (path: string) => Promise<unknown>;
+/** The dashboard answered 401: the user has no VolumeScope session in this browser (or the cookie was not sent). */
+export class DashboardLoginNeededError extends Error {
+  override readonly name = 'DashboardLoginNeededError';
+  constructor(readonly dashboardUrl: string) {
+    super(`log in to VolumeScope at ${dashboardUrl} in this browser (its session cookie is sent only when Headlamp and the dashboard are on the same site)`);
+  }
+}
 
-/** What a section shows: loading, the snapshot, or why there is none. */
-export type SnapshotState = { readonly kind: 'loading' } | { readonly kind: 'ready'; readonly snapshot: Snapshot; readonly at: number } | { readonly kind: 'error'; readonly message: string };
+/** True for a {@link DashboardLoginNeededError}. */
+export function isDashboardLoginNeededError(err: unknown): err is DashboardLoginNeededError {
+  return err instanceof DashboardLoginNeededError;
+}
 
-/** Reads the agent snapshot of `node` once, validated against the contract. */
-export async function readAgentSnapshot(request: HeadlampRequest, node: string): Promise<Snapshot> {
-  const body = await request(`${DASHBOARD_SERVICE_PROXY}${agentSnapshotApiHref(node)}`);
+/** What a section shows: no dashboard URL set, loading, the snapshot, or why there is none. */
+export type SnapshotState =
+  | { readonly kind: 'unconfigured' }
+  | { readonly kind: 'loading' }
+  | { readonly kind: 'ready'; readonly snapshot: Snapshot; readonly at: number }
+  | { readonly kind: 'error'; readonly message: string; readonly loginNeeded: boolean };
+
+/** The URL the plugin reads `node`'s snapshot from. */
+export function snapshotUrl(dashboardUrl: string, node: string): string {
+  return publicLink(dashboardUrl, agentSnapshotApiHref(node));
+}
+
+/**
+ * Reads the agent snapshot of `node` once from the dashboard at `dashboardUrl`, with the user's
+ * session cookie, validated against the contract. Throws {@link DashboardLoginNeededError} on
+ * 401, the dashboard's or agent's error (its message verbatim) on other failures.
+ */
+export async function readAgentSnapshot(fetchFn: FetchLike, dashboardUrl: string, node: string): Promise<Snapshot> {
+  const res = await fetchFn(snapshotUrl(dashboardUrl, node), { credentials: 'include', headers: { Accept: 'application/json' }, cache: 'no-store' });
+  if (res.status === 401) throw new DashboardLoginNeededError(dashboardUrl);
+  const body: unknown = await res.json();
+  if (!res.ok) throw errorFromDashboardResponse(res.status, body);
   return normalizeSnapshot(SnapshotSchema.parse(body));
 }
 
-/** The snapshot of `node`, read now and every {@link HEADLAMP_POLL_MS}; the last one is kept across a failed read. */
-export function useAgentSnapshot(request: HeadlampRequest, node: string | null, pollMs: number = HEADLAMP_POLL_MS): SnapshotState {
+/**
+ * The snapshot of `node`, read now and every {@link HEADLAMP_POLL_MS}; the last one is kept across
+ * a failed read. `dashboardUrl` null: nothing is read (`unconfigured`).
+ */
+export function useAgentSnapshot(fetchFn: FetchLike, dashboardUrl: string | null, node: string | null, pollMs: number = HEADLAMP_POLL_MS): SnapshotState {
   const [state, setState] = useState<SnapshotState>({ kind: 'loading' });
   useEffect(() => {
-    if (node === null) return undefined;
+    if (node === null || dashboardUrl === null) return undefined;
     let stopped = false;
     const read = (): void => {
-      readAgentSnapshot(request, node).then(
+      readAgentSnapshot(fetchFn, dashboardUrl, node).then(
         (snapshot) => {
           if (!stopped) setState({ kind: 'ready', snapshot, at: Date.now() });
         },
         (err: unknown) => {
           if (stopped) return;
           const message = err instanceof Error ? err.message : String(err);
-          setState((prev) => (prev.kind === 'ready' ? prev : { kind: 'error', message }));
+          const loginNeeded = isDashboardLoginNeededError(err);
+          // A lost session is shown at once (the data would go stale silently otherwise); a passing failure keeps the last state.
+          setState((prev) => (prev.kind === 'ready' && !loginNeeded ? prev : { kind: 'error', message, loginNeeded }));
         },
       );
     };
@@ -56,6 +97,6 @@ export function useAgentSnapshot(request: HeadlampRequest, node: string | null, 
       stopped = true;
       clearInterval(timer);
     };
-  }, [request, node, pollMs]);
-  return state;
+  }, [fetchFn, dashboardUrl, node, pollMs]);
+  return dashboardUrl === null ? { kind: 'unconfigured' } : state;
 }

@@ -10,6 +10,7 @@ import { resolveSession } from './session-resolver.ts';
 import { SESSION_COOKIE, sealSession } from './session.ts';
 import { isSecureRequest, sessionCookieAttributes } from './session-cookie.ts';
 import { parsePublicUrl } from '../public-url.ts';
+import { applyCrossOriginHeaders, crossOriginDecision, isCorsOriginsConfigError, parseCorsOrigins, CORS_ORIGINS_ENV, type CrossOriginDecision } from './cross-origin-reads.ts';
 
 function refuse(status: number, code: string, message: string, api: boolean): NextResponse {
   if (!api) return new NextResponse(`${message}\n`, { status, headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' } });
@@ -31,15 +32,24 @@ export async function gateRequest(request: NextRequest, env: Readonly<Record<str
   const api = path.startsWith('/api/');
   const host = request.headers.get('host');
   let settings;
+  let cors: CrossOriginDecision;
   try {
     if (!isAllowedHost(host, allowedHosts(env[ALLOWED_HOSTS_ENV], parsePublicUrl(env['VOLUMESCOPE_PUBLIC_URL'])))) {
       return refuse(403, 'forbidden', 'this dashboard does not answer to that host name (see VOLUMESCOPE_ALLOWED_HOSTS)', api);
     }
     settings = parseAuthSettings(env);
+    cors = crossOriginDecision(request.method, path, request.headers, parseCorsOrigins(env[CORS_ORIGINS_ENV]));
   } catch (err) {
-    if (isAllowedHostsConfigError(err) || isAuthSettingsError(err) || (err instanceof Error && err.name === 'PublicUrlConfigError')) return refuse(500, 'forbidden', err.message, api);
+    if (isAllowedHostsConfigError(err) || isAuthSettingsError(err) || isCorsOriginsConfigError(err) || (err instanceof Error && err.name === 'PublicUrlConfigError')) return refuse(500, 'forbidden', err.message, api);
     throw err;
   }
+  // A preflight carries no cookie: answered here, before the session check (cross-origin-reads.ts).
+  if (cors.kind === 'preflight') return new NextResponse(null, { status: 204, headers: cors.headers });
+  return applyCrossOriginHeaders(await gateSession(request, env, settings, path, api, nowSeconds), cors);
+}
+
+async function gateSession(request: NextRequest, env: Readonly<Record<string, string | undefined>>, settings: ReturnType<typeof parseAuthSettings>, path: string, api: boolean, nowSeconds: number | undefined): Promise<NextResponse> {
+  const host = request.headers.get('host');
   const now = nowSeconds ?? Math.floor(realClock.now() / 1000);
   const cookie = request.cookies.get(SESSION_COOKIE)?.value;
   const key = processSessionKey(env);

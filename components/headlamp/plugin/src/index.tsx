@@ -5,16 +5,17 @@
  *   first blocking stage, the error verbatim and the next retry (components/headlamp/volumes-views.tsx);
  * - on a Node's details page, the node's VolumeScope counts and health;
  *
- * both read live (every 3 s) from the VolumeScope dashboard through the API server's service
- * proxy with the signed-in user's credentials (components/headlamp/volumescope-source.ts), and
- * link to the dashboard, where the actions are. The dashboard's public URL for those links is the
- * plugin setting "Dashboard URL" (Settings → Plugins → volumescope-headlamp-plugin).
+ * both read live (every 3 s) from the VolumeScope dashboard's read-only snapshot route with the
+ * user's VolumeScope session cookie (components/headlamp/volumescope-source.ts), and link to the
+ * dashboard, where the actions are. The dashboard's URL is the plugin setting "Dashboard URL"
+ * (Settings → Plugins → volumescope-headlamp-plugin); the dashboard must list Headlamp's origin
+ * in VOLUMESCOPE_CORS_ORIGINS and be on the same site (README "Headlamp").
  */
-import { ApiProxy, ConfigStore, registerDetailsViewSection, registerPluginSettings, type DetailsViewSectionProps } from '@kinvolk/headlamp-plugin/lib';
+import { ConfigStore, registerDetailsViewSection, registerPluginSettings, type DetailsViewSectionProps } from '@kinvolk/headlamp-plugin/lib';
 import { SectionBox } from '@kinvolk/headlamp-plugin/lib/CommonComponents';
 import { useCallback, useState, type ChangeEvent } from 'react';
 import { NodeCounts, PodVolumes } from '../../volumes-views.tsx';
-import { useAgentSnapshot, type HeadlampRequest, type SnapshotState } from '../../volumescope-source.ts';
+import { useAgentSnapshot, type FetchLike, type SnapshotState } from '../../volumescope-source.ts';
 
 const PLUGIN = 'volumescope-headlamp-plugin';
 
@@ -23,7 +24,7 @@ interface Settings {
 }
 const store = new ConfigStore<Settings>(PLUGIN);
 
-const request: HeadlampRequest = (path) => ApiProxy.request(path) as Promise<unknown>;
+const browserFetch: FetchLike = (url, init) => fetch(url, init);
 
 /** The fields of Headlamp's KubeObject the sections read. */
 interface Resource {
@@ -34,34 +35,60 @@ interface Resource {
 
 function useDashboardUrl(): string | null {
   const config = store.useConfig()();
-  const url = config?.dashboardUrl?.trim() ?? '';
-  return url === '' ? null : url;
+  return dashboardUrlSetting(config?.dashboardUrl);
 }
 
-function Status({ state, children }: { state: SnapshotState; children: (snapshot: Extract<SnapshotState, { kind: 'ready' }>) => JSX.Element }) {
+/** The setting as a base URL: an http(s) URL, or `null` when unset or not one. */
+function dashboardUrlSetting(raw: string | undefined): string | null {
+  const text = raw?.trim() ?? '';
+  if (text === '') return null;
+  try {
+    const url = new URL(text);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? text : null;
+  } catch {
+    return null;
+  }
+}
+
+function Status({ state, dashboardUrl, children }: { state: SnapshotState; dashboardUrl: string | null; children: (snapshot: Extract<SnapshotState, { kind: 'ready' }>) => JSX.Element }) {
+  if (state.kind === 'unconfigured') return <p>Set the VolumeScope dashboard URL in Settings → Plugins → {PLUGIN}.</p>;
   if (state.kind === 'loading') return <p>Reading the VolumeScope agent…</p>;
-  if (state.kind === 'error') return <p role="alert">VolumeScope is not reachable: {state.message}</p>;
+  if (state.kind === 'error') {
+    return (
+      <p role="alert">
+        VolumeScope is not reachable: {state.message}
+        {state.loginNeeded && dashboardUrl !== null ? (
+          <>
+            {' '}
+            <a href={dashboardUrl} target="_blank" rel="noreferrer">
+              Log in to VolumeScope
+            </a>
+          </>
+        ) : null}
+      </p>
+    );
+  }
   return children(state);
 }
 
 function PodSection({ pod }: { pod: Resource }) {
   const node = pod.spec?.nodeName ?? null;
-  const state = useAgentSnapshot(request, node);
   const dashboardUrl = useDashboardUrl();
+  const state = useAgentSnapshot(browserFetch, dashboardUrl, node);
   if (node === null) return <SectionBox title="Volumes">The pod is not scheduled to a node yet: no volume manager works on it.</SectionBox>;
   return (
     <SectionBox title="Volumes">
-      <Status state={state}>{(s) => <PodVolumes snapshot={s.snapshot} podUid={pod.metadata.uid ?? ''} now={Date.now()} dashboardUrl={dashboardUrl} />}</Status>
+      <Status state={state} dashboardUrl={dashboardUrl}>{(s) => <PodVolumes snapshot={s.snapshot} podUid={pod.metadata.uid ?? ''} now={Date.now()} dashboardUrl={dashboardUrl} />}</Status>
     </SectionBox>
   );
 }
 
 function NodeSection({ node }: { node: Resource }) {
-  const state = useAgentSnapshot(request, node.metadata.name);
   const dashboardUrl = useDashboardUrl();
+  const state = useAgentSnapshot(browserFetch, dashboardUrl, node.metadata.name);
   return (
     <SectionBox title="VolumeScope">
-      <Status state={state}>{(s) => <NodeCounts snapshot={s.snapshot} dashboardUrl={dashboardUrl} />}</Status>
+      <Status state={state} dashboardUrl={dashboardUrl}>{(s) => <NodeCounts snapshot={s.snapshot} dashboardUrl={dashboardUrl} />}</Status>
     </SectionBox>
   );
 }
@@ -81,7 +108,7 @@ function SettingsPage() {
   }, []);
   return (
     <label>
-      Dashboard URL (links to VolumeScope for actions){' '}
+      VolumeScope dashboard URL (read with your VolumeScope session; links for actions){' '}
       <input type="url" value={value} onChange={onChange} placeholder="https://volumescope.example.com" />
     </label>
   );
