@@ -34,7 +34,7 @@
  * - `volumescope_summary{node_name,field}` and `volumescope_summary_info{node_name,mode,agent_version,mounter_kind,reconstruction_state}`:
  *   the node's summary (`GET /api/v1/summary`) as series, read at scrape time, so a dashboard
  *   with `VOLUMESCOPE_PROMETHEUS_URL` reads every node's counts from Prometheus
- *   (lib/api/summary-metrics.ts defines the fields) ({@link AgentMetrics.bindSummary});
+ *   (lib/api/summary-metrics.ts defines the fields; a count of 0 has no series) ({@link AgentMetrics.bindSummary});
  * - process metrics (`process_*`, `nodejs_*`).
  *
  * Each {@link AgentMetrics} has its own Registry, so several agents (tests) never share series.
@@ -286,7 +286,7 @@ export function createAgentMetrics(): AgentMetrics {
 
   new Gauge({
     name: SUMMARY_METRIC,
-    help: "The node's summary (GET /api/v1/summary), one series per numeric field (booleans 0/1, times in epoch milliseconds)",
+    help: "The node's summary (GET /api/v1/summary), one series per numeric field (booleans 0/1, times in epoch milliseconds; none for a count of 0)",
     labelNames: [SUMMARY_NODE_LABEL, SUMMARY_FIELD_LABEL],
     registers: [registry],
     collect() {

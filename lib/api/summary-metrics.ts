@@ -5,8 +5,12 @@
  *
  * - `volumescope_summary{node_name,field}`: one series per numeric field of the summary, `field`
  *   its dotted JSON path (`counts.pods`, `reconstruction.outcomes.failed`, `observe.orphans`, …);
- *   booleans are 0/1, times epoch milliseconds; a `null` time and the absent `observe` section
- *   have no series;
+ *   booleans are 0/1, times epoch milliseconds. No series for a `null` time, for the absent
+ *   `observe` section, and for a count (`counts.*`, `reconstruction.outcomes.*`, `drivers.*`,
+ *   `observe.*`) while it is 0: most counts of a healthy node are 0, and leaving them out halves
+ *   what Prometheus stores and what the overview reads for thousands of nodes. A series that
+ *   leaves a scrape gets a staleness marker, so a query never sees a count that has dropped to
+ *   0; `seq`, `statesSynced`, `agent.startedAt` and `mounter.privileged` are always there;
  * - `volumescope_summary_info{node_name,mode,agent_version,mounter_kind,reconstruction_state}`:
  *   always 1, the summary's fields that are not numbers.
  *
@@ -64,17 +68,15 @@ export function summarySeries(s: AgentSummary): SummarySeries {
     ['agent.startedAt', s.agent.startedAt],
     ['mounter.privileged', s.mounter.privileged ? 1 : 0],
   ]);
-  for (const f of COUNT_FIELDS) values.set(`counts.${f}`, s.counts[f]);
+  const count = (field: string, value: number | undefined): void => {
+    if (value !== undefined && value !== 0) values.set(field, value);
+  };
+  for (const f of COUNT_FIELDS) count(`counts.${f}`, s.counts[f]);
   if (s.reconstruction.startedAt !== null) values.set('reconstruction.startedAt', s.reconstruction.startedAt);
   if (s.reconstruction.finishedAt !== null) values.set('reconstruction.finishedAt', s.reconstruction.finishedAt);
-  for (const f of OUTCOME_FIELDS) values.set(`reconstruction.outcomes.${f}`, s.reconstruction.outcomes[f]);
-  for (const f of DRIVER_FIELDS) values.set(`drivers.${f}`, s.drivers[f]);
-  if (s.observe !== undefined) {
-    for (const f of OBSERVE_FIELDS) {
-      const v = s.observe[f];
-      if (v !== undefined) values.set(`observe.${f}`, v);
-    }
-  }
+  for (const f of OUTCOME_FIELDS) count(`reconstruction.outcomes.${f}`, s.reconstruction.outcomes[f]);
+  for (const f of DRIVER_FIELDS) count(`drivers.${f}`, s.drivers[f]);
+  if (s.observe !== undefined) for (const f of OBSERVE_FIELDS) count(`observe.${f}`, s.observe[f]);
   return {
     nodeName: s.nodeName,
     values,
@@ -83,14 +85,15 @@ export function summarySeries(s: AgentSummary): SummarySeries {
 }
 
 /**
- * The summary the series describe, or `null` when they do not make a valid one (a field
- * missing, e.g. a scrape that Prometheus holds only in part, or labels of another version).
+ * The summary the series describe (a count without a series is 0), or `null` when they do not
+ * make a valid one (an always-present field missing, a value that is not a count, or info labels
+ * of another version).
  */
 export function summaryFromSeries(series: SummarySeries): AgentSummary | null {
   const v = series.values;
-  const numbers = <K extends string>(prefix: string, fields: readonly K[]): Record<K, number | undefined> => {
-    const out = {} as Record<K, number | undefined>;
-    for (const f of fields) out[f] = v.get(`${prefix}${f}`);
+  const numbers = <K extends string>(prefix: string, fields: readonly K[]): Record<K, number> => {
+    const out = {} as Record<K, number>;
+    for (const f of fields) out[f] = v.get(`${prefix}${f}`) ?? 0;
     return out;
   };
   const bool = (field: string): boolean | undefined => {
@@ -113,7 +116,7 @@ export function summaryFromSeries(series: SummarySeries): AgentSummary | null {
       outcomes: numbers('reconstruction.outcomes.', OUTCOME_FIELDS),
     },
     drivers: numbers('drivers.', DRIVER_FIELDS),
-    ...(series.info.mode === 'observe' && observe.orphans !== undefined ? { observe } : {}),
+    ...(series.info.mode === 'observe' ? { observe } : {}),
   };
   const parsed = AgentSummarySchema.safeParse(candidate);
   return parsed.success ? parsed.data : null;

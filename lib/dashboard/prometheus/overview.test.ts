@@ -129,9 +129,9 @@ describe('summariesFromSamples', () => {
     };
   };
 
-  it('rebuilds a whole, recent summary; leaves out a node with a field missing or a sample older than the limit', () => {
+  it('rebuilds a whole, recent summary; leaves out a node without its seq or with a sample older than the limit', () => {
     const whole = samples(summary, at - 5_000);
-    const partial = samples({ ...summary, nodeName: 'node-b' }, at - 5_000, 'counts.pending');
+    const partial = samples({ ...summary, nodeName: 'node-b' }, at - 5_000, 'seq');
     const stale = samples({ ...summary, nodeName: 'node-c' }, at - 200_000);
     const nodes = summariesFromSamples([...whole.values, ...partial.values, ...stale.values], [...whole.info, ...partial.info, ...stale.info], 120_000);
     expect([...nodes.keys()]).toEqual(['node-a']);

@@ -6,8 +6,9 @@
  *
  * - The queries aggregate by `node_name` (the label the agent sets), so the scrape configuration's
  *   own labels (`instance`, `job`, `node`, …) do not matter and a node scraped twice counts once.
- * - A node counts only when its series make a whole, valid summary and its newest sample is at
- *   most {@link MAX_SAMPLE_AGE_MS} old; the relay asks the agent itself for every other node.
+ * - A node counts only when its series make a valid summary (`summaryFromSeries`: a count
+ *   without a series is 0) and its newest sample is at most {@link MAX_SAMPLE_AGE_MS} old; the
+ *   relay asks the agent itself for every other node.
  * - A read is shared: reads asked for while one runs, or within {@link PROMETHEUS_REUSE_MS} after
  *   it finished, get its result (the relays of several sessions poll at once). The data is the
  *   same for every session: counts only, no agent token is involved (docs/cluster.md).
