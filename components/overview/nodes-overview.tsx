@@ -111,7 +111,7 @@ function DiscoveryNotice({ status, poll, count }: { status: DiscoveryStatus; pol
  * <oldest scrape>)", the nodes Prometheus lacks (asked directly), or why Prometheus failed (then
  * every agent was asked). Nothing without Prometheus: the cards' own status lines say it all.
  */
-function CountsSource({ poll }: { poll: SummaryPoll }) {
+export function CountsSource({ poll }: { poll: SummaryPoll }) {
   const p = poll.data?.prometheus ?? null;
   if (p === null) return null;
   if (p.error !== null) {
