@@ -85,22 +85,12 @@ async function browserMode(): Promise<Record<string, unknown>> {
     const name = `node-${String(i).padStart(3, '0')}`;
     agents.push({ name, agent: await startFakeAgent({ token, port: 0, nodeName: name, pods: 20, volumesPerPod: 2, tickMs: 0 }) });
   }
-  const port = await freePort();
-  const dashboardUrl = `http://127.0.0.1:${port}`;
-  const dashboard = ManagedProcess.start({
-    name: 'dashboard',
-    args: [join(REPO_ROOT, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '-H', '127.0.0.1', '-p', String(port)],
-    cwd: REPO_ROOT,
-    env: childEnv({
-      NEXT_TELEMETRY_DISABLED: '1',
-      VOLUMESCOPE_AGENTS: agents.map((a) => `${a.name}=${a.agent.url}`).join(','),
-      VOLUMESCOPE_AGENT_TOKENS: `*=${tokenFile}`,
-    }),
-    logFile: join(dir, 'dashboard.log'),
-  });
+  // On loopback (VOLUMESCOPE_LISTEN_HOST): the page gets the local session instead of a redirect to /login.
+  const started = await startDashboard(dir, { VOLUMESCOPE_AGENTS: agents.map((a) => `${a.name}=${a.agent.url}`).join(','), VOLUMESCOPE_AGENT_TOKENS: `*=${tokenFile}` });
+  const dashboardUrl = started.url;
+  const dashboard = started.process;
   let browser: Browser | null = null;
   try {
-    await waitUntil('the dashboard answers', async () => (await httpStatus(`${dashboardUrl}/api/agents`)) === 200, { deadlineMs: 60_000, process: dashboard });
     const executable = process.env['VOLUMESCOPE_CHROMIUM'] ?? '/usr/bin/chromium';
     browser = await chromium.launch({
       ...(executable === 'playwright' ? {} : { executablePath: executable }),
