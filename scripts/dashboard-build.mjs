@@ -143,7 +143,8 @@ export function ensureDashboardBuild(opts) {
   if (frameAncestors === undefined) delete env.VOLUMESCOPE_FRAME_ANCESTORS;
   else env.VOLUMESCOPE_FRAME_ANCESTORS = frameAncestors;
   delete env.NODE_OPTIONS;
-  const build = spawnSync(process.execPath, [NEXT_BIN, 'build'], { cwd: REPO_ROOT, stdio: 'inherit', env });
+  // The build's output goes to stderr: the benchmarks that build first print their JSON on stdout.
+  const build = spawnSync(process.execPath, [NEXT_BIN, 'build'], { cwd: REPO_ROOT, stdio: ['inherit', 2, 2], env });
   if (build.status !== 0) throw new Error(`next build failed (exit ${build.status ?? build.signal ?? 'unknown'}); its output is above`);
   writeFileSync(BUILD_INFO, `${JSON.stringify({ frameAncestors: value, builtAt: new Date().toISOString() }, null, 2)}\n`);
   log(`volumescope: dashboard built in ${Math.round((performance.now() - started) / 1000)} s`);

@@ -32,7 +32,7 @@ import { RESYNC_RATE_LIMIT, resync } from './resync.ts';
 import { RETRY_RATE_LIMIT, retryOperation } from './retry-operation.ts';
 import { SnapshotBuilder } from './snapshot-builder.ts';
 import { SnapshotFeed } from './snapshot-feed.ts';
-import { summaryHandler } from './summary.ts';
+import { SummaryCache, summaryHandler } from './summary.ts';
 import { SUMMARY_ROUTE } from '../../lib/api/summary.ts';
 import { DEFAULT_UNMOUNT_OUTCOME_TIMEOUT_MS, unmountVolume } from './unmount-volume.ts';
 import { cleanupOrphan } from './orphan-cleanup.ts';
@@ -141,6 +141,9 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
     ...(opts.journalSize !== undefined ? { journalSize: opts.journalSize } : {}),
     ...(opts.minRebuildIntervalMs !== undefined ? { minIntervalMs: opts.minRebuildIntervalMs } : {}),
   });
+  // One summary per published snapshot, for `GET /api/v1/summary` and the `volumescope_summary` gauges alike.
+  const summaries = new SummaryCache(liveFeed);
+  metrics.bindSummary(() => summaries.current());
   // Every part of the snapshot changes with one of these notifications (snapshot-feed.ts).
   const unsubscribers = [vm.onChange(markChanged), runtime.onChange(markChanged)];
 
@@ -204,7 +207,7 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
         return Promise.resolve(null);
       },
     },
-    { ...SUMMARY_ROUTE, handle: summaryHandler(liveFeed) },
+    { ...SUMMARY_ROUTE, handle: summaryHandler(summaries) },
     {
       ...API_ROUTES.events,
       handle: (req, res, who) => {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OperationRecord } from '../../lib/volumemanager/index.ts';
 import type { VolumeStats } from '../../lib/api/snapshot.ts';
+import { summaryFromSeries, type SummaryInfoLabel } from '../../lib/api/summary-metrics.ts';
 import { createAgentMetrics } from './metrics.ts';
 import { mountPod1, startServer, type ServerFixture } from './testing/server-fixture.ts';
 
@@ -62,6 +63,33 @@ describe('GET /metrics', () => {
     }
     expect(text).toContain('# TYPE process_cpu_user_seconds_total counter');
     expect(text).toContain('# TYPE nodejs_heap_size_used_bytes gauge');
+  });
+
+  it('exports the summary as volumescope_summary{node_name,field} and _info, the same summary GET /api/v1/summary answers', async () => {
+    // Arrange
+    fx = await startServer();
+    await mountPod1(fx);
+
+    // Act: the summary first, so both read the same published snapshot.
+    const summary: unknown = JSON.parse((await fx.client.get('/api/v1/summary')).text);
+    const text = (await fx.client.get('/metrics')).text;
+
+    // Assert
+    const labels = (line: string): Record<string, string> => Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1] ?? '', m[2] ?? '']));
+    const values = new Map<string, number>();
+    const nodes = new Set<string>();
+    for (const line of text.split('\n').filter((l) => l.startsWith('volumescope_summary{'))) {
+      const l = labels(line);
+      nodes.add(l['node_name'] ?? '');
+      values.set(l['field'] ?? '', Number(line.slice(line.lastIndexOf(' ') + 1)));
+    }
+    const infoLines = text.split('\n').filter((l) => l.startsWith('volumescope_summary_info{'));
+    expect(infoLines).toHaveLength(1);
+    expect(infoLines[0]?.endsWith(' 1')).toBe(true);
+    const info = labels(infoLines[0] ?? '') as Record<SummaryInfoLabel | 'node_name', string>;
+    expect([...nodes]).toEqual([info.node_name]);
+    expect(values.get('counts.mounted')).toBe(1);
+    expect(summaryFromSeries({ nodeName: info.node_name, values, info })).toEqual(summary);
   });
 
   it('counts the actual state by Mounted pairs only, and drops series that went away', async () => {

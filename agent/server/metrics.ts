@@ -31,12 +31,18 @@
  *   window of each operation that failed and waits for its retry; 122 at the cap of 2m2s) and
  *   `volumescope_orphaned_pods` (observe mode: pod directories of pods the API server no longer
  *   has; absent in managed mode) ({@link AgentMetrics.bindObserve});
+ * - `volumescope_summary{node_name,field}` and `volumescope_summary_info{node_name,mode,agent_version,mounter_kind,reconstruction_state}`:
+ *   the node's summary (`GET /api/v1/summary`) as series, read at scrape time, so a dashboard
+ *   with `VOLUMESCOPE_PROMETHEUS_URL` reads every node's counts from Prometheus
+ *   (lib/api/summary-metrics.ts defines the fields; a count of 0 has no series) ({@link AgentMetrics.bindSummary});
  * - process metrics (`process_*`, `nodejs_*`).
  *
  * Each {@link AgentMetrics} has its own Registry, so several agents (tests) never share series.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MountHealth } from '../../lib/api/mount-health.ts';
+import { SUMMARY_FIELD_LABEL, SUMMARY_INFO_LABELS, SUMMARY_INFO_METRIC, SUMMARY_METRIC, SUMMARY_NODE_LABEL, summarySeries } from '../../lib/api/summary-metrics.ts';
+import type { AgentSummary } from '../../lib/api/summary.ts';
 import type { CsiCallRecord } from '../../lib/volume/csi/index.ts';
 import type { VolumeStats as VolumeStatsEntry } from '../../lib/api/snapshot.ts';
 import {
@@ -90,6 +96,8 @@ export interface AgentMetrics extends ReconcilerMetrics {
   readonly observeCsiCall: (call: CsiCallRecord) => void;
   /** The volume stats the `kubelet_volume_stats_*` gauges show at scrape time; until bound they have no series. */
   readonly bindVolumeStats: (stats: () => readonly VolumeStatsEntry[]) => void;
+  /** The node's current summary, which `volumescope_summary` and `_info` show at scrape time; until bound, no series. */
+  readonly bindSummary: (summary: () => AgentSummary) => void;
 }
 
 /** The entries the kubelet's collector exports: with a claim, the first per claim. */
@@ -117,6 +125,8 @@ export function createAgentMetrics(): AgentMetrics {
   let mountHealth: (() => readonly MountHealth[]) | null = null;
   let volumeStats: (() => readonly VolumeStatsEntry[]) | null = null;
   let orphans: (() => number | null) | null = null;
+  // Memoized per snapshot by the server (SummaryCache): both summary gauges of a scrape read the same one.
+  let summary: (() => AgentSummary) | null = null;
 
   new Gauge({
     name: 'volume_manager_total_volumes',
@@ -274,8 +284,36 @@ export function createAgentMetrics(): AgentMetrics {
     },
   });
 
+  new Gauge({
+    name: SUMMARY_METRIC,
+    help: "The node's summary (GET /api/v1/summary), one series per numeric field (booleans 0/1, times in epoch milliseconds; none for a count of 0)",
+    labelNames: [SUMMARY_NODE_LABEL, SUMMARY_FIELD_LABEL],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (summary === null) return;
+      const series = summarySeries(summary());
+      for (const [field, value] of series.values) this.set({ [SUMMARY_NODE_LABEL]: series.nodeName, [SUMMARY_FIELD_LABEL]: field }, value);
+    },
+  });
+  new Gauge({
+    name: SUMMARY_INFO_METRIC,
+    help: "The node's summary fields that are not numbers, as labels (always 1)",
+    labelNames: [SUMMARY_NODE_LABEL, ...SUMMARY_INFO_LABELS],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (summary === null) return;
+      const series = summarySeries(summary());
+      this.set({ [SUMMARY_NODE_LABEL]: series.nodeName, ...series.info }, 1);
+    },
+  });
+
   return {
     registry,
+    bindSummary: (current) => {
+      summary = current;
+    },
     bindObserve: (count) => {
       orphans = count;
     },

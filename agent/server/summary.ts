@@ -30,8 +30,7 @@ export class SummaryCache {
   }
 }
 
-/** The route's handler: a 200 with the current summary. */
-export function summaryHandler(source: SummarySource): () => Promise<HttpAnswer> {
-  const cache = new SummaryCache(source);
+/** The route's handler: a 200 with the current summary (of `cache`, which the metrics may share). */
+export function summaryHandler(cache: SummaryCache): () => Promise<HttpAnswer> {
   return () => Promise.resolve(jsonAnswer(200, cache.current()));
 }

@@ -23,13 +23,12 @@ async function call(node: string, method: 'GET' | 'POST' | 'DELETE', body?: obje
 /**
  * The guided non-graceful shutdown of one node that is not Ready: what the taint will do (the
  * pods force-deleted, the volumes detached without an unmount), the operator's attestation that
- * the node is off, under their name. The server re-checks everything (a Ready node is refused).
+ * the node is off, recorded under the logged-in user. The server re-checks everything (a Ready node is refused).
  */
 export function OutOfServicePanel({ node, tainted }: { node: string; tainted: boolean }) {
   const [plan, setPlan] = useState<OutOfServiceResponse['plan'] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [attested, setAttested] = useState(false);
-  const [name, setName] = useState('');
   const [busy, setBusy] = useState(false);
   const queryClient = useQueryClient();
   const id = useId();
@@ -48,7 +47,7 @@ export function OutOfServicePanel({ node, tainted }: { node: string; tainted: bo
   };
   const submit = (e: SyntheticEvent): void => {
     e.preventDefault();
-    void run(() => call(node, 'POST', { attestNodeOff: true, operator: name }));
+    void run(() => call(node, 'POST', { attestNodeOff: true }));
   };
 
   if (tainted || plan?.outOfService === true) {
@@ -91,9 +90,7 @@ export function OutOfServicePanel({ node, tainted }: { node: string; tainted: bo
             <input type="checkbox" checked={attested} onChange={(e) => { setAttested(e.target.checked); }} /> I confirmed out of band (console, cloud API, power
             switch) that {node} is powered off.
           </label>
-          <label>
-            Your name <input value={name} onChange={(e) => { setName(e.target.value); }} autoComplete="name" />
-          </label>
+          <p>The attestation is recorded under your login.</p>
           <button type="submit" disabled={busy || !attested || plan.refusal !== null}>
             Mark {node} out of service
           </button>

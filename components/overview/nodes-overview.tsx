@@ -22,7 +22,7 @@ import { NodeCounts } from '../node/node-counts.tsx';
 import { NodeFacts } from '../node/node-facts.tsx';
 import { ReconstructionLine } from '../node/reconstruction-line.tsx';
 import { StaleMark } from '../shared/stale-frame.tsx';
-import { RelativeTime, timeOfDay } from '../shared/time-text.tsx';
+import { RelativeTime, TimeOfDay, timeOfDay } from '../shared/time-text.tsx';
 
 /** A configured agent as the overview lists it. */
 export interface OverviewAgent {
@@ -107,6 +107,30 @@ function DiscoveryNotice({ status, poll, count }: { status: DiscoveryStatus; pol
 }
 
 /**
+ * Where the counts come from when `VOLUMESCOPE_PROMETHEUS_URL` is set: "source: Prometheus (as of
+ * <oldest scrape>)", the nodes Prometheus lacks (asked directly), or why Prometheus failed (then
+ * every agent was asked). Nothing without Prometheus: the cards' own status lines say it all.
+ */
+export function CountsSource({ poll }: { poll: SummaryPoll }) {
+  const p = poll.data?.prometheus ?? null;
+  if (p === null) return null;
+  if (p.error !== null) {
+    return (
+      <p className="muted small" data-testid="counts-source" data-source="agents">
+        source: the agents (Prometheus failed, so every agent was asked: {p.error})
+      </p>
+    );
+  }
+  const more = p.fallback.count - p.fallback.names.length;
+  return (
+    <p className="muted small" data-testid="counts-source" data-source="prometheus">
+      source: Prometheus{p.asOf !== null ? <> (as of <TimeOfDay at={serverToBrowserTime(poll, p.asOf)} />)</> : null}, {p.nodes} node{p.nodes === 1 ? '' : 's'}
+      {p.fallback.count > 0 ? `; asked directly, as Prometheus lacks them: ${p.fallback.names.join(', ')}${more > 0 ? ` and ${more} more` : ''}` : null}
+    </p>
+  );
+}
+
+/**
  * The nodes overview: one card per agent, from one poll of every agent's summary (see
  * lib/dashboard/summary.ts for the interval); no event stream is opened here. With discovery the
  * cards follow the agent pods as they come and go.
@@ -129,7 +153,8 @@ export function NodesOverview({ agents, discovery = null }: { agents: readonly O
           <NodeCard key={card.name} card={card} />
         ))}
       </ul>
-      {/* Below the cards, so it never pushes them when the first answer arrives. */}
+      {/* Below the cards, so neither line pushes them when the first answer arrives. */}
+      <CountsSource poll={poll} />
       {observing.length > 0 ? (
         <p className="muted small observe-summary">
           In observe mode (watching a real kubelet, never acting):{' '}

@@ -92,9 +92,15 @@ const waitVerdict = (what: string, probe: () => Verdict | undefined | false): Pr
 /** The dashboard's identity: its ServiceAccount with deploy/opt-in's roles, nothing else. */
 let dashboardApi: KubeApi;
 const audit: string[] = [];
-const outOfServiceDeps = (): OutOfServiceDeps => ({ api: () => Promise.resolve(dashboardApi), now: () => realClock.now(), audit: (line) => audit.push(line) });
+// The attestation is recorded under the login session's user: here the operator of each request (the `attest` argument).
+const outOfServiceDeps = (): OutOfServiceDeps => ({
+  api: () => Promise.resolve(dashboardApi),
+  now: () => realClock.now(),
+  audit: (line) => audit.push(line),
+  session: (req) => Promise.resolve(req.headers.has('x-test-operator') ? { username: req.headers.get('x-test-operator') ?? '' } : null),
+});
 const attest = (operator: string): Request =>
-  new Request(`http://dashboard/api/attachments/nodes/${KUBELET_NODE}/out-of-service`, { method: 'POST', body: JSON.stringify({ attestNodeOff: true, operator }), headers: { 'content-type': 'application/json' } });
+  new Request(`http://dashboard/api/attachments/nodes/${KUBELET_NODE}/out-of-service`, { method: 'POST', body: JSON.stringify({ attestNodeOff: true }), headers: { 'content-type': 'application/json', 'x-test-operator': operator } });
 
 beforeAll(async () => {
   await cluster.kubectl(['create', 'namespace', NS]);

@@ -15,4 +15,5 @@ export * from './routes.ts';
 export * from './snapshot.ts';
 export * from './sse.ts';
 export * from './summary.ts';
+export * from './summary-metrics.ts';
 export * from './mount-health.ts';

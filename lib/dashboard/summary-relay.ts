@@ -11,6 +11,11 @@
  *   after it finished, get its answer (ten tabs polling 200 nodes cost 200 requests per round).
  * - An agent that does not know `/api/v1/summary` (404: an older agent during a rolling update)
  *   is summarized from its snapshot instead, which is what the overview did before.
+ * - With `VOLUMESCOPE_PROMETHEUS_URL` set (prometheus/overview.ts), a round first reads every
+ *   node's summary from Prometheus (two queries, shared by all sessions' relays) and asks
+ *   directly only the agents Prometheus lacks; when Prometheus fails, every agent is asked and
+ *   the answer says why (`prometheus.error`). Nodes are matched by the agent's configured name
+ *   and the summary's `nodeName` (discovery names agents by their node).
  */
 import {
   AgentSummarySchema,
@@ -24,6 +29,8 @@ import { LRUCache } from 'lru-cache';
 import type { AgentProxyDeps } from './agent-proxy.ts';
 import { isAgentsConfigError, type AgentConfig, type AgentsConfig } from './agents-config.ts';
 import { AgentUnavailableError, isAgentUnavailableError, type DashboardErrorCode } from './dashboard-error.ts';
+import { isPrometheusQueryError } from './prometheus/client.ts';
+import { serverPrometheusOverview, type PrometheusNodeSummary, type PrometheusOverview, type PrometheusOverviewRead } from './prometheus/overview.ts';
 import type { AgentSummaries, AgentSummaryEntry } from './summary.ts';
 
 /** How many agents are asked at once. */
@@ -37,13 +44,19 @@ export interface SummaryRelayOptions {
   readonly concurrency: number;
   readonly agentTimeoutMs: number;
   readonly reuseMs: number;
+  /** Where every node's summary is read first; `null`: every agent is asked. */
+  readonly prometheus: PrometheusOverview | null;
 }
 
 const DEFAULT_OPTIONS: SummaryRelayOptions = {
   concurrency: SUMMARY_CONCURRENCY,
   agentTimeoutMs: SUMMARY_AGENT_TIMEOUT_MS,
   reuseMs: SUMMARY_REUSE_MS,
+  prometheus: null,
 };
+
+/** How many names of the nodes asked directly despite Prometheus the answer lists. */
+const FALLBACK_NAMES = 5;
 
 /** What the relay remembers of an agent between rounds. */
 interface Known {
@@ -119,19 +132,68 @@ export class SummaryRelay {
       if (!isAgentsConfigError(err)) throw err;
       return { fetchedAt: deps.now(), source: 'none', agents: [], discovery: null, configError: err.message };
     }
-    const agents = await mapBounded(config.agents, this.options.concurrency, (agent) => this.ask(deps, agent));
+    let read: PrometheusOverviewRead | null = null;
+    let prometheusError: string | null = null;
+    const prometheus = this.options.prometheus;
+    if (prometheus !== null) {
+      try {
+        read = await prometheus.read();
+      } catch (err) {
+        if (!isPrometheusQueryError(err)) throw err;
+        prometheusError = err.message;
+      }
+    }
+    const fallback: string[] = [];
+    const agents = await mapBounded(config.agents, this.options.concurrency, (agent) => {
+      const scraped = read?.nodes.get(agent.name);
+      if (scraped !== undefined) return Promise.resolve(this.fromPrometheus(deps, agent, scraped));
+      if (read !== null) fallback.push(agent.name);
+      return this.ask(deps, agent);
+    });
     // Forget agents that left the configuration (discovered nodes that went away).
     const names = new Set(config.agents.map((a) => a.name));
     for (const name of this.known.keys()) if (!names.has(name)) this.known.delete(name);
+    let asOf: number | null = null;
+    if (read !== null) for (const entry of agents) if (entry.via === 'prometheus' && entry.receivedAt !== null) asOf = Math.min(asOf ?? entry.receivedAt, entry.receivedAt);
     const answer: AgentSummaries = {
       fetchedAt: deps.now(),
       source: config.source,
       agents,
       discovery: config.discovery ?? null,
       configError: null,
+      prometheus:
+        prometheus === null
+          ? null
+          : {
+              url: prometheus.client.baseUrl,
+              asOf,
+              nodes: read === null ? 0 : agents.length - fallback.length,
+              fallback: read === null ? { count: agents.length, names: config.agents.slice(0, FALLBACK_NAMES).map((a) => a.name) } : { count: fallback.length, names: fallback.sort().slice(0, FALLBACK_NAMES) },
+              error: prometheusError,
+            },
     };
     this.last = { at: answer.fetchedAt, answer };
     return answer;
+  }
+
+  /** The entry of a node Prometheus has: its scrape counts as the agent's answer. */
+  private fromPrometheus(deps: AgentProxyDeps, agent: AgentConfig, scraped: PrometheusNodeSummary): AgentSummaryEntry {
+    const known = this.known.get(agent.name) ?? { summary: null, receivedAt: null, failingSince: null };
+    this.known.set(agent.name, known);
+    known.summary = scraped.summary;
+    known.receivedAt = scraped.sampledAt;
+    known.failingSince = null;
+    const seen = deps.registry.get(agent.name).lastSeenAt;
+    return {
+      name: agent.name,
+      url: agent.url,
+      summary: scraped.summary,
+      receivedAt: scraped.sampledAt,
+      // Prometheus heard from the agent at its scrape.
+      lastSeenAt: seen === null ? scraped.sampledAt : Math.max(seen, scraped.sampledAt),
+      error: null,
+      via: 'prometheus',
+    };
   }
 
   private async ask(deps: AgentProxyDeps, agent: AgentConfig): Promise<AgentSummaryEntry> {
@@ -154,6 +216,7 @@ export class SummaryRelay {
       receivedAt: known.receivedAt,
       lastSeenAt: deps.registry.get(agent.name).lastSeenAt,
       error: error === null ? null : { ...error, since: known.failingSince ?? deps.now() },
+      via: 'agent',
     };
   }
 }
@@ -245,7 +308,7 @@ export function serverSummaryRelay(credential: string): SummaryRelay {
   g.__volumescopeSummaryRelays ??= new LRUCache<string, SummaryRelay>({ max: MAX_RELAYS });
   let relay = g.__volumescopeSummaryRelays.get(credential);
   if (relay === undefined) {
-    relay = new SummaryRelay();
+    relay = new SummaryRelay({ prometheus: serverPrometheusOverview() });
     g.__volumescopeSummaryRelays.set(credential, relay);
   }
   return relay;

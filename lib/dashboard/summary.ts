@@ -35,6 +35,8 @@ const AgentSummaryEntrySchema = z.object({
   lastSeenAt: z.number().nullable(),
   /** Why this round got no summary; `null` when it did. `since`: when this run of failures began. */
   error: z.object({ code: DashboardErrorCodeSchema, message: z.string(), since: z.number() }).nullable(),
+  /** Where this round's summary came from: `prometheus` (its scrape at `receivedAt`) or the `agent` itself. Absent: the agent. */
+  via: z.enum(['agent', 'prometheus']).optional(),
 });
 /** One agent in the relay's answer. */
 export type AgentSummaryEntry = z.infer<typeof AgentSummaryEntrySchema>;
@@ -51,6 +53,21 @@ export const AgentSummariesSchema = z.object({
   discovery: DiscoveryStatusSchema.nullable(),
   /** A malformed agent configuration (then `agents` is empty), else `null`. */
   configError: z.string().nullable(),
+  /** How this round used Prometheus (`VOLUMESCOPE_PROMETHEUS_URL`); `null` or absent when it is not set. */
+  prometheus: z
+    .object({
+      url: z.string(),
+      /** The oldest scrape among the nodes read from Prometheus (dashboard server clock ≈ Prometheus's); `null` if none. */
+      asOf: z.number().nullable(),
+      /** How many nodes were read from Prometheus. */
+      nodes: z.number().int().nonnegative(),
+      /** Nodes Prometheus lacks (or has only in part, or stale): asked directly; the first few names and their count. */
+      fallback: z.object({ count: z.number().int().nonnegative(), names: z.array(z.string()) }),
+      /** Why Prometheus could not be read this round (then every node was asked directly), else `null`. */
+      error: z.string().nullable(),
+    })
+    .nullable()
+    .optional(),
 });
 /** The body of `GET /api/agents/summary`. */
 export type AgentSummaries = z.infer<typeof AgentSummariesSchema>;

@@ -1,17 +1,18 @@
 /**
- * Who is asking: the one place the dashboard's actions learn the operator's identity. Today the
- * dashboard has no login of its own, so the identity is what the request carries: the user an
- * authenticating reverse proxy in front of the dashboard puts in `X-Forwarded-User` (or
- * `X-Remote-User`), else the name the operator typed into the attestation (recorded as
- * self-declared). Swap this function when the dashboard authenticates users itself.
+ * Who is asking: the one place the dashboard's out-of-service actions learn the operator's
+ * identity. It is the user of the request's login session (the name the API server gave the
+ * token or OIDC login, or the local session's name), never a request header or a name in the
+ * body: a header such as `X-Forwarded-User` is set by whoever sends the request, so trusting it
+ * would let anyone who can reach the dashboard attest under someone else's name.
  */
+import type { Session } from '../auth/session.ts';
+
 export interface Operator {
   readonly name: string;
-  /** `proxy`: from the authenticating proxy's header; `declared`: typed by the operator. */
-  readonly source: 'proxy' | 'declared';
+  /** Always `session`: the logged-in user (kept as a field so audit lines and answers say so). */
+  readonly source: 'session';
 }
 
-const PROXY_HEADERS = ['x-forwarded-user', 'x-remote-user'] as const;
 /** 1 to 128 characters, none of them a control character (the name goes into an annotation and logs). */
 function isName(value: string): boolean {
   if (value.length === 0 || value.length > 128) return false;
@@ -22,11 +23,8 @@ function isName(value: string): boolean {
   return true;
 }
 
-export function currentOperator(request: Request, declaredName?: string): Operator | null {
-  for (const header of PROXY_HEADERS) {
-    const value = request.headers.get(header)?.trim() ?? '';
-    if (isName(value)) return { name: value, source: 'proxy' };
-  }
-  const typed = declaredName?.trim() ?? '';
-  return isName(typed) ? { name: typed, source: 'declared' } : null;
+/** The operator of a login session; `null` without a session or with a name unfit for an annotation. */
+export function currentOperator(session: Pick<Session, 'username'> | null): Operator | null {
+  const name = session?.username.trim() ?? '';
+  return isName(name) ? { name, source: 'session' } : null;
 }

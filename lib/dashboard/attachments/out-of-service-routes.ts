@@ -10,6 +10,8 @@ import { z } from 'zod';
 import { realClock } from '../../clock/clock.ts';
 import { describeApiError } from '../../kube-client/api-errors.ts';
 import { isCrossSiteRequest } from '../agent-proxy.ts';
+import { currentSession } from '../auth/server-session.ts';
+import type { Session } from '../auth/session.ts';
 import { currentOperator } from './current-operator.ts';
 import type { PodObject } from './objects.ts';
 import { outOfServicePatch, planOutOfService, removeOutOfServicePatch, type OutOfServiceRefusal, type OutOfServiceResponse } from './out-of-service.ts';
@@ -20,6 +22,8 @@ export interface OutOfServiceDeps {
   readonly now: () => number;
   /** Where the audit line goes (the dashboard's log). */
   readonly audit: (line: string) => void;
+  /** The login session of the request: the attestation is recorded under its user ({@link currentOperator}). */
+  readonly session: (req: Request) => Promise<Pick<Session, 'username'> | null>;
 }
 
 export function serverOutOfServiceDeps(): OutOfServiceDeps {
@@ -29,6 +33,7 @@ export function serverOutOfServiceDeps(): OutOfServiceDeps {
     audit: (line) => {
       process.stdout.write(`${line}\n`);
     },
+    session: (req) => currentSession(req),
   };
 }
 
@@ -36,7 +41,10 @@ export function serverOutOfServiceDeps(): OutOfServiceDeps {
 const AttestationSchema = z.object({
   /** The operator confirms the node is powered off (or cut off from its storage). */
   attestNodeOff: z.literal(true),
-  /** The operator's name when no authenticating proxy names them. */
+  /**
+   * Ignored (older dashboards sent a typed name): the operator is the login session's user,
+   * never a name the request carries.
+   */
   operator: z.string().max(128).optional(),
 });
 
@@ -92,8 +100,8 @@ export async function postOutOfService(req: Request, node: string, deps: OutOfSe
   }
   const parsed = AttestationSchema.safeParse(raw);
   if (!parsed.success) return refused({ status: 400, reason: 'not-attested', message: 'the operator must attest that the node is powered off (attestNodeOff: true)' });
-  const operator = currentOperator(req, parsed.data.operator);
-  if (operator === null) return refused({ status: 400, reason: 'no-operator', message: 'the attestation needs the name of the operator who gives it' });
+  const operator = currentOperator(await deps.session(req));
+  if (operator === null) return refused({ status: 401, reason: 'no-operator', message: 'the attestation is recorded under the logged-in user: log in to the dashboard first' });
   return handle(deps, async (api) => {
     const live = await liveState(api, node);
     const plan = planOutOfService(node, live.node, live.pods);
@@ -121,7 +129,7 @@ export async function deleteOutOfService(req: Request, node: string, deps: OutOf
     if (patch !== null) {
       const core = api.kubeConfig.makeApiClient(api.k8s.CoreV1Api);
       await core.patchNode({ name: node, body: patch }, api.k8s.setHeaderOptions('Content-Type', api.k8s.PatchStrategy.JsonPatch));
-      const operator = currentOperator(req);
+      const operator = currentOperator(await deps.session(req));
       deps.audit(`out-of-service: taint removed from ${node} at ${new Date(deps.now()).toISOString()} by ${operator === null ? 'an unnamed operator' : JSON.stringify(operator.name)}`);
     }
     const after = await liveState(api, node);

@@ -35,12 +35,11 @@ describe('planOutOfService', () => {
 });
 
 describe('currentOperator', () => {
-  it('prefers the authenticating proxy header, else the declared name; control characters are refused', () => {
-    const req = (headers: Record<string, string>) => new Request('http://dash/x', { headers });
-    expect(currentOperator(req({ 'x-forwarded-user': 'alice' }), 'mallory')).toEqual({ name: 'alice', source: 'proxy' });
-    expect(currentOperator(req({}), ' bob ')).toEqual({ name: 'bob', source: 'declared' });
-    expect(currentOperator(req({}), 'evil\nname')).toBeNull();
-    expect(currentOperator(req({}))).toBeNull();
+  it('is the login session\'s user; no session or a name with control characters gives none', () => {
+    expect(currentOperator({ username: ' alice ' })).toEqual({ name: 'alice', source: 'session' });
+    expect(currentOperator({ username: 'evil\nname' })).toBeNull();
+    expect(currentOperator({ username: '' })).toBeNull();
+    expect(currentOperator(null)).toBeNull();
   });
 });
 
@@ -51,6 +50,12 @@ afterEach(async () => {
   api = undefined;
 });
 
+/** The session user of a request in these tests: the `x-test-session` header (absent: not logged in). */
+const testSession = (req: Request): Promise<{ username: string } | null> => {
+  const user = req.headers.get('x-test-session');
+  return Promise.resolve(user === null ? null : { username: user });
+};
+
 async function deps(ready: 'True' | 'Unknown'): Promise<{ deps: OutOfServiceDeps; server: FakeApiServer; audit: string[] }> {
   const server = await FakeApiServer.start();
   api = server;
@@ -58,10 +63,10 @@ async function deps(ready: 'True' | 'Unknown'): Promise<{ deps: OutOfServiceDeps
   server.put('pods', { apiVersion: 'v1', kind: 'Pod', ...pod('db-0', 'node-a', 'data') });
   const audit: string[] = [];
   const kubeConfig = fakeKubeConfig({ server: server.url });
-  return { deps: { api: () => Promise.resolve({ k8s: clientNode, kubeConfig }), now: () => T0, audit: (l) => audit.push(l) }, server, audit };
+  return { deps: { api: () => Promise.resolve({ k8s: clientNode, kubeConfig }), now: () => T0, audit: (l) => audit.push(l), session: testSession }, server, audit };
 }
 
-const post = (body: unknown, headers: Record<string, string> = {}) =>
+const post = (body: unknown, headers: Record<string, string> = { 'x-test-session': 'alice' }) =>
   new Request('http://dash/api/attachments/nodes/node-a/out-of-service', { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
 
 type Taints = { spec?: { taints?: { key: string; value: string; effect: string }[] }; metadata: { annotations?: Record<string, string> } };
@@ -78,8 +83,22 @@ describe('out-of-service routes', () => {
   it('needs the attestation and a name; refuses cross-site requests', async () => {
     const { deps: d } = await deps('Unknown');
     expect((await postOutOfService(post({ operator: 'alice' }), 'node-a', d)).status).toBe(400);
-    expect(await (await postOutOfService(post({ attestNodeOff: true }), 'node-a', d)).json()).toMatchObject({ reason: 'no-operator' });
-    expect((await postOutOfService(post({ attestNodeOff: true, operator: 'alice' }, { 'sec-fetch-site': 'cross-site' }), 'node-a', d)).status).toBe(403);
+    const anonymous = await postOutOfService(post({ attestNodeOff: true, operator: 'alice' }, {}), 'node-a', d);
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toMatchObject({ reason: 'no-operator' });
+    expect((await postOutOfService(post({ attestNodeOff: true }, { 'x-test-session': 'alice', 'sec-fetch-site': 'cross-site' }), 'node-a', d)).status).toBe(403);
+  });
+
+  it('records the session\'s user, never an X-Forwarded-User header or a name in the body', async () => {
+    const { deps: d, server, audit } = await deps('Unknown');
+    const res = await postOutOfService(post({ attestNodeOff: true, operator: 'mallory' }, { 'x-test-session': 'alice', 'x-forwarded-user': 'mallory', 'x-remote-user': 'mallory' }), 'node-a', d);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as OutOfServiceResponse).appliedBy).toEqual({ name: 'alice', source: 'session' });
+    expect((server.get('nodes', undefined, 'node-a') as Taints).metadata.annotations?.[ATTESTED_BY_ANNOTATION]).toBe('alice');
+    expect(audit.join('\n')).not.toContain('mallory');
+    // Without a session the header alone names no one (refused before the Node is read).
+    const forged = await postOutOfService(post({ attestNodeOff: true }, { 'x-forwarded-user': 'mallory' }), 'node-a', d);
+    expect(forged.status).toBe(401);
   });
 
   it('shows the plan, applies the taint with the attestation recorded, and removes it', async () => {
@@ -90,13 +109,13 @@ describe('out-of-service routes', () => {
     const res = await postOutOfService(post({ attestNodeOff: true, operator: 'alice' }), 'node-a', d);
     expect(res.status).toBe(200);
     const body = (await res.json()) as OutOfServiceResponse;
-    expect(body.appliedBy).toEqual({ name: 'alice', source: 'declared' });
+    expect(body.appliedBy).toEqual({ name: 'alice', source: 'session' });
     expect(body.plan).toMatchObject({ outOfService: true, attestedBy: 'alice', attestedAt: new Date(T0).toISOString() });
     const stored = server.get('nodes', undefined, 'node-a') as Taints;
     expect(stored.spec?.taints).toEqual([expect.objectContaining({ key: 'node.kubernetes.io/out-of-service', value: 'nodeshutdown', effect: 'NoExecute' })]);
     expect(stored.metadata.annotations?.[ATTESTED_BY_ANNOTATION]).toBe('alice');
     expect(stored.metadata.annotations?.[ATTESTED_AT_ANNOTATION]).toBe(new Date(T0).toISOString());
-    expect(audit).toEqual([expect.stringContaining('attested powered off by "alice" (declared); pods to be force-deleted: default/db-0')]);
+    expect(audit).toEqual([expect.stringContaining('attested powered off by "alice" (session); pods to be force-deleted: default/db-0')]);
     // A second POST: already marked.
     expect((await postOutOfService(post({ attestNodeOff: true, operator: 'alice' }), 'node-a', d)).status).toBe(409);
 

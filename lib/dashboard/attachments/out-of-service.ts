@@ -7,7 +7,7 @@
  * The checks (docs/safety.md, "Marking a node out of service"), all evaluated by the server on a
  * live read of the Node right before the write: the Node exists; it is not Ready (a Ready node is
  * refused with 409 `node-ready`, whatever the browser sent); it is not marked already; the
- * operator attested that the node is powered off, under a name ({@link currentOperator}); the
+ * operator attested that the node is powered off, under their login ({@link currentOperator}); the
  * Node has not changed since that read (the JSON patch tests its resourceVersion). The patch adds
  * the taint and records who attested and when in two annotations on the Node.
  *
@@ -24,7 +24,7 @@ export const ATTESTED_AT_ANNOTATION = 'volumescope.dev/out-of-service-attested-a
 export type OutOfServiceRefusalReason = 'node-not-found' | 'node-ready' | 'already-out-of-service' | 'not-attested' | 'no-operator';
 
 export interface OutOfServiceRefusal {
-  readonly status: 400 | 404 | 409;
+  readonly status: 400 | 401 | 404 | 409;
   readonly reason: OutOfServiceRefusalReason;
   readonly message: string;
 }
@@ -57,7 +57,7 @@ export interface OutOfServicePlan {
 export interface OutOfServiceResponse {
   readonly plan: OutOfServicePlan;
   /** Set by a successful POST. */
-  readonly appliedBy?: { readonly name: string; readonly source: 'proxy' | 'declared' };
+  readonly appliedBy?: { readonly name: string; readonly source: 'session' };
 }
 
 /** Whether a pod tolerates `node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`. */
