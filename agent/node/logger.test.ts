@@ -15,6 +15,13 @@ function capture(): { lines: string[]; stream: Writable } {
 }
 
 describe('engineLogger', () => {
+  it('tells whether debug lines are written, at the agent logger level', () => {
+    const { stream } = capture();
+    const at = (level: 'info' | 'debug') => engineLogger(createAgentLogger({ level, nodeName: 'node-a', destination: stream }), 'csi');
+
+    expect([at('info').isDebugEnabled?.(), at('debug').isDebugEnabled?.()]).toEqual([false, true]);
+  });
+
   it('cuts a 1 MB message and 1 MB string fields to the message limit, with the marker', async () => {
     const { lines, stream } = capture();
     const log = engineLogger(createAgentLogger({ level: 'info', nodeName: 'node-a', destination: stream }), 'csi');

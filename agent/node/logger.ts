@@ -44,5 +44,6 @@ export function engineLogger(log: AgentLogger, component?: string): Logger {
     error: (msg, fields) => {
       target.error(fieldsOf(fields), truncateMessage(msg));
     },
+    isDebugEnabled: () => target.isLevelEnabled('debug'),
   };
 }

@@ -4,6 +4,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { realClock } from '../../clock/clock.ts';
@@ -133,5 +134,68 @@ describe('CsiClient error details from a hostile driver', () => {
     expect(err.details).toContain(STRIPPED);
     expect(err.message).not.toContain('s3cr3t');
     expect(err.message.startsWith('rpc error: code = Internal desc = aaa')).toBe(true);
+  });
+});
+
+describe('CsiClient against a driver whose answers are no protobuf', () => {
+  /** A server answering NodeGetVolumeStats with the given raw bytes (undecodable ones, say). */
+  async function rawStatsServer(body: Buffer): Promise<grpc.Server> {
+    const raw = new grpc.Server();
+    const definition: grpc.ServiceDefinition = {
+      NodeGetVolumeStats: {
+        path: '/csi.v1.Node/NodeGetVolumeStats',
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (b: Buffer) => b,
+        requestDeserialize: (b: Buffer) => b,
+        responseSerialize: (b: Buffer) => b,
+        responseDeserialize: (b: Buffer) => b,
+      },
+    };
+    raw.addService(definition, {
+      NodeGetVolumeStats: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+        callback(null, body);
+      },
+    });
+    await new Promise<void>((resolve, reject) => {
+      raw.bindAsync(`unix://${join(dir, 'raw.sock')}`, grpc.ServerCredentials.createInsecure(), (err) => {
+        if (err === null) resolve();
+        else reject(err);
+      });
+    });
+    return raw;
+  }
+
+  it('fails an undecodable response as Internal, as grpc-js does, and records the call', async () => {
+    // Field 1 (usage) as a length-delimited record claiming 100 bytes with 1 present.
+    const raw = await rawStatsServer(Buffer.from([0x0a, 0x64, 0x01]));
+    const seen: string[] = [];
+    const c = new CsiClient(`unix://${join(dir, 'raw.sock')}`, { clock: realClock, timeoutMs: 10_000, onCall: (call) => seen.push(`${call.fullMethod} ${call.grpcStatusCode}`) });
+    try {
+      const err = await rejection(c.nodeGetVolumeStats({ volume_id: 'v', volume_path: join(dir, 'mnt') }));
+
+      expect(isCsiRpcError(err)).toBe(true);
+      if (!isCsiRpcError(err)) return;
+      expect(err.code).toBe(status.INTERNAL);
+      expect(err.details).toContain('Response message parsing error');
+      expect(seen).toEqual(['/csi.v1.Node/NodeGetVolumeStats Internal']);
+    } finally {
+      c.close();
+      raw.forceShutdown();
+    }
+  });
+
+  it('decodes an empty response to the defaults and succeeds', async () => {
+    const raw = await rawStatsServer(Buffer.alloc(0));
+    const c = new CsiClient(`unix://${join(dir, 'raw.sock')}`, { clock: realClock, timeoutMs: 10_000 });
+    try {
+      const res = await c.nodeGetVolumeStats({ volume_id: 'v', volume_path: join(dir, 'mnt') });
+
+      expect(res.usage).toEqual([]);
+      expect(res.volume_condition).toBeNull();
+    } finally {
+      c.close();
+      raw.forceShutdown();
+    }
   });
 });

@@ -23,7 +23,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Clock, TimerHandle } from '../../clock/clock.ts';
 import { truncateMessage } from '../../truncate-message.ts';
-import { discardLogger, type Logger } from '../logger.ts';
+import { debugEnabled, discardLogger, type Logger } from '../logger.ts';
 import { CsiRpcError, CsiTransportError } from './csi-errors.ts';
 import { CSI_METHODS, methodDefinition, REGISTRATION_METHODS, type CsiMethod, type RegistrationMethod } from './csi-proto.ts';
 import type {
@@ -52,6 +52,9 @@ import type {
 } from './csi-types.ts';
 import { collectSecretValues, redactSecrets, scrubSecretValues } from './redact.ts';
 import { errorMessage } from '../errors.ts';
+
+/** A call on a grpc-js channel (the channel's low-level call API). */
+type GrpcCall = ReturnType<grpc.ChannelInterface['createCall']>;
 
 /** `csiTimeout`: the kubelet's deadline for each CSI call. */
 export const DEFAULT_CSI_TIMEOUT_MS = 2 * 60_000;
@@ -163,9 +166,11 @@ export class GrpcUnixClient {
   ): Promise<Res> {
     const timeoutMs = opts?.timeoutMs ?? this.defaultTimeoutMs;
     const secrets = collectSecretValues(request);
-    this.log.debug(`calling ${method} rpc`, { ...this.logFields, endpoint: this.endpoint, request: redactSecrets(request), timeoutMs });
+    // The debug lines' fields (a redacted deep copy of the request) are built only when they are written.
+    const debug = debugEnabled(this.log);
+    if (debug) this.log.debug(`calling ${method} rpc`, { ...this.logFields, endpoint: this.endpoint, request: redactSecrets(request), timeoutMs });
     if (this.closed) return Promise.reject(new CsiTransportError(method, `${method}: the CSI client for ${this.endpoint} is closed`));
-    let channel: grpc.Client;
+    let channel: grpc.ChannelInterface;
     let def;
     try {
       def = methodDefinition(service, method);
@@ -173,36 +178,82 @@ export class GrpcUnixClient {
     } catch (err) {
       return Promise.reject(new CsiTransportError(method, `${method}: ${errorMessage(err)}`, { cause: err }));
     }
+    const { path, requestSerialize, responseDeserialize } = def;
     const started = this.clock.monotonic();
     const startedAt = this.clock.now();
     return new Promise<Res>((resolve, reject) => {
       let timedOut = false;
       const deadline: { timer?: TimerHandle } = {};
-      const done = (err: grpc.ServiceError | null, value: unknown): void => {
+      const done = (status: grpc.StatusObject | null, value: unknown): void => {
         if (deadline.timer !== undefined) this.clock.clearTimeout(deadline.timer);
         const durationMs = Math.round(this.clock.monotonic() - started);
-        if (err === null) {
-          this.log.debug(`${method} rpc succeeded`, { ...this.logFields, durationMs });
-          this.observe({ method, fullMethod: def.path, grpcStatusCode: 'OK', startedAt, durationMs, ...requestParts(request), response: value, error: null });
+        if (status === null) {
+          if (debug) this.log.debug(`${method} rpc succeeded`, { ...this.logFields, durationMs });
+          this.observe({ method, fullMethod: path, grpcStatusCode: 'OK', startedAt, durationMs, ...requestParts(request), response: value, error: null });
           resolve(value as Res);
           return;
         }
-        const failure = this.toError(method, err, timedOut, secrets);
-        this.log.debug(`${method} rpc failed`, { ...this.logFields, durationMs, error: failure.message });
+        const failure = this.toError(method, status, timedOut, secrets);
+        if (debug) this.log.debug(`${method} rpc failed`, { ...this.logFields, durationMs, error: failure.message });
         const grpcStatusCode = failure instanceof CsiRpcError ? failure.codeName : UNKNOWN_NON_GRPC;
-        this.observe({ method, fullMethod: def.path, grpcStatusCode, startedAt, durationMs, ...requestParts(request), response: null, error: failure.message });
+        this.observe({ method, fullMethod: path, grpcStatusCode, startedAt, durationMs, ...requestParts(request), response: null, error: failure.message });
         reject(failure);
       };
-      let call: grpc.ClientUnaryCall;
+      // One unary call on the channel's own call API, as grpc-js's Client.makeUnaryRequest does it
+      // (start, one read, the message, half-close), without its per-call interceptor chain, event
+      // emitter and caller-stack Error: a NodeGetVolumeStats per CSI volume and pass makes those the
+      // bulk of the client's CPU. The outcomes are grpc-js's: a second response message is
+      // UNIMPLEMENTED "Too many responses received", none is UNIMPLEMENTED "No message received",
+      // an undecodable one INTERNAL "Response message parsing error: …", a request that cannot be
+      // encoded INTERNAL "Request message serialization failure: …".
+      let message: Buffer;
       try {
-        call = channel.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, request, new grpc.Metadata(), {}, done);
+        message = requestSerialize(request);
+      } catch (err) {
+        done({ code: grpc.status.INTERNAL, details: `Request message serialization failure: ${errorMessage(err)}`, metadata: new grpc.Metadata() }, null);
+        return;
+      }
+      let call: GrpcCall;
+      try {
+        call = channel.createCall(path, Infinity, null, null, null);
+        let response: unknown = null;
+        let received = false;
+        let readError: grpc.StatusObject | null = null;
+        let finished = false;
+        call.start(new grpc.Metadata(), {
+          onReceiveMetadata: () => undefined,
+          onReceiveMessage: (data: Buffer) => {
+            if (received) {
+              call.cancelWithStatus(grpc.status.UNIMPLEMENTED, 'Too many responses received');
+              return;
+            }
+            received = true;
+            try {
+              response = responseDeserialize(data);
+            } catch (err) {
+              readError = { code: grpc.status.INTERNAL, details: `Response message parsing error: ${errorMessage(err)}`, metadata: new grpc.Metadata() };
+              call.cancelWithStatus(readError.code, readError.details);
+            }
+          },
+          onReceiveStatus: (status: grpc.StatusObject) => {
+            if (finished) return;
+            finished = true;
+            if (readError !== null) done(readError, null);
+            else if (status.code !== grpc.status.OK) done(status, null);
+            else if (!received) done({ code: grpc.status.UNIMPLEMENTED, details: 'No message received', metadata: status.metadata }, null);
+            else done(null, response);
+          },
+        });
+        call.startRead();
+        call.sendMessageWithContext({}, message);
+        call.halfClose();
       } catch (err) {
         reject(new CsiTransportError(method, `${method}: ${truncateMessage(scrubSecretValues(errorMessage(err), secrets))}`, { cause: err }));
         return;
       }
       deadline.timer = this.clock.setTimeout(() => {
         timedOut = true;
-        call.cancel();
+        call.cancelWithStatus(grpc.status.CANCELLED, 'Cancelled on client');
       }, timeoutMs);
     });
   }
@@ -216,24 +267,19 @@ export class GrpcUnixClient {
     }
   }
 
-  private toError(method: CsiMethod | RegistrationMethod, err: unknown, timedOut: boolean, secrets: readonly string[]): Error {
+  private toError(method: CsiMethod | RegistrationMethod, status: grpc.StatusObject, timedOut: boolean, secrets: readonly string[]): Error {
     if (timedOut) return new CsiRpcError(method, grpc.status.DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_DETAILS);
-    const e = err as Partial<grpc.ServiceError> | null;
-    if (e !== null && typeof e.code === 'number') {
-      return new CsiRpcError(method, e.code, truncateMessage(scrubSecretValues(e.details ?? '', secrets)));
-    }
-    const text = errorMessage(err);
-    return new CsiTransportError(method, `${method}: ${truncateMessage(scrubSecretValues(text, secrets))}`);
+    return new CsiRpcError(method, status.code, truncateMessage(scrubSecretValues(status.details, secrets)));
   }
 
-  private getChannel(): grpc.Client {
+  private getChannel(): grpc.ChannelInterface {
     this.channel ??= new grpc.Client(this.endpoint, grpc.credentials.createInsecure(), {
       // A driver that restarts must be reachable again quickly: the default reconnect backoff
       // grows to two minutes, longer than any caller's patience.
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': 2_000,
     });
-    return this.channel;
+    return this.channel.getChannel();
   }
 }
 

@@ -54,12 +54,19 @@ function definitions(): PackageDefinition {
   return loaded;
 }
 
+/** Method definitions looked up so far, by `service/method` (every call of a client asks again). */
+const methods = new Map<string, MethodDefinition<object, unknown>>();
+
 /** The grpc-js method definition (path, serializers) of `service/method`; throws if the protos lack it. */
 export function methodDefinition(service: string, method: string): MethodDefinition<object, unknown> {
+  const key = `${service}/${method}`;
+  const known = methods.get(key);
+  if (known !== undefined) return known;
   const def = definitions()[service];
   // Message and enum definitions carry a `format` field; service definitions are method maps.
   if (def === undefined || 'format' in def) throw new Error(`service ${service} is not declared in the CSI protos`);
   const m = (def as Record<string, MethodDefinition<object, unknown> | undefined>)[method];
   if (m === undefined) throw new Error(`method ${service}/${method} is not declared in the CSI protos`);
+  methods.set(key, m);
   return m;
 }
