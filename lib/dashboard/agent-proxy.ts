@@ -35,6 +35,7 @@ import {
 } from '../api/index.ts';
 import { findAgent, isAgentsConfigError, type AgentConfig, type AgentsConfig } from './agents-config.ts';
 import { AgentUnavailableError, isAgentUnavailableError } from './dashboard-error.ts';
+import { describeFetchError } from './fetch-error.ts';
 import { isBodyNotUtf8Error, isBodyTooLargeError, readBodyWithLimit } from './request-body-limit.ts';
 import { StreamLimits } from './stream-limits.ts';
 
@@ -131,15 +132,9 @@ function resolveAgent(deps: AgentProxyDeps, name: string): AgentConfig {
   return agent;
 }
 
-/** A short reason for a failed fetch: undici puts the socket error in `cause`. */
-function describeFetchError(err: unknown): string {
-  if (err instanceof Error) {
-    if (err.name === 'TimeoutError' || err.name === 'AbortError') return err.message !== '' ? err.message : 'timed out';
-    const cause: unknown = err.cause;
-    if (cause instanceof Error && cause.message !== '') return cause.message;
-    return err.message;
-  }
-  return String(err);
+/** A short reason for a failed fetch; a timeout or abort says what it was (the proxy's own abort names its limit). */
+function fetchFailure(err: unknown): string {
+  return describeFetchError(err, (e) => (e.name === 'TimeoutError' || e.name === 'AbortError' ? (e.message !== '' ? e.message : 'timed out') : null));
 }
 
 function unavailable(deps: AgentProxyDeps, agent: string, code: 'agent-unreachable' | 'agent-unauthorized' | 'agent-bad-response', message: string): AgentUnavailableError {
@@ -169,7 +164,7 @@ async function agentFetch(
       redirect: 'manual',
     });
   } catch (err) {
-    throw unavailable(deps, agent.name, 'agent-unreachable', `cannot reach ${agent.url}: ${describeFetchError(err)}`);
+    throw unavailable(deps, agent.name, 'agent-unreachable', `cannot reach ${agent.url}: ${fetchFailure(err)}`);
   }
   deps.registry.markSeen(agent.name, deps.now());
   if (response.status === 401) {
@@ -301,7 +296,7 @@ export async function relayAgentEvents(req: Request, name: string, deps: AgentPr
         } catch (err) {
           const clientLeft = req.signal.aborted || finished;
           finish();
-          if (!clientLeft) deps.registry.markFailed(name, `event stream from ${agent.url} broke: ${describeFetchError(err)}`);
+          if (!clientLeft) deps.registry.markFailed(name, `event stream from ${agent.url} broke: ${fetchFailure(err)}`);
           try {
             controller.close();
           } catch {

@@ -5,6 +5,7 @@
  * and what went wrong. Server-only (undici).
  */
 import { request } from 'undici';
+import { describeFetchError } from '../fetch-error.ts';
 
 /** The default time one query may take (headers and body). */
 export const PROMETHEUS_QUERY_TIMEOUT_MS = 5_000;
@@ -44,12 +45,9 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function cause(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  if (err.name === 'TimeoutError' || err.name === 'AbortError' || err.name.endsWith('TimeoutError')) return 'no answer in time';
-  const inner: unknown = err.cause;
-  if (inner instanceof Error && inner.message !== '') return inner.message;
-  return err.message;
+/** The timeout signal's abort, and undici's HeadersTimeoutError and BodyTimeoutError. */
+function timeoutReason(err: Error): string | null {
+  return err.name === 'AbortError' || err.name.endsWith('TimeoutError') ? 'no answer in time' : null;
 }
 
 /** The instant-query client of one Prometheus server. */
@@ -81,7 +79,7 @@ export class PrometheusClient {
       status = res.statusCode;
       text = await res.body.text();
     } catch (err) {
-      throw fail(`could not be queried: ${cause(err)}`);
+      throw fail(`could not be queried: ${describeFetchError(err, timeoutReason)}`);
     }
     let body: unknown;
     try {
