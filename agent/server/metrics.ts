@@ -41,7 +41,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MountHealth } from '../../lib/api/mount-health.ts';
-import { SUMMARY_FIELD_LABEL, SUMMARY_INFO_LABELS, SUMMARY_INFO_METRIC, SUMMARY_METRIC, SUMMARY_NODE_LABEL, summarySeries } from '../../lib/api/summary-metrics.ts';
+import { SUMMARY_FIELD_LABEL, SUMMARY_INFO_LABELS, SUMMARY_INFO_METRIC, SUMMARY_METRIC, SUMMARY_NODE_LABEL, summarySeries, type SummarySeries } from '../../lib/api/summary-metrics.ts';
 import type { AgentSummary } from '../../lib/api/summary.ts';
 import type { CsiCallRecord } from '../../lib/volume/csi/index.ts';
 import type { VolumeStats as VolumeStatsEntry } from '../../lib/api/snapshot.ts';
@@ -127,6 +127,14 @@ export function createAgentMetrics(): AgentMetrics {
   let orphans: (() => number | null) | null = null;
   // Memoized per snapshot by the server (SummaryCache): both summary gauges of a scrape read the same one.
   let summary: (() => AgentSummary) | null = null;
+  // The series of the last summary seen: both gauges of a scrape turn the same summary into them once.
+  let lastSeries: { of: AgentSummary; series: SummarySeries } | null = null;
+  const currentSeries = (): SummarySeries | null => {
+    if (summary === null) return null;
+    const s = summary();
+    if (lastSeries?.of !== s) lastSeries = { of: s, series: summarySeries(s) };
+    return lastSeries.series;
+  };
 
   new Gauge({
     name: 'volume_manager_total_volumes',
@@ -291,8 +299,8 @@ export function createAgentMetrics(): AgentMetrics {
     registers: [registry],
     collect() {
       this.reset();
-      if (summary === null) return;
-      const series = summarySeries(summary());
+      const series = currentSeries();
+      if (series === null) return;
       for (const [field, value] of series.values) this.set({ [SUMMARY_NODE_LABEL]: series.nodeName, [SUMMARY_FIELD_LABEL]: field }, value);
     },
   });
@@ -303,8 +311,8 @@ export function createAgentMetrics(): AgentMetrics {
     registers: [registry],
     collect() {
       this.reset();
-      if (summary === null) return;
-      const series = summarySeries(summary());
+      const series = currentSeries();
+      if (series === null) return;
       this.set({ [SUMMARY_NODE_LABEL]: series.nodeName, ...series.info }, 1);
     },
   });

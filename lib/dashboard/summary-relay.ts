@@ -29,6 +29,7 @@ import { LRUCache } from 'lru-cache';
 import type { AgentProxyDeps } from './agent-proxy.ts';
 import { isAgentsConfigError, type AgentConfig, type AgentsConfig } from './agents-config.ts';
 import { AgentUnavailableError, isAgentUnavailableError, type DashboardErrorCode } from './dashboard-error.ts';
+import { describeFetchError } from './fetch-error.ts';
 import { isPrometheusQueryError } from './prometheus/client.ts';
 import { serverPrometheusOverview, type PrometheusNodeSummary, type PrometheusOverview, type PrometheusOverviewRead } from './prometheus/overview.ts';
 import type { AgentSummaries, AgentSummaryEntry } from './summary.ts';
@@ -79,15 +80,9 @@ export async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (
   return results;
 }
 
-/** A short reason for a failed fetch (undici puts the socket error in `cause`). */
-function describeFetchError(err: unknown): string {
-  if (err instanceof Error) {
-    if (err.name === 'TimeoutError') return 'no answer in time';
-    const cause: unknown = err.cause;
-    if (cause instanceof Error && cause.message !== '') return cause.message;
-    return err.message;
-  }
-  return String(err);
+/** A short reason for a failed fetch. */
+function fetchFailure(err: unknown): string {
+  return describeFetchError(err, (e) => (e.name === 'TimeoutError' ? 'no answer in time' : null));
 }
 
 /** The `error.message` of an agent's error body, if `text` is one. */
@@ -176,10 +171,19 @@ export class SummaryRelay {
     return answer;
   }
 
+  /** What the relay remembers of the agent named `name` (a new record for a new one). */
+  private knownOf(name: string): Known {
+    let known = this.known.get(name);
+    if (known === undefined) {
+      known = { summary: null, receivedAt: null, failingSince: null };
+      this.known.set(name, known);
+    }
+    return known;
+  }
+
   /** The entry of a node Prometheus has: its scrape counts as the agent's answer. */
   private fromPrometheus(deps: AgentProxyDeps, agent: AgentConfig, scraped: PrometheusNodeSummary): AgentSummaryEntry {
-    const known = this.known.get(agent.name) ?? { summary: null, receivedAt: null, failingSince: null };
-    this.known.set(agent.name, known);
+    const known = this.knownOf(agent.name);
     known.summary = scraped.summary;
     known.receivedAt = scraped.sampledAt;
     known.failingSince = null;
@@ -197,8 +201,7 @@ export class SummaryRelay {
   }
 
   private async ask(deps: AgentProxyDeps, agent: AgentConfig): Promise<AgentSummaryEntry> {
-    const known = this.known.get(agent.name) ?? { summary: null, receivedAt: null, failingSince: null };
-    this.known.set(agent.name, known);
+    const known = this.knownOf(agent.name);
     let error: { code: DashboardErrorCode; message: string } | null = null;
     try {
       known.summary = await fetchAgentSummary(deps, agent, this.options.agentTimeoutMs);
@@ -243,7 +246,7 @@ async function fetchAgentSummary(deps: AgentProxyDeps, agent: AgentConfig, timeo
         redirect: 'manual',
       });
     } catch (err) {
-      throw fail('agent-unreachable', `cannot reach ${agent.url}: ${describeFetchError(err)}`);
+      throw fail('agent-unreachable', `cannot reach ${agent.url}: ${fetchFailure(err)}`);
     }
     deps.registry.markSeen(agent.name, deps.now());
     if (response.status === 401) {
@@ -259,7 +262,7 @@ async function fetchAgentSummary(deps: AgentProxyDeps, agent: AgentConfig, timeo
     try {
       text = await response.text();
     } catch (err) {
-      throw fail('agent-unreachable', `${agent.url} broke off its answer to ${path}: ${describeFetchError(err)}`);
+      throw fail('agent-unreachable', `${agent.url} broke off its answer to ${path}: ${fetchFailure(err)}`);
     }
     try {
       return { status: response.status, json: JSON.parse(text) };
