@@ -17,8 +17,9 @@ import { claimName, stuckHostPath } from '../../scripts/cluster/demo-workload.ts
 import { startKubeletObserver } from '../../scripts/cluster/observer.ts';
 import { dashboardEnv } from '../../scripts/demo/dashboard.ts';
 import { waitUntil } from '../../scripts/demo/process.ts';
-import { AgentContactRegistry, fetchAgentSnapshot, listAgents, type AgentProxyDeps } from '../../lib/dashboard/agent-proxy.ts';
-import { loadAgentsConfig, readAgentToken } from '../../lib/dashboard/agents-config.ts';
+import { fetchAgentSnapshot, listAgents, type AgentProxyDeps } from '../../lib/dashboard/agent-proxy.ts';
+import { loadAgentsConfig } from '../../lib/dashboard/agents-config.ts';
+import { realProxyDeps } from '../../lib/dashboard/testing/real-proxy-deps.ts';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import { cluster, facts, versionTag } from './cluster-context.ts';
 
@@ -47,16 +48,7 @@ beforeAll(async () => {
   await applyClusterDemo(facts, options, STEP_MS);
   const config = loadAgentsConfig(dashboardEnv(clusterDemoAgents(facts, observer)), REPO);
   observerUrl = observer.facts.url;
-  deps = {
-    config: () => config,
-    fetch: (input, init) => fetch(input, init),
-    readToken: (agent) => readAgentToken(agent),
-    now: () => Date.now(),
-    registry: new AgentContactRegistry(),
-    onShutdown: () => () => undefined,
-    connectTimeoutMs: 5_000,
-    actionTimeoutMs: 30_000,
-  };
+  deps = realProxyDeps(() => config, { connectTimeoutMs: 5_000, actionTimeoutMs: 30_000 });
 }, 2 * STEP_MS);
 
 afterAll(async () => {

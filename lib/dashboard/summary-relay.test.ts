@@ -7,7 +7,8 @@ import { mountPod1, startServer, TEST_TOKEN, type ServerFixture } from '../../ag
 import { SnapshotSchema, summarizeSnapshot } from '../api/index.ts';
 import { exampleSnapshot } from '../api/testing/snapshot-fixtures.ts';
 import { AgentContactRegistry, type AgentProxyDeps } from './agent-proxy.ts';
-import { AgentsConfigError, readAgentToken, type AgentConfig, type AgentsConfig } from './agents-config.ts';
+import { AgentsConfigError, type AgentConfig, type AgentsConfig } from './agents-config.ts';
+import { realProxyDeps } from './testing/real-proxy-deps.ts';
 import { SummaryRelay, mapBounded, relaySummaries } from './summary-relay.ts';
 import { AgentSummariesSchema } from './summary.ts';
 
@@ -45,16 +46,7 @@ function tokenFile(token: string): string {
 
 /** Deps over the real network and token files, with a controllable clock. */
 function realDeps(config: () => AgentsConfig, clock = { now: 1_800_000_000_000 }): AgentProxyDeps {
-  return {
-    config,
-    fetch: (input, init) => fetch(input, init),
-    readToken: (agent) => readAgentToken(agent),
-    now: () => clock.now,
-    registry: new AgentContactRegistry(),
-    onShutdown: () => () => undefined,
-    connectTimeoutMs: 2_000,
-    actionTimeoutMs: 2_000,
-  };
+  return realProxyDeps(config, { now: () => clock.now });
 }
 
 async function agentServer(): Promise<ServerFixture> {

@@ -10,8 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mountPod1, startServer, TEST_TOKEN, type ServerFixture } from '../../../agent/server/testing/server-fixture.ts';
 import { freePort } from '../../../scripts/demo/process.ts';
 import { AgentSummarySchema, type AgentSummary } from '../../api/index.ts';
-import { AgentContactRegistry, type AgentProxyDeps } from '../agent-proxy.ts';
-import { readAgentToken, type AgentConfig } from '../agents-config.ts';
+import type { AgentProxyDeps } from '../agent-proxy.ts';
+import type { AgentConfig } from '../agents-config.ts';
+import { realProxyDeps } from '../testing/real-proxy-deps.ts';
 import { SummaryRelay } from '../summary-relay.ts';
 import { PrometheusClient, isPrometheusQueryError } from './client.ts';
 import { PrometheusOverview, SUMMARY_VALUES_QUERY, summariesFromSamples } from './overview.ts';
@@ -43,16 +44,7 @@ afterAll(async () => {
 });
 
 function deps(agents: AgentConfig[]): AgentProxyDeps {
-  return {
-    config: () => ({ source: 'env', agents }),
-    fetch: (input, init) => fetch(input, init),
-    readToken: (agent) => readAgentToken(agent),
-    now: () => Date.now(),
-    registry: new AgentContactRegistry(),
-    onShutdown: () => () => undefined,
-    connectTimeoutMs: 2_000,
-    actionTimeoutMs: 2_000,
-  };
+  return realProxyDeps(() => ({ source: 'env', agents }));
 }
 
 const agentSummary = async (fx: ServerFixture): Promise<AgentSummary> => AgentSummarySchema.parse((await fx.client.get('/api/v1/summary')).json);

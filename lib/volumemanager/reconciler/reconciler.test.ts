@@ -831,7 +831,6 @@ function fixtureHostFs(root: () => string, tree: Record<string, string[]>): Host
   };
 }
 
-/** A fresh pass harness: loop not started, desired state complete, executor stubbed. */
 /** Starts a `volume_mount` on the key (volume, pod) that stays pending until the returned function is called. */
 function startBlockingOperation(h: Harness, volumeName: UniqueVolumeName, podName: UniquePodName): () => void {
   let release = (): void => undefined;
@@ -849,6 +848,7 @@ function startBlockingOperation(h: Harness, volumeName: UniqueVolumeName, podNam
   };
 }
 
+/** A fresh pass harness: loop not started, desired state complete, executor stubbed. */
 function passHarness(opts: HarnessOptions = {}) {
   const h = harness(opts);
   h.populator.setHasAddedPods(true);
