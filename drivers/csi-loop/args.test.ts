@@ -26,6 +26,7 @@ describe('parseArgs', () => {
         mode: 'auto',
         registrationDir: undefined,
         strict: false,
+        logCalls: 'all',
       },
     });
   });
@@ -45,6 +46,7 @@ describe('parseArgs', () => {
         '--registration-dir',
         '/reg',
         '--strict',
+        '--log-calls=failed',
       ],
       {},
     );
@@ -59,6 +61,7 @@ describe('parseArgs', () => {
         mode: 'privileged',
         registrationDir: '/reg',
         strict: true,
+        logCalls: 'failed',
       },
     });
   });
@@ -83,6 +86,7 @@ describe('parseArgs', () => {
     [[...REQUIRED, '--node-id'], '--node-id'],
     [[...REQUIRED, '--node-id', '--mode', 'auto'], '--node-id'],
     [[...REQUIRED, '--strict=true'], '--strict'],
+    [[...REQUIRED, '--log-calls', 'none'], '--log-calls'],
     [['--endpoint', 'tcp://1.2.3.4:5', '--state-dir', '/s'], '--endpoint'],
   ])('names the offending flag for %j', (argv, flag) => {
     expect(usageFlag(argv)).toBe(flag);

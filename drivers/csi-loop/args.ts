@@ -15,7 +15,11 @@ export interface CliOptions {
   mode: RequestedMode;
   registrationDir: string | undefined;
   strict: boolean;
+  /** `all` (default): one log line per CSI call; `failed`: only failed calls (the call log keeps every call). */
+  logCalls: LogCalls;
 }
+
+export type LogCalls = 'all' | 'failed';
 
 export type ParsedArgs = { kind: 'help' } | { kind: 'run'; options: CliOptions };
 
@@ -52,10 +56,12 @@ Flags:
   --strict                     no volume or node comes into being by ControllerPublishVolume: an
                                unknown volume id or a node other than --node-id is NOT_FOUND (as the
                                CSI spec and csi-sanity ask); default: both are created on first use
+  --log-calls all|failed       all (default): one JSON log line per CSI call; failed: only failed
+                               calls are logged (the control API's call log keeps every call)
   --help                       show this text
 `;
 
-const VALUE_FLAGS = ['--endpoint', '--state-dir', '--control', '--driver-name', '--node-id', '--mode', '--registration-dir'] as const;
+const VALUE_FLAGS = ['--endpoint', '--state-dir', '--control', '--driver-name', '--node-id', '--mode', '--registration-dir', '--log-calls'] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 function isValueFlag(flag: string): flag is ValueFlag {
@@ -115,6 +121,10 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   if (mode !== 'privileged' && mode !== 'unprivileged' && mode !== 'auto') {
     throw new UsageError('--mode', `must be privileged, unprivileged or auto, got ${JSON.stringify(mode)}`);
   }
+  const logCalls = values.get('--log-calls') ?? 'all';
+  if (logCalls !== 'all' && logCalls !== 'failed') {
+    throw new UsageError('--log-calls', `must be all or failed, got ${JSON.stringify(logCalls)}`);
+  }
   const control = values.get('--control');
   return {
     kind: 'run',
@@ -127,6 +137,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
       mode,
       registrationDir: values.get('--registration-dir'),
       strict: switches.has('--strict'),
+      logCalls,
     },
   };
 }

@@ -472,6 +472,24 @@ describe(`csi-loop driver (${MODE} mode)`, () => {
     expect(state).not.toContain(secret);
   });
 
+  it('logs only failed calls with --log-calls failed, and keeps every call in the call log', async () => {
+    const h = await start({ logCalls: 'failed' });
+    const vol = 'pvc-quiet';
+    await fs.mkdir(h.staging(vol), { recursive: true });
+    await h.publishController(vol);
+    await h.fault('NodeStageVolume', { code: 'INTERNAL', failNext: 1 });
+    expect((await codeOf(h.stage(vol))).code).toBe(INTERNAL);
+    await h.stage(vol);
+    const calls = h.logLines.filter((l) => l.includes('"msg":"csi call'));
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toContain('"msg":"csi call failed"');
+    expect(calls[0]).toContain('"method":"NodeStageVolume"');
+    const logged = (await control(h.port, 'GET', '/calls')).body as { method: string; code: string }[];
+    expect(logged.map((c) => `${c.method} ${c.code}`)).toEqual(expect.arrayContaining(['ControllerPublishVolume OK', 'NodeStageVolume INTERNAL', 'NodeStageVolume OK']));
+    await h.unstage(vol);
+    await h.unpublishController(vol);
+  });
+
   it('serves plugin registration next to the CSI socket and removes both sockets on close', async () => {
     const h = await start({ registration: true });
     const regSocket = h.driver.registrationSocketPath ?? '';

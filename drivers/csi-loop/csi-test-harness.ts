@@ -10,6 +10,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import pino from 'pino';
 import { afterEach, expect } from 'vitest';
+import type { LogCalls } from './args.ts';
 import { control, CsiTestClient } from './csi-test-client.ts';
 import { startCsiLoopDriver, type RunningDriver } from './driver.ts';
 import { loopDevicesOf, readMountPoints, run } from './host-tools.ts';
@@ -24,6 +25,8 @@ export interface HarnessOptions {
   registration?: boolean;
   /** Start the driver with `--strict`. */
   strict?: boolean;
+  /** Start the driver with `--log-calls`. */
+  logCalls?: LogCalls;
 }
 
 export const MOUNT_CAP = { mount: { fs_type: 'ext4', mount_flags: [] }, access_mode: { mode: 'SINGLE_NODE_WRITER' } };
@@ -84,6 +87,7 @@ export class Harness {
       controlPort: 0,
       ...(options.registration === true ? { registrationDir: path.join(dir, 'plugins_registry') } : {}),
       strict: options.strict ?? false,
+      ...(options.logCalls === undefined ? {} : { logCalls: options.logCalls }),
       logger: pino(sink),
     });
   }

@@ -15,6 +15,7 @@ import { CsiLoopService, VENDOR_VERSION } from './csi-service.ts';
 import { FaultRegistry } from './faults.ts';
 import { createCsiServer } from './grpc-server.ts';
 import { lstatOrNull } from './host-tools.ts';
+import type { LogCalls } from './args.ts';
 import { resolveMode, type RequestedMode } from './mode.ts';
 import { PrivilegedBackend } from './privileged-backend.ts';
 import { createRegistrationServer, registrationSocketPath, type RegistrationStatus } from './registration-server.ts';
@@ -39,6 +40,8 @@ export interface DriverOptions {
    * answers NOT_FOUND for an unknown volume or a node other than `nodeId` (what csi-sanity checks).
    */
   strict?: boolean;
+  /** `failed`: successful CSI calls get no log line (default `all`). */
+  logCalls?: LogCalls;
   /** Where the JSON log lines go (default: stderr). */
   logger?: Logger;
 }
@@ -80,7 +83,7 @@ export async function startCsiLoopDriver(options: DriverOptions): Promise<Runnin
   const socketPath = path.resolve(options.socketPath);
   let registration: RegistrationStatus | null = null;
 
-  const csiServer = createCsiServer({ service, store, faults, callLog, locks, logger, shutdown: shutdown.signal });
+  const csiServer = createCsiServer({ service, store, faults, callLog, locks, logger, logSuccessfulCalls: (options.logCalls ?? 'all') === 'all', shutdown: shutdown.signal });
   await bindUnix(csiServer, socketPath);
 
   let regServer: grpc.Server | undefined;
@@ -123,7 +126,7 @@ export async function startCsiLoopDriver(options: DriverOptions): Promise<Runnin
   }
 
   logger.info(
-    { mode, endpoint: `unix://${socketPath}`, stateDir, nodeId: options.nodeId, strict: options.strict ?? false, controlPort: control?.port, registrationSocket: regSocket },
+    { mode, endpoint: `unix://${socketPath}`, stateDir, nodeId: options.nodeId, strict: options.strict ?? false, logCalls: options.logCalls ?? 'all', controlPort: control?.port, registrationSocket: regSocket },
     'csi-loop driver started',
   );
 

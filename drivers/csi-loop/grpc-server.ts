@@ -54,6 +54,8 @@ export interface CallContext {
   callLog: CallLog;
   locks: VolumeLocks;
   logger: Logger;
+  /** Whether a successful call gets a log line (failed calls always do). */
+  logSuccessfulCalls: boolean;
   /** Aborted when the driver shuts down; ends hanging calls. */
   shutdown: AbortSignal;
 }
@@ -180,6 +182,7 @@ async function serveCall(
     ...optional('message', outcome.message),
     durationMs,
   });
+  if (outcome.code === Code.OK && !ctx.logSuccessfulCalls) return;
   const line = { seq, method, volumeId, code: codeName, durationMs, request: redactSecrets(request) };
   if (outcome.code === Code.OK) {
     ctx.logger.info(line, 'csi call');

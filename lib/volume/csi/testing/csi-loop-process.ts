@@ -89,6 +89,12 @@ export interface StartCsiLoopOptions {
    * {@link driverPrivileged} holds; `unprivileged` is always safe (the benchmark runs both).
    */
   mode?: 'privileged' | 'unprivileged';
+  /**
+   * `failed`: the driver logs only failed calls (`--log-calls failed`). For measurements: reading a
+   * log line per call costs this process CPU that is not the client's. {@link logLines} then holds
+   * failed calls only; the call log ({@link calls}) still has every call.
+   */
+  logCalls?: 'all' | 'failed';
 }
 
 export class CsiLoopProcess {
@@ -139,6 +145,7 @@ export class CsiLoopProcess {
       '--mode',
       opts.mode ?? driverMode,
       ...(opts.registrationDir === undefined ? [] : ['--registration-dir', opts.registrationDir]),
+      ...(opts.logCalls === undefined ? [] : ['--log-calls', opts.logCalls]),
     ];
     const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
     running.add(child);
