@@ -161,7 +161,8 @@ function observe(h: Harness, plugins: readonly FakeVolumePlugin[]): Omit<Observe
       durationBeforeRetry: formatGoDuration(o.durationBeforeRetry),
       lastError: o.lastError ?? '',
     }))
-    .sort(byKeys((o) => o.volume, (o) => o.pod, (o) => o.name));
+    // The oracle's full tie-break: every field, pending false before true.
+    .sort(byKeys((o) => o.volume, (o) => o.pod, (o) => o.name, (o) => String(o.pending), (o) => o.durationBeforeRetry, (o) => o.lastError));
   const counts: Counts = { attach: 0, waitForAttach: 0, mountDevice: 0, setUp: 0, tearDown: 0, unmountDevice: 0, detach: 0 };
   for (const p of plugins) for (const k of Object.keys(counts) as (keyof Counts)[]) counts[k] += p.counts[k];
   return { volumes, desired, operations, counts };

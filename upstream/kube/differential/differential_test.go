@@ -238,7 +238,7 @@ func play(t *testing.T, tr Trace) {
 			return spec.Volume != nil && spec.Volume.GCEPersistentDisk != nil && spec.Volume.GCEPersistentDisk.PDName == disk
 		}
 		fakePlugins = append(fakePlugins, p)
-		plugins = append(plugins, p)
+		plugins = append(plugins, diskPlugin{p})
 	}
 	rootDir := t.TempDir()
 	host := volumetesting.NewFakeKubeletVolumeHost(t, rootDir, nil, plugins)
@@ -426,7 +426,7 @@ func pendingOperations(oex operationexecutor.OperationExecutor) []Operation {
 			LastError:           lastError,
 		})
 	}
-	sort.Slice(res, func(i, j int) bool {
+	sort.SliceStable(res, func(i, j int) bool {
 		a, b := res[i], res[j]
 		if a.Volume != b.Volume {
 			return a.Volume < b.Volume
@@ -434,7 +434,18 @@ func pendingOperations(oex operationexecutor.OperationExecutor) []Operation {
 		if a.Pod != b.Pod {
 			return a.Pod < b.Pod
 		}
-		return a.Name < b.Name
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		// A full tie-break (the engine sorts by the same keys): entries equal in every field
+		// are indistinguishable, so both sides emit one order.
+		if a.Pending != b.Pending {
+			return !a.Pending
+		}
+		if a.DurationBeforeRetry != b.DurationBeforeRetry {
+			return a.DurationBeforeRetry < b.DurationBeforeRetry
+		}
+		return a.LastError < b.LastError
 	})
 	return res
 }
