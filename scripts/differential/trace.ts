@@ -23,7 +23,12 @@ export type Step =
    * The kubelet restarts: new worlds and reconciler over the pods dir the previous run left;
    * `removed` pods were deleted while it was down.
    */
-  | { op: 'restart'; removed?: string[] };
+  | { op: 'restart'; removed?: string[] }
+  /**
+   * The plugin outcome of the next `call` on `disk`'s plugin: passed through, a final error, an
+   * uncertain progress error, or a call that blocks until the kubelet stops or the trace ends.
+   */
+  | { op: 'outcome'; disk: string; call: 'attach' | 'mountDevice' | 'setUp' | 'volumesAreAttached'; outcome: 'success' | 'final' | 'uncertain' | 'hang' };
 
 export interface Trace {
   name?: string;
