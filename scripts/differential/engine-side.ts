@@ -14,7 +14,7 @@ import { FakeVolumePlugin } from '../../lib/volume/testing/fake-volume-plugin.ts
 import { formatGoDuration } from '../../lib/volume/util/go-format.ts';
 import { uniquePodName, uniqueVolumeName, type PodUID } from '../../lib/volume/types.ts';
 import { Harness, testNodeName } from '../../lib/volumemanager/testing/harness.ts';
-import { disksOf, loopSleepMs, phaseMs, settleMs, uniqueNameOf, type Counts, type ObservedState, type Step, type Trace } from './trace.ts';
+import { desiredOrder, disksOf, loopSleepMs, operationOrder, phaseMs, settleMs, uniqueNameOf, volumeOrder, type Counts, type ObservedState, type Step, type Trace } from './trace.ts';
 
 /** A call an outcome step acts on (docs/differential.md). */
 export type OutcomeCall = Extract<Step, { op: 'outcome' }>['call'];
@@ -93,7 +93,11 @@ class DiskFakeVolumePlugin extends FakeVolumePlugin {
       attach: (spec, node) => this.outcomes.take(this.disk, 'attach', () => attacher.attach(spec, node)),
       mountDevice: (spec, devicePath, deviceMountPath, args) =>
         this.outcomes.take(this.disk, 'mountDevice', () => attacher.mountDevice(spec, devicePath, deviceMountPath, args)),
-      volumesAreAttached: (specs, node) => this.outcomes.take(this.disk, 'volumesAreAttached', () => attacher.volumesAreAttached(specs, node)),
+      // Upstream's FakeVolume.VolumesAreAttached reports nothing (a nil map): no volume is found
+      // detached. The engine's fake answers from its attach records, which a controller attach
+      // never fills; the call is counted as it would be.
+      volumesAreAttached: (specs, node) =>
+        this.outcomes.take(this.disk, 'volumesAreAttached', () => attacher.volumesAreAttached(specs, node).then(() => new Map<Spec, boolean>())),
     };
   }
 
@@ -197,17 +201,12 @@ async function apply(h: Harness, pods: Map<string, Pod>, step: Exclude<Step, { o
     case 'nodeStatus':
       h.kube.setVolumesAttached(step.attached.map((disk) => ({ name: uniqueNameOf(disk), devicePath: 'fake/path' })));
       return;
+    case 'verifyAttachments':
+      // Started, not awaited: the oracle's VerifyVolumesAreAttached runs in the background too.
+      h.vm.verifyAttachedVolumes().catch(() => undefined);
+      return;
   }
 }
-
-const byKeys = <T>(...keys: ((x: T) => string)[]) => (a: T, b: T): number => {
-  for (const k of keys) {
-    const ka = k(a);
-    const kb = k(b);
-    if (ka !== kb) return ka < kb ? -1 : 1;
-  }
-  return 0;
-};
 
 function observe(h: Harness, plugins: readonly FakeVolumePlugin[]): Omit<ObservedState, 'step'> {
   const pods = new Map<string, Record<string, string>>();
@@ -219,11 +218,11 @@ function observe(h: Harness, plugins: readonly FakeVolumePlugin[]): Omit<Observe
   const volumes = h.asw
     .getAttachedVolumes()
     .map((av) => ({ volume: av.volumeName, attachable: av.pluginIsAttachable, device: av.deviceMountState, pods: pods.get(av.volumeName) ?? {} }))
-    .sort(byKeys((v) => v.volume));
+    .sort(volumeOrder);
   const desired = h.dsw
     .getVolumesToMount()
     .map((v) => ({ volume: v.volumeName, pod: v.podName, reportedInUse: v.reportedInUse }))
-    .sort(byKeys((d) => d.volume, (d) => d.pod));
+    .sort(desiredOrder);
   const operations = h.pendingOperations
     .list()
     .map((o) => ({
@@ -234,8 +233,7 @@ function observe(h: Harness, plugins: readonly FakeVolumePlugin[]): Omit<Observe
       durationBeforeRetry: formatGoDuration(o.durationBeforeRetry),
       lastError: o.lastError ?? '',
     }))
-    // The oracle's full tie-break: every field, pending false before true.
-    .sort(byKeys((o) => o.volume, (o) => o.pod, (o) => o.name, (o) => String(o.pending), (o) => o.durationBeforeRetry, (o) => o.lastError));
+    .sort(operationOrder);
   const counts: Counts = { attach: 0, waitForAttach: 0, mountDevice: 0, setUp: 0, tearDown: 0, unmountDevice: 0, detach: 0 };
   for (const p of plugins) for (const k of Object.keys(counts) as (keyof Counts)[]) counts[k] += p.counts[k];
   return { volumes, desired, operations, counts };

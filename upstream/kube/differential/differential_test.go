@@ -351,6 +351,15 @@ func (w *world) apply(logger klog.Logger, s Step) error {
 		w.node.set(s.Attached)
 	case "outcome":
 		w.outcomes.set(s.Disk, s.Call, s.Outcome)
+	case "verifyAttachments":
+		// The attach verification of the attach/detach controller's reconciler sync
+		// (VerifyVolumesAreAttached), over the kubelet's actual state: upstream runs it in the
+		// controller only; the engine runs it on the kubelet side (docs/engine.md).
+		avs := []operationexecutor.AttachedVolume{}
+		for _, av := range w.asw.GetAttachedVolumes() {
+			avs = append(avs, av.AttachedVolume)
+		}
+		w.oex.VerifyVolumesAreAttached(map[k8stypes.NodeName][]operationexecutor.AttachedVolume{nodeName: avs}, w.asw)
 	case "restart":
 		// The kubelet stops (running operations finish: the fake plugin's calls take no
 		// time) and starts again on the same pods dir and plugins, on the pass grid.
