@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { compareRuns, firstDifference } from './compare.ts';
 import { playOnEngine } from './engine-side.ts';
 import { generateTraces, validSteps } from './generate.ts';
-import type { ObservedState, Step } from './trace.ts';
+import type { ObservedState, OperationState, Step } from './trace.ts';
 
 const vol = (name: string, disk: string): { name: string; disk: string } => ({ name, disk });
 
@@ -53,6 +53,24 @@ describe('comparison', () => {
     expect(compareRuns([state(1), state(1)], [state(1)], new Map())?.difference).toBe('step 1 missing on the engine side');
     expect(compareRuns([state(1)], [state(1)], new Map())).toBeNull();
   });
+
+  it('lets verify-operation-entry hide only the attach verification entry and counts the step', () => {
+    const op = (volume: string, name: string, pending: boolean, lastError: string): OperationState => ({
+      volume,
+      pod: '',
+      name,
+      pending,
+      durationBeforeRetry: lastError === '' ? '0s' : '500ms',
+      lastError,
+    });
+    const mount = op('fake-plugin-d1/d1', 'volume_mount', false, 'x');
+    const oracle = { ...state(1), operations: [op('', 'verify_volumes_are_attached_per_node', true, ''), mount] };
+    const engine = { ...state(1), operations: [mount, op('verify_volumes_are_attached/mynodename', 'verify_volumes_are_attached_per_node', true, 'failed')] };
+    const skipped = new Map<string, number>();
+    expect(compareRuns([oracle, state(1)], [engine, { ...state(1), operations: [op('verify_volumes_are_attached/mynodename', 'verify_volumes_are_attached_per_node', false, 'failed')] }], skipped)).toBeNull();
+    expect(skipped.get('verify-operation-entry')).toBe(2);
+    expect(compareRuns([oracle], [{ ...engine, operations: [op('fake-plugin-d1/d1', 'volume_mount', false, 'y'), engine.operations[1] as OperationState] }], new Map())?.step).toBe(0);
+  });
 });
 
 describe('engine side', () => {
@@ -89,5 +107,27 @@ describe('engine side', () => {
     expect(states[0]?.volumes[0]?.pods).toEqual({ p1uid: 'VolumeMounted' });
     expect(states[1]?.volumes).toEqual([]);
     expect(states[1]?.counts.tearDown).toBe(1);
+  });
+
+  it('fails, marks uncertain and hangs the next call an outcome step names, then passes calls through', async () => {
+    const states = await playOnEngine({
+      steps: [
+        { op: 'outcome', disk: 'd1', call: 'attach', outcome: 'final' },
+        { op: 'outcome', disk: 'd2', call: 'setUp', outcome: 'uncertain' },
+        { op: 'outcome', disk: 'd3', call: 'mountDevice', outcome: 'hang' },
+        { op: 'addPod', pod: 'p1', volumes: [vol('vol', 'd1'), vol('vol', 'd2'), vol('vol', 'd3')] },
+        { op: 'advance', ms: 700 },
+      ],
+    });
+    const at3 = states[3];
+    expect(at3?.operations.map((o) => [o.volume, o.pending, o.lastError.replace(/.* : /, '')])).toEqual([
+      ['fake-plugin-d1/d1', false, 'fake attach final error'],
+      ['fake-plugin-d2/d2', false, 'fake setUp uncertain error'],
+      ['fake-plugin-d3/d3', true, ''],
+    ]);
+    expect(at3?.volumes.find((v) => v.volume === 'fake-plugin-d2/d2')?.pods).toEqual({ p1uid: 'VolumeMountUncertain' });
+    // Intercepted calls are not counted: d1's retried attach and d2's retried SetUp pass through.
+    expect(states[4]?.counts).toMatchObject({ attach: 3, setUp: 2, mountDevice: 2 });
+    expect(states[4]?.operations.map((o) => o.volume)).toEqual(['fake-plugin-d3/d3']);
   });
 });

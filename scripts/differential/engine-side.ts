@@ -6,29 +6,103 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Mounter, Unmounter } from '../../lib/volume/plugins.ts';
+import type { Attacher, DeviceMounter, Mounter, Unmounter } from '../../lib/volume/plugins.ts';
+import { UncertainProgressError } from '../../lib/volume/errors.ts';
 import { specFromVolume, type Spec } from '../../lib/volume/spec.ts';
 import type { Pod } from '../../lib/volume/k8s-types.ts';
 import { FakeVolumePlugin } from '../../lib/volume/testing/fake-volume-plugin.ts';
 import { formatGoDuration } from '../../lib/volume/util/go-format.ts';
 import { uniquePodName, uniqueVolumeName, type PodUID } from '../../lib/volume/types.ts';
 import { Harness, testNodeName } from '../../lib/volumemanager/testing/harness.ts';
-import { disksOf, loopSleepMs, phaseMs, settleMs, uniqueNameOf, type Counts, type ObservedState, type Step, type Trace } from './trace.ts';
+import { desiredOrder, disksOf, loopSleepMs, operationOrder, phaseMs, settleMs, uniqueNameOf, volumeOrder, type Counts, type ObservedState, type Step, type Trace } from './trace.ts';
+
+/** A call an outcome step acts on (docs/differential.md). */
+export type OutcomeCall = Extract<Step, { op: 'outcome' }>['call'];
+
+/**
+ * The outcome steps' outcomes of the next call of an operation on a disk, as the oracle's
+ * `outcomes` (upstream/kube/differential/fake_disk_test.go): "final" fails it, "uncertain" fails
+ * it with an uncertain progress error, "hang" blocks it until the kubelet stops or the trace
+ * ends, "success" (or none) passes it through. An intercepted call is not in the call counts.
+ */
+export class Outcomes {
+  private readonly next = new Map<string, Extract<Step, { op: 'outcome' }>['outcome']>();
+  private hung: (() => void)[] = [];
+
+  set(disk: string, call: OutcomeCall, outcome: Extract<Step, { op: 'outcome' }>['outcome']): void {
+    this.next.set(`${disk}|${call}`, outcome);
+  }
+
+  /** Every hung call returns (with a final error). */
+  releaseHung(): void {
+    for (const release of this.hung.splice(0)) release();
+  }
+
+  /** Runs `call` unless the disk's next outcome of `name` replaces it. */
+  take<T>(disk: string, name: OutcomeCall, call: () => Promise<T>): Promise<T> {
+    const outcome = this.next.get(`${disk}|${name}`);
+    this.next.delete(`${disk}|${name}`);
+    switch (outcome) {
+      case 'final':
+        return Promise.reject(new Error(`fake ${name} final error`));
+      case 'uncertain':
+        return Promise.reject(new UncertainProgressError(`fake ${name} uncertain error`));
+      case 'hang':
+        return new Promise<T>((_, reject) => {
+          this.hung.push(() => {
+            reject(new Error(`fake ${name} released`));
+          });
+        });
+      default:
+        return call();
+    }
+  }
+}
 
 /**
  * The fake plugin with upstream's fake disk: a successful SetUp creates the pod volume directory
  * and TearDown removes it (pkg/volume/testing FakeVolume SetUpAt / TearDownAt), so a restart
- * reconstructs from what the previous run left, as the oracle's does.
+ * reconstructs from what the previous run left, as the oracle's does. Its SetUp, Attach,
+ * MountDevice and VolumesAreAttached take the outcome steps' outcomes first.
  */
 class DiskFakeVolumePlugin extends FakeVolumePlugin {
+  constructor(
+    private readonly disk: string,
+    private readonly outcomes: Outcomes,
+  ) {
+    super({ name: `fake-plugin-${disk}`, canSupport: (spec) => spec.volume?.gcePersistentDisk?.pdName === disk });
+  }
+
   override newMounter(spec: Spec, pod: Pod): Mounter {
     const mounter = super.newMounter(spec, pod);
-    return { ...mounter, setUp: (args) => mounter.setUp(args).then(() => void mkdirSync(mounter.getPath(), { recursive: true })) };
+    return {
+      ...mounter,
+      setUp: (args) => this.outcomes.take(this.disk, 'setUp', () => mounter.setUp(args)).then(() => void mkdirSync(mounter.getPath(), { recursive: true })),
+    };
   }
 
   override newUnmounter(name: string, podUID: PodUID): Unmounter {
     const unmounter = super.newUnmounter(name, podUID);
     return { ...unmounter, tearDown: () => unmounter.tearDown().then(() => { rmSync(unmounter.getPath(), { recursive: true, force: true }); }) };
+  }
+
+  override newAttacher(): Attacher {
+    const attacher = super.newAttacher();
+    return {
+      ...attacher,
+      attach: (spec, node) => this.outcomes.take(this.disk, 'attach', () => attacher.attach(spec, node)),
+      mountDevice: (spec, devicePath, deviceMountPath, args) =>
+        this.outcomes.take(this.disk, 'mountDevice', () => attacher.mountDevice(spec, devicePath, deviceMountPath, args)),
+      // Upstream's FakeVolume.VolumesAreAttached reports nothing (a nil map): no volume is found
+      // detached. The engine's fake answers from its attach records, which a controller attach
+      // never fills; the call is counted as it would be.
+      volumesAreAttached: (specs, node) =>
+        this.outcomes.take(this.disk, 'volumesAreAttached', () => attacher.volumesAreAttached(specs, node).then(() => new Map<Spec, boolean>())),
+    };
+  }
+
+  override newDeviceMounter(): DeviceMounter {
+    return this.newAttacher();
   }
 }
 
@@ -63,9 +137,8 @@ function addToDesired(h: Harness, pod: Pod): void {
 }
 
 export async function playOnEngine(trace: Trace): Promise<ObservedState[]> {
-  const plugins = disksOf(trace).map(
-    (disk) => new DiskFakeVolumePlugin({ name: `fake-plugin-${disk}`, canSupport: (spec) => spec.volume?.gcePersistentDisk?.pdName === disk }),
-  );
+  const outcomes = new Outcomes();
+  const plugins = disksOf(trace).map((disk) => new DiskFakeVolumePlugin(disk, outcomes));
   const rootDir = mkdtempSync(join(tmpdir(), 'vs-differential-'));
   const pods = new Map<string, Pod>();
   const states: ObservedState[] = [];
@@ -76,26 +149,30 @@ export async function playOnEngine(trace: Trace): Promise<ObservedState[]> {
     for (const [i, step] of trace.steps.entries()) {
       if (step.op === 'restart') {
         // The kubelet stops (running operations finish: the fake calls take no time) and starts
-        // again on the same root dir and plugins, on the pass grid (as the oracle does).
+        // again on the same root dir and plugins, on the pass grid (as the oracle does). A hung
+        // call returns: the process it hung in is gone.
+        outcomes.releaseHung();
         await h.close();
         for (const p of step.removed ?? []) pods.delete(p);
         h = startRun(trace, rootDir, plugins, pods, node.attached);
         await h.clock.advance(phaseMs);
       } else {
         if (step.op === 'nodeStatus') node.attached = step.attached;
-        await apply(h, pods, step);
+        if (step.op === 'outcome') outcomes.set(step.disk, step.call, step.outcome);
+        else await apply(h, pods, step);
       }
       await h.clock.advance(settleMs);
       states.push({ ...observe(h, plugins), step: i });
     }
   } finally {
+    outcomes.releaseHung();
     await h.close();
     rmSync(rootDir, { recursive: true, force: true });
   }
   return states;
 }
 
-async function apply(h: Harness, pods: Map<string, Pod>, step: Exclude<Step, { op: 'restart' }>): Promise<void> {
+async function apply(h: Harness, pods: Map<string, Pod>, step: Exclude<Step, { op: 'restart' | 'outcome' }>): Promise<void> {
   switch (step.op) {
     case 'addPod': {
       const pod: Pod = {
@@ -124,17 +201,12 @@ async function apply(h: Harness, pods: Map<string, Pod>, step: Exclude<Step, { o
     case 'nodeStatus':
       h.kube.setVolumesAttached(step.attached.map((disk) => ({ name: uniqueNameOf(disk), devicePath: 'fake/path' })));
       return;
+    case 'verifyAttachments':
+      // Started, not awaited: the oracle's VerifyVolumesAreAttached runs in the background too.
+      h.vm.verifyAttachedVolumes().catch(() => undefined);
+      return;
   }
 }
-
-const byKeys = <T>(...keys: ((x: T) => string)[]) => (a: T, b: T): number => {
-  for (const k of keys) {
-    const ka = k(a);
-    const kb = k(b);
-    if (ka !== kb) return ka < kb ? -1 : 1;
-  }
-  return 0;
-};
 
 function observe(h: Harness, plugins: readonly FakeVolumePlugin[]): Omit<ObservedState, 'step'> {
   const pods = new Map<string, Record<string, string>>();
@@ -146,11 +218,11 @@ function observe(h: Harness, plugins: readonly FakeVolumePlugin[]): Omit<Observe
   const volumes = h.asw
     .getAttachedVolumes()
     .map((av) => ({ volume: av.volumeName, attachable: av.pluginIsAttachable, device: av.deviceMountState, pods: pods.get(av.volumeName) ?? {} }))
-    .sort(byKeys((v) => v.volume));
+    .sort(volumeOrder);
   const desired = h.dsw
     .getVolumesToMount()
     .map((v) => ({ volume: v.volumeName, pod: v.podName, reportedInUse: v.reportedInUse }))
-    .sort(byKeys((d) => d.volume, (d) => d.pod));
+    .sort(desiredOrder);
   const operations = h.pendingOperations
     .list()
     .map((o) => ({
@@ -161,7 +233,7 @@ function observe(h: Harness, plugins: readonly FakeVolumePlugin[]): Omit<Observe
       durationBeforeRetry: formatGoDuration(o.durationBeforeRetry),
       lastError: o.lastError ?? '',
     }))
-    .sort(byKeys((o) => o.volume, (o) => o.pod, (o) => o.name));
+    .sort(operationOrder);
   const counts: Counts = { attach: 0, waitForAttach: 0, mountDevice: 0, setUp: 0, tearDown: 0, unmountDevice: 0, detach: 0 };
   for (const p of plugins) for (const k of Object.keys(counts) as (keyof Counts)[]) counts[k] += p.counts[k];
   return { volumes, desired, operations, counts };

@@ -1,7 +1,8 @@
 /**
  * Random traces (fast-check): a few pods over a few disks, with plain and magic pod volume names
- * (the fake plugin's outcomes), removals, time advances and in-use reports. Steps that would add
- * a pod twice or remove an absent one are dropped, so every generated trace is valid.
+ * (the fake plugin's outcomes), per-call plugin outcomes (outcome steps), attach verifications,
+ * removals, time advances and in-use reports. Steps that would add a pod twice or remove an absent one are dropped, so
+ * every generated trace is valid.
  */
 import fc from 'fast-check';
 import { uniqueNameOf, type Step, type Trace } from './trace.ts';
@@ -46,6 +47,16 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('nodeStatus' as const), attached: fc.subarray([...disks]) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('restart' as const), removed: fc.subarray([...pods]) }) },
+  { weight: 1, arbitrary: fc.constant({ op: 'verifyAttachments' as const }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('outcome' as const),
+      disk: fc.constantFrom(...disks),
+      call: fc.constantFrom('attach' as const, 'mountDevice' as const, 'setUp' as const, 'volumesAreAttached' as const),
+      outcome: fc.constantFrom('success' as const, 'final' as const, 'uncertain' as const, 'hang' as const),
+    }),
+  },
 );
 
 /**

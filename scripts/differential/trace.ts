@@ -23,7 +23,14 @@ export type Step =
    * The kubelet restarts: new worlds and reconciler over the pods dir the previous run left;
    * `removed` pods were deleted while it was down.
    */
-  | { op: 'restart'; removed?: string[] };
+  | { op: 'restart'; removed?: string[] }
+  /**
+   * The plugin outcome of the next `call` on `disk`'s plugin: passed through, a final error, an
+   * uncertain progress error, or a call that blocks until the kubelet stops or the trace ends.
+   */
+  /** One attach verification (VerifyVolumesAreAttached over the actual state's volumes). */
+  | { op: 'verifyAttachments' }
+  | { op: 'outcome'; disk: string; call: 'attach' | 'mountDevice' | 'setUp' | 'volumesAreAttached'; outcome: 'success' | 'final' | 'uncertain' | 'hang' };
 
 export interface Trace {
   name?: string;
@@ -84,3 +91,24 @@ export const loopSleepMs = 100;
 export const settleMs = 300;
 /** Steps happen this long after a pass (both sides' passes run at multiples of the period). */
 export const phaseMs = 50;
+
+const byKeys = <T>(...keys: ((x: T) => string)[]) => (a: T, b: T): number => {
+  for (const k of keys) {
+    const ka = k(a);
+    const kb = k(b);
+    if (ka !== kb) return ka < kb ? -1 : 1;
+  }
+  return 0;
+};
+
+export const volumeOrder = byKeys<VolumeState>((v) => v.volume);
+export const desiredOrder = byKeys<DesiredPair>((d) => d.volume, (d) => d.pod);
+/** The oracle's order of the operations table: every field, a full tie-break (false before true). */
+export const operationOrder = byKeys<OperationState>(
+  (o) => o.volume,
+  (o) => o.pod,
+  (o) => o.name,
+  (o) => String(o.pending),
+  (o) => o.durationBeforeRetry,
+  (o) => o.lastError,
+);

@@ -86,6 +86,10 @@ type Step struct {
 	Removed []string `json:"removed,omitempty"`
 	// Attached: the disks node.status.volumesAttached lists (nodeStatus steps).
 	Attached []string `json:"attached,omitempty"`
+	// Disk, Call, Outcome: the plugin outcome of the next Call on Disk (outcome steps).
+	Disk    string `json:"disk,omitempty"`
+	Call    string `json:"call,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // VolumeRef is a pod volume: an inline GCE PD served by the fake plugin. Name is the pod
@@ -223,6 +227,7 @@ type world struct {
 	oex              operationexecutor.OperationExecutor
 	pods             map[string]*v1.Pod
 	stop             chan struct{}
+	outcomes         *outcomes
 }
 
 func play(t *testing.T, tr Trace) {
@@ -231,6 +236,7 @@ func play(t *testing.T, tr Trace) {
 	// whose VolName each NewMounter overwrites, so its magic names act reliably only when a
 	// plugin serves one volume (whose operations the table serialises).
 	fakePlugins := []*volumetesting.FakeVolumePlugin{}
+	outcomes := newOutcomes()
 	plugins := []volume.VolumePlugin{}
 	for _, disk := range disks(tr) {
 		p := &volumetesting.FakeVolumePlugin{PluginName: "fake-plugin-" + disk}
@@ -238,7 +244,7 @@ func play(t *testing.T, tr Trace) {
 			return spec.Volume != nil && spec.Volume.GCEPersistentDisk != nil && spec.Volume.GCEPersistentDisk.PDName == disk
 		}
 		fakePlugins = append(fakePlugins, p)
-		plugins = append(plugins, p)
+		plugins = append(plugins, diskPlugin{FakeVolumePlugin: p, disk: disk, o: outcomes})
 	}
 	rootDir := t.TempDir()
 	host := volumetesting.NewFakeKubeletVolumeHost(t, rootDir, nil, plugins)
@@ -249,6 +255,7 @@ func play(t *testing.T, tr Trace) {
 	w := &world{
 		node: node, plugins: fakePlugins, pluginMgr: host.GetPluginMgr(), kubeClient: newClient(node),
 		controllerAttach: tr.ControllerAttach, podsDir: filepath.Join(rootDir, "pods"), pods: map[string]*v1.Pod{},
+		outcomes: outcomes,
 	}
 	w.start(logger)
 	time.Sleep(phase)
@@ -264,8 +271,9 @@ func play(t *testing.T, tr Trace) {
 		emit(st)
 	}
 	// The bubble ends once every goroutine has exited: the reconciler loop on stop, running
-	// operations when they finish.
+	// operations when they finish, hung calls once released.
 	close(w.stop)
+	w.outcomes.releaseHung()
 }
 
 // start makes new worlds, operation executor and reconciler (a kubelet start), puts the present
@@ -341,10 +349,23 @@ func (w *world) apply(logger klog.Logger, s Step) error {
 		w.dsw.MarkVolumesReportedInUse(names)
 	case "nodeStatus":
 		w.node.set(s.Attached)
+	case "outcome":
+		w.outcomes.set(s.Disk, s.Call, s.Outcome)
+	case "verifyAttachments":
+		// The attach verification of the attach/detach controller's reconciler sync
+		// (VerifyVolumesAreAttached), over the kubelet's actual state: upstream runs it in the
+		// controller only; the engine runs it on the kubelet side (docs/engine.md).
+		avs := []operationexecutor.AttachedVolume{}
+		for _, av := range w.asw.GetAttachedVolumes() {
+			avs = append(avs, av.AttachedVolume)
+		}
+		w.oex.VerifyVolumesAreAttached(map[k8stypes.NodeName][]operationexecutor.AttachedVolume{nodeName: avs}, w.asw)
 	case "restart":
 		// The kubelet stops (running operations finish: the fake plugin's calls take no
 		// time) and starts again on the same pods dir and plugins, on the pass grid.
+		// A hung call returns: the process it hung in is gone.
 		close(w.stop)
+		w.outcomes.releaseHung()
 		synctest.Wait()
 		time.Sleep(loopSleep - phase)
 		for _, p := range s.Removed {
@@ -426,7 +447,7 @@ func pendingOperations(oex operationexecutor.OperationExecutor) []Operation {
 			LastError:           lastError,
 		})
 	}
-	sort.Slice(res, func(i, j int) bool {
+	sort.SliceStable(res, func(i, j int) bool {
 		a, b := res[i], res[j]
 		if a.Volume != b.Volume {
 			return a.Volume < b.Volume
@@ -434,7 +455,18 @@ func pendingOperations(oex operationexecutor.OperationExecutor) []Operation {
 		if a.Pod != b.Pod {
 			return a.Pod < b.Pod
 		}
-		return a.Name < b.Name
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		// A full tie-break (the engine sorts by the same keys): entries equal in every field
+		// are indistinguishable, so both sides emit one order.
+		if a.Pending != b.Pending {
+			return !a.Pending
+		}
+		if a.DurationBeforeRetry != b.DurationBeforeRetry {
+			return a.DurationBeforeRetry < b.DurationBeforeRetry
+		}
+		return a.LastError < b.LastError
 	})
 	return res
 }
