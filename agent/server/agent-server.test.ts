@@ -6,6 +6,7 @@ import { HealthResponseSchema, ResyncResponseSchema } from '../../lib/api/action
 import { ApiErrorBodySchema } from '../../lib/api/api-error.ts';
 import { MAX_REQUEST_BODY_BYTES } from '../../lib/api/request-body.ts';
 import { parseSnapshot, safeParseSnapshot } from '../../lib/api/compact-snapshot.ts';
+import { SnapshotSchema } from '../../lib/api/snapshot.ts';
 import { STATIC_TOKEN_CALLER, staticTokenAuthenticator } from './authenticator.ts';
 import { mountPod1, startServer, TEST_TOKEN, type ServerFixture } from './testing/server-fixture.ts';
 
@@ -58,6 +59,23 @@ describe('agent server HTTP', () => {
       expect(res.status).toBe(200);
       expect(safeParseSnapshot(res.json).success).toBe(true);
       expect(after.audit.map((a) => [a.caller, a.action, a.result])).toEqual([['test-client', 'resync', 'succeeded']]);
+    });
+  });
+
+  describe('snapshot encoding', () => {
+    it('serves compact/v2 by default, the full form with ?encoding=full (same state), and 400 naming encoding for other values', async () => {
+      const { client } = await start();
+
+      const compact = await client.get('/api/v1/snapshot');
+      const full = await client.get('/api/v1/snapshot?encoding=full');
+      const bad = await client.get('/api/v1/snapshot?encoding=xml');
+      const badStream = await client.get('/api/v1/events?encoding=xml');
+
+      expect(compact.json).toMatchObject({ encoding: 'compact/v2' });
+      expect(full.json).not.toHaveProperty('encoding');
+      expect(parseSnapshot(compact.json)).toStrictEqual(SnapshotSchema.parse(full.json));
+      expect([bad.status, badStream.status]).toEqual([400, 400]);
+      expect(JSON.stringify(bad.json)).toContain('encoding');
     });
   });
 
