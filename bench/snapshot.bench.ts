@@ -10,8 +10,8 @@
  *
  * Figures: raw bytes of the compact (default) and full (`?encoding=full`) forms and their gzip
  * bytes (level 1, as the agent compresses); `encodeAfterChangeMs`: one pod and one volume
- * replaced by changed copies, then `CompactSnapshotEncoder.encode` + `JSON.stringify` with the
- * encoder warm (the agent's case: unchanged items are the same objects between builds);
+ * replaced by changed copies, then `CompactSnapshotEncoder.encodeJson` (what the agent serves) with
+ * the encoder warm (the agent's case: unchanged items are the same objects between builds);
  * `decodeMs`: `JSON.parse` + `parseSnapshot` of the compact text (what the dashboard does), and
  * of the full text for comparison. With `--agent` also `rebuildEncodeAfterChangeMs`: an audited
  * action (`POST /api/v1/resync`, a change the agent publishes) followed at once by
@@ -55,7 +55,7 @@ function time(run: () => unknown): number {
 /** Encode-after-change timings: each round replaces one pod and one volume by changed copies. */
 function encodeAfterChange(snapshot: Snapshot): number[] {
   const encoder = new CompactSnapshotEncoder();
-  JSON.stringify(encoder.encode(snapshot));
+  encoder.encodeJson(snapshot);
   let current = snapshot;
   const times: number[] = [];
   for (let i = 0; i < CHANGES; i++) {
@@ -69,7 +69,7 @@ function encodeAfterChange(snapshot: Snapshot): number[] {
     if (volume !== undefined) volumes[v] = { ...volume, devicePath: `/dev/bench-${i}` };
     current = { ...current, seq: current.seq + 1, desired: { pods }, actual: { volumes } };
     const next = current;
-    times.push(time(() => JSON.stringify(encoder.encode(next))));
+    times.push(time(() => encoder.encodeJson(next)));
   }
   return times;
 }
@@ -85,7 +85,7 @@ function sizesAndDecode(compactText: string, fullText: string) {
 
 function inMemory() {
   const snapshot = largeSnapshot(VOLUMES);
-  const compactText = JSON.stringify(new CompactSnapshotEncoder().encode(snapshot));
+  const compactText = new CompactSnapshotEncoder().encodeJson(snapshot);
   return { source: `largeSnapshot(${VOLUMES})`, volumes: snapshot.actual.volumes.length, ...sizesAndDecode(compactText, JSON.stringify(snapshot)), encodeAfterChangeMs: stats(encodeAfterChange(snapshot)) };
 }
 

@@ -197,7 +197,7 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
       handle: (req, res) => {
         // The cached build; a rebuild only when one is due anyway (readers cannot force rebuilds).
         const encoding = snapshotEncodingOf(req.url);
-        if (encoding === null) return Promise.resolve(errorAnswer('bad-request', BAD_ENCODING_MESSAGE));
+        if (encoding === null) return Promise.resolve(errorAnswer('bad-request', BAD_ENCODING_MESSAGE, { field: 'encoding' }));
         liveFeed.publishIfDue();
         const text = liveFeed.snapshotJson(encoding);
         if (acceptsGzip(req.headers['accept-encoding'])) {
@@ -219,7 +219,7 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
         const refusal = streams.refusal(who.caller);
         if (refusal !== null) return Promise.resolve(errorAnswer('not-ready', refusal, { headers: { 'Retry-After': String(EVENT_STREAM_RETRY_AFTER_SECONDS) } }));
         const encoding = snapshotEncodingOf(req.url);
-        if (encoding === null) return Promise.resolve(errorAnswer('bad-request', BAD_ENCODING_MESSAGE));
+        if (encoding === null) return Promise.resolve(errorAnswer('bad-request', BAD_ENCODING_MESSAGE, { field: 'encoding' }));
         streams.open(req, res, who.caller, encoding);
         return Promise.resolve(null);
       },

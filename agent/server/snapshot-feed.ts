@@ -174,7 +174,7 @@ export class SnapshotFeed {
     const { snapshot } = this.built;
     let encoded = this.encoded.get(encoding);
     if (encoded?.seq !== snapshot.seq) {
-      const json = JSON.stringify(encoding === 'full' ? snapshot : this.compactEncoder.encode(snapshot));
+      const json = encoding === 'full' ? JSON.stringify(snapshot) : this.compactEncoder.encodeJson(snapshot);
       encoded = { seq: snapshot.seq, json, event: null };
       this.encoded.set(encoding, encoded);
     }

@@ -9,6 +9,8 @@ describe('compact snapshot encoding', () => {
     fc.assert(
       fc.property(fc.oneof(snapshotArb, kubeletSnapshotArb), (s) => {
         expect(parseSnapshot(JSON.parse(JSON.stringify(encodeCompactSnapshot(s))))).toStrictEqual(s);
+        const encoder = new CompactSnapshotEncoder();
+        expect(JSON.parse(encoder.encodeJson(s))).toStrictEqual(JSON.parse(JSON.stringify(encoder.encode(s))));
       }),
       { numRuns: 500 },
     );

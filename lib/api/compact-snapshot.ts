@@ -354,18 +354,41 @@ export function inferPodsDir(snapshot: Snapshot): string {
 }
 
 /**
- * Encodes snapshots, remembering each item's encoding by object identity (a WeakMap per item
- * kind): the snapshot builder keeps unchanged items as the same objects, so a rebuild after one
- * change encodes only the changed items. The caches are dropped when `podsDir` changes.
+ * Encodes snapshots, remembering each item's encoding (object and JSON text) by object identity
+ * (a WeakMap per item kind): the snapshot builder keeps unchanged items as the same objects, so a
+ * rebuild after one change encodes and serializes only the changed items. The caches are dropped
+ * when `podsDir` changes.
  */
 export class CompactSnapshotEncoder {
   private podsDir: string | null = null;
-  private pods = new WeakMap<DesiredPod, CompactDesiredPod>();
-  private volumes = new WeakMap<ActualVolume, CompactActualVolume>();
-  private health = new WeakMap<MountHealth, CompactMountHealth>();
-  private stats = new WeakMap<VolumeStats, CompactVolumeStats>();
+  private pods = new WeakMap<DesiredPod, Encoded<CompactDesiredPod>>();
+  private volumes = new WeakMap<ActualVolume, Encoded<CompactActualVolume>>();
+  private health = new WeakMap<MountHealth, Encoded<CompactMountHealth>>();
+  private stats = new WeakMap<VolumeStats, Encoded<CompactVolumeStats>>();
 
+  /** The compact form as an object. */
   encode(snapshot: Snapshot): CompactSnapshot {
+    const { head, parts } = this.encodeParts(snapshot);
+    return {
+      ...head,
+      desired: { pods: parts.pods.map((e) => e.value) },
+      actual: { volumes: parts.volumes.map((e) => e.value) },
+      mountHealth: parts.mountHealth.map((e) => e.value),
+      ...(parts.volumeStats !== undefined ? { volumeStats: parts.volumeStats.map((e) => e.value) } : {}),
+    };
+  }
+
+  /** `JSON.stringify(encode(snapshot))` (same value, other key order), from the items' cached texts. */
+  encodeJson(snapshot: Snapshot): string {
+    const { head, parts } = this.encodeParts(snapshot);
+    const texts = (items: readonly Encoded<unknown>[]): string => items.map((e) => (e.json ??= JSON.stringify(e.value))).join(',');
+    // `head` always has `encoding`, so its text ends with `}` after at least one member.
+    const headJson = JSON.stringify(head);
+    const stats = parts.volumeStats !== undefined ? `,"volumeStats":[${texts(parts.volumeStats)}]` : '';
+    return `${headJson.slice(0, -1)},"desired":{"pods":[${texts(parts.pods)}]},"actual":{"volumes":[${texts(parts.volumes)}]},"mountHealth":[${texts(parts.mountHealth)}]${stats}}`;
+  }
+
+  private encodeParts(snapshot: Snapshot) {
     const podsDir = inferPodsDir(snapshot);
     if (podsDir !== this.podsDir) {
       this.podsDir = podsDir;
@@ -374,26 +397,32 @@ export class CompactSnapshotEncoder {
       this.health = new WeakMap();
       this.stats = new WeakMap();
     }
-    const { volumeStats, ...rest } = snapshot;
+    const { desired, actual, mountHealth, volumeStats, ...rest } = snapshot;
     return {
-      encoding: COMPACT_ENCODING,
-      podsDir,
-      ...rest,
-      desired: { pods: snapshot.desired.pods.map((p) => cached(this.pods, p, encodeDesiredPod)) },
-      actual: { volumes: snapshot.actual.volumes.map((v) => cached(this.volumes, v, encodeActualVolume)) },
-      mountHealth: snapshot.mountHealth.map((h) => cached(this.health, h, (x) => encodeMountHealth(podsDir, x))),
-      ...(volumeStats !== undefined ? { volumeStats: volumeStats.map((s) => cached(this.stats, s, (x) => encodeVolumeStats(podsDir, x))) } : {}),
+      head: { encoding: COMPACT_ENCODING as typeof COMPACT_ENCODING, podsDir, ...rest },
+      parts: {
+        pods: desired.pods.map((p) => cached(this.pods, p, encodeDesiredPod)),
+        volumes: actual.volumes.map((v) => cached(this.volumes, v, encodeActualVolume)),
+        mountHealth: mountHealth.map((h) => cached(this.health, h, (x) => encodeMountHealth(podsDir, x))),
+        volumeStats: volumeStats?.map((st) => cached(this.stats, st, (x) => encodeVolumeStats(podsDir, x))),
+      },
     };
   }
 }
 
-function cached<K extends object, V>(cache: WeakMap<K, V>, key: K, encode: (key: K) => V): V {
-  let value = cache.get(key);
-  if (value === undefined) {
-    value = encode(key);
-    cache.set(key, value);
+/** An item's compact encoding and, once serialized, its JSON text. */
+interface Encoded<V> {
+  value: V;
+  json: string | null;
+}
+
+function cached<K extends object, V>(cache: WeakMap<K, Encoded<V>>, key: K, encode: (key: K) => V): Encoded<V> {
+  let entry = cache.get(key);
+  if (entry === undefined) {
+    entry = { value: encode(key), json: null };
+    cache.set(key, entry);
   }
-  return value;
+  return entry;
 }
 
 /** Encodes one snapshot (no cache); see {@link CompactSnapshotEncoder} for repeated encodes. */
@@ -449,4 +478,4 @@ export function snapshotEncodingOf(url: string | undefined): SnapshotEncoding | 
 }
 
 /** The 400 message for an `encoding` that {@link snapshotEncodingOf} refuses. */
-export const BAD_ENCODING_MESSAGE = `unknown encoding: the query parameter encoding must be one of ${SNAPSHOT_ENCODINGS.join(', ')}`;
+export const BAD_ENCODING_MESSAGE = `encoding: must be one of ${SNAPSHOT_ENCODINGS.join(', ')}`;
