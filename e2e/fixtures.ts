@@ -18,7 +18,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test as base, expect, type BrowserContext, type CDPSession, type Frame, type Page, type Response } from '@playwright/test';
 import { readFile, rm } from 'node:fs/promises';
-import { SnapshotSchema, type Operation, type Snapshot } from '../lib/api/snapshot.ts';
+import { type Operation, type Snapshot } from '../lib/api/snapshot.ts';
+import { parseSnapshot } from '../lib/api/compact-snapshot.ts';
 import { csiClaim, pod, podFileName, removeManifest, writeManifest, type VolumeSource } from '../scripts/demo/manifests.ts';
 import { E2E_NAMESPACE, nodeInfo, stackInfo, type E2eNodeName } from './stack-info.ts';
 
@@ -177,7 +178,7 @@ export async function snapshot(node: E2eNodeName): Promise<Snapshot> {
   const token = (await readFile(info.tokenFile, 'utf8')).trim();
   const res = await fetch(`${info.url}/api/v1/snapshot`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) });
   if (res.status !== 200) throw new Error(`GET ${info.url}/api/v1/snapshot: ${res.status}`);
-  return SnapshotSchema.parse(await res.json());
+  return parseSnapshot(await res.json());
 }
 
 /**

@@ -7,7 +7,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_ACTION_REASON_LENGTH, MAX_INCIDENT_ID_LENGTH } from '../../lib/api/actions.ts';
 import { ApiErrorBodySchema } from '../../lib/api/api-error.ts';
-import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
+import { type Snapshot } from '../../lib/api/snapshot.ts';
+import { parseSnapshot } from '../../lib/api/compact-snapshot.ts';
 import { FakeClock } from '../../lib/clock/fake-clock.ts';
 import { discardLogger } from '../../lib/volume/logger.ts';
 import { AUDIT_MAX_GROUPS, AUDIT_NAME_LIMIT, AuditLog } from './audit-log.ts';
@@ -27,7 +28,7 @@ describe('action audit: names, groups and the operator note', () => {
     fx = await startServer({ authenticator: alice, ...options });
     return fx;
   };
-  const snapshot = async (f: ServerFixture): Promise<Snapshot> => SnapshotSchema.parse((await f.client.get('/api/v1/snapshot')).json);
+  const snapshot = async (f: ServerFixture): Promise<Snapshot> => parseSnapshot((await f.client.get('/api/v1/snapshot')).json);
 
   it('records the caller, the groups, the incident ID and the reason of a resync', async () => {
     const f = await start();

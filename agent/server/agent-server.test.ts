@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { HealthResponseSchema, ResyncResponseSchema } from '../../lib/api/actions.ts';
 import { ApiErrorBodySchema } from '../../lib/api/api-error.ts';
 import { MAX_REQUEST_BODY_BYTES } from '../../lib/api/request-body.ts';
+import { parseSnapshot, safeParseSnapshot } from '../../lib/api/compact-snapshot.ts';
 import { SnapshotSchema } from '../../lib/api/snapshot.ts';
 import { STATIC_TOKEN_CALLER, staticTokenAuthenticator } from './authenticator.ts';
 import { mountPod1, startServer, TEST_TOKEN, type ServerFixture } from './testing/server-fixture.ts';
@@ -53,11 +54,28 @@ describe('agent server HTTP', () => {
 
       const res = await client.get('/api/v1/snapshot');
       await client.post('/api/v1/resync', '');
-      const after = SnapshotSchema.parse((await client.get('/api/v1/snapshot')).json);
+      const after = parseSnapshot((await client.get('/api/v1/snapshot')).json);
 
       expect(res.status).toBe(200);
-      expect(SnapshotSchema.safeParse(res.json).success).toBe(true);
+      expect(safeParseSnapshot(res.json).success).toBe(true);
       expect(after.audit.map((a) => [a.caller, a.action, a.result])).toEqual([['test-client', 'resync', 'succeeded']]);
+    });
+  });
+
+  describe('snapshot encoding', () => {
+    it('serves compact/v2 by default, the full form with ?encoding=full (same state), and 400 naming encoding for other values', async () => {
+      const { client } = await start();
+
+      const compact = await client.get('/api/v1/snapshot');
+      const full = await client.get('/api/v1/snapshot?encoding=full');
+      const bad = await client.get('/api/v1/snapshot?encoding=xml');
+      const badStream = await client.get('/api/v1/events?encoding=xml');
+
+      expect(compact.json).toMatchObject({ encoding: 'compact/v2' });
+      expect(full.json).not.toHaveProperty('encoding');
+      expect(parseSnapshot(compact.json)).toStrictEqual(SnapshotSchema.parse(full.json));
+      expect([bad.status, badStream.status]).toEqual([400, 400]);
+      expect(bad.json).toMatchObject({ error: { code: 'bad-request', field: 'encoding' } });
     });
   });
 
@@ -66,7 +84,7 @@ describe('agent server HTTP', () => {
       fx = await startServer({ authenticator: staticTokenAuthenticator(TEST_TOKEN) });
 
       await fx.client.post('/api/v1/resync', '');
-      const snapshot = SnapshotSchema.parse((await fx.client.get('/api/v1/snapshot')).json);
+      const snapshot = parseSnapshot((await fx.client.get('/api/v1/snapshot')).json);
 
       expect(snapshot.audit.map((a) => a.caller)).toEqual([STATIC_TOKEN_CALLER]);
       expect(snapshot.audit[0]?.caller).not.toMatch(/127\.0\.0\.1|::1|:\d+$/);
@@ -80,7 +98,7 @@ describe('agent server HTTP', () => {
         await first.close();
 
         fx = await startServer({ server: { stateDir } });
-        const snapshot = SnapshotSchema.parse((await fx.client.get('/api/v1/snapshot')).json);
+        const snapshot = parseSnapshot((await fx.client.get('/api/v1/snapshot')).json);
 
         expect(snapshot.audit.map((a) => [a.caller, a.action, a.result])).toEqual([['test-client', 'resync', 'succeeded']]);
         expect(readFileSync(join(stateDir, 'audit.jsonl'), 'utf8').trimEnd().split('\n')).toHaveLength(1);
@@ -261,7 +279,7 @@ describe('agent server HTTP', () => {
       f.runtime.resyncError = new Error('mountinfo unreadable');
 
       const res = await f.client.post('/api/v1/resync', '');
-      const snapshot = SnapshotSchema.parse((await f.client.get('/api/v1/snapshot')).json);
+      const snapshot = parseSnapshot((await f.client.get('/api/v1/snapshot')).json);
 
       expect(res.status).toBe(500);
       expect(ApiErrorBodySchema.parse(res.json).error).toEqual({ code: 'internal', message: 'resync failed: mountinfo unreadable' });

@@ -18,6 +18,7 @@ import { OrphanCleanupRequestSchema, ResyncRequestSchema, RetryOperationRequestS
 import { isInvalidRequestBodyError, MAX_REQUEST_BODY_BYTES, parseJsonRequestBody } from '../../lib/api/request-body.ts';
 import { buildOpenApiDocument } from '../../lib/api/openapi.ts';
 import { API_ROUTES, type ApiRoute } from '../../lib/api/routes.ts';
+import { BAD_ENCODING_MESSAGE, snapshotEncodingOf } from '../../lib/api/compact-snapshot.ts';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import type { AgentRuntime } from '../runtime.ts';
 import type { ActionContext } from './action-context.ts';
@@ -195,8 +196,10 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
       ...API_ROUTES.snapshot,
       handle: (req, res) => {
         // The cached build; a rebuild only when one is due anyway (readers cannot force rebuilds).
+        const encoding = snapshotEncodingOf(req.url);
+        if (encoding === null) return Promise.resolve(errorAnswer('bad-request', BAD_ENCODING_MESSAGE, { field: 'encoding' }));
         liveFeed.publishIfDue();
-        const text = liveFeed.snapshotJson();
+        const text = liveFeed.snapshotJson(encoding);
         if (acceptsGzip(req.headers['accept-encoding'])) {
           // Compressed once per snapshot version: a 10k-volume snapshot is ~6 MB of JSON, ~10 % of that gzipped.
           if (gzipCache?.text !== text) gzipCache = { text, gzipped: gzipSync(text, { level: 1 }) };
@@ -215,7 +218,9 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
         if (stopping) return Promise.resolve(errorAnswer('not-ready', 'the agent is shutting down'));
         const refusal = streams.refusal(who.caller);
         if (refusal !== null) return Promise.resolve(errorAnswer('not-ready', refusal, { headers: { 'Retry-After': String(EVENT_STREAM_RETRY_AFTER_SECONDS) } }));
-        streams.open(req, res, who.caller);
+        const encoding = snapshotEncodingOf(req.url);
+        if (encoding === null) return Promise.resolve(errorAnswer('bad-request', BAD_ENCODING_MESSAGE, { field: 'encoding' }));
+        streams.open(req, res, who.caller, encoding);
         return Promise.resolve(null);
       },
     },

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { decodeAgentStreamEvent, reduceAgentStream } from '../../lib/api/agent-stream.ts';
 import { applyDelta, type Delta } from '../../lib/api/delta.ts';
 import { normalizeSnapshot } from '../../lib/api/normalize-snapshot.ts';
-import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
+import { type Snapshot } from '../../lib/api/snapshot.ts';
+import { parseSnapshot } from '../../lib/api/compact-snapshot.ts';
 import type { SseMessage } from '../../lib/api/sse.ts';
 import { uniquePodName } from '../../lib/volume/types.ts';
 import { gcePdVolume, makePod } from '../../lib/volumemanager/testing/harness.ts';
@@ -52,7 +53,7 @@ describe('GET /api/v1/events', () => {
     readers.push(reader);
     return reader;
   };
-  const getSnapshot = async (f: ServerFixture): Promise<Snapshot> => SnapshotSchema.parse((await f.client.get('/api/v1/snapshot')).json);
+  const getSnapshot = async (f: ServerFixture): Promise<Snapshot> => parseSnapshot((await f.client.get('/api/v1/snapshot')).json);
   const published = (f: ServerFixture): number => f.runtime.logger.lines.filter((l) => l.msg === 'snapshot published').length;
   /** One visible change, published after the coalescing interval of the agent's clock. */
   const change = async (f: ServerFixture, reason = 'Tick'): Promise<void> => {

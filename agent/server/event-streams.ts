@@ -5,6 +5,7 @@
  * published, with nothing buffering them on the way (no compression, `X-Accel-Buffering: no`
  * for proxies, Nagle off); an idle stream gets a `: keepalive` comment.
  */
+import type { SnapshotEncoding } from '../../lib/api/compact-snapshot.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseStreamEventId } from '../../lib/api/agent-stream.ts';
 import { SSE_KEEPALIVE, SSE_KEEPALIVE_INTERVAL_MS } from '../../lib/api/sse.ts';
@@ -95,7 +96,7 @@ export class EventStreams {
    * Turns an authenticated request into a stream (the caller checks {@link refusal} first). The stream stays open until the client
    * disconnects, the client stops reading, or {@link closeAll} ends it.
    */
-  open(req: IncomingMessage, res: ServerResponse, caller: string): void {
+  open(req: IncomingMessage, res: ServerResponse, caller: string, encoding: SnapshotEncoding = 'compact'): void {
     const { clock, feed, logger } = this;
     let keepalive: TimerHandle | null = null;
     let closed = false;
@@ -127,7 +128,7 @@ export class EventStreams {
     feed.publishIfDue();
     const lastEventId = parseLastEventId(req.headers['last-event-id']);
     const resumed = lastEventId === null ? null : feed.deltasSince(lastEventId.seq, lastEventId.startedAt);
-    const first = resumed === null ? feed.snapshotEvent() : resumed.map((entry) => entry.event).join('');
+    const first = resumed === null ? feed.snapshotEvent(encoding) : resumed.map((entry) => entry.event).join('');
     const unsubscribe = feed.subscribe((entry) => {
       write(entry.event);
     });

@@ -12,6 +12,7 @@
  * is polled: with no change, the feed has no timer scheduled and costs nothing.
  */
 import { encodeDeltaEvent, SNAPSHOT_EVENT, streamEventId } from '../../lib/api/agent-stream.ts';
+import { CompactSnapshotEncoder, type SnapshotEncoding } from '../../lib/api/compact-snapshot.ts';
 import { computeDelta, type Delta } from '../../lib/api/delta.ts';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import { formatSseEvent } from '../../lib/api/sse.ts';
@@ -33,6 +34,13 @@ export const MAX_PUBLISH_DUTY = 0.1;
  * journal hold 256 × megabytes. The newest delta is always kept.
  */
 export const DEFAULT_MAX_JOURNAL_BYTES = 32 * 1024 * 1024;
+
+/** One form of the snapshot as sent: its seq, JSON text and `event: snapshot` text (made on first use). */
+interface EncodedSnapshot {
+  seq: number;
+  json: string;
+  event: string | null;
+}
 
 /**
  * A published delta: its sequence numbers and its encoded `event: delta` text (encoded once,
@@ -69,7 +77,10 @@ function hasChanges(delta: Delta): boolean {
 export class SnapshotFeed {
   private built: BuiltSnapshot;
   /** The current snapshot serialized once: its JSON text and its `event: snapshot` text. */
-  private encoded: { seq: number; json: string; event: string | null } | null = null;
+  /** The last encoding of each form, by seq (a form is encoded only when asked for). */
+  private readonly encoded = new Map<SnapshotEncoding, EncodedSnapshot>();
+  /** Keeps each unchanged item's compact encoding between rebuilds. */
+  private readonly compactEncoder = new CompactSnapshotEncoder();
   private readonly journal: JournalEntry[] = [];
   private readonly listeners = new Set<FeedListener>();
   private readonly builder: SnapshotBuilder;
@@ -144,22 +155,30 @@ export class SnapshotFeed {
     return this.built.snapshot;
   }
 
-  /** The current snapshot as JSON text (serialized once per seq: 5 MB at 10k volumes). */
-  snapshotJson(): string {
-    return this.encodedSnapshot().json;
+  /**
+   * The current snapshot as JSON text in `encoding` (default compact; serialized once per seq and
+   * encoding: at 10k volumes ~4 MB compact, ~17 MB full).
+   */
+  snapshotJson(encoding: SnapshotEncoding = 'compact'): string {
+    return this.encodedSnapshot(encoding).json;
   }
 
   /** The current snapshot as an `event: snapshot` (`encodeSnapshotEvent`, from the same JSON text). */
-  snapshotEvent(): string {
-    const encoded = this.encodedSnapshot();
+  snapshotEvent(encoding: SnapshotEncoding = 'compact'): string {
+    const encoded = this.encodedSnapshot(encoding);
     encoded.event ??= formatSseEvent({ event: SNAPSHOT_EVENT, id: streamEventId(this.built.snapshot.agent.startedAt, encoded.seq), data: encoded.json });
     return encoded.event;
   }
 
-  private encodedSnapshot(): { seq: number; json: string; event: string | null } {
+  private encodedSnapshot(encoding: SnapshotEncoding): EncodedSnapshot {
     const { snapshot } = this.built;
-    if (this.encoded?.seq !== snapshot.seq) this.encoded = { seq: snapshot.seq, json: JSON.stringify(snapshot), event: null };
-    return this.encoded;
+    let encoded = this.encoded.get(encoding);
+    if (encoded?.seq !== snapshot.seq) {
+      const json = encoding === 'full' ? JSON.stringify(snapshot) : this.compactEncoder.encodeJson(snapshot);
+      encoded = { seq: snapshot.seq, json, event: null };
+      this.encoded.set(encoding, encoded);
+    }
+    return encoded;
   }
 
   /**

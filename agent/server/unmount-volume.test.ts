@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { UnmountResponseSchema, UnmountRunningResponseSchema, type UnmountRunningResponse } from '../../lib/api/actions.ts';
 import { ApiErrorBodySchema } from '../../lib/api/api-error.ts';
-import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
+import { type Snapshot } from '../../lib/api/snapshot.ts';
+import { parseSnapshot } from '../../lib/api/compact-snapshot.ts';
 import { EmptyNodeName } from '../../lib/volume/types.ts';
 import { SCRIPTED_TEARDOWN_ERROR, ScriptedTearDownPlugin } from '../../lib/volumemanager/testing/scripted-teardown-plugin.ts';
 import { waitFor } from '../../lib/clock/testing/wait-for.ts';
@@ -51,7 +52,7 @@ describe('POST /api/v1/unmount', () => {
     return f;
   }
 
-  const snapshot = async (f: ServerFixture): Promise<Snapshot> => SnapshotSchema.parse((await f.client.get('/api/v1/snapshot')).json);
+  const snapshot = async (f: ServerFixture): Promise<Snapshot> => parseSnapshot((await f.client.get('/api/v1/snapshot')).json);
   const podMounts = (s: Snapshot): string[] => s.actual.volumes.flatMap((v) => v.pods.map((p) => `${p.podUid}/${v.uniqueVolumeName}`));
 
   it.each([

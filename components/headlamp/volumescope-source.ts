@@ -19,7 +19,7 @@
  * code: no Node built-ins.
  */
 import { useEffect, useState } from 'react';
-import { normalizeSnapshot, SnapshotSchema, type Snapshot } from '../../lib/api/index.ts';
+import { normalizeSnapshot, parseSnapshot, type Snapshot } from '../../lib/api/index.ts';
 import { errorFromDashboardResponse } from '../../lib/dashboard/dashboard-error.ts';
 import { publicLink } from '../../lib/dashboard/public-url.ts';
 import { agentSnapshotApiHref } from '../../lib/dashboard/routes.ts';
@@ -65,7 +65,7 @@ export async function readAgentSnapshot(fetchFn: FetchLike, dashboardUrl: string
   if (res.status === 401) throw new DashboardLoginNeededError(dashboardUrl);
   const body: unknown = await res.json();
   if (!res.ok) throw errorFromDashboardResponse(res.status, body);
-  return normalizeSnapshot(SnapshotSchema.parse(body));
+  return normalizeSnapshot(parseSnapshot(body));
 }
 
 /**

@@ -7,7 +7,8 @@ import { applyDeltaIfNewer, DeltaSchema, DeltaSequenceError, type Delta } from '
 import { normalizeSnapshot } from './normalize-snapshot.ts';
 import { describeZodError } from './request-body.ts';
 import { formatSseEvent, type SseMessage } from './sse.ts';
-import { SnapshotSchema, type Snapshot } from './snapshot.ts';
+import { type Snapshot } from './snapshot.ts';
+import { safeParseSnapshot } from './compact-snapshot.ts';
 
 /** The SSE event type of a full snapshot. */
 export const SNAPSHOT_EVENT = 'snapshot';
@@ -79,7 +80,7 @@ export function decodeAgentStreamEvent(message: SseMessage): AgentStreamEvent | 
     throw new InvalidStreamEventError(message.event, message.id, err instanceof Error ? err.message : String(err));
   }
   if (message.event === SNAPSHOT_EVENT) {
-    const parsed = SnapshotSchema.safeParse(json);
+    const parsed = safeParseSnapshot(json);
     if (!parsed.success) throw new InvalidStreamEventError(message.event, message.id, describeZodError(parsed.error));
     return { type: 'snapshot', snapshot: parsed.data };
   }

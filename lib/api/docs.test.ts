@@ -14,6 +14,7 @@ import {
 import { ApiErrorBodySchema } from './api-error.ts';
 import { applyDelta, DeltaSchema } from './delta.ts';
 import { jsonEqual } from './json-equal.ts';
+import { CompactSnapshotSchema, parseSnapshot } from './compact-snapshot.ts';
 import { SnapshotSchema } from './snapshot.ts';
 import { BlockersResponseSchema } from './mount-health.ts';
 
@@ -22,6 +23,7 @@ const examples = [...doc.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1] ??
 
 const schemas: [string, z.ZodType][] = [
   ['snapshot', SnapshotSchema],
+  ['compact snapshot', CompactSnapshotSchema],
   ['delta', DeltaSchema],
   ['health', HealthResponseSchema],
   ['resync response', ResyncResponseSchema],
@@ -50,6 +52,11 @@ describe('docs/api.md', () => {
 
   it.each(examples.map((text, index) => ({ index, text })))('example $index fits a schema', ({ text }) => {
     expect(schemaOf(JSON.parse(text))).not.toBeNull();
+  });
+
+  it('its compact snapshot example decodes to a snapshot', () => {
+    const compact = examples.find((t) => schemaOf(JSON.parse(t)) === 'compact snapshot');
+    expect(parseSnapshot(JSON.parse(compact ?? '')).desired.pods[0]?.volumes[0]?.uniqueVolumeName).toMatch(/^kubernetes\.io\/empty-dir\/.+-cache$/);
   });
 
   it('its delta example applies to its snapshot example', () => {

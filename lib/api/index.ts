@@ -6,6 +6,7 @@
 export * from './actions.ts';
 export * from './agent-stream.ts';
 export * from './api-error.ts';
+export * from './compact-snapshot.ts';
 export * from './delta.ts';
 export * from './json-equal.ts';
 export * from './normalize-snapshot.ts';

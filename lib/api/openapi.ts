@@ -29,6 +29,7 @@ import { ApiErrorBodySchema } from './api-error.ts';
 import { DeltaSchema } from './delta.ts';
 import { MAX_REQUEST_BODY_BYTES } from './request-body.ts';
 import { API_ROUTES, type ApiRoute } from './routes.ts';
+import { CompactSnapshotSchema } from './compact-snapshot.ts';
 import { CheckSchema, SnapshotSchema, SourceErrorSchema } from './snapshot.ts';
 import { AgentSummarySchema, SUMMARY_ROUTE } from './summary.ts';
 import { BlockersResponseSchema } from './mount-health.ts';
@@ -74,6 +75,7 @@ export interface OpenApiResponse {
 const componentSchemas = {
   HealthResponse: HealthResponseSchema,
   Snapshot: SnapshotSchema,
+  CompactSnapshot: CompactSnapshotSchema,
   Delta: DeltaSchema,
   AgentSummary: AgentSummarySchema,
   ResyncRequest: ResyncRequestSchema,
@@ -117,6 +119,15 @@ function buildComponentSchemas(): Record<string, JsonSchema> {
 }
 
 // RESPONSES
+
+/** `?encoding=` of the snapshot and of the event stream's first event. */
+const ENCODING_PARAMETER = {
+  name: 'encoding',
+  in: 'query' as const,
+  required: false,
+  description: 'The snapshot encoding: `compact` (default, `compact/v2`) or `full`.',
+  schema: { type: 'string', enum: ['compact', 'full'] },
+};
 
 const json = (schema: JsonSchema): Record<string, { schema: JsonSchema }> => ({ 'application/json': { schema } });
 
@@ -173,8 +184,13 @@ function operationSpecs(): OperationSpec[] {
       route: R.snapshot,
       operationId: 'getSnapshot',
       summary: 'The whole state at one seq',
-      description: 'Keyed collections are in key order; ring buffers oldest first. Gzip-compressed when `Accept-Encoding` allows it.',
-      responses: { '200': ok('The snapshot.', 'Snapshot') },
+      description:
+        'Keyed collections are in key order; ring buffers oldest first. Gzip-compressed when `Accept-Encoding` allows it. By default in the `compact/v2` encoding (a `CompactSnapshot`, docs/api.md "Compact snapshot"); `?encoding=full` gives a `Snapshot`.',
+      parameters: [ENCODING_PARAMETER],
+      responses: {
+        '200': { description: 'The snapshot: a `CompactSnapshot` (default) or, with `encoding=full`, a `Snapshot`.', content: json({ oneOf: [schemaRef('CompactSnapshot'), schemaRef('Snapshot')] }) },
+        '400': errorResponse('`encoding` is neither `compact` nor `full` (code `bad-request`, `field` is `encoding`).'),
+      },
     },
     {
       route: SUMMARY_ROUTE,
@@ -188,7 +204,7 @@ function operationSpecs(): OperationSpec[] {
       operationId: 'getEvents',
       summary: 'A snapshot, then deltas',
       description:
-        'A `text/event-stream`: `event: snapshot` (data: a `Snapshot`), then one `event: delta` (data: a `Delta`) per published change, each with `id: <agent.startedAt>.<seq>`, and `: keepalive` comments when idle.',
+        'A `text/event-stream`: `event: snapshot` (data: a `CompactSnapshot`, or a `Snapshot` with `encoding=full`), then one `event: delta` (data: a `Delta`) per published change, each with `id: <agent.startedAt>.<seq>`, and `: keepalive` comments when idle.',
       parameters: [
         {
           name: 'Last-Event-ID',
@@ -197,9 +213,11 @@ function operationSpecs(): OperationSpec[] {
           description: 'The last id seen: the stream resumes after it when the journal still holds every delta since, else it starts with a snapshot.',
           schema: { type: 'string' },
         },
+        ENCODING_PARAMETER,
       ],
       responses: {
         '200': { description: 'The event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } },
+        '400': errorResponse('`encoding` is neither `compact` nor `full` (code `bad-request`, `field` is `encoding`).'),
         '503': errorResponse('The agent is shutting down (code `not-ready`).'),
       },
     },

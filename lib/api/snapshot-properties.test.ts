@@ -3,14 +3,12 @@
  * applyDelta over the deltas of a long random history reproduces every state exactly.
  */
 import fc from 'fast-check';
-import { mountHealthKey, unmountBlockersKey, type MountHealth, type UnmountBlockers } from './mount-health.ts';
 import { describe, expect, it } from 'vitest';
 import { applyDelta, applyDeltaIfNewer, computeDelta, DeltaSchema, isDeltaSequenceError, type Delta } from './delta.ts';
 import { normalizeSnapshot } from './normalize-snapshot.ts';
 import {
   actualVolumeKey,
   desiredPodKey,
-  desiredVolumeKey,
   driverKey,
   operationKey,
   podMountKey,
@@ -20,10 +18,8 @@ import {
   type ActualVolume,
   type AuditEntry,
   type DesiredPod,
-  type DesiredVolumeSpec,
   type Driver,
   type Operation,
-  type OperationHistory,
   type PodMount,
   type ReconstructedVolume,
   type ReconstructionStatus,
@@ -31,217 +27,23 @@ import {
   type Snapshot,
   type SourceError,
 } from './snapshot.ts';
-
-// ARBITRARIES
-// Keys come from small pools so that random changes hit existing items as often as new ones.
-
-function pool(prefix: string, size: number): fc.Arbitrary<string> {
-  return fc.constantFrom(...Array.from({ length: size }, (_, i) => `${prefix}-${i}`));
-}
-
-function rec<T>(model: { [K in keyof T]: fc.Arbitrary<T[K]> }): fc.Arbitrary<T> {
-  return fc.record(model, { noNullPrototype: true });
-}
-
-const podUid = pool('uid', 6);
-const volumeName = pool('kubernetes.io/csi/d^vol', 6);
-const text = fc.string({ maxLength: 10 });
-const time = fc.integer({ min: 0, max: 4_000_000_000_000 });
-const maybeTime = fc.option(time, { nil: null });
-const maybeText = fc.option(text, { nil: null });
-const count = fc.nat({ max: 1_000 });
-
-// Optional fields are absent or present (never `undefined`), as in JSON.
-const volumeSpec: fc.Arbitrary<DesiredVolumeSpec> = fc.record(
-  {
-    sourceType: fc.constantFrom('hostPath', 'persistentVolumeClaim', 'csi', 'emptyDir'),
-    source: fc.array(rec({ path: text, value: text }), { maxLength: 2 }),
-    mounts: fc.array(fc.record({ container: text, mountPath: text, readOnly: fc.boolean(), subPath: text }, { requiredKeys: ['container', 'mountPath', 'readOnly'], noNullPrototype: true }), { maxLength: 2 }),
-    claimName: text,
-    persistentVolumeName: text,
-    csiDriver: text,
-    volumeAttachment: text,
-  },
-  { requiredKeys: ['sourceType', 'source', 'mounts'], noNullPrototype: true },
-);
-
-const desiredPod: fc.Arbitrary<DesiredPod> = rec({
-  uid: podUid,
-  namespace: text,
-  name: text,
-  volumes: fc.uniqueArray(
-    fc.record(
-      {
-        name: pool('v', 4),
-        uniqueVolumeName: volumeName,
-        pluginName: text,
-        attachable: fc.boolean(),
-        deviceMountable: fc.boolean(),
-        reportedInUse: fc.boolean(),
-        spec: volumeSpec,
-      },
-      { requiredKeys: ['name', 'uniqueVolumeName', 'pluginName', 'attachable', 'deviceMountable', 'reportedInUse'], noNullPrototype: true },
-    ),
-    { selector: desiredVolumeKey, maxLength: 3 },
-  ),
-});
-
-const podMount: fc.Arbitrary<PodMount> = fc.record(
-  {
-    podUid,
-    podName: text,
-    podNamespace: text,
-    outerVolumeName: text,
-    mountState: fc.constantFrom('mounted' as const, 'uncertain' as const),
-    remountRequired: fc.boolean(),
-  },
-  { requiredKeys: ['podUid', 'podName', 'outerVolumeName', 'mountState', 'remountRequired'], noNullPrototype: true },
-);
-
-const actualVolume: fc.Arbitrary<ActualVolume> = rec({
-  uniqueVolumeName: volumeName,
-  pluginName: text,
-  attachState: fc.constantFrom('attached' as const, 'uncertain' as const),
-  devicePath: text,
-  deviceMountState: fc.constantFrom('mounted' as const, 'uncertain' as const, 'not-mounted' as const),
-  deviceMountPath: text,
-  pods: fc.uniqueArray(podMount, { selector: podMountKey, maxLength: 3 }),
-});
-
-const operation: fc.Arbitrary<Operation> = rec({
-  operationName: fc.constantFrom('volume_mount', 'unmount_device'),
-  volume: volumeName,
-  podUid: fc.option(podUid, { nil: null }),
-  nodeName: fc.option(fc.constant('node-a'), { nil: null }),
-  state: fc.constantFrom('running' as const, 'backoff' as const),
-  failures: count,
-  lastError: maybeText,
-  lastErrorAt: maybeTime,
-  retryAt: maybeTime,
-  durationBeforeRetryMs: count,
-  startedAt: maybeTime,
-});
-
-const operationHistory: fc.Arbitrary<OperationHistory> = rec({
-  operationName: fc.constantFrom('volume_mount', 'unmount_device'),
-  volume: volumeName,
-  podUid: fc.option(podUid, { nil: null }),
-  nodeName: fc.option(fc.constant('node-a'), { nil: null }),
-  firstFailureAt: time,
-  attemptsTotal: fc.integer({ min: 1, max: 1_000 }),
-  attempts: fc.array(rec({ startedAt: time, durationMs: count, error: maybeText }), { maxLength: 3 }),
-  succeededAt: maybeTime,
-});
-
-const reconstructionStatus: fc.Arbitrary<ReconstructionStatus> = rec({
-  state: fc.constantFrom('pending' as const, 'running' as const, 'done' as const),
-  startedAt: maybeTime,
-  finishedAt: maybeTime,
-});
-
-const reconstructedVolume: fc.Arbitrary<ReconstructedVolume> = rec({
+import {
+  actualVolume,
+  auditEntry,
+  count,
+  desiredPod,
+  driver,
+  operation,
+  podErrorList,
+  podMount,
   podUid,
-  volumeName: pool('v', 4),
-  pluginName: text,
-  outcome: fc.constantFrom('reconstructed' as const, 'failed' as const, 'confirmed-mounted' as const, 'cleaned-up' as const),
-  error: maybeText,
-  at: time,
-});
-
-const sourceError: fc.Arbitrary<SourceError> = rec({ file: pool('/etc/kubernetes/manifests/m', 4), message: text });
-
-const recentEvent: fc.Arbitrary<RecentEvent> = rec({
-  time,
-  type: fc.constantFrom('Normal' as const, 'Warning' as const),
-  reason: fc.constantFrom('FailedMount', 'SuccessfulMountVolume'),
-  podUid: fc.option(podUid, { nil: null }),
-  message: fc.constantFrom('a', 'b', 'c'),
-  volume: volumeName,
-});
-
-const auditEntry: fc.Arbitrary<AuditEntry> = rec({
-  time,
-  caller: text,
-  action: fc.constantFrom('resync', 'retry', 'unmount'),
-  target: maybeText,
-  checks: fc.array(rec({ name: text, ok: fc.boolean(), detail: text }), { maxLength: 3 }),
-  result: fc.constantFrom('succeeded' as const, 'refused' as const, 'failed' as const),
-  message: maybeText,
-});
-
-const driver: fc.Arbitrary<Driver> = rec({
-  name: pool('driver', 3),
-  endpoint: text,
-  registered: fc.boolean(),
-  nodeId: maybeText,
-  capabilities: fc.array(text, { maxLength: 3 }),
-  lastProbeAt: maybeTime,
-  lastError: maybeText,
-});
-
-const podErrorList = fc.array(text, { maxLength: 3 });
-
-const mountHealth: fc.Arbitrary<MountHealth> = rec({
-  path: pool('/var/lib/kubelet/pods/p', 4),
-  podUid: fc.option(podUid, { nil: null }),
-  volume: volumeName,
-  kind: fc.constantFrom('pod', 'staging'),
-  state: fc.constantFrom('healthy', 'not-connected', 'io-error', 'stale', 'hung', 'error'),
-  error: maybeText,
-  checkedAt: time,
-  since: time,
-});
-
-const unmountBlockers: fc.Arbitrary<UnmountBlockers> = rec({
-  operationName: fc.constantFrom('volume_unmount', 'unmount_device'),
-  volume: volumeName,
-  podUid: fc.option(podUid, { nil: null }),
-  report: rec({
-    path: text,
-    holders: fc.array(
-      rec({
-        pid: fc.integer({ min: 1, max: 100_000 }),
-        command: text,
-        kind: fc.constantFrom('fd', 'cwd', 'root', 'mmap', 'mount-namespace'),
-        path: text,
-        container: fc.option(rec({ podUid: fc.option(podUid, { nil: null }), containerId: maybeText, runtime: fc.constantFrom('containerd', 'cri-o', 'docker', null) }), { nil: null }),
-      }),
-      { maxLength: 2 },
-    ),
-    truncated: fc.boolean(),
-    incomplete: maybeText,
-    processesScanned: count,
-    checkedAt: time,
-    durationMs: count,
-  }),
-});
-
-const snapshotArb: fc.Arbitrary<Snapshot> = rec({
-  nodeName: text,
-  seq: fc.nat({ max: 1_000_000 }),
-  statesSynced: fc.boolean(),
-  agent: rec({ version: text, startedAt: time }),
-  mounter: rec({ kind: fc.constantFrom('linux', 'unprivileged'), privileged: fc.boolean() }),
-  desired: rec({ pods: fc.uniqueArray(desiredPod, { selector: desiredPodKey, maxLength: 5 }) }),
-  actual: rec({ volumes: fc.uniqueArray(actualVolume, { selector: actualVolumeKey, maxLength: 5 }) }),
-  operations: fc.uniqueArray(operation, { selector: operationKey, maxLength: 5 }),
-  operationHistory: fc.uniqueArray(operationHistory, { selector: operationKey, maxLength: 3 }),
-  reconstruction: fc
-    .tuple(reconstructionStatus, fc.uniqueArray(reconstructedVolume, { selector: reconstructedVolumeKey, maxLength: 4 }))
-    .map(([status, volumes]) => ({ ...status, volumes })),
-  podErrors: fc.dictionary(podUid, podErrorList, { maxKeys: 3, noNullPrototype: true }),
-  sourceErrors: fc.uniqueArray(sourceError, { selector: sourceErrorKey, maxLength: 3 }),
-  recentEvents: fc.array(recentEvent, { maxLength: 5 }),
-  audit: fc.array(auditEntry, { maxLength: 3 }),
-  drivers: fc.uniqueArray(driver, { selector: driverKey, maxLength: 3 }),
-  attachVerification: rec({ lastRunAt: maybeTime, checked: count, foundDetached: fc.array(volumeName, { maxLength: 2 }) }),
-  mountHealth: fc.uniqueArray(mountHealth, { selector: mountHealthKey, maxLength: 3 }),
-  unmountBlockers: fc.uniqueArray(unmountBlockers, { selector: unmountBlockersKey, maxLength: 2 }),
-  operationLog: fc.array(
-    rec({ operationName: text, volume: volumeName, podUid: fc.option(podUid, { nil: null }), startedAt: time, finishedAt: time, outcome: fc.constantFrom('success', 'failure'), error: fc.option(text, { nil: null }) }),
-    { maxLength: 3 },
-  ),
-});
+  recentEvent,
+  reconstructedVolume,
+  reconstructionStatus,
+  snapshotArb,
+  sourceError,
+  volumeName,
+} from './testing/snapshot-arbitraries.ts';
 
 // CHANGES
 // One random change to a snapshot, as data so that a failing history prints readably.

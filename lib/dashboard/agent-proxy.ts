@@ -26,7 +26,7 @@ import {
   UnmountRequestSchema,
   isInvalidRequestBodyError,
   parseJsonRequestBody,
-  SnapshotSchema,
+  safeParseSnapshot,
   agentApiErrorFromResponse,
   apiErrorBody,
   formatSseComment,
@@ -478,7 +478,7 @@ export async function fetchAgentSnapshot(name: string, deps: AgentProxyDeps, sig
   });
   const json = await readJson(deps, agent, response);
   if (!response.ok) throw agentApiErrorFromResponse(response.status, json);
-  const parsed = SnapshotSchema.safeParse(json);
+  const parsed = safeParseSnapshot(json);
   if (!parsed.success) throw unavailable(deps, agent.name, 'agent-bad-response', `${agent.url} sent a snapshot that breaks the schema`);
   return normalizeSnapshot(parsed.data);
 }

@@ -13,7 +13,7 @@ import { GET as getAgentList } from '../../app/api/agents/route.ts';
 import { GET as getSnapshot } from '../../app/api/agents/[agent]/snapshot/route.ts';
 import { GET as getSummaries } from '../../app/api/agents/summary/route.ts';
 import { mountPod1, startServer, TEST_TOKEN, type ServerFixture } from '../../agent/server/testing/server-fixture.ts';
-import { SnapshotSchema } from '../api/index.ts';
+import { parseSnapshot } from '../api/index.ts';
 import { FakeApiServer } from '../sources/kube/testing/fake-apiserver.ts';
 import { writeKubeconfigFile } from '../sources/kube/testing/kubeconfig-file.ts';
 import { DashboardErrorBodySchema } from './dashboard-error.ts';
@@ -128,7 +128,7 @@ describe('dashboard discovery with two agents', () => {
 
     // Assert
     expect(ok.status).toBe(200);
-    expect(SnapshotSchema.parse(await ok.json()).nodeName).toBe(nodeB.runtime.nodeName);
+    expect(parseSnapshot(await ok.json()).nodeName).toBe(nodeB.runtime.nodeName);
     expect(rotated.status).toBe(502);
     expect(DashboardErrorBodySchema.parse(await rotated.json()).dashboardError).toMatchObject({ code: 'agent-unauthorized', agent: 'node-b' });
   });

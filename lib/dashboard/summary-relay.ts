@@ -21,7 +21,7 @@ import {
   AgentSummarySchema,
   SUMMARY_ROUTE,
   API_ROUTES,
-  SnapshotSchema,
+  safeParseSnapshot,
   summarizeSnapshot,
   type AgentSummary,
 } from '../api/index.ts';
@@ -273,7 +273,7 @@ async function fetchAgentSummary(deps: AgentProxyDeps, agent: AgentConfig, timeo
   const answer = await get(SUMMARY_ROUTE.path);
   if (answer.status === 404) {
     const snapshot = await get(API_ROUTES.snapshot.path);
-    const parsed = SnapshotSchema.safeParse(snapshot.json);
+    const parsed = safeParseSnapshot(snapshot.json);
     if (snapshot.status !== 200 || !parsed.success) {
       throw fail('agent-bad-response', `${agent.url} has no ${SUMMARY_ROUTE.path} and answered ${API_ROUTES.snapshot.path} with HTTP ${snapshot.status}${parsed.success ? '' : ' that breaks the schema'}`);
     }

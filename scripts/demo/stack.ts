@@ -24,7 +24,8 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { SnapshotSchema, type Snapshot } from '../../lib/api/snapshot.ts';
+import { type Snapshot } from '../../lib/api/snapshot.ts';
+import { parseSnapshot } from '../../lib/api/compact-snapshot.ts';
 import { CSI_DRIVER_NAME, removePodManifests } from './manifests.ts';
 import { findLeftoverMounts, loopDevicesBackedBelow, unmountLeftovers, type LeftoverMount } from './mount-check.ts';
 import { startDashboard, type DashboardAgent } from './dashboard.ts';
@@ -181,7 +182,7 @@ export class AgentHandle {
       signal: AbortSignal.timeout(10_000),
     });
     if (res.status !== 200) throw new Error(`GET ${this.url}/api/v1/snapshot: ${res.status} ${await res.text()}`);
-    return SnapshotSchema.parse(await res.json());
+    return parseSnapshot(await res.json());
   }
 }
 

@@ -12,7 +12,7 @@ import {
   isAgentApiError,
   normalizeSnapshot,
   reduceAgentStream,
-  SnapshotSchema,
+  parseSnapshot,
   API_ROUTES,
   type AgentApiError,
   type Snapshot,
@@ -98,7 +98,7 @@ async function kube(io: CliIo, options: CommonOptions): Promise<{ k8s: ClientNod
 
 async function readSnapshot(connection: AgentConnection, signal?: AbortSignal): Promise<Snapshot> {
   const res = await connection.get(API_ROUTES.snapshot.path, signal === undefined ? {} : { signal });
-  return normalizeSnapshot(SnapshotSchema.parse(await res.json()));
+  return normalizeSnapshot(parseSnapshot(await res.json()));
 }
 
 /** A rendering of one snapshot: the text to print and whether the subject is blocked. */

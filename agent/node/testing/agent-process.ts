@@ -16,7 +16,8 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SnapshotSchema, type Snapshot } from '../../../lib/api/snapshot.ts';
+import { type Snapshot } from '../../../lib/api/snapshot.ts';
+import { parseSnapshot } from '../../../lib/api/compact-snapshot.ts';
 import { realClock } from '../../../lib/clock/clock.ts';
 import { defaultWaitTimeoutMs, waitFor } from '../../../lib/clock/testing/wait-for.ts';
 import { realMountsAllowed } from '../../../lib/mount-utils/testing/mount-test-env.ts';
@@ -208,7 +209,7 @@ export class AgentProcess {
   async snapshot(): Promise<Snapshot> {
     const res = await fetch(`${this.baseUrl}/api/v1/snapshot`, { headers: { authorization: `Bearer ${this.token}` } });
     if (res.status !== 200) throw new Error(`GET /api/v1/snapshot: ${res.status} ${await res.text()}`);
-    return SnapshotSchema.parse(await res.json());
+    return parseSnapshot(await res.json());
   }
 
   /** An authenticated POST; resolves with status and parsed body. */
