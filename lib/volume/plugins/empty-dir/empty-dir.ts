@@ -30,7 +30,7 @@ import { specFromVolume, specName, type Spec } from '../../spec.ts';
 import { pluginName, type PodUID } from '../../types.ts';
 import { UnsupportedSpecError, VolumeSetupError } from '../util/errors.ts';
 import { InTreePluginBase, podUIDOf } from '../util/plugin-base.ts';
-import { EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE, emptyDirMetaDir, ensureDir, ensureTmpfs, isReady, mountsAt, removeReady, setReady, tearDownVolumeDir, type RemovalContext } from '../util/volume-dir.ts';
+import { EMPTY_DIR_MODE, EMPTY_DIR_PARENT_MODE, emptyDirMetaDir, ensureDir, ensureTmpfs, isReady, mountsAt, removeReady, setReady, tearDownVolumeDir, topMountAt, type RemovalContext } from '../util/volume-dir.ts';
 
 export const EMPTY_DIR_PLUGIN_NAME = pluginName('kubernetes.io/empty-dir');
 
@@ -73,7 +73,7 @@ export class EmptyDirPlugin extends InTreePluginBase implements VolumePlugin {
 
   /** `{name, emptyDir: {}}`, with `medium: Memory` when the directory is a tmpfs mount point now. */
   async constructVolumeSpec(volumeName: string, volumePath: string): Promise<ReconstructedVolume> {
-    const top = (await mountsAt(this.deps.mounter, volumePath)).at(-1);
+    const top = await topMountAt(this.deps.mounter, volumePath);
     const emptyDir = top?.fsType === 'tmpfs' ? { medium: 'Memory' as const } : {};
     return { spec: specFromVolume({ name: volumeName, emptyDir }), seLinuxMountContext: '' };
   }
