@@ -482,8 +482,9 @@ class ResponseChecker {
       const first = /^event: (\w+)\n(?:id: [^\n]*\n)?data: ([^\n]*)\n/m.exec(body.toString('utf8'));
       if (first?.[1] !== 'snapshot') return [`the event stream did not start with a snapshot event: ${body.toString('utf8').slice(0, 120)}`];
       const parsed = parseJson(Buffer.from(first[2] ?? ''));
-      const ok = parsed.ok && this.validator({ $ref: '#/components/schemas/Snapshot' }).safeParse(parsed.value).success;
-      return ok ? [] : ['the first event is not a Snapshot'];
+      // The first event is a CompactSnapshot by default, a Snapshot with `encoding=full`.
+      const ok = parsed.ok && this.validator({ oneOf: [{ $ref: '#/components/schemas/CompactSnapshot' }, { $ref: '#/components/schemas/Snapshot' }] }).safeParse(parsed.value).success;
+      return ok ? [] : ['the first event is neither a CompactSnapshot nor a Snapshot'];
     }
     if (contentType !== 'application/json') return [];
     const parsed = parseJson(body);
