@@ -19,6 +19,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Observe, PlannedOperation } from '../../lib/api/observe.ts';
+import { parseSnapshot } from '../../lib/api/compact-snapshot.ts';
 import type { ContainerState } from '../../lib/api/snapshot.ts';
 import { parseKubeletBackoff, type KubeletBackoff as KubeletLogBackoff } from '../../lib/observe/kubelet-backoff-events.ts';
 import { KUBELET_NODE, type ClusterAgent } from '../../scripts/cluster/cluster.ts';
@@ -51,13 +52,13 @@ async function api(method: 'GET' | 'POST', path: string, body?: unknown): Promis
 async function snapshotContainers(uid: string): Promise<ContainerState[] | undefined> {
   const r = await api('GET', '/api/v1/snapshot');
   expect(r.status).toBe(200);
-  return (r.json as { desired: { pods: { uid: string; containers?: ContainerState[] }[] } }).desired.pods.find((p) => p.uid === uid)?.containers;
+  return parseSnapshot(r.json).desired.pods.find((p) => p.uid === uid)?.containers;
 }
 
 async function observed(): Promise<Observe> {
   const r = await api('GET', '/api/v1/snapshot');
   expect(r.status).toBe(200);
-  const section = (r.json as { observe?: Observe }).observe;
+  const section = parseSnapshot(r.json).observe;
   if (section === undefined) throw new Error('the snapshot has no observe section');
   return section;
 }

@@ -23,6 +23,7 @@ import { createServer, type Server } from 'node:net';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVER, KUBELET_NODE, NODE } from '../../scripts/cluster/cluster.ts';
+import { parseSnapshot } from '../../lib/api/compact-snapshot.ts';
 import { waitFor } from '../../lib/clock/testing/wait-for.ts';
 import { nodeAllocatableMemoryBytes } from '../../lib/volume/plugins/util/memory-size.ts';
 import { cluster, facts, mountTable, tearDownWorkload, versionTag } from './cluster-context.ts';
@@ -297,7 +298,8 @@ async function agentSnapshot(): Promise<Snapshot> {
   const token = readFileSync(facts.agent.tokenFile, 'utf8').trim();
   const res = await fetch(`${facts.agent.url}/api/v1/snapshot`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) });
   if (res.status !== 200) throw new Error(`agent snapshot: ${res.status} ${await res.text()}`);
-  return (await res.json()) as Snapshot;
+  // The default encoding is compact/v2; parseSnapshot gives the full form.
+  return parseSnapshot(await res.json());
 }
 
 /** The failing hostPath volume's back-off windows, in order (kubelet: its log; agent: its operation history). */

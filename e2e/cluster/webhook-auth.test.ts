@@ -20,6 +20,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseSnapshot } from '../../lib/api/compact-snapshot.ts';
 import { realClock } from '../../lib/clock/clock.ts';
 import { AgentDiscovery } from '../../lib/dashboard/discovery.ts';
 import { parseDiscoverySettings, processDiscoveryFiles } from '../../lib/dashboard/discovery-settings.ts';
@@ -96,7 +97,7 @@ describe(`agent API with --authentication-token-webhook and --authorization-mode
     expect((await read(tokens.operator)).status).toBe(200);
     const resync = await act(tokens.operator);
     expect(resync.status, resync.body).toBe(200);
-    const snapshot = JSON.parse((await read(tokens.operator)).body) as { audit?: { caller: string; action: string }[] };
+    const snapshot = parseSnapshot(JSON.parse((await read(tokens.operator)).body));
     expect(snapshot.audit).toContainEqual(expect.objectContaining({ caller: `system:serviceaccount:${TEST_NS}:operator`, action: 'resync' }));
   });
 
