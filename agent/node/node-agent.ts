@@ -444,6 +444,11 @@ export class NodeAgent implements AgentRuntime {
     const { config, log, clock } = opts;
     const startedAt = Math.floor(clock.now());
     const observing = config.mode === 'observe';
+    // The API source's modules load while the root dir is prepared and the mounter probe runs
+    // (the probe waits for mount(8) and umount(8); loading is mostly compiling JavaScript).
+    const kubeModules = config.source === 'kubernetes' ? loadKubeModules() : null;
+    // Observed only if the start fails before startKubeSource awaits it.
+    kubeModules?.catch(() => undefined);
     let rootDir: string;
     let detected: { mounter: Mounter; kind: MounterInfo['kind']; privileged: boolean; reason: string };
     if (observing) {
@@ -460,7 +465,7 @@ export class NodeAgent implements AgentRuntime {
     const mounterInfo: MounterInfo = { kind: detected.kind, privileged: detected.privileged, reason: detected.reason };
     log.info({ mounter: mounterInfo }, `Using the ${detected.kind} mounter: ${detected.reason}`);
 
-    const { source, kube } = config.source === 'kubernetes' ? await startKubeSource(opts) : { source: await startManifestSource(opts), kube: null };
+    const { source, kube } = kubeModules !== null ? await startKubeSource(opts, await kubeModules) : { source: await startManifestSource(opts), kube: null };
 
     let agent: NodeAgent;
     try {
@@ -804,10 +809,9 @@ async function startManifestSource(opts: NodeAgentOptions): Promise<ManifestSour
  * manager starts without waiting for sync, as the kubelet's: until the source is synced, sources
  * are not ready, so nothing whose pod might merely be unlisted yet is torn down.
  */
-async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSource; kube: KubeParts }> {
-  const { config, clock, log } = opts;
-  // Loaded only here: a standalone agent never pays for the Kubernetes client (start time, memory).
-  const [{ KubeEventSink, KubeSource }, { KubeObjects }, { loadKubeConfigWithOrigin }, clientNode, { KubeCsiNodeInfo }, { NodeRegistration }, { NodeLeaseController }] = await Promise.all([
+function loadKubeModules() {
+  // Loaded only with --source=kubernetes: a standalone agent never pays for the Kubernetes client (start time, memory).
+  return Promise.all([
     import('../../lib/sources/kube/index.ts'),
     import('./kube-objects.ts'),
     import('../../lib/kube-client/kubeconfig.ts'),
@@ -816,6 +820,11 @@ async function startKubeSource(opts: NodeAgentOptions): Promise<{ source: KubeSo
     import('./node-registration.ts'),
     import('./node-lease.ts'),
   ]);
+}
+
+async function startKubeSource(opts: NodeAgentOptions, modules: Awaited<ReturnType<typeof loadKubeModules>>): Promise<{ source: KubeSource; kube: KubeParts }> {
+  const { config, clock, log } = opts;
+  const [{ KubeEventSink, KubeSource }, { KubeObjects }, { loadKubeConfigWithOrigin }, clientNode, { KubeCsiNodeInfo }, { NodeRegistration }, { NodeLeaseController }] = modules;
   let loaded;
   try {
     loaded = loadKubeConfigWithOrigin({ clientNode, kubeconfig: config.kubeconfig, env: opts.env ?? process.env });
