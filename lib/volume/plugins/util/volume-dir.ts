@@ -71,8 +71,9 @@ export async function mountsAt(mounter: Mounter, path: string): Promise<MountInf
  * emptyDir on the node, nearly all of them plain directories.
  */
 export async function topMountAt(mounter: Mounter, path: string): Promise<MountInfo | null> {
-  const name = basename(path);
-  const candidates = (await mounter.list()).filter((e) => basename(e.mountPoint) === name);
+  const suffix = `/${basename(path)}`;
+  // endsWith, not basename(): no string is made per entry (the table is scanned once per volume).
+  const candidates = (await mounter.list()).filter((e) => e.mountPoint.endsWith(suffix));
   if (candidates.length === 0) return null;
   const at = await mountTablePath(path);
   if (at === null) return null;
