@@ -1,6 +1,6 @@
 'use client';
 
-import Link from 'next/link';
+import { RowLink } from '../shared/row-link.tsx';
 import { memo, useMemo } from 'react';
 import type { OperationHistory } from '../../lib/api/index.ts';
 import { operationKey } from '../../lib/api/index.ts';
@@ -43,7 +43,7 @@ const HistoryRow = memo(function HistoryRow({ node, h, podName }: { node: string
         <code>{h.operationName}</code>
       </td>
       <td className="cell-wrap">
-        <Link href={volumeHref(node, h.volume)}>{h.volume}</Link>
+        <RowLink href={volumeHref(node, h.volume)}>{h.volume}</RowLink>
       </td>
       <td>{h.podUid === null ? '—' : <PodRefLink node={node} uid={h.podUid} name={podName} />}</td>
       <td>
