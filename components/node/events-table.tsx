@@ -1,6 +1,6 @@
 'use client';
 
-import Link from 'next/link';
+import { RowLink } from '../shared/row-link.tsx';
 import { memo, useMemo } from 'react';
 import type { RecentEvent, Snapshot } from '../../lib/api/index.ts';
 import { eventGroupSummary, eventsByVolume, type VolumeEvents } from '../../lib/dashboard/incident-history.ts';
@@ -36,7 +36,7 @@ function VolumeEventsTable({ node, entry, podNames }: { node: string; entry: Vol
   return (
     <section className="event-volume" aria-label={entry.volume === null ? 'Events about no one volume' : `Events of volume ${entry.volume}`}>
       <h4 className="break">
-        {entry.volume === null ? 'Node and other events' : <Link href={volumeHref(node, entry.volume)}>{entry.volume}</Link>}
+        {entry.volume === null ? 'Node and other events' : <RowLink href={volumeHref(node, entry.volume)}>{entry.volume}</RowLink>}
         {entry.settled ? null : <span className="text-bad"> · failing</span>}
       </h4>
       <DataTable columns={['Events', 'Type', 'Pods', 'Status', 'Last message']} compact>

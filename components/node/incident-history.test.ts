@@ -79,3 +79,24 @@ describe('OperationHistoryTable', () => {
     expect(html).toMatch(/succeeded at <time dateTime="2026-11-30T08:01:02.000Z"/);
   });
 });
+
+describe('OperationHistoryTable with a limit', () => {
+  const entry = example.operationHistory[0];
+  if (entry === undefined) throw new Error('the example snapshot has no operation history');
+  const many = Array.from({ length: 7 }, (_, i) => ({ ...entry, volume: `${entry.volume}-${i}` }));
+
+  it('renders only the first `limit` entries and offers the rest', () => {
+    const html = renderToStaticMarkup(createElement(OperationHistoryTable, { node: 'node-a', history: many, podNames: new Map(), limit: 3 }));
+
+    expect(html.match(/<tr>/g)).toHaveLength(1 + 3);
+    expect(html).toContain('The first 3 of 7 operations.');
+    expect(html).toContain('>Show all 7</button>');
+  });
+
+  it('renders every entry when they fit', () => {
+    const html = renderToStaticMarkup(createElement(OperationHistoryTable, { node: 'node-a', history: many, podNames: new Map(), limit: 7 }));
+
+    expect(html.match(/<tr>/g)).toHaveLength(1 + 7);
+    expect(html).not.toContain('Show all');
+  });
+});

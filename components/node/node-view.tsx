@@ -46,6 +46,9 @@ import { unhealthyMounts } from '../../lib/dashboard/mount-health-view.ts';
 import { useLatest } from '../hooks/use-latest.ts';
 import type { RowCommandsSnapshot } from '../../lib/dashboard/row-commands.ts';
 
+/** Operation history entries the node page renders before "Show all" (the most urgent first). */
+const HISTORY_LIMIT = 50;
+
 interface LowPriorityPanelsProps {
   readonly agent: string;
   readonly snapshot: Snapshot;
@@ -83,7 +86,7 @@ const LowPriorityPanels = memo(function LowPriorityPanels({ agent, snapshot, pha
             <OperationsTable node={agent} operations={snapshot.operations} podNames={podNames} history={history} phase={phase} onAction={onAction} limit={500} commandsSnapshot={commandsSnapshot} />
           </Panel>
           <Panel lazy id="operation-history" title="Operation history" count={snapshot.operationHistory.length}>
-            <OperationHistoryTable node={agent} history={snapshot.operationHistory} podNames={podNames} />
+            <OperationHistoryTable node={agent} history={snapshot.operationHistory} podNames={podNames} limit={HISTORY_LIMIT} />
           </Panel>
         </>
       ) : null}

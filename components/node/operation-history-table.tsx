@@ -1,7 +1,7 @@
 'use client';
 
-import Link from 'next/link';
-import { memo, useMemo } from 'react';
+import { RowLink } from '../shared/row-link.tsx';
+import { memo, useMemo, useState } from 'react';
 import type { OperationHistory } from '../../lib/api/index.ts';
 import { operationKey } from '../../lib/api/index.ts';
 import { formatSpan, historyTiming, sortHistory } from '../../lib/dashboard/incident-history.ts';
@@ -43,7 +43,7 @@ const HistoryRow = memo(function HistoryRow({ node, h, podName }: { node: string
         <code>{h.operationName}</code>
       </td>
       <td className="cell-wrap">
-        <Link href={volumeHref(node, h.volume)}>{h.volume}</Link>
+        <RowLink href={volumeHref(node, h.volume)}>{h.volume}</RowLink>
       </td>
       <td>{h.podUid === null ? '—' : <PodRefLink node={node} uid={h.podUid} name={podName} />}</td>
       <td>
@@ -71,24 +71,46 @@ const HistoryRow = memo(function HistoryRow({ node, h, podName }: { node: string
 /**
  * Operations that failed: first failure, "stuck for" (live while failing), attempts in all
  * (those before a Retry now included), each attempt expandable, and when it succeeded. Still
- * failing first, longest stuck first.
+ * failing first, longest stuck first. With `limit`, only the first `limit` entries are rendered
+ * until "Show all" is pressed: on a node where hundreds of operations fail the table was most of
+ * the page's layout on every live update (issue "Performance", requirement 2).
  */
 export const OperationHistoryTable = memo(function OperationHistoryTable({
   node,
   history,
   podNames,
+  limit,
 }: {
   node: string;
   history: readonly OperationHistory[];
   podNames: ReadonlyMap<string, string>;
+  limit?: number;
 }) {
+  const [all, setAll] = useState(false);
   const sorted = useMemo(() => sortHistory(history), [history]);
   if (sorted.length === 0) return <EmptyState>No operation has failed since the agent started.</EmptyState>;
+  const shown = all || limit === undefined ? sorted : sorted.slice(0, limit);
   return (
-    <DataTable columns={['Operation', 'Volume', 'Pod', 'First failure', 'Stuck for', 'Attempts', 'Outcome']}>
-      {sorted.map((h) => (
-        <HistoryRow key={operationKey(h)} node={node} h={h} podName={h.podUid === null ? undefined : podNames.get(h.podUid)} />
-      ))}
-    </DataTable>
+    <>
+      <DataTable columns={['Operation', 'Volume', 'Pod', 'First failure', 'Stuck for', 'Attempts', 'Outcome']}>
+        {shown.map((h) => (
+          <HistoryRow key={operationKey(h)} node={node} h={h} podName={h.podUid === null ? undefined : podNames.get(h.podUid)} />
+        ))}
+      </DataTable>
+      {shown.length < sorted.length ? (
+        <p className="muted small">
+          The first {shown.length} of {sorted.length} operations.{' '}
+          <button
+            type="button"
+            className="button button--small"
+            onClick={() => {
+              setAll(true);
+            }}
+          >
+            Show all {sorted.length}
+          </button>
+        </p>
+      ) : null}
+    </>
   );
 });

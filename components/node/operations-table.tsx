@@ -1,6 +1,6 @@
 'use client';
 
-import Link from 'next/link';
+import { RowLink } from '../shared/row-link.tsx';
 import { useRouter } from 'next/navigation';
 import { memo, useCallback, useMemo, type CSSProperties } from 'react';
 import type { Operation, OperationHistory } from '../../lib/api/index.ts';
@@ -90,9 +90,9 @@ const OperationRow = memo(function OperationRow({
       {/* Unique volume names share long prefixes: cut them at the start, so the end that tells
           them apart stays visible (the whole name is the title and the link's text). */}
       <div role="cell" className="vt__cell" title={op.volume} style={CUT_AT_START}>
-        <Link href={volumeHref(ctx.node, op.volume)} tabIndex={-1}>
+        <RowLink href={volumeHref(ctx.node, op.volume)} tabIndex={-1}>
           <bdi>{op.volume}</bdi>
-        </Link>
+        </RowLink>
       </div>
       <div role="cell" className="vt__cell">
         {op.podUid === null ? '—' : (

@@ -1,6 +1,6 @@
 'use client';
 
-import Link from 'next/link';
+import { RowLink } from '../shared/row-link.tsx';
 import { useRouter } from 'next/navigation';
 import { memo, useCallback, useDeferredValue, useEffect, useId, useMemo, useState } from 'react';
 import { stageLabel, VOLUME_STATES, rowPodName, type VolumeRow } from '../../lib/dashboard/pipeline.ts';
@@ -59,9 +59,9 @@ const VolumeTableRow = memo(function VolumeTableRow({ row, ctx }: { row: VolumeR
         {!row.desired ? <span className="muted small"> not desired</span> : null}
       </div>
       <div role="cell" className="vt__cell vt__volume">
-        <Link href={volumeHref(ctx.node, row.uniqueVolumeName)} tabIndex={-1} title={row.uniqueVolumeName}>
+        <RowLink href={volumeHref(ctx.node, row.uniqueVolumeName)} tabIndex={-1} title={row.uniqueVolumeName}>
           {row.volumeName}
-        </Link>
+        </RowLink>
         <span className="muted small"> {row.pluginName.replace(/^kubernetes\.io\//, '')}</span>
       </div>
       <div role="cell" className="vt__cell vt__state">

@@ -1,6 +1,6 @@
 'use client';
 
-import Link from 'next/link';
+import { RowLink } from '../shared/row-link.tsx';
 import { memo, type CSSProperties } from 'react';
 import type { KubeletBackoff, PlannedOperation } from '../../lib/api/observe.ts';
 import { backoffBasisNote, durationBeforeRetryText, kubeletBackoffTiming, outstandingText } from '../../lib/dashboard/observe-view.ts';
@@ -79,9 +79,9 @@ export const PlanRow = memo(function PlanRow({ node, op, commandsSnapshot }: { n
       <td className="cell-wrap">
         {op.podUid === null ? '—' : (
           <>
-            <Link href={podHref(node, op.podUid)} title={`pod uid ${op.podUid}`}>
+            <RowLink href={podHref(node, op.podUid)} title={`pod uid ${op.podUid}`}>
               {op.pod ?? op.podUid}
-            </Link>
+            </RowLink>
             {op.outerVolumeName !== null ? <div className="muted small">as {op.outerVolumeName}</div> : null}
           </>
         )}

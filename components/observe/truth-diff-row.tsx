@@ -1,6 +1,6 @@
 'use client';
 
-import Link from 'next/link';
+import { RowLink } from '../shared/row-link.tsx';
 import { memo, type CSSProperties, type ReactNode } from 'react';
 import type { TruthDiffRow } from '../../lib/api/observe.ts';
 import { findingSeverityLabel } from '../../lib/dashboard/observe-view.ts';
@@ -59,7 +59,7 @@ function MountsCell({ node, row }: { node: string; row: TruthDiffRow }) {
       ))}
       {row.podMounts.map((m) => (
         <li key={`p|${m.podUid}|${m.mountPoint}`}>
-          pod <Link href={podHref(node, m.podUid)}>{m.podUid}</Link>: <code>{m.mountPoint}</code>
+          pod <RowLink href={podHref(node, m.podUid)}>{m.podUid}</RowLink>: <code>{m.mountPoint}</code>
         </li>
       ))}
     </ul>
@@ -80,7 +80,7 @@ export const TruthRow = memo(function TruthRow({ node, row }: { node: string; ro
           <ul className="plain-list">
             {row.desiredPods.map((uid) => (
               <li key={uid}>
-                <Link href={podHref(node, uid)}>{uid}</Link>
+                <RowLink href={podHref(node, uid)}>{uid}</RowLink>
               </li>
             ))}
           </ul>

@@ -1,6 +1,7 @@
 'use client';
 
-import type { ReactNode } from 'react';
+import { useEffect, useRef, useState, type ReactNode, type RefObject } from 'react';
+import { ClockPausedContext } from '../../lib/dashboard/use-agent.ts';
 import { StaleMark, useStaleStamp } from './stale-frame.tsx';
 
 export interface PanelProps {
@@ -21,13 +22,37 @@ export interface PanelProps {
 }
 
 /**
+ * True while the browser skips rendering the element (`content-visibility: auto` off screen),
+ * from its `contentvisibilityautostatechange` events; always false when `lazy` is false or the
+ * browser has no such event.
+ */
+function useSkipped(ref: RefObject<HTMLElement | null>, lazy: boolean): boolean {
+  const [skipped, setSkipped] = useState(false);
+  useEffect(() => {
+    const element = ref.current;
+    if (!lazy || element === null) return;
+    const onChange = (e: Event): void => {
+      if (e.target === element && 'skipped' in e && typeof e.skipped === 'boolean') setSkipped(e.skipped);
+    };
+    element.addEventListener('contentvisibilityautostatechange', onChange);
+    return () => {
+      element.removeEventListener('contentvisibilityautostatechange', onChange);
+      setSkipped(false);
+    };
+  }, [ref, lazy]);
+  return skipped;
+}
+
+/**
  * A titled section with an anchor id. On an agent's page (inside a `StaleProvider`) it is dimmed
  * and stamped "as of <time> (agent unreachable)" while the agent cannot be reached.
  */
 export function Panel({ id, title, count, children, actions, lazy = false }: PanelProps) {
   const stamp = useStaleStamp();
+  const ref = useRef<HTMLElement>(null);
+  const skipped = useSkipped(ref, lazy);
   return (
-    <section className={`panel${lazy ? ' panel--lazy' : ''}${stamp?.stale === true ? ' is-stale' : ''}`} id={id} aria-labelledby={`${id}-title`}>
+    <section ref={ref} className={`panel${lazy ? ' panel--lazy' : ''}${stamp?.stale === true ? ' is-stale' : ''}`} id={id} aria-labelledby={`${id}-title`}>
       <StaleMark stamp={stamp} />
       <header className="panel__header">
         <h2 id={`${id}-title`}>
@@ -36,7 +61,7 @@ export function Panel({ id, title, count, children, actions, lazy = false }: Pan
         </h2>
         {actions}
       </header>
-      {children}
+      <ClockPausedContext value={skipped}>{children}</ClockPausedContext>
     </section>
   );
 }

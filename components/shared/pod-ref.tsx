@@ -1,4 +1,4 @@
-import Link from 'next/link';
+import { RowLink } from './row-link.tsx';
 import { podHref } from '../../lib/dashboard/routes.ts';
 
 /**
@@ -9,9 +9,9 @@ import { podHref } from '../../lib/dashboard/routes.ts';
 export function PodRefLink({ node, uid, name, tabIndex }: { node: string; uid: string; name: string | null | undefined; tabIndex?: number }) {
   return (
     <span className="pod-ref">
-      <Link href={podHref(node, uid)} tabIndex={tabIndex} title={`pod uid ${uid}`}>
+      <RowLink href={podHref(node, uid)} tabIndex={tabIndex} title={`pod uid ${uid}`}>
         {name ?? uid}
-      </Link>
+      </RowLink>
       {name === undefined || name === null ? null : <span className="pod-ref__uid"> uid {uid}</span>}
     </span>
   );

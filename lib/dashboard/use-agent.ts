@@ -3,7 +3,7 @@
  * component state.
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useSyncExternalStore } from 'react';
+import { createContext, useCallback, useContext, useEffect, useRef, useSyncExternalStore } from 'react';
 import type { Snapshot } from '../api/index.ts';
 import { realClock } from '../clock/clock.ts';
 import { INITIAL_CONNECTION_STATE, agentConnectionOptions, agentSnapshotOptions, type AgentConnectionState } from './queries.ts';
@@ -76,14 +76,29 @@ function subscribeTicker(intervalMs: number, listener: () => void): () => void {
 }
 
 /**
+ * True inside a part of the page the browser does not render (a lazy panel off screen, see
+ * components/shared/panel.tsx): {@link useNow} there keeps its last value and leaves the shared
+ * timer, so relative times nobody sees do not re-render every second (hundreds of them on a busy
+ * node made the one-second tick a task of about 100 ms; issue "Performance", requirement 2).
+ * Once the part is shown again it reads the time at once.
+ */
+export const ClockPausedContext = createContext(false);
+
+const NO_SUBSCRIPTION = (): (() => void) => () => undefined;
+
+/**
  * The browser's time, rounded down to `intervalMs` and updated on each boundary; every caller
  * with the same interval shares one timer. During server rendering it is the server's time
- * (relative texts are marked `suppressHydrationWarning`).
+ * (relative texts are marked `suppressHydrationWarning`). Frozen while {@link ClockPausedContext}
+ * is true.
  */
 export function useNow(intervalMs = 1000): number {
-  return useSyncExternalStore(
-    (listener) => subscribeTicker(intervalMs, listener),
-    () => tick(intervalMs),
-    () => tick(intervalMs),
-  );
+  const paused = useContext(ClockPausedContext);
+  const last = useRef<number | null>(null);
+  const subscribe = useCallback((listener: () => void) => subscribeTicker(intervalMs, listener), [intervalMs]);
+  const read = (): number => {
+    if (!paused || last.current === null) last.current = tick(intervalMs);
+    return last.current;
+  };
+  return useSyncExternalStore(paused ? NO_SUBSCRIPTION : subscribe, read, read);
 }
