@@ -59,6 +59,10 @@
  *   NodeGetVolumeStats. As root, run it in a private mount namespace (see `--only
  *   health`).
  *
+ * `--only memory` (issue "Performance", requirement 3): idle CPU and RSS at 1,000 volumes and RSS,
+ * V8 heap and external memory at 10,000 (`rssAt10kMB`) of one agent process, nothing else;
+ * `--heap-snapshot <file>` also writes the agent's heap snapshot at 10,000 volumes.
+ *
  * `--only csi` runs only the csi section; `--only stats` only the stats section;
  * `--only health-stats` only the healthStats section; `--only process` only the agent-process
  * figures (mountLatency, idle CPU and RSS at 1,000 volumes, snapshot and delta at 10,000, RSS at
@@ -93,16 +97,17 @@
  * manifests do; names are short (`big-123`, volumes `v0`…`v4`).
  *
  * Targets (issue "Node agent"): p50 ≤ 50 ms, p99 ≤ 150 ms; snapshot ≤ 150 ms and ≤ 5 MB;
- * delta ≤ 2 KB; idle CPU ≤ 1 %; RSS ≤ 150 MB.
+ * delta ≤ 2 KB; idle CPU ≤ 1 %; RSS ≤ 150 MB; at 10,000 volumes (issue "Performance",
+ * requirement 3) RSS ≤ 250 MB.
  *
  * Mounting: emptyDir (disk medium) needs no mount. The agent may probe for real mounts only in a
  * private mount namespace (VOLUMESCOPE_MOUNT_NS=1); elsewhere it runs with --allow-mount=false.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve as resolvePath } from 'node:path';
 import { parseAgentFlags } from '../agent/node/flags.ts';
 import { createAgentLogger } from '../agent/node/logger.ts';
 import { NodeAgent } from '../agent/node/node-agent.ts';
@@ -332,6 +337,91 @@ function summary(values: number[]): { p50: number; max: number } {
   return { p50: round(percentile(sorted, 50)), max: round(sorted.at(-1) ?? Number.NaN) };
 }
 
+/** Idle CPU over `IDLE_WINDOWS` windows of `IDLE_SAMPLE_MS` and the RSS at the end, of an agent at `IDLE_VOLUMES` volumes. */
+async function sampleIdle(agent: AgentProcess, ticksPerSecond: number) {
+  progress(`sampling idle CPU and RSS over ${IDLE_WINDOWS} windows of ${IDLE_SAMPLE_MS / 1000} s`);
+  const windows: number[] = [];
+  const first = await processUsage(agent.pid, ticksPerSecond);
+  const sampleStart = performance.now();
+  let before = first;
+  let after = first;
+  for (let w = 0; w < IDLE_WINDOWS; w++) {
+    const t0 = performance.now();
+    await sleep(IDLE_SAMPLE_MS);
+    after = await processUsage(agent.pid, ticksPerSecond);
+    windows.push(round(((after.cpuSeconds - before.cpuSeconds) / ((performance.now() - t0) / 1000)) * 100, 2));
+    before = after;
+  }
+  const idleSeconds = (performance.now() - sampleStart) / 1000;
+  return {
+    volumes: IDLE_VOLUMES,
+    sampleSeconds: round(idleSeconds, 2),
+    cpuPercent: round(((after.cpuSeconds - first.cpuSeconds) / idleSeconds) * 100, 2),
+    cpuPercentPerWindow: windows,
+    rssMB: round(after.rssBytes / 1024 / 1024),
+    targetCpuPercent: 1,
+    targetRssMB: 150,
+  };
+}
+
+/** The agent's V8 heap and external memory, from its `/metrics` (prom-client's `nodejs_*` gauges), in MB. */
+async function heapFigures(agent: AgentProcess): Promise<Record<string, number>> {
+  const res = await fetch(`${agent.baseUrl}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } });
+  const text = await res.text();
+  const gauge = (name: string): number => round(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN) / 1024 / 1024);
+  return {
+    heapUsedMB: gauge('nodejs_heap_size_used_bytes'),
+    heapTotalMB: gauge('nodejs_heap_size_total_bytes'),
+    externalMB: gauge('nodejs_external_memory_bytes'),
+  };
+}
+
+/**
+ * `--only memory` (issue "Performance", requirement 3): one agent process, idle CPU and RSS at
+ * `IDLE_VOLUMES` volumes, then RSS, V8 heap and external memory at `SNAPSHOT_VOLUMES` (the
+ * process section's `idle` and `rssAt10kMB`, without the latency, snapshot and delta figures).
+ * `--heap-snapshot <file>` also writes a heap snapshot of the agent at `SNAPSHOT_VOLUMES`
+ * (`--heapsnapshot-signal`; the snapshot itself grows the RSS, so it is taken after the figures).
+ */
+async function measureMemory(rootDir: string, manifestDir: string, ticksPerSecond: number, heapSnapshotFile: string | null) {
+  const heapDir = join(dirname(rootDir), 'heap');
+  await mkdir(heapDir, { recursive: true });
+  const nodeFlags = heapSnapshotFile === null ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`];
+  const agent = await AgentProcess.start({ rootDir, manifestDir, nodeName: NODE_NAME, nodeFlags });
+  try {
+    await agent.waitForSnapshot('states synced', (s) => s.statesSynced);
+    progress(`scaling to ${IDLE_VOLUMES} volumes`);
+    await scaleTo(agent, manifestDir, 'idle', IDLE_VOLUMES / VOLUMES_PER_POD, IDLE_VOLUMES);
+    await sleep(SETTLE_MS);
+    const idle = await sampleIdle(agent, ticksPerSecond);
+    const heapAt1k = await heapFigures(agent);
+    progress(`scaling to ${SNAPSHOT_VOLUMES} volumes`);
+    await scaleTo(agent, manifestDir, 'big', (SNAPSHOT_VOLUMES - IDLE_VOLUMES) / VOLUMES_PER_POD, SNAPSHOT_VOLUMES);
+    await sleep(SETTLE_MS);
+    const rssAt10k = (await processUsage(agent.pid, ticksPerSecond)).rssBytes;
+    const heapAt10k = await heapFigures(agent);
+    if (heapSnapshotFile !== null) {
+      process.kill(agent.pid, 'SIGUSR2');
+      const written = await waitFor(async () => (await readdir(heapDir)).find((f) => f.endsWith('.heapsnapshot')), { what: 'the heap snapshot', timeoutMs: 120_000 });
+      // The file is complete once its size stops changing.
+      let size = -1;
+      await waitFor(async () => {
+        const now = (await stat(join(heapDir, written))).size;
+        const done = now === size && now > 0;
+        size = now;
+        return done;
+      }, { what: 'the heap snapshot written', timeoutMs: 120_000, pollMs: 1_000 });
+      await rename(join(heapDir, written), heapSnapshotFile);
+      progress(`heap snapshot written to ${heapSnapshotFile}`);
+    }
+    const exit = await agent.stop('SIGTERM');
+    if (exit.code !== 0) throw new Error(`the agent exited with ${JSON.stringify(exit)}`);
+    return { idle: { ...idle, ...heapAt1k }, rssAt10kMB: round(rssAt10k / 1024 / 1024), at10k: { volumes: SNAPSHOT_VOLUMES, ...heapAt10k, targetRssMB: 250 } };
+  } finally {
+    await agent.stop('SIGKILL');
+  }
+}
+
 /** The process part: latency, idle at 1k, snapshot and delta at 10k. */
 async function measureProcess(rootDir: string, manifestDir: string, ticksPerSecond: number) {
   progress(`starting the agent (mounter: ${realMountsAllowed ? 'linux if the probe succeeds' : 'unprivileged'})`);
@@ -346,20 +436,7 @@ async function measureProcess(rootDir: string, manifestDir: string, ticksPerSeco
     progress(`scaling to ${IDLE_VOLUMES} volumes`);
     const toIdleMs = await scaleTo(agent, manifestDir, 'idle', (IDLE_VOLUMES - LATENCY_PODS) / VOLUMES_PER_POD, IDLE_VOLUMES);
     await sleep(SETTLE_MS);
-    progress(`sampling idle CPU and RSS over ${IDLE_WINDOWS} windows of ${IDLE_SAMPLE_MS / 1000} s`);
-    const windows: number[] = [];
-    const first = await processUsage(agent.pid, ticksPerSecond);
-    const sampleStart = performance.now();
-    let before = first;
-    let after = first;
-    for (let w = 0; w < IDLE_WINDOWS; w++) {
-      const t0 = performance.now();
-      await sleep(IDLE_SAMPLE_MS);
-      after = await processUsage(agent.pid, ticksPerSecond);
-      windows.push(round(((after.cpuSeconds - before.cpuSeconds) / ((performance.now() - t0) / 1000)) * 100, 2));
-      before = after;
-    }
-    const idleSeconds = (performance.now() - sampleStart) / 1000;
+    const idle = await sampleIdle(agent, ticksPerSecond);
 
     progress(`scaling to ${SNAPSHOT_VOLUMES} volumes`);
     const toBigMs = await scaleTo(agent, manifestDir, 'big', (SNAPSHOT_VOLUMES - IDLE_VOLUMES) / VOLUMES_PER_POD, SNAPSHOT_VOLUMES);
@@ -394,15 +471,7 @@ async function measureProcess(rootDir: string, manifestDir: string, ticksPerSeco
     return {
       mounter,
       mountLatencyMs: { pods: LATENCY_PODS, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies.at(-1), targetP50: 50, targetP99: 150 },
-      idle: {
-        volumes: IDLE_VOLUMES,
-        sampleSeconds: round(idleSeconds, 2),
-        cpuPercent: round(((after.cpuSeconds - first.cpuSeconds) / idleSeconds) * 100, 2),
-        cpuPercentPerWindow: windows,
-        rssMB: round(after.rssBytes / 1024 / 1024),
-        targetCpuPercent: 1,
-        targetRssMB: 150,
-      },
+      idle,
       snapshotHttp: {
         volumes: SNAPSHOT_VOLUMES,
         getAfterChangeMs: summary(afterChange),
@@ -1198,6 +1267,13 @@ async function main(): Promise<void> {
     const at = process.argv.indexOf('--volumes');
     const volumes = at >= 0 ? Number(process.argv[at + 1]) : SNAPSHOT_VOLUMES;
     process.stdout.write(`${JSON.stringify(await measureRestartOnly(volumes, profileFile), null, 2)}\n`);
+    return;
+  }
+  if (process.argv.includes('--only') && process.argv.includes('memory')) {
+    const at = process.argv.indexOf('--heap-snapshot');
+    const file = at >= 0 ? (process.argv[at + 1] ?? null) : null;
+    const figures = await withAgentDirs('memory', (rootDir, manifestDir) => measureMemory(rootDir, manifestDir, clockTicks(), file === null ? null : resolvePath(file)));
+    process.stdout.write(`${JSON.stringify({ ...figures, loadAverage1m: round(loadavg()[0] ?? Number.NaN, 2) }, null, 2)}\n`);
     return;
   }
   if (process.argv.includes('--only') && process.argv.includes('process')) {

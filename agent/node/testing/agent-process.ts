@@ -80,6 +80,8 @@ export interface AgentArgs {
   tokenFile?: string;
   nodeName?: string;
   extraArgs?: readonly string[];
+  /** Node flags after those of `npm run agent` (e.g. `--heapsnapshot-signal=SIGUSR2` for a heap snapshot). */
+  nodeFlags?: readonly string[];
 }
 
 /** The flags every test agent gets: a free port, the test's dirs, the mount mode of this run. */
@@ -104,8 +106,8 @@ export function agentArgs(a: AgentArgs): string[] {
   ];
 }
 
-function spawnAgent(args: readonly string[]): ChildProcess {
-  const child = spawn(process.execPath, [...agentNodeFlags(), MAIN, ...args], {
+function spawnAgent(args: readonly string[], nodeFlags: readonly string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [...agentNodeFlags(), ...nodeFlags, MAIN, ...args], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, NODE_OPTIONS: '' },
@@ -177,7 +179,7 @@ export class AgentProcess {
 
   /** Starts an agent and waits until it serves its API (its "Serving the agent API" log line). */
   static async start(a: AgentArgs): Promise<AgentProcess> {
-    const agent = new AgentProcess(spawnAgent(agentArgs(a)), a);
+    const agent = new AgentProcess(spawnAgent(agentArgs(a), a.nodeFlags), a);
     const serving = await waitFor(
       () => {
         if (agent.exit !== null) throw new Error(`the agent exited early (${JSON.stringify(agent.exit)}): ${agent.stderr}`);
