@@ -24,7 +24,7 @@ export function simulatedSummary(name: string, index: number, now: number): Agen
     agent: { version: '0.1.0', startedAt: now - 3_600_000 },
     mode: index % 50 === 0 ? 'observe' : 'managed',
     mounter: { kind: 'linux', privileged: true },
-    counts: { pods, desiredVolumes: pods * 2, mounted: pods * 2 - inBackoff, uncertain: 0, pending: inBackoff, inBackoff, running: 0, podErrors: 0, sourceErrors: 0, foundDetached: 0 },
+    counts: { pods, desiredVolumes: pods * 2, mounted: pods * 2 - inBackoff, uncertain: 0, pending: inBackoff, inBackoff, running: 0, retrying: 0, podErrors: 0, sourceErrors: 0, foundDetached: 0 },
     reconstruction: { state: 'done', startedAt: now - 3_590_000, finishedAt: now - 3_580_000, outcomes: { reconstructed: 0, 'confirmed-mounted': pods, 'cleaned-up': 0, failed: 0 } },
     drivers: { total: 2, registered: 2, failing: 0 },
     ...(index % 50 === 0 ? { observe: { orphans: index % 3, attachErrors: 0, outstanding: inBackoff, failing: 0 } } : {}),

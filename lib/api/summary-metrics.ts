@@ -34,7 +34,7 @@ export const SUMMARY_INFO_LABELS = ['mode', 'agent_version', 'mounter_kind', 're
 /** A label of {@link SUMMARY_INFO_METRIC} besides the node's. */
 export type SummaryInfoLabel = (typeof SUMMARY_INFO_LABELS)[number];
 
-const COUNT_FIELDS = ['pods', 'desiredVolumes', 'mounted', 'uncertain', 'pending', 'inBackoff', 'running', 'podErrors', 'sourceErrors', 'foundDetached'] as const;
+const COUNT_FIELDS = ['pods', 'desiredVolumes', 'mounted', 'uncertain', 'pending', 'inBackoff', 'running', 'retrying', 'podErrors', 'sourceErrors', 'foundDetached'] as const;
 const OUTCOME_FIELDS = ['reconstructed', 'confirmed-mounted', 'cleaned-up', 'failed'] as const;
 const DRIVER_FIELDS = ['total', 'registered', 'failing'] as const;
 const OBSERVE_FIELDS = ['orphans', 'attachErrors', 'outstanding', 'failing'] as const;

@@ -14,7 +14,7 @@ describe('summarizeSnapshot', () => {
       agent: { version: '0.1.0', startedAt: FIXTURE_T0 },
       mode: 'managed',
       mounter: { kind: 'linux', privileged: true },
-      counts: { pods: 2, desiredVolumes: 3, mounted: 2, uncertain: 1, pending: 1, inBackoff: 1, running: 0, podErrors: 1, sourceErrors: 0, foundDetached: 0 },
+      counts: { pods: 2, desiredVolumes: 3, mounted: 2, uncertain: 1, pending: 1, inBackoff: 1, running: 0, retrying: 0, podErrors: 1, sourceErrors: 0, foundDetached: 0 },
       reconstruction: {
         state: 'done',
         startedAt: exampleSnapshot().reconstruction.startedAt,

@@ -42,6 +42,12 @@ export const SummaryCountsSchema = z.object({
   inBackoff: CountSchema,
   /** Operations in state `running`. */
   running: CountSchema,
+  /**
+   * Operations in state `running` that failed before (`failures` > 0): a retry is in flight. The
+   * node stays degraded through it instead of looking healthy until the attempt ends. 0 from
+   * agents that predate it.
+   */
+  retrying: CountSchema.default(0),
   /** Pods with at least one populator error (`podErrors` entries that are not empty). */
   podErrors: CountSchema,
   /** `sourceErrors.length`. */
@@ -136,9 +142,13 @@ export function summarizeSnapshot(snapshot: Snapshot): AgentSummary {
   }
   let inBackoff = 0;
   let running = 0;
+  let retrying = 0;
   for (const op of snapshot.operations) {
     if (op.state === 'backoff') inBackoff++;
-    else running++;
+    else {
+      running++;
+      if (op.failures > 0) retrying++;
+    }
   }
   const outcomes: Record<ReconstructedVolume['outcome'], number> = { reconstructed: 0, 'confirmed-mounted': 0, 'cleaned-up': 0, failed: 0 };
   for (const v of snapshot.reconstruction.volumes) outcomes[v.outcome]++;
@@ -165,6 +175,7 @@ export function summarizeSnapshot(snapshot: Snapshot): AgentSummary {
       pending,
       inBackoff,
       running,
+      retrying,
       podErrors,
       sourceErrors: snapshot.sourceErrors.length,
       foundDetached: snapshot.attachVerification.foundDetached.length,

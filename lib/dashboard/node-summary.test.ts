@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Snapshot } from '../api/index.ts';
 import { emptySnapshot, exampleSnapshot, generatedOperation, largeSnapshot } from '../api/testing/snapshot-fixtures.ts';
+import { summarizeSnapshot } from '../api/summary.ts';
 import { summarizeNode } from './node-summary.ts';
+import { toNodeSummary } from './summary.ts';
 
 describe('node summary', () => {
   it('the example node: counts, degraded with its reasons, reconstruction outcomes', () => {
@@ -34,6 +36,24 @@ describe('node summary', () => {
   it('a synced node with everything mounted is healthy', () => {
     const s = summarizeNode(largeSnapshot(10));
     expect(s).toMatchObject({ health: 'healthy', reasons: [], pods: 10, mounted: 10, pending: 0 });
+  });
+
+  it('an operation running again after a failure keeps the node degraded through the retry, from the snapshot and from the summary alike', () => {
+    // Arrange: a node whose only trouble is a mount that failed once and is being retried now.
+    const base = largeSnapshot(10);
+    const retry = { ...generatedOperation(3, 1), state: 'running' as const, startedAt: base.agent.startedAt + 5_000 };
+    const firstTry = { ...generatedOperation(4, 0), state: 'running' as const, lastError: null, lastErrorAt: null, retryAt: null, durationBeforeRetryMs: 0, startedAt: base.agent.startedAt + 5_000 };
+    const retrying: Snapshot = { ...base, operations: [retry, firstTry] };
+
+    // Act
+    const fromSnapshot = summarizeNode(retrying);
+    const fromSummary = toNodeSummary(summarizeSnapshot(retrying));
+    const firstAttemptOnly = summarizeNode({ ...base, operations: [firstTry] });
+
+    // Assert
+    expect(fromSnapshot).toMatchObject({ health: 'degraded', reasons: ['1 retrying after a failure'], running: 2, retrying: 1, inBackoff: 0 });
+    expect(fromSummary).toMatchObject({ health: 'degraded', reasons: ['1 retrying after a failure'], running: 2, retrying: 1, inBackoff: 0 });
+    expect(firstAttemptOnly).toMatchObject({ health: 'healthy', reasons: [], running: 1, retrying: 0 });
   });
 
   it('is computed once per snapshot object', () => {

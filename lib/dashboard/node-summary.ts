@@ -9,7 +9,7 @@ export type ReconstructionOutcome = ReconstructedVolume['outcome'];
 /**
  * The node's health, as text an operator can act on:
  * - `syncing`: the desired and actual states are not synced yet (`/readyz` is 503);
- * - `degraded`: something needs attention (operations in backoff, uncertain mounts, pod or
+ * - `degraded`: something needs attention (operations in backoff or retrying after a failure, uncertain mounts, pod or
  *   source errors, failed reconstructions, driver errors, volumes found detached; in observe
  *   mode operations failing in the kubelet and VolumeAttachments with an attach error, while
  *   uncertain states are not a reason: the agent rebuilds every volume from the kubelet's root
@@ -42,6 +42,8 @@ export interface NodeSummary {
   readonly inBackoff: number;
   /** Pending operations running now. */
   readonly running: number;
+  /** Of `running`, those that failed before: a retry in flight. */
+  readonly retrying: number;
   /** Pods with at least one populator error. */
   readonly podErrors: number;
   /** Pod-source files that failed to parse. */
@@ -69,6 +71,8 @@ export interface NodeSummary {
 export interface NodeHealthInput {
   readonly statesSynced: boolean;
   readonly inBackoff: number;
+  /** Operations running again after a failure: still failing as far as anyone knows. */
+  readonly retrying: number;
   readonly uncertain: number;
   readonly podErrors: number;
   readonly sourceErrors: number;
@@ -84,6 +88,7 @@ export function nodeHealth(c: NodeHealthInput): { health: NodeHealth; reasons: s
   if (!c.statesSynced) return { health: 'syncing', reasons: [] };
   const reasons: string[] = [];
   if (c.inBackoff > 0) reasons.push(`${c.inBackoff} in backoff`);
+  if (c.retrying > 0) reasons.push(`${c.retrying} retrying after a failure`);
   if (c.observe === null && c.uncertain > 0) reasons.push(`${c.uncertain} uncertain`);
   const failing = c.observe?.failing ?? 0;
   if (failing > 0) reasons.push(`${failing} failing in the kubelet`);
@@ -171,9 +176,13 @@ export function summarizeNode(snapshot: Snapshot): NodeSummary {
   const { desiredVolumes, pending } = countDesired(snapshot.desired.pods, mountedPairs);
   let inBackoff = 0;
   let running = 0;
+  let retrying = 0;
   for (const op of snapshot.operations) {
     if (op.state === 'backoff') inBackoff++;
-    else running++;
+    else {
+      running++;
+      if (op.failures > 0) retrying++;
+    }
   }
   const outcomes: Record<ReconstructionOutcome, number> = { reconstructed: 0, 'confirmed-mounted': 0, 'cleaned-up': 0, failed: 0 };
   for (const v of snapshot.reconstruction.volumes) outcomes[v.outcome]++;
@@ -187,6 +196,7 @@ export function summarizeNode(snapshot: Snapshot): NodeSummary {
   const { health, reasons } = nodeHealth({
     statesSynced: snapshot.statesSynced,
     inBackoff,
+    retrying,
     uncertain,
     podErrors,
     sourceErrors: snapshot.sourceErrors.length,
@@ -210,6 +220,7 @@ export function summarizeNode(snapshot: Snapshot): NodeSummary {
     pending,
     inBackoff,
     running,
+    retrying,
     podErrors,
     sourceErrors: snapshot.sourceErrors.length,
     reconstruction: {

@@ -145,6 +145,7 @@ export function toNodeSummary(s: AgentSummary): NodeSummary {
   const { health, reasons } = nodeHealth({
     statesSynced: s.statesSynced,
     inBackoff: c.inBackoff,
+    retrying: c.retrying,
     uncertain: c.uncertain,
     podErrors: c.podErrors,
     sourceErrors: c.sourceErrors,
@@ -169,6 +170,7 @@ export function toNodeSummary(s: AgentSummary): NodeSummary {
     pending: c.pending,
     inBackoff: c.inBackoff,
     running: c.running,
+    retrying: c.retrying,
     podErrors: c.podErrors,
     sourceErrors: c.sourceErrors,
     reconstruction: {

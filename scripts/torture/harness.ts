@@ -13,7 +13,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import { CsiLoopProcess, driverPrivileged } from '../../lib/volume/csi/testing/csi-loop-process.ts';
-import { AgentProcess, mountsBelow, standInMounter } from '../../agent/node/testing/agent-process.ts';
+import { AgentProcess, mountsBelow, standInMounter, type LogLine } from '../../agent/node/testing/agent-process.ts';
 import { cleanUpTempDir, realMountsAllowed } from '../../lib/mount-utils/testing/mount-test-env.ts';
 import { CSI_DRIVER_NAME, writeManifest, type KubeObject } from '../demo/manifests.ts';
 
@@ -54,6 +54,8 @@ export interface NodeOptions {
 /** One node: the driver, the current agent process, their directories. */
 export class TortureNode {
   agent: AgentProcess | null = null;
+  /** Every agent process started on this node, oldest first (their logs outlive a kill). */
+  private readonly agents: AgentProcess[] = [];
   private starts = 0;
 
   private constructor(
@@ -104,8 +106,14 @@ export class TortureNode {
       extraArgs: ['--csi-driver', `${CSI_DRIVER_NAME}=${this.driver.socketPath}`, ...(this.options.agentArgs ?? [])],
     });
     this.agent = agent;
+    this.agents.push(agent);
     await agent.waitForSnapshot('the CSI driver is registered', (s) => s.drivers.find((d) => d.name === CSI_DRIVER_NAME)?.registered, 30_000);
     return agent;
+  }
+
+  /** The log lines of every agent process of this node that match, in start order. */
+  agentLogs(match: (line: LogLine) => boolean): LogLine[] {
+    return this.agents.flatMap((a) => a.logs.filter(match));
   }
 
   /** The running agent; throws when none is. */

@@ -241,19 +241,40 @@ class KillChurn {
     return out;
   }
 
-  /** Polls until converged; returns the time from `since` and the last divergence when it timed out. */
+  /**
+   * Polls until converged; returns the time from `since` and, when it timed out, the last
+   * divergence followed by what the agent knows about the volume it names (see {@link diagnose}).
+   */
   async converge(since: number): Promise<{ ms: number; last: string | null }> {
     for (;;) {
       let last: string | null;
+      let snapshot: Snapshot | null = null;
       try {
-        last = await this.divergence(await this.node.snapshot());
+        snapshot = await this.node.snapshot();
+        last = await this.divergence(snapshot);
       } catch (err) {
         last = errorMessage(err);
       }
       const ms = performance.now() - since;
-      if (last === null || ms > CONVERGE_GIVE_UP_MS) return { ms, last };
+      if (last === null) return { ms, last };
+      if (ms > CONVERGE_GIVE_UP_MS) return { ms, last: snapshot === null ? last : `${last} [${this.diagnose(snapshot, last)}]` };
       await pause(100);
     }
+  }
+
+  /**
+   * What the agent says about the unique volume name a divergence mentions: its operations
+   * (running or in backoff, with the last error), its failed-operation history, and the last log
+   * lines of every agent process of this run that name it. A failure must be debuggable from the
+   * campaign's JSON alone: the agents' logs are gone with the work dir.
+   */
+  diagnose(s: Snapshot, divergence: string): string {
+    const volume = /kubernetes\.io\/[^\s,]+/.exec(divergence)?.[0];
+    if (volume === undefined) return 'no volume named';
+    const ops = s.operations.filter((o) => o.volume === volume).map((o) => `${o.operationName} ${o.podUid ?? '-'} ${o.state} ×${o.failures}: ${o.lastError ?? 'no error'}`);
+    const history = s.operationHistory.filter((h) => h.volume === volume).map((h) => JSON.stringify(h).slice(0, 600));
+    const logs = this.node.agentLogs((line) => JSON.stringify(line).includes(volume)).slice(-15).map((line) => JSON.stringify(line).slice(0, 400));
+    return [`operations: ${ops.length === 0 ? 'none' : ops.join(' | ')}`, `history: ${history.length === 0 ? 'none' : history.join(' | ')}`, `log: ${logs.length === 0 ? 'none' : logs.join(' | ')}`].join('; ');
   }
 
   /** Checks (or writes, the first time) the marker of every present pod's persistent volume. */

@@ -109,7 +109,7 @@ describe('summariesFromSamples', () => {
     agent: { version: '0.1.0', startedAt: at - 60_000 },
     mode: 'managed',
     mounter: { kind: 'linux', privileged: true },
-    counts: { pods: 2, desiredVolumes: 3, mounted: 2, uncertain: 0, pending: 1, inBackoff: 1, running: 0, podErrors: 0, sourceErrors: 0, foundDetached: 0 },
+    counts: { pods: 2, desiredVolumes: 3, mounted: 2, uncertain: 0, pending: 1, inBackoff: 1, running: 0, retrying: 0, podErrors: 0, sourceErrors: 0, foundDetached: 0 },
     reconstruction: { state: 'done', startedAt: at - 50_000, finishedAt: at - 40_000, outcomes: { reconstructed: 0, 'confirmed-mounted': 1, 'cleaned-up': 0, failed: 0 } },
     drivers: { total: 1, registered: 1, failing: 0 },
   };
