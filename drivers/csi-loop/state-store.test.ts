@@ -135,6 +135,49 @@ describe('StateStore on a shared state dir', () => {
     }
   });
 
+  it('a burst of queued changes takes the lock file once (twice at most on a slow machine), not once per change; another store waiting on the lock loses none of them', async () => {
+    // Arrange
+    const dir = await tempDir();
+    const a = await StateStore.open(dir, 'unprivileged', 'node-a');
+    const b = await StateStore.open(dir, 'unprivileged', 'node-b');
+    const lockFile = path.join(dir, 'state.lock');
+    // Every hold of the lock ends with its removal (the other store's attempts while it is held fail with EEXIST and remove nothing).
+    const rm = vi.spyOn(fs, 'rm');
+    try {
+      // Act: 10 changes queued at once, and one of the other store queued after the first of them.
+      const burst = Array.from({ length: 10 }, (_, i) =>
+        a.exclusive(() => {
+          a.put(record(`vol-${String(i).padStart(2, '0')}`));
+        }),
+      );
+      const other = b.exclusive(() => {
+        b.put(record('vol-b'));
+      });
+      await Promise.all([...burst, other]);
+      const lockReleases = rm.mock.calls.filter(([file]) => file === lockFile).length;
+
+      // Assert: one removal per hold, not one per change: a's burst, b's change (and a second hold of a only if its burst outlasted the 50 ms cap).
+      expect(lockReleases).toBeLessThanOrEqual(3);
+      expect(await fs.readdir(dir)).not.toContain('state.lock');
+      expect(await a.exclusive(() => a.list().length)).toBe(11);
+      expect(await b.exclusive(() => b.list().length)).toBe(11);
+    } finally {
+      rm.mockRestore();
+    }
+  });
+
+  it('after a change that failed, the next one takes the lock again and reads state.json afresh', async () => {
+    const dir = await tempDir();
+    const a = await StateStore.open(dir, 'unprivileged', 'node-a');
+    const failing = a.exclusive(() => {
+      throw new Error('FAILED_PRECONDITION');
+    });
+    const next = a.exclusive(() => a.list().length);
+    await expect(failing).rejects.toThrow('FAILED_PRECONDITION');
+    expect(await next).toBe(0);
+    expect(await fs.readdir(dir)).not.toContain('state.lock');
+  });
+
   it('refuses a state dir written in the other mode', async () => {
     const dir = await tempDir();
     await StateStore.open(dir, 'unprivileged', 'node-a');

@@ -7,8 +7,9 @@
  * Several csi-loop processes may share one state dir (the controller instance and the node
  * instances of one driver, as a real multi-node driver shares its backend): every change runs in
  * {@link StateStore.exclusive}, which holds the dir's lock file (`state.lock`, created with
- * O_EXCL, holding the owner's pid) and re-reads state.json before the change, so no process
- * writes from a stale copy. The driver's reads go through it too (state.json is only ever
+ * O_EXCL, holding the owner's pid) and re-reads state.json when it takes the lock, so no process
+ * writes from a stale copy. A process keeps the lock for the changes already queued behind the
+ * one that took it (up to LOCK_HOLD_MAX_MS), and re-reads nothing in between: nobody else wrote. The driver's reads go through it too (state.json is only ever
  * replaced by rename, so any reader sees one whole version).
  */
 import { promises as fs } from 'node:fs';
@@ -99,6 +100,13 @@ export function isStateModeMismatchError(err: unknown): err is StateModeMismatch
 export const STATE_LOCK_TIMEOUT_MS = 60_000;
 /** Poll interval while another process holds the lock. */
 const LOCK_POLL_MS = 5;
+/**
+ * The longest a process keeps the lock for the changes queued behind the one that took it. A
+ * burst of CSI calls (a node restart confirms every volume: NodeStageVolume and NodePublishVolume
+ * each) then pays for one lock file and one read of state.json instead of one per call, while
+ * another process sharing the state dir waits at most about this long plus one change.
+ */
+const LOCK_HOLD_MAX_MS = 50;
 
 /** The state dir's lock stayed held by a live process for STATE_LOCK_TIMEOUT_MS. */
 export class StateLockTimeoutError extends Error {
@@ -113,6 +121,10 @@ export class StateStore {
   private writeChain: Promise<void> = Promise.resolve();
   /** Serialises {@link exclusive} within this process (the lock file serialises processes). */
   private exclusiveChain: Promise<void> = Promise.resolve();
+  /** Calls of {@link exclusive} queued or running. */
+  private queued = 0;
+  /** When this process took the lock file it still holds; null when it holds none. */
+  private lockHeldSince: number | null = null;
   private readonly lockFile: string;
   private readonly tmpFile: string;
   /** The version of state.json that {@link state} holds (read or written by this process); null: unknown. */
@@ -158,15 +170,23 @@ export class StateStore {
    * on the lock file.
    */
   exclusive<T>(change: () => Promise<T> | T): Promise<T> {
+    this.queued++;
     const run = this.exclusiveChain.then(async () => {
-      await this.acquireLock();
+      let failed = true;
       try {
-        await this.reload();
+        if (this.lockHeldSince === null) {
+          await this.acquireLock();
+          this.lockHeldSince = performance.now();
+          await this.reload();
+        }
+        // Else this process held the lock since its last reload: no other process wrote state.json.
         // The state as loaded or last saved, not serialised again (each call would pay O(volumes) for it).
         const before = this.memoryJson ?? JSON.stringify(this.state);
         const savesBefore = this.saveSeq;
         try {
-          return await change();
+          const result = await change();
+          failed = false;
+          return result;
         } finally {
           const after = JSON.stringify(this.state);
           await this.writeChain;
@@ -175,7 +195,15 @@ export class StateStore {
           if (after !== onFile) await this.save();
         }
       } finally {
-        await fs.rm(this.lockFile, { force: true });
+        this.queued--;
+        // Keep the lock for the changes already queued behind this one (a burst of calls takes it
+        // once), unless this one failed (the next starts from a fresh read) or the lock was held
+        // for LOCK_HOLD_MAX_MS (another process waiting on it gets a turn).
+        const holdOn = !failed && this.queued > 0 && this.lockHeldSince !== null && performance.now() - this.lockHeldSince < LOCK_HOLD_MAX_MS;
+        if (!holdOn && this.lockHeldSince !== null) {
+          this.lockHeldSince = null;
+          await fs.rm(this.lockFile, { force: true });
+        }
       }
     });
     this.exclusiveChain = run.then(

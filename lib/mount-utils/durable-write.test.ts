@@ -2,7 +2,7 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DurableFile, DurableWriteFs } from './durable-write.ts';
-import { DurableWriteError, isDurableWriteError, nodeDurableWriteFs, writeFileDurably } from './durable-write.ts';
+import { DurableWriteError, isDurableWriteError, isDurableWriteTempName, nodeDurableWriteFs, writeFileDurably } from './durable-write.ts';
 import { errnoError, fullFilesystem, type FullFilesystem } from './testing/full-fs-test-env.ts';
 import { cleanUpTempDir, makeTempDir, mountMode } from './testing/mount-test-env.ts';
 
@@ -180,3 +180,29 @@ describe('writeFileDurably', () => {
 function bind(file: DurableFile): DurableFile {
   return { writeFile: (d) => file.writeFile(d), chmod: (m) => file.chmod(m), sync: () => file.sync(), close: () => file.close() };
 }
+
+describe('isDurableWriteTempName', () => {
+  it('recognises the temporary name of a write that never reached its rename, for that target only', async () => {
+    // Arrange: the rename fails, as if the process had died before it.
+    let created = '';
+    const crashing: DurableWriteFs = {
+      ...nodeDurableWriteFs,
+      createExclusive: (path, mode) => {
+        created = path;
+        return nodeDurableWriteFs.createExclusive(path, mode);
+      },
+      rename: () => Promise.reject(errnoError('EIO', 'rename', 'input/output error')),
+    };
+
+    // Act
+    await rejection(writeFileDurably(join(dir, 'vol_data.json'), '{}', { fs: crashing }));
+    const name = created.slice(dir.length + 1);
+
+    // Assert
+    expect(isDurableWriteTempName(name, 'vol_data.json')).toBe(true);
+    expect(isDurableWriteTempName(name, 'data.json')).toBe(false);
+    expect(isDurableWriteTempName('vol_data.json', 'vol_data.json')).toBe(false);
+    expect(isDurableWriteTempName('.vol_data.json.0123456789ab.tmp.bak', 'vol_data.json')).toBe(false);
+    expect(isDurableWriteTempName('.vol_data.json.XYZ456789abc.tmp', 'vol_data.json')).toBe(false);
+  });
+});

@@ -116,6 +116,16 @@ function durableTempPath(path: string): string {
   return join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
 }
 
+/**
+ * True when `name` is a temporary name this writer gives a write of a file named `targetName`
+ * (`.<targetName>.<12 hex digits>.tmp`): what a crash during such a write leaves beside the
+ * target. Whoever removes the target's directory may remove these as its own.
+ */
+export function isDurableWriteTempName(name: string, targetName: string): boolean {
+  const prefix = `.${targetName}.`;
+  return name.startsWith(prefix) && /^[0-9a-f]{12}\.tmp$/.test(name.slice(prefix.length));
+}
+
 /** Writes `data` to `path` atomically and durably (see the module comment). The directory must exist. */
 export async function writeFileDurably(path: string, data: string | Uint8Array, options: DurableWriteOptions = {}): Promise<void> {
   const fs = options.fs ?? nodeDurableWriteFs;

@@ -4,7 +4,7 @@
 // registration, attachment verification and expansion. With VOLUMESCOPE_MOUNT_NS=1 the driver
 // makes real loop devices and mounts; otherwise it uses symlinks.
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -813,6 +813,43 @@ describe(`kubernetes.io/csi error semantics as upstream (${driverMode})`, () => 
     expect(await plugin.getDeviceMountRefs(up.staging)).toEqual([up.target]);
 
     await tearDownVolume(plugin, spec, p, up);
+  });
+
+  it('TearDownAt after a kill during a write of vol_data.json: the writer\'s leftover temp file goes with the volume dir; a stray file keeps vol_data.json, so the retry after it is gone succeeds', async () => {
+    // Arrange: a published volume whose pod volume dir holds what a SIGKILL between the temp
+    // file's creation and its rename leaves (the durable writer's `.vol_data.json.<hex>.tmp`).
+    const plugin = newPlugin();
+    const vol = 'vol-leftover-tmp';
+    const spec = pvSpec(vol);
+    const p = pod('uid-leftover-tmp');
+    const up = await setUpVolume(plugin, spec, p);
+    const volDir = dirname(up.target);
+    await writeFile(join(volDir, '.vol_data.json.0123456789ab.tmp'), '{"specVolID":');
+
+    // Act
+    await plugin.newUnmounter(`pv-${vol}`, podUID('uid-leftover-tmp')).tearDown();
+
+    // Assert
+    expect(await exists(volDir)).toBe(false);
+
+    // Arrange: the same with a file that is not the plugin's.
+    const p2 = pod('uid-stray-file');
+    const up2 = await setUpVolume(plugin, spec, p2);
+    const volDir2 = dirname(up2.target);
+    await writeFile(join(volDir2, 'notes.txt'), 'an operator was here');
+
+    // Act
+    const err = await rejection(plugin.newUnmounter(`pv-${vol}`, podUID('uid-stray-file')).tearDown());
+
+    // Assert: refused before vol_data.json went; once the file is gone the retry finishes.
+    expect(err.message).toContain(`Unmounter.TearDownAt failed to clean mount dir [${up2.target}]: refusing to remove ${volDir2}: it is not empty (notes.txt is neither mount nor vol_data.json; vol_data.json is kept)`);
+    expect(await exists(join(volDir2, 'vol_data.json'))).toBe(true);
+    await rm(join(volDir2, 'notes.txt'));
+    await plugin.newUnmounter(`pv-${vol}`, podUID('uid-stray-file')).tearDown();
+    expect(await exists(volDir2)).toBe(false);
+
+    await plugin.newDeviceUnmounter().unmountDevice(up2.staging);
+    await plugin.newDetacher().detach(plugin.getVolumeName(spec), NODE);
   });
 
   it('UnmountDevice: a staging path still mounted after a successful NodeUnstageVolume is not an error (removeMountDir keeps it)', async () => {

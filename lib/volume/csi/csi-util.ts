@@ -4,10 +4,11 @@
  * secrets, deciding whether a path is mounted, and removing the plugin's directories safely.
  */
 import { lstat, readdir, readlink, realpath } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Mounter as HostMounter } from '../../mount-utils/mounter.ts';
 import { isCorruptedMnt } from '../../mount-utils/mount-table.ts';
-import { safeRemove } from '../../mount-utils/safe-remove.ts';
+import { isDurableWriteTempName } from '../../mount-utils/durable-write.ts';
+import { SafeRemoveRefusedError, safeRemove } from '../../mount-utils/safe-remove.ts';
 import type { CSIPersistentVolumeSource, CSIVolumeSource, PersistentVolumeAccessMode } from '../k8s-types.ts';
 import type { VolumeObjectGetter } from '../object-getter.ts';
 import type { Spec } from '../spec.ts';
@@ -144,12 +145,32 @@ export async function isMounted(mounter: HostMounter, path: string): Promise<boo
  * mount table, never recursive, never across file systems). Returns false, removing nothing,
  * when the path is still mounted. Throws when a removal is refused (e.g. the directory is not
  * empty): the caller reports the volume as not cleaned up.
+ *
+ * Two differences from upstream, both so that a refused removal can be retried:
+ * - the temporary files of an interrupted durable write of `vol_data.json` (the agent killed
+ *   between creating and renaming it) are the plugin's own and are removed with it; upstream
+ *   writes the file in place and leaves no such file;
+ * - an entry of the parent directory that is none of these (and not `mountPath`) is refused
+ *   before anything is removed. Upstream removes `vol_data.json` first and then fails to remove
+ *   the directory, after which every retry fails with "unmounter failed to load volume data
+ *   file" and nothing can finish the TearDown; here `vol_data.json` stays, and the retry after
+ *   the stray entry is gone succeeds.
  */
 export async function removeMountDir(rootDir: string, mounter: HostMounter, mountPath: string): Promise<boolean> {
   if (await isMounted(mounter, mountPath)) return false;
   const volPath = dirname(mountPath);
   const opts = { root: rootDir, mounter };
+  const entries = await readdir(volPath).catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  });
+  const leftovers = entries.filter((name) => isDurableWriteTempName(name, VOL_DATA_FILE_NAME));
+  const strangers = entries.filter((name) => name !== basename(mountPath) && name !== VOL_DATA_FILE_NAME && !leftovers.includes(name));
+  if (strangers.length > 0) {
+    throw new SafeRemoveRefusedError(volPath, `refusing to remove ${volPath}: it is not empty (${strangers.sort().join(', ')} is neither ${basename(mountPath)} nor ${VOL_DATA_FILE_NAME}; ${VOL_DATA_FILE_NAME} is kept)`);
+  }
   await safeRemove(mountPath, opts);
+  for (const name of leftovers) await safeRemove(join(volPath, name), { ...opts, allowFiles: [name] });
   await safeRemove(join(volPath, VOL_DATA_FILE_NAME), opts);
   await safeRemove(volPath, opts);
   return true;
