@@ -178,6 +178,41 @@ describe('StateStore on a shared state dir', () => {
     expect(await fs.readdir(dir)).not.toContain('state.lock');
   });
 
+  it('saves a change that modified a record in place (even one that then threw), and writes nothing for a change that only read', async () => {
+    // Arrange
+    const dir = await tempDir();
+    const a = await StateStore.open(dir, 'unprivileged', 'node-a');
+    await a.exclusive(() => {
+      a.put(record('vol-1'));
+      a.put(record('vol-2'));
+    });
+    const file = path.join(dir, 'state.json');
+    const mtime = async () => (await fs.stat(file, { bigint: true })).mtimeNs;
+
+    // Act: only reads.
+    const before = await mtime();
+    await a.exclusive(() => a.get('vol-1')?.formatted);
+    await a.exclusive(() => a.get('vol-missing'));
+    const afterReads = await mtime();
+    // An in-place change of one record, never put(), and one that throws after changing it.
+    await a.exclusive(() => {
+      const r = a.get('vol-2');
+      if (r !== undefined) r.formatted = true;
+    });
+    await a
+      .exclusive(() => {
+        const r = a.get('vol-1');
+        if (r !== undefined) r.devicePath = '/dev/loop7';
+        throw new Error('mkfs failed');
+      })
+      .catch(() => undefined);
+
+    // Assert
+    expect(afterReads).toBe(before);
+    const other = await StateStore.open(dir, 'unprivileged', 'node-b');
+    expect(await other.exclusive(() => [other.get('vol-1')?.devicePath, other.get('vol-2')?.formatted])).toEqual(['/dev/loop7', true]);
+  });
+
   it('refuses a state dir written in the other mode', async () => {
     const dir = await tempDir();
     await StateStore.open(dir, 'unprivileged', 'node-a');

@@ -156,6 +156,7 @@ export class StateStore {
     const file = path.join(stateDir, 'state.json');
     const store = new StateStore(file, emptyState(mode), mode);
     await store.exclusive(() => {
+      store.touchAll();
       if (nodeId !== undefined && !store.state.nodes.includes(nodeId)) {
         store.state.nodes = [...store.state.nodes, nodeId].sort();
       }
@@ -183,16 +184,21 @@ export class StateStore {
         // The state as loaded or last saved, not serialised again (each call would pay O(volumes) for it).
         const before = this.memoryJson ?? JSON.stringify(this.state);
         const savesBefore = this.saveSeq;
+        this.access = { records: new Map(), all: false };
         try {
           const result = await change();
           failed = false;
           return result;
         } finally {
-          const after = JSON.stringify(this.state);
+          const access = this.access;
+          this.access = null;
           await this.writeChain;
-          // What the file holds: the state before the change, or what the change saved last (null: that save failed).
-          const onFile = this.saveSeq === savesBefore ? before : this.memoryJson;
-          if (after !== onFile) await this.save();
+          if (this.saveSeq !== savesBefore || access.all || this.recordChanged(access.records)) {
+            const after = JSON.stringify(this.state);
+            // What the file holds: the state before the change, or what the change saved last (null: that save failed).
+            const onFile = this.saveSeq === savesBefore ? before : this.memoryJson;
+            if (after !== onFile) await this.save();
+          }
         }
       } finally {
         this.queued--;
@@ -254,26 +260,60 @@ export class StateStore {
     this.memoryJson = JSON.stringify(state);
   }
 
+  /**
+   * What the running change could have modified, so that a change that modified nothing (most
+   * CSI calls: a repeated NodeStageVolume or NodePublishVolume of a volume already staged or
+   * published, a stats call) costs no serialisation of the whole state: the records it got, each
+   * with its JSON from before it got it, or `all` after a call that hands out the whole state or
+   * changes its structure. Null outside {@link exclusive}.
+   */
+  private access: { records: Map<string, string | undefined>; all: boolean } | null = null;
+
+  /** Marks a record as handed to the running change, remembering its JSON before. */
+  private touch(volumeId: string): void {
+    if (this.access === null || this.access.all || this.access.records.has(volumeId)) return;
+    const record = this.state.volumes[volumeId];
+    this.access.records.set(volumeId, record === undefined ? undefined : JSON.stringify(record));
+  }
+
+  /** Marks the whole state as possibly modified by the running change. */
+  private touchAll(): void {
+    if (this.access !== null) this.access.all = true;
+  }
+
+  /** Whether a record the change got is now different from what it was. */
+  private recordChanged(records: ReadonlyMap<string, string | undefined>): boolean {
+    for (const [volumeId, before] of records) {
+      const record = this.state.volumes[volumeId];
+      if ((record === undefined ? undefined : JSON.stringify(record)) !== before) return true;
+    }
+    return false;
+  }
+
   /** Node ids served on this state dir (see `nodes` in the state file). */
   nodes(): readonly string[] {
     return this.state.nodes;
   }
 
   get(volumeId: string): VolumeRecord | undefined {
+    this.touch(volumeId);
     return this.state.volumes[volumeId];
   }
 
   /** All volumes, sorted by volume id (the ListVolumes order). */
   list(): VolumeRecord[] {
+    this.touchAll();
     return Object.values(this.state.volumes).sort((a, b) => (a.volumeId < b.volumeId ? -1 : a.volumeId > b.volumeId ? 1 : 0));
   }
 
   put(record: VolumeRecord): void {
+    this.touchAll();
     this.state.volumes[record.volumeId] = record;
   }
 
   /** Forgets a deleted volume (DeleteVolume). */
   remove(volumeId: string): void {
+    this.touchAll();
     this.state.volumes = Object.fromEntries(Object.entries(this.state.volumes).filter(([id]) => id !== volumeId));
   }
 
@@ -282,6 +322,7 @@ export class StateStore {
    * NodeUnpublishVolume can be recognised (oldest entries dropped beyond the bound).
    */
   removeEphemeral(volumeId: string, targetPath: string): void {
+    this.touchAll();
     this.remove(volumeId);
     // Re-inserting moves the id to the end: insertion order is the age order.
     const entries = [...Object.entries(this.state.removedEphemeral).filter(([id]) => id !== volumeId), [volumeId, targetPath] as const];
@@ -295,6 +336,7 @@ export class StateStore {
 
   /** Forgets that `volumeId` was a deleted ephemeral volume (it is being created again). */
   forgetRemovedEphemeral(volumeId: string): void {
+    this.touchAll();
     if (this.state.removedEphemeral[volumeId] !== undefined) {
       this.state.removedEphemeral = Object.fromEntries(Object.entries(this.state.removedEphemeral).filter(([id]) => id !== volumeId));
     }
