@@ -1,7 +1,8 @@
 /**
  * A stand-in node agent for developing and demonstrating the dashboard without a real node: a
  * tiny `node:http` server that speaks the agent API of docs/api.md (bearer check, snapshot,
- * summary, SSE snapshot + deltas with `Last-Event-ID` resume, resync/retry/unmount with their refusals),
+ * summary, SSE snapshot + deltas with `Last-Event-ID` resume, resync/retry/unmount with their refusals;
+ * snapshots in the compact form unless `?encoding=full`, as the agent sends them),
  * over a generated node whose state keeps changing: a mount that fails and retries with
  * exponential backoff, an uncertain device mount, a volume left mounted for a deleted pod, and
  * churn across generated pods.
@@ -33,7 +34,6 @@ import {
   apiErrorBody,
   computeDelta,
   encodeDeltaEvent,
-  encodeSnapshotEvent,
   parseStreamEventId,
   normalizeSnapshot,
   operationKey,
@@ -48,6 +48,9 @@ import {
   type RecentEvent,
   type Snapshot,
 } from '../../api/index.ts';
+import { BAD_ENCODING_MESSAGE, CompactSnapshotEncoder, snapshotEncodingOf, type SnapshotEncoding } from '../../api/compact-snapshot.ts';
+import { SNAPSHOT_EVENT, streamEventId } from '../../api/agent-stream.ts';
+import { formatSseEvent } from '../../api/sse.ts';
 import { FIXTURE_T0, emptySnapshot, exampleSnapshot } from '../../api/testing/snapshot-fixtures.ts';
 import { realClock, type Clock } from '../../clock/clock.ts';
 
@@ -331,6 +334,9 @@ export async function startFakeAgent(options: FakeAgentOptions): Promise<FakeAge
   const node = new FakeNode(clock, initialFakeSnapshot(options.nodeName ?? 'node-a', clock.now(), options.pods ?? 40, options.volumesPerPod ?? 2));
   const streams = new Set<ServerResponse>();
   const counts = { snapshot: 0, summary: 0, events: 0, actions: 0 };
+  // As the agent's snapshot feed: one compact encoder keeps unchanged items' texts between changes.
+  const compact = new CompactSnapshotEncoder();
+  const snapshotJson = (snapshot: Snapshot, encoding: SnapshotEncoding): string => (encoding === 'full' ? JSON.stringify(snapshot) : compact.encodeJson(snapshot));
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://fake');
@@ -348,10 +354,16 @@ export async function startFakeAgent(options: FakeAgentOptions): Promise<FakeAge
     }
     const route = `${req.method ?? 'GET'} ${url.pathname}`;
     if (req.method === 'POST') counts.actions++;
+    const encoding = route === `GET ${API_ROUTES.snapshot.path}` || route === `GET ${API_ROUTES.events.path}` ? snapshotEncodingOf(req.url) : 'compact';
+    if (encoding === null) {
+      sendError(res, 'bad-request', BAD_ENCODING_MESSAGE, { field: 'encoding' });
+      return;
+    }
     switch (route) {
       case `GET ${API_ROUTES.snapshot.path}`:
         counts.snapshot++;
-        sendJson(res, 200, node.current);
+        res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8' });
+        res.end(snapshotJson(node.current, encoding));
         return;
       case `GET ${SUMMARY_ROUTE.path}`:
         counts.summary++;
@@ -367,7 +379,7 @@ export async function startFakeAgent(options: FakeAgentOptions): Promise<FakeAge
         const last = typeof lastId === 'string' ? parseStreamEventId(lastId) : null;
         const startedAt = node.current.agent.startedAt;
         const resume = last !== null && last.startedAt === startedAt ? node.deltasAfter(last.seq) : null;
-        if (resume === null) res.write(encodeSnapshotEvent(node.current));
+        if (resume === null) res.write(formatSseEvent({ event: SNAPSHOT_EVENT, id: streamEventId(startedAt, node.current.seq), data: snapshotJson(node.current, encoding) }));
         else for (const d of resume) res.write(encodeDeltaEvent(d, startedAt));
         const unsubscribe = node.subscribe((d) => res.write(encodeDeltaEvent(d, startedAt)));
         const keepalive = setInterval(() => res.write(SSE_KEEPALIVE), SSE_KEEPALIVE_INTERVAL_MS);
