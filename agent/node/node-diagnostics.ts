@@ -65,6 +65,13 @@ export class NodeDiagnostics implements StatfsSource {
   private scanning: Promise<void> | null = null;
   private rescan = false;
   private busyVolumes = new Set<string>();
+  /**
+   * The health check targets as of the last change of the volume manager; null after a change.
+   * A batch every 10 s would otherwise walk both worlds and build every target again (at 10,000
+   * volumes megabytes that outlive the batch's probe call and end in the old generation, so an
+   * idle agent never becomes idle enough for V8 to give its heap pages back).
+   */
+  private targetCache: HealthTarget[] | null = null;
   private unsubscribe: (() => void) | null = null;
   private stopped = false;
 
@@ -92,10 +99,11 @@ export class NodeDiagnostics implements StatfsSource {
   }
 
   start(): void {
-    this.checker?.start();
     this.unsubscribe = this.opts.volumeManager.onChange(() => {
+      this.targetCache = null;
       this.scheduleBlockerScan();
     });
+    this.checker?.start();
   }
 
   async stop(): Promise<void> {
@@ -141,9 +149,15 @@ export class NodeDiagnostics implements StatfsSource {
 
   // PATHS
 
+  /** Every pod volume path and staging path of the actual state (cached until the next change), and which volumes are busy now. */
   private targets(): HealthTarget[] {
     const vm = this.opts.volumeManager;
     this.busyVolumes = new Set(vm.getPendingOperations().filter((o) => o.pending).map((o) => String(o.key.volumeName)));
+    return (this.targetCache ??= this.collectTargets());
+  }
+
+  private collectTargets(): HealthTarget[] {
+    const vm = this.opts.volumeManager;
     const out: HealthTarget[] = [];
     const pods = new Set<string>();
     for (const v of vm.getActualVolumes()) {

@@ -46,7 +46,10 @@ export interface MountHealthCheckerOptions {
   clock: Clock;
   logger: Logger;
   probe: PathChecker;
-  /** Every path to keep checked, read at each batch. */
+  /**
+   * Every path to keep checked, read at each batch. May answer the same array (never changed
+   * afterwards) as long as the paths are the same: the checker then reuses its index of it.
+   */
   targets: () => readonly HealthTarget[];
   /** True while an operation on the volume runs: its paths are skipped this period. */
   busy: (volume: string) => boolean;
@@ -89,6 +92,8 @@ export function classifyCheck(check: Exclude<PathCheck, { outcome: 'skipped' }>,
 
 export class MountHealthChecker {
   private readonly opts: MountHealthCheckerOptions;
+  /** The last `targets()` array and its index by path (see {@link targetsByPath}). */
+  private targetIndex: { list: readonly HealthTarget[]; byPath: Map<string, HealthTarget> } | null = null;
   private readonly periodMs: number;
   private readonly batchSize: number;
   private readonly timeoutMs: number;
@@ -185,8 +190,7 @@ export class MountHealthChecker {
   private async batch(): Promise<void> {
     const { clock, logger } = this.opts;
     let changed = false;
-    const targets = new Map<string, HealthTarget>();
-    for (const t of this.opts.targets()) targets.set(t.path, t);
+    const targets = this.targetsByPath(this.opts.targets());
     for (const path of this.entries.keys()) {
       if (!targets.has(path)) {
         this.entries.delete(path);
@@ -221,6 +225,16 @@ export class MountHealthChecker {
     for (const path of this.usages.keys()) if (!targets.has(path)) this.usages.delete(path);
     this.sortedValid = false;
     if (changed) this.opts.onChange?.();
+  }
+
+  /**
+   * `list` by path. The index is kept while `targets()` answers the same array (its owner may
+   * return one array until the targets change), so an idle node's batch builds no map of every
+   * path.
+   */
+  private targetsByPath(list: readonly HealthTarget[]): ReadonlyMap<string, HealthTarget> {
+    if (this.targetIndex?.list !== list) this.targetIndex = { list, byPath: new Map(list.map((t) => [t.path, t])) };
+    return this.targetIndex.byPath;
   }
 
   private keepUsage(result: Exclude<PathCheck, { outcome: 'skipped' }>, now: number): void {
