@@ -562,7 +562,7 @@ describe('container entrypoint (scripts/container-entrypoint.sh)', () => {
   it('`agent [flags…]` starts the bundled agent with the flags, and its exit code is the container’s', () => {
     const r = run(['agent', '--mode=observe', '--listen=0.0.0.0:7070'], { STUB_EXIT: '7' });
     expect(r.status).toBe(7);
-    expect(r.recorded.slice(1)).toEqual(['--enable-source-maps', '--max-semi-space-size=8', '/srv/volumescope-app/dist/agent.mjs', '--mode=observe', '--listen=0.0.0.0:7070']);
+    expect(r.recorded.slice(1)).toEqual(['--enable-source-maps', '--max-semi-space-size=8', '--expose-gc', '/srv/volumescope-app/dist/agent.mjs', '--mode=observe', '--listen=0.0.0.0:7070']);
   });
 
   it('`dashboard` runs next start on 0.0.0.0:3000 from the app directory, PORT changes the port', () => {

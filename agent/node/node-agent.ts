@@ -29,6 +29,8 @@ import { join } from 'node:path';
 import type { ContainerState, Driver, NodeCondition, OperationLogEntry, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
 import { nodeConditionsFromNode } from '../server/snapshot-items.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
+import { getHeapStatistics } from 'node:v8';
+import { HeapTrimmer, exposedGc } from './heap-trim.ts';
 import { detectMounter, LinuxMounter, UnprivilegedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
 import { VolumeManager, type OperationRecord, type ReconcilerMetrics, type PodSourceProbe } from '../../lib/volumemanager/index.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -186,6 +188,8 @@ export class NodeAgent implements AgentRuntime {
   private readonly hostMounter: Mounter;
   /** Mount health checks and the unmount-blocker search (node-diagnostics.ts). */
   private readonly diagnostics: NodeDiagnostics;
+  /** Releases the heap pages a burst leaves pooled (heap-trim.ts); idle without `--expose-gc`. */
+  private readonly heapTrimmer: HeapTrimmer;
   private readonly config: AgentConfig;
   private readonly listeners = new Set<() => void>();
   private readonly unsubscribe: (() => void)[] = [];
@@ -306,6 +310,7 @@ export class NodeAgent implements AgentRuntime {
         this.recordOperation(record);
       },
     });
+    this.heapTrimmer = new HeapTrimmer({ clock: this.clock, logger: engineLogger(opts.log, 'heap'), heapTotal: () => getHeapStatistics().total_heap_size, gc: exposedGc() });
     this.diagnostics = new NodeDiagnostics({
       volumeManager: this.volumeManager,
       rootDir: this.rootDir,
@@ -520,6 +525,7 @@ export class NodeAgent implements AgentRuntime {
     if (this.observer === null) await this.watcher.start();
     this.volumeManager.start();
     this.diagnostics.start();
+    this.heapTrimmer.start();
     this.schedulePodResync();
     this.orphanedPodDirs?.start();
     this.observer?.start();
@@ -734,6 +740,7 @@ export class NodeAgent implements AgentRuntime {
 
   private async doStop(graceMs: number): Promise<{ operationsFinished: boolean }> {
     for (const off of this.unsubscribe.splice(0)) off();
+    this.heapTrimmer.stop();
     this.volumeStatsCollector?.stop();
     if (this.csiPanelTimer !== null) this.clock.clearTimeout(this.csiPanelTimer);
     this.csiPanelTimer = null;

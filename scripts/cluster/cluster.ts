@@ -405,6 +405,7 @@ export class ClusterAgent {
     const { nodeName, rootDir, url, tokenFile, kubeconfig: kc } = this.facts;
     return [
       '--max-semi-space-size=8',
+      '--expose-gc',
       ...(this.bundle === undefined ? ['--import', 'tsx', join(root, 'agent', 'main.ts')] : [this.bundle.path]),
       ...this.modeArgs(),
       `--kubeconfig=${kc}`,
