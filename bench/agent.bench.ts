@@ -379,7 +379,9 @@ async function heapFigures(agent: AgentProcess): Promise<Record<string, number>>
 /**
  * `--only memory` (issue "Performance", requirement 3): one agent process, idle CPU and RSS at
  * `IDLE_VOLUMES` volumes, then RSS, V8 heap and external memory at `SNAPSHOT_VOLUMES` (the
- * process section's `idle` and `rssAt10kMB`, without the latency, snapshot and delta figures).
+ * process section's `idle` and `rssAt10kMB`, without the latency, snapshot and delta figures),
+ * `SETTLE_MS` after the scale-up, and the RSS again after as long idle as the 1,000-volume
+ * figure (`at10k.rssSettledMB`: the agent's heap trim after a burst has run by then).
  * `--heap-snapshot <file>` also writes a heap snapshot of the agent at `SNAPSHOT_VOLUMES`
  * (`--heapsnapshot-signal`; the snapshot itself grows the RSS, so it is taken after the figures).
  */
@@ -400,6 +402,9 @@ async function measureMemory(rootDir: string, manifestDir: string, ticksPerSecon
     await sleep(SETTLE_MS);
     const rssAt10k = (await processUsage(agent.pid, ticksPerSecond)).rssBytes;
     const heapAt10k = await heapFigures(agent);
+    // The same RSS after as long idle as the 1,000-volume figure is sampled after.
+    await sleep(IDLE_WINDOWS * IDLE_SAMPLE_MS);
+    const rssAt10kSettled = (await processUsage(agent.pid, ticksPerSecond)).rssBytes;
     if (heapSnapshotFile !== null) {
       process.kill(agent.pid, 'SIGUSR2');
       const written = await waitFor(async () => (await readdir(heapDir)).find((f) => f.endsWith('.heapsnapshot')), { what: 'the heap snapshot', timeoutMs: 120_000 });
@@ -416,7 +421,11 @@ async function measureMemory(rootDir: string, manifestDir: string, ticksPerSecon
     }
     const exit = await agent.stop('SIGTERM');
     if (exit.code !== 0) throw new Error(`the agent exited with ${JSON.stringify(exit)}`);
-    return { idle: { ...idle, ...heapAt1k }, rssAt10kMB: round(rssAt10k / 1024 / 1024), at10k: { volumes: SNAPSHOT_VOLUMES, ...heapAt10k, targetRssMB: 250 } };
+    return {
+      idle: { ...idle, ...heapAt1k },
+      rssAt10kMB: round(rssAt10k / 1024 / 1024),
+      at10k: { volumes: SNAPSHOT_VOLUMES, ...heapAt10k, rssSettledMB: round(rssAt10kSettled / 1024 / 1024), settledAfterSeconds: (IDLE_WINDOWS * IDLE_SAMPLE_MS) / 1000, targetRssMB: 250 },
+    };
   } finally {
     await agent.stop('SIGKILL');
   }

@@ -9,22 +9,24 @@
  * comes: measured 142 MB pooled (1,125 resident 256 KB pages against a 104 MB heap) a minute
  * after the burst, in a 320–380 MB process.
  *
- * Contract: every `periodMs` the trimmer reads the heap's committed size; once it has dropped
- * by at least `minDropBytes` below the peak seen since the last trim (the burst is over and its
- * pages are pooled), it runs one full GC (`gc`) and starts watching from the new size. Without
- * `gc` (the process was started without `--expose-gc`) it does nothing. At most one trim per
- * `minIntervalMs`.
+ * Contract: every `periodMs` the trimmer reads the heap's committed size and keeps its peak.
+ * Once the peak has grown at least `minGrowthBytes` above the size after the last trim (or at
+ * start), and the volume manager has been quiet for `quietMs` ({@link noteActivity} on each of
+ * its changes: the burst is over), it runs one full GC (`gc`) and starts over from the size
+ * after it. Without `gc` (the process was started without `--expose-gc`) it does nothing. At
+ * most one trim per `minIntervalMs`.
  *
  * The GC is V8's last-resort collection, the only one that empties the page pool: synchronous
  * and compacting, measured about 130 ms (two passes) at 10,000 volumes with 75 MB live, once
- * after a burst. It took the agent from 334–373 MB to 171 MB resident 5 s after a scale-up to
- * 10,000 volumes (`npm run bench:agent -- --only memory`).
+ * after a burst. With it the agent was 168–177 MB resident 5 s after a scale-up to 10,000
+ * volumes when the trim had run by then (325 MB in a run where it had not yet), and 227 MB 30 s
+ * later; 334–373 MB without it (`npm run bench:agent -- --only memory`).
  */
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
 
-/** Defaults: look every 2 s, trim after a drop of 48 MB, at most once a minute. */
-export const HEAP_TRIM_DEFAULTS = { periodMs: 2_000, minDropBytes: 48 * 1024 * 1024, minIntervalMs: 60_000 } as const;
+/** Defaults: look every second; trim after 64 MB of growth and 1.5 s without a change, at most every 10 s. */
+export const HEAP_TRIM_DEFAULTS = { periodMs: 1_000, minGrowthBytes: 64 * 1024 * 1024, quietMs: 1_500, minIntervalMs: 10_000 } as const;
 
 export interface HeapTrimOptions {
   clock: Clock;
@@ -34,13 +36,18 @@ export interface HeapTrimOptions {
   /** Runs a full GC; null when the process has none (no `--expose-gc`). */
   gc: (() => void) | null;
   periodMs?: number;
-  minDropBytes?: number;
+  minGrowthBytes?: number;
+  quietMs?: number;
   minIntervalMs?: number;
 }
 
 export class HeapTrimmer {
   private timer: TimerHandle | null = null;
+  /** The committed size after the last trim (or at start). */
+  private base = 0;
+  /** The largest committed size seen since then. */
   private peak = 0;
+  private lastActivityAt = Number.NEGATIVE_INFINITY;
   private lastTrimAt = Number.NEGATIVE_INFINITY;
   /** How many trims ran (for tests and the log). */
   trims = 0;
@@ -49,13 +56,18 @@ export class HeapTrimmer {
 
   start(): void {
     if (this.opts.gc === null || this.timer !== null) return;
-    this.peak = this.opts.heapTotal();
+    this.base = this.peak = this.opts.heapTotal();
     this.schedule();
   }
 
   stop(): void {
     if (this.timer !== null) this.opts.clock.clearTimeout(this.timer);
     this.timer = null;
+  }
+
+  /** The volume manager changed: a burst may still be going on. */
+  noteActivity(): void {
+    this.lastActivityAt = this.opts.clock.now();
   }
 
   /** One look (what each period runs). */
@@ -65,14 +77,14 @@ export class HeapTrimmer {
     const now = this.opts.clock.now();
     const total = this.opts.heapTotal();
     if (total > this.peak) this.peak = total;
-    const drop = this.peak - total;
-    if (drop < (this.opts.minDropBytes ?? HEAP_TRIM_DEFAULTS.minDropBytes)) return;
+    if (this.peak - this.base < (this.opts.minGrowthBytes ?? HEAP_TRIM_DEFAULTS.minGrowthBytes)) return;
+    if (now - this.lastActivityAt < (this.opts.quietMs ?? HEAP_TRIM_DEFAULTS.quietMs)) return;
     if (now - this.lastTrimAt < (this.opts.minIntervalMs ?? HEAP_TRIM_DEFAULTS.minIntervalMs)) return;
     this.lastTrimAt = now;
     this.trims++;
     this.opts.logger.debug('heap trim: a full GC to release the pages of a burst', { peakMB: Math.round(this.peak / 1048576), heapMB: Math.round(total / 1048576) });
     gc();
-    this.peak = this.opts.heapTotal();
+    this.base = this.peak = this.opts.heapTotal();
   }
 
   private schedule(): void {

@@ -525,6 +525,11 @@ export class NodeAgent implements AgentRuntime {
     if (this.observer === null) await this.watcher.start();
     this.volumeManager.start();
     this.diagnostics.start();
+    this.unsubscribe.push(
+      this.volumeManager.onChange(() => {
+        this.heapTrimmer.noteActivity();
+      }),
+    );
     this.heapTrimmer.start();
     this.schedulePodResync();
     this.orphanedPodDirs?.start();
