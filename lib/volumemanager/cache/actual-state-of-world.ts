@@ -691,14 +691,17 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     return out;
   }
 
-  /** {@link collectMountedVolumes} restricted to one volume. */
+  /**
+   * {@link collectMountedVolumes} restricted to one volume, appended to `out` (returned): a pass
+   * collects the volumes of its scope into one array instead of one per volume.
+   */
   collectMountedVolumesOf(
     volumeName: UniqueVolumeName,
     wanted: (podName: UniquePodName, volumeName: UniqueVolumeName, seLinuxMountContext: string | null) => boolean,
+    out: MountedVolume[] = [],
   ): MountedVolume[] {
     const entry = this.attachedVolumes.get(volumeName);
-    if (entry === undefined) return [];
-    const out: MountedVolume[] = [];
+    if (entry === undefined) return out;
     for (const pod of entry.mountedPods.values()) {
       if (wanted(pod.podName, entry.volumeName, entry.seLinuxMountContext)) out.push(this.toMountedVolume(entry, pod));
     }
@@ -714,12 +717,18 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
   /** Volume names of the (volume, pod) entries at positions [start, start+count) of the scan index (a sweep). */
   volumeNamesInRange(start: number, count: number): { names: UniqueVolumeName[]; total: number } {
     const names: UniqueVolumeName[] = [];
+    const total = this.addVolumeNamesInRange(start, count, { add: (v) => names.push(v) });
+    return { names, total };
+  }
+
+  /** {@link volumeNamesInRange} added to `into` (a pass's scope) without an array; returns the number of entries. */
+  addVolumeNamesInRange(start: number, count: number, into: { add(volumeName: UniqueVolumeName): unknown }): number {
     const end = Math.min(this.pairs.length, start + count);
     for (let i = start; i < end; i++) {
       const pair = this.pairs[i];
-      if (pair !== undefined) names.push(pair.entry.volumeName);
+      if (pair !== undefined) into.add(pair.entry.volumeName);
     }
-    return { names, total: this.pairs.length };
+    return this.pairs.length;
   }
 
   /** True when the volume or the pod is absent; false while the pod is Mounted or Uncertain. */

@@ -306,14 +306,14 @@ export class DesiredStateOfWorld {
     return out;
   }
 
-  /** {@link collectVolumesToMount} restricted to the pods of one volume. */
+  /** {@link collectVolumesToMount} restricted to the pods of one volume, appended to `out` (returned). */
   collectVolumesToMountOf(
     volumeName: UniqueVolumeName,
     wanted: (volumeName: UniqueVolumeName, podName: UniquePodName, desiredSize: number, seLinuxLabel: string) => boolean,
+    out: VolumeToMount[] = [],
   ): VolumeToMount[] {
     const entry = this.volumesToMount.get(volumeName);
-    if (entry === undefined) return [];
-    const out: VolumeToMount[] = [];
+    if (entry === undefined) return out;
     for (const pod of entry.podsToMount.values()) {
       if (wanted(entry.volumeName, pod.podName, entry.persistentVolumeSize ?? 0, entry.effectiveSELinuxMountFileLabel)) {
         out.push(this.toVolumeToMount(entry, pod));
@@ -325,13 +325,20 @@ export class DesiredStateOfWorld {
   /** Volume names of the pairs at positions [start, start+count) of the scan index (a sweep). */
   volumeNamesInRange(start: number, count: number): { names: UniqueVolumeName[]; total: number } {
     const names: UniqueVolumeName[] = [];
+    const total = this.addVolumeNamesInRange(start, count, { add: (v) => names.push(v) });
+    return { names, total };
+  }
+
+  /** {@link volumeNamesInRange} added to `into` (a pass's scope) without an array; returns the number of pairs. */
+  addVolumeNamesInRange(start: number, count: number, into: { add(volumeName: UniqueVolumeName): unknown }): number {
     const end = Math.min(this.pairs.length, start + count);
     for (let i = start; i < end; i++) {
       const pair = this.pairs[i];
-      if (pair !== undefined) names.push(pair.entry.volumeName);
+      if (pair !== undefined) into.add(pair.entry.volumeName);
     }
-    return { names, total: this.pairs.length };
+    return this.pairs.length;
   }
+
 
   /** Number of (volume, pod) pairs, without building the records. */
   countVolumesToMount(): number {

@@ -14,7 +14,7 @@ import type { OperationStarter } from '../../operationexecutor/operation-executo
 import type { OperationPlanner } from '../../operationexecutor/planning-executor.ts';
 import { isAlreadyExists } from '../../operationexecutor/nested-pending-operations.ts';
 import { isExponentialBackoff } from '../../operationexecutor/exponential-backoff.ts';
-import { deviceMayBeMounted, type VolumeToMount } from '../../operationexecutor/types.ts';
+import { deviceMayBeMounted, type AttachedVolume, type MountedVolume, type VolumeToMount } from '../../operationexecutor/types.ts';
 import { errorMessage, isMountFailedPreconditionError } from '../../volume/errors.ts';
 import type { VolumeKubeClient } from '../../volume/kube-client.ts';
 import { discardLogger, type Logger } from '../../volume/logger.ts';
@@ -314,12 +314,10 @@ export class Reconciler {
     const scope = new Set<UniqueVolumeName>(this.dirtyVolumes);
     this.dirtyVolumes.clear();
     for (const v of this.unsettledVolumes) scope.add(v);
-    const desired = this.config.dsw.volumeNamesInRange(this.sweepCursor, sweepSliceSize);
-    const actual = this.config.asw.volumeNamesInRange(this.sweepCursor, sweepSliceSize);
-    for (const v of desired.names) scope.add(v);
-    for (const v of actual.names) scope.add(v);
+    const desiredTotal = this.config.dsw.addVolumeNamesInRange(this.sweepCursor, sweepSliceSize, scope);
+    const actualTotal = this.config.asw.addVolumeNamesInRange(this.sweepCursor, sweepSliceSize, scope);
     this.sweepCursor += sweepSliceSize;
-    if (this.sweepCursor >= Math.max(desired.total, actual.total)) this.sweepCursor = 0;
+    if (this.sweepCursor >= Math.max(desiredTotal, actualTotal)) this.sweepCursor = 0;
     return scope;
   }
 
@@ -344,10 +342,14 @@ export class Reconciler {
     // Desired entries are skipped before anything is allocated (a converged state costs lookups only).
     const notDesired = (podName: UniquePodName, volumeName: UniqueVolumeName, seLinuxMountContext: string | null): boolean =>
       !this.config.dsw.podExistsInVolume(podName, volumeName, seLinuxMountContext);
-    const candidates =
-      scope === null
-        ? world.asw.collectMountedVolumes(notDesired)
-        : [...scope].flatMap((v) => world.asw.collectMountedVolumesOf(v, notDesired));
+    let candidates: MountedVolume[];
+    if (scope === null) {
+      candidates = world.asw.collectMountedVolumes(notDesired);
+    } else {
+      // One array for the whole scope (a pass runs ten times a second).
+      candidates = [];
+      for (const v of scope) world.asw.collectMountedVolumesOf(v, notDesired, candidates);
+    }
     for (const mv of candidates) {
       unsettled.add(mv.volumeName);
       // kubernetes#120150: the pod is still listed but some of its volumes could not be resolved
@@ -377,10 +379,13 @@ export class Reconciler {
       }
       return !world.asw.isMountedAndCurrent(podName, volumeName, desiredSize, seLinuxLabel);
     };
-    const candidates =
-      scope === null
-        ? this.config.dsw.collectVolumesToMount(needsAction)
-        : [...scope].flatMap((v) => this.config.dsw.collectVolumesToMountOf(v, needsAction));
+    let candidates: VolumeToMount[];
+    if (scope === null) {
+      candidates = this.config.dsw.collectVolumesToMount(needsAction);
+    } else {
+      candidates = [];
+      for (const v of scope) this.config.dsw.collectVolumesToMountOf(v, needsAction, candidates);
+    }
     for (const vtm of candidates) {
       unsettled.add(vtm.volumeName);
       const result = world.asw.podExistsInVolume(vtm.podName, vtm.volumeName, vtm.desiredPersistentVolumeSize, vtm.seLinuxLabel);
@@ -425,13 +430,16 @@ export class Reconciler {
   }
 
   private unmountDetachDevices(world: PassWorld, scope: ReadonlySet<UniqueVolumeName> | null, unsettled: Set<UniqueVolumeName>): void {
-    const candidates =
-      scope === null
-        ? world.asw.getUnmountedVolumes()
-        : [...scope].flatMap((v) => {
-            const av = world.asw.getUnmountedVolume(v);
-            return av === null ? [] : [av];
-          });
+    let candidates: AttachedVolume[];
+    if (scope === null) {
+      candidates = world.asw.getUnmountedVolumes();
+    } else {
+      candidates = [];
+      for (const v of scope) {
+        const av = world.asw.getUnmountedVolume(v);
+        if (av !== null) candidates.push(av);
+      }
+    }
     for (const candidate of candidates) {
       if (this.config.dsw.volumeExists(candidate.volumeName, candidate.seLinuxMountContext)) continue;
       unsettled.add(candidate.volumeName);
