@@ -313,7 +313,7 @@ export class Reconciler {
     }
     const scope = new Set<UniqueVolumeName>(this.dirtyVolumes);
     this.dirtyVolumes.clear();
-    for (const v of this.unsettledVolumes) scope.add(v);
+    this.unsettledVolumes.forEach((v) => scope.add(v));
     const desiredTotal = this.config.dsw.addVolumeNamesInRange(this.sweepCursor, sweepSliceSize, scope);
     const actualTotal = this.config.asw.addVolumeNamesInRange(this.sweepCursor, sweepSliceSize, scope);
     this.sweepCursor += sweepSliceSize;
@@ -346,9 +346,12 @@ export class Reconciler {
     if (scope === null) {
       candidates = world.asw.collectMountedVolumes(notDesired);
     } else {
-      // One array for the whole scope (a pass runs ten times a second).
-      candidates = [];
-      for (const v of scope) world.asw.collectMountedVolumesOf(v, notDesired, candidates);
+      // One array for the whole scope, and forEach (no iterator result per volume): a pass runs ten times a second.
+      const into: MountedVolume[] = [];
+      scope.forEach((v) => {
+        world.asw.collectMountedVolumesOf(v, notDesired, into);
+      });
+      candidates = into;
     }
     for (const mv of candidates) {
       unsettled.add(mv.volumeName);
@@ -383,8 +386,11 @@ export class Reconciler {
     if (scope === null) {
       candidates = this.config.dsw.collectVolumesToMount(needsAction);
     } else {
-      candidates = [];
-      for (const v of scope) this.config.dsw.collectVolumesToMountOf(v, needsAction, candidates);
+      const into: VolumeToMount[] = [];
+      scope.forEach((v) => {
+        this.config.dsw.collectVolumesToMountOf(v, needsAction, into);
+      });
+      candidates = into;
     }
     for (const vtm of candidates) {
       unsettled.add(vtm.volumeName);
@@ -434,11 +440,12 @@ export class Reconciler {
     if (scope === null) {
       candidates = world.asw.getUnmountedVolumes();
     } else {
-      candidates = [];
-      for (const v of scope) {
+      const into: AttachedVolume[] = [];
+      scope.forEach((v) => {
         const av = world.asw.getUnmountedVolume(v);
-        if (av !== null) candidates.push(av);
-      }
+        if (av !== null) into.push(av);
+      });
+      candidates = into;
     }
     for (const candidate of candidates) {
       if (this.config.dsw.volumeExists(candidate.volumeName, candidate.seLinuxMountContext)) continue;
