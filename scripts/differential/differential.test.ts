@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { compareRuns, firstDifference } from './compare.ts';
-import { playOnEngine } from './engine-side.ts';
+import { Outcomes, playOnEngine } from './engine-side.ts';
 import { generateTraces, validSteps } from './generate.ts';
 import type { ObservedState, OperationState, Step } from './trace.ts';
 
@@ -129,5 +129,37 @@ describe('engine side', () => {
     // Intercepted calls are not counted: d1's retried attach and d2's retried SetUp pass through.
     expect(states[4]?.counts).toMatchObject({ attach: 3, setUp: 2, mountDevice: 2 });
     expect(states[4]?.operations.map((o) => o.volume)).toEqual(['fake-plugin-d3/d3']);
+  });
+});
+
+describe('Outcomes', () => {
+  it('a hung call is released when a process stops; one that starts while it stops returns at once; after the stop a hang hangs again', async () => {
+    // Arrange: three calls set to hang.
+    const o = new Outcomes();
+    o.set('d1', 'volumesAreAttached', 'hang');
+    o.set('d2', 'volumesAreAttached', 'hang');
+    const settled: string[] = [];
+    const track = (name: string, p: Promise<unknown>): Promise<void> =>
+      p.then(
+        () => void settled.push(`${name} ok`),
+        (err: unknown) => void settled.push(`${name} ${(err as Error).message}`),
+      );
+    const first = track('d1', o.take('d1', 'volumesAreAttached', () => Promise.resolve('passed')));
+
+    // Act: the stop releases d1; d2's call starts during the stop (an operation the stopping
+    // process had started) and must not hang, or the stop would wait forever.
+    await o.whileStopping(async () => {
+      await first;
+      await track('d2', o.take('d2', 'volumesAreAttached', () => Promise.resolve('passed')));
+    });
+    o.set('d3', 'volumesAreAttached', 'hang');
+    void track('d3', o.take('d3', 'volumesAreAttached', () => Promise.resolve('passed')));
+    await new Promise((resolve) => setImmediate(resolve));
+
+    // Assert
+    expect(settled).toEqual(['d1 fake volumesAreAttached released', 'd2 fake volumesAreAttached released']);
+    o.releaseHung();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled.at(-1)).toBe('d3 fake volumesAreAttached released');
   });
 });

@@ -28,6 +28,8 @@ export type OutcomeCall = Extract<Step, { op: 'outcome' }>['call'];
 export class Outcomes {
   private readonly next = new Map<string, Extract<Step, { op: 'outcome' }>['outcome']>();
   private hung: (() => void)[] = [];
+  /** While true (a kubelet process stops), a "hang" returns at once as released: see {@link whileStopping}. */
+  private released = false;
 
   set(disk: string, call: OutcomeCall, outcome: Extract<Step, { op: 'outcome' }>['outcome']): void {
     this.next.set(`${disk}|${call}`, outcome);
@@ -36,6 +38,24 @@ export class Outcomes {
   /** Every hung call returns (with a final error). */
   releaseHung(): void {
     for (const release of this.hung.splice(0)) release();
+  }
+
+  /**
+   * Runs `stop` (a harness close: it waits for every running operation) with every hung call
+   * released and every call that starts meanwhile returning at once as released: an operation
+   * the stopping process had started may make its hung call only after the release, and would
+   * then never finish (the close times out). At the trace's end the oracle's calls behave the
+   * same (endTrace); at a restart it leaves such a call blocked in the stopped process, which
+   * neither side observes (an intercepted call never reaches the fake plugin).
+   */
+  async whileStopping(stop: () => Promise<void>): Promise<void> {
+    this.released = true;
+    this.releaseHung();
+    try {
+      await stop();
+    } finally {
+      this.released = false;
+    }
   }
 
   /** Runs `call` unless the disk's next outcome of `name` replaces it. */
@@ -48,6 +68,7 @@ export class Outcomes {
       case 'uncertain':
         return Promise.reject(new UncertainProgressError(`fake ${name} uncertain error`));
       case 'hang':
+        if (this.released) return Promise.reject(new Error(`fake ${name} released`));
         return new Promise<T>((_, reject) => {
           this.hung.push(() => {
             reject(new Error(`fake ${name} released`));
@@ -151,8 +172,8 @@ export async function playOnEngine(trace: Trace): Promise<ObservedState[]> {
         // The kubelet stops (running operations finish: the fake calls take no time) and starts
         // again on the same root dir and plugins, on the pass grid (as the oracle does). A hung
         // call returns: the process it hung in is gone.
-        outcomes.releaseHung();
-        await h.close();
+        const stopping = h;
+        await outcomes.whileStopping(() => stopping.close());
         for (const p of step.removed ?? []) pods.delete(p);
         h = startRun(trace, rootDir, plugins, pods, node.attached);
         await h.clock.advance(phaseMs);
@@ -165,8 +186,8 @@ export async function playOnEngine(trace: Trace): Promise<ObservedState[]> {
       states.push({ ...observe(h, plugins), step: i });
     }
   } finally {
-    outcomes.releaseHung();
-    await h.close();
+    const last = h;
+    await outcomes.whileStopping(() => last.close());
     rmSync(rootDir, { recursive: true, force: true });
   }
   return states;

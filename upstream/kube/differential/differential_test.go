@@ -273,7 +273,7 @@ func play(t *testing.T, tr Trace) {
 	// The bubble ends once every goroutine has exited: the reconciler loop on stop, running
 	// operations when they finish, hung calls once released.
 	close(w.stop)
-	w.outcomes.releaseHung()
+	w.outcomes.endTrace()
 }
 
 // start makes new worlds, operation executor and reconciler (a kubelet start), puts the present

@@ -82,6 +82,16 @@ func (o *outcomes) releaseHung() {
 	o.release = make(chan struct{})
 }
 
+// endTrace makes every hung call return, and every later one too: the channel stays closed, so
+// a call that an operation started by the stopped reconciler makes after the trace's end does
+// not hang on a fresh channel that nothing closes (the bubble could not end: "deadlock: main
+// bubble goroutine has exited but blocked goroutines remain").
+func (o *outcomes) endTrace() {
+	o.Lock()
+	defer o.Unlock()
+	close(o.release)
+}
+
 // take consumes the outcome of the next call; nil means pass through.
 func (o *outcomes) take(disk, call string) error {
 	o.Lock()
