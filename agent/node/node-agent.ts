@@ -26,10 +26,10 @@
  */
 import { mkdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { getHeapStatistics } from 'node:v8';
 import type { ContainerState, Driver, NodeCondition, OperationLogEntry, RecentEvent, SourceError } from '../../lib/api/snapshot.ts';
 import { nodeConditionsFromNode } from '../server/snapshot-items.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
-import { getHeapStatistics } from 'node:v8';
 import { HeapTrimmer, exposedGc } from './heap-trim.ts';
 import { detectMounter, LinuxMounter, UnprivilegedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
 import { VolumeManager, type OperationRecord, type ReconcilerMetrics, type PodSourceProbe } from '../../lib/volumemanager/index.ts';

@@ -9,8 +9,9 @@
  * {@link StateStore.exclusive}, which holds the dir's lock file (`state.lock`, created with
  * O_EXCL, holding the owner's pid) and re-reads state.json when it takes the lock, so no process
  * writes from a stale copy. A process keeps the lock for the changes already queued behind the
- * one that took it (up to LOCK_HOLD_MAX_MS), and re-reads nothing in between: nobody else wrote. The driver's reads go through it too (state.json is only ever
- * replaced by rename, so any reader sees one whole version).
+ * one that took it (up to LOCK_HOLD_MAX_MS), and re-reads nothing in between: nobody else wrote.
+ * The driver's reads go through it too (state.json is only ever replaced by rename, so any
+ * reader sees one whole version).
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -322,7 +323,6 @@ export class StateStore {
    * NodeUnpublishVolume can be recognised (oldest entries dropped beyond the bound).
    */
   removeEphemeral(volumeId: string, targetPath: string): void {
-    this.touchAll();
     this.remove(volumeId);
     // Re-inserting moves the id to the end: insertion order is the age order.
     const entries = [...Object.entries(this.state.removedEphemeral).filter(([id]) => id !== volumeId), [volumeId, targetPath] as const];

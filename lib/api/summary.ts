@@ -122,6 +122,22 @@ export function desiredPodPairs(pod: DesiredPod): string[] {
   return pod.volumes.map((volume) => `${pod.uid}/${volume.name}`);
 }
 
+/** The counts of the operations table: `inBackoff`, `running`, and of `running` those `retrying` (failed before). */
+export function operationCounts(operations: Snapshot['operations']): { inBackoff: number; running: number; retrying: number } {
+  let inBackoff = 0;
+  let running = 0;
+  let retrying = 0;
+  for (const op of operations) {
+    if (op.state === 'backoff') {
+      inBackoff++;
+    } else {
+      running++;
+      if (op.failures > 0) retrying++;
+    }
+  }
+  return { inBackoff, running, retrying };
+}
+
 /** The summary of `snapshot`: the definition of every count (O(volumes + pods + operations)). */
 export function summarizeSnapshot(snapshot: Snapshot): AgentSummary {
   let mounted = 0;
@@ -140,16 +156,7 @@ export function summarizeSnapshot(snapshot: Snapshot): AgentSummary {
     desiredVolumes += pairs.length;
     for (const pair of pairs) if (!mountedPairs.has(pair)) pending++;
   }
-  let inBackoff = 0;
-  let running = 0;
-  let retrying = 0;
-  for (const op of snapshot.operations) {
-    if (op.state === 'backoff') inBackoff++;
-    else {
-      running++;
-      if (op.failures > 0) retrying++;
-    }
-  }
+  const { inBackoff, running, retrying } = operationCounts(snapshot.operations);
   const outcomes: Record<ReconstructedVolume['outcome'], number> = { reconstructed: 0, 'confirmed-mounted': 0, 'cleaned-up': 0, failed: 0 };
   for (const v of snapshot.reconstruction.volumes) outcomes[v.outcome]++;
   let podErrors = 0;

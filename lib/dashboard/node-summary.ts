@@ -1,7 +1,7 @@
 /**
  * The per-node numbers of the overview page, derived from a snapshot. Pure.
  */
-import { actualVolumeCounts, desiredPodPairs, observeCounts, type ActualVolume, type AgentSummary, type DesiredPod, type ReconstructedVolume, type Snapshot } from '../api/index.ts';
+import { actualVolumeCounts, desiredPodPairs, observeCounts, operationCounts, type ActualVolume, type AgentSummary, type DesiredPod, type ReconstructedVolume, type Snapshot } from '../api/index.ts';
 
 /** A reconstruction outcome (`reconstruction.volumes[].outcome`). */
 export type ReconstructionOutcome = ReconstructedVolume['outcome'];
@@ -9,8 +9,8 @@ export type ReconstructionOutcome = ReconstructedVolume['outcome'];
 /**
  * The node's health, as text an operator can act on:
  * - `syncing`: the desired and actual states are not synced yet (`/readyz` is 503);
- * - `degraded`: something needs attention (operations in backoff or retrying after a failure, uncertain mounts, pod or
- *   source errors, failed reconstructions, driver errors, volumes found detached; in observe
+ * - `degraded`: something needs attention (operations in backoff or retrying after a failure,
+ *   uncertain mounts, pod or source errors, failed reconstructions, driver errors, volumes found detached; in observe
  *   mode operations failing in the kubelet and VolumeAttachments with an attach error, while
  *   uncertain states are not a reason: the agent rebuilds every volume from the kubelet's root
  *   dir, so "uncertain" there only says "found on disk, not confirmed");
@@ -174,16 +174,7 @@ export function summarizeNode(snapshot: Snapshot): NodeSummary {
   if (cached !== undefined) return cached;
   const { mounted, uncertain, mountedPairs } = countActual(snapshot.actual.volumes);
   const { desiredVolumes, pending } = countDesired(snapshot.desired.pods, mountedPairs);
-  let inBackoff = 0;
-  let running = 0;
-  let retrying = 0;
-  for (const op of snapshot.operations) {
-    if (op.state === 'backoff') inBackoff++;
-    else {
-      running++;
-      if (op.failures > 0) retrying++;
-    }
-  }
+  const { inBackoff, running, retrying } = operationCounts(snapshot.operations);
   const outcomes: Record<ReconstructionOutcome, number> = { reconstructed: 0, 'confirmed-mounted': 0, 'cleaned-up': 0, failed: 0 };
   for (const v of snapshot.reconstruction.volumes) outcomes[v.outcome]++;
   const podErrors = Object.values(snapshot.podErrors).filter((errors) => errors.length > 0).length;

@@ -714,14 +714,10 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
     return entry === undefined || entry.mountedPods.size > 0 ? null : this.toAttachedVolume(entry);
   }
 
-  /** Volume names of the (volume, pod) entries at positions [start, start+count) of the scan index (a sweep). */
-  volumeNamesInRange(start: number, count: number): { names: UniqueVolumeName[]; total: number } {
-    const names: UniqueVolumeName[] = [];
-    const total = this.addVolumeNamesInRange(start, count, { add: (v) => names.push(v) });
-    return { names, total };
-  }
-
-  /** {@link volumeNamesInRange} added to `into` (a pass's scope) without an array; returns the number of entries. */
+  /**
+   * Adds to `into` (a pass's scope) the volume names of the (volume, pod) entries at positions
+   * [start, start+count) of the scan index (a sweep); returns the number of entries.
+   */
   addVolumeNamesInRange(start: number, count: number, into: { add(volumeName: UniqueVolumeName): unknown }): number {
     const end = Math.min(this.pairs.length, start + count);
     for (let i = start; i < end; i++) {

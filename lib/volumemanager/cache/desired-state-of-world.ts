@@ -322,14 +322,10 @@ export class DesiredStateOfWorld {
     return out;
   }
 
-  /** Volume names of the pairs at positions [start, start+count) of the scan index (a sweep). */
-  volumeNamesInRange(start: number, count: number): { names: UniqueVolumeName[]; total: number } {
-    const names: UniqueVolumeName[] = [];
-    const total = this.addVolumeNamesInRange(start, count, { add: (v) => names.push(v) });
-    return { names, total };
-  }
-
-  /** {@link volumeNamesInRange} added to `into` (a pass's scope) without an array; returns the number of pairs. */
+  /**
+   * Adds to `into` (a pass's scope) the volume names of the pairs at positions [start, start+count)
+   * of the scan index (a sweep); returns the number of pairs.
+   */
   addVolumeNamesInRange(start: number, count: number, into: { add(volumeName: UniqueVolumeName): unknown }): number {
     const end = Math.min(this.pairs.length, start + count);
     for (let i = start; i < end; i++) {
@@ -338,7 +334,6 @@ export class DesiredStateOfWorld {
     }
     return this.pairs.length;
   }
-
 
   /** Number of (volume, pod) pairs, without building the records. */
   countVolumesToMount(): number {
