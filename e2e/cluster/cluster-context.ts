@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { inject } from 'vitest';
 import { PROC_SELF_MOUNTINFO, parseMountInfo, type MountInfo } from '../../lib/mount-utils/mountinfo.ts';
 import {
+  DRIVER,
   KUBELET_NODE,
   NODE,
   componentVersion,
@@ -16,6 +17,7 @@ import {
   kubectlRun,
   startAgent,
   tokenKubeconfig,
+  waitForCsiDriver,
   waitForNodeReady,
   type AgentOptions,
   type ClusterAgent,
@@ -100,6 +102,8 @@ export const cluster = {
   waitForNodeReady: (timeoutMs: number): Promise<void> => waitForNodeReady(facts, NODE, timeoutMs),
   /** Rejects when node kubelet-0 (the upstream kubelet, facts.kubelet) is not Ready within `timeoutMs`. */
   waitForKubeletNodeReady: (timeoutMs: number): Promise<void> => waitForNodeReady(facts, KUBELET_NODE, timeoutMs),
+  /** Rejects when CSINode `nodeName` does not list the cluster's driver within `timeoutMs` (waitForCsiDriver). */
+  waitForCsiDriver: (nodeName: string, timeoutMs: number): Promise<void> => waitForCsiDriver(facts, nodeName, DRIVER, timeoutMs),
   /** kubelet-0's whole log (klog, --v=2). */
   kubeletLog: (): Promise<string> => readFile(facts.kubelet.logFile, 'utf8'),
   /** Restarts agent-0 in the process that owns it (SIGKILL with `kill9`); resolves with its exit. */

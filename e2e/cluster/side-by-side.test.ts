@@ -380,6 +380,9 @@ const sockets: Server[] = [];
 beforeAll(async () => {
   await cluster.waitForKubeletNodeReady(STEP_MS);
   await cluster.waitForNodeReady(STEP_MS);
+  // The claim is attached at once: an attach before a node registered the driver is refused by
+  // the ADC with a FailedAttachVolume Event, which the comparison would count.
+  for (const s of SIDES) await cluster.waitForCsiDriver(s.node, STEP_MS);
   for (const s of SIDES) {
     mkdirSync(join(s.hostPaths, 'plain'), { recursive: true });
     mkdirSync(join(s.hostPaths, 'dir'), { recursive: true });

@@ -355,6 +355,33 @@ export async function waitForNodeReady(
   }
 }
 
+/**
+ * Polls until CSINode `nodeName` lists `driver` (the node's plugin registration went through and
+ * the node wrote it); rejects after `timeoutMs` (or when `node` exits) with what it listed last.
+ * A Ready Node does not imply it: the kubelet reports Ready before its plugin watcher has
+ * registered the driver, and until then the attach/detach controller refuses every attach to the
+ * node with `CSINode <node> does not contain driver <driver>`.
+ */
+export async function waitForCsiDriver(
+  facts: Pick<ClusterFacts, 'apiServerUrl' | 'pki'>,
+  nodeName: string,
+  driver: string,
+  timeoutMs: number,
+  node?: ClusterAgent | ManagedProcess,
+): Promise<void> {
+  const proc = node instanceof ClusterAgent ? node.process : (node ?? null);
+  await waitUntil(
+    `CSINode ${nodeName} listing driver ${driver}`,
+    async () => {
+      const r = await apiGet(facts, `/apis/storage.k8s.io/v1/csinodes/${nodeName}`);
+      if (r.status !== 200) return false;
+      const csiNode = JSON.parse(r.body) as { spec?: { drivers?: { name: string }[] | null } };
+      return (csiNode.spec?.drivers ?? []).some((d) => d.name === driver);
+    },
+    { deadlineMs: timeoutMs, ...(proc === null ? {} : { process: proc }), intervalMs: 250 },
+  );
+}
+
 /** A node that did not become Ready in time; `detail` is its last Ready condition. */
 export class NodeNotReadyError extends Error {
   override readonly name = 'NodeNotReadyError';
@@ -509,7 +536,7 @@ export interface RunningCluster {
   /**
    * Starts kubelet-0's kubelet again with the same flags and root dir (it reconstructs its volumes
    * from the pod directories and cleans up those of deleted pods) and resolves once the Node is
-   * Ready with a heartbeat from this start; rejects after `timeoutMs` (default 60 s), when it
+   * Ready with a heartbeat from this start and its CSINode lists the cluster's driver; rejects after `timeoutMs` (default 60 s), when it
    * exits first, or when it is running.
    */
   startKubelet(timeoutMs?: number): Promise<void>;
@@ -845,9 +872,12 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
       const wait = async (nodeName: string, node: ClusterAgent | ManagedProcess, since: number, heartbeatSince?: number): Promise<void> => {
         try {
           await waitForNodeReady(facts, nodeName, timeoutMs, node, heartbeatSince);
-          say(`node ${nodeName} Ready after ${((performance.now() - since) / 1000).toFixed(1)} s`);
+          await waitForCsiDriver(facts, nodeName, DRIVER, timeoutMs, node);
+          say(`node ${nodeName} Ready, ${DRIVER} registered, after ${((performance.now() - since) / 1000).toFixed(1)} s`);
         } catch (err) {
-          if (!isNodeNotReadyError(err)) throw err;
+          // Said, not thrown: the tests that need the node fail with their own words.
+          const proc = node instanceof ClusterAgent ? node.process : node;
+          if (!isNodeNotReadyError(err) && !(isStartError(err) && proc?.exitInfo === null)) throw err;
           say(err.message);
         }
       };
@@ -886,6 +916,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
       // No node-lifecycle controller runs: the stopped kubelet's Node still says Ready, so only a
       // heartbeat written after this start counts.
       await waitForNodeReady(facts, KUBELET_NODE, timeoutMs, p, startedAt);
+      await waitForCsiDriver(facts, KUBELET_NODE, DRIVER, timeoutMs, p);
     },
     kubectl: (args, kubectlOptions) => kubectl(facts, args, kubectlOptions),
     restartAgent: (restartOptions) => agent.restart(restartOptions),
