@@ -421,6 +421,30 @@ describe('DesiredStateOfWorld.deletePodFromVolume', () => {
     expect(dsw.getPods().size).toBe(0);
   });
 
+  it('hasPod answers for a pod while it has a volume, also when one is added again or deleted twice', () => {
+    // Arrange
+    const { dsw } = newDsw();
+    const pod = makePod('pod1', [gcePd('a', 'fake-device1'), gcePd('b', 'fake-device2')]);
+    const [a, b] = addPod(dsw, pod);
+    addPod(dsw, pod);
+    if (a === undefined || b === undefined) throw new Error('no volumes added');
+    expect(dsw.hasPod(podNameOf(pod))).toBe(true);
+    expect(dsw.hasPod(uniquePodName('other-uid'))).toBe(false);
+
+    // Act: one of two volumes, then the same one again (a no-op)
+    dsw.deletePodFromVolume(podNameOf(pod), a);
+    dsw.deletePodFromVolume(podNameOf(pod), a);
+
+    // Assert
+    expect(dsw.hasPod(podNameOf(pod))).toBe(true);
+
+    // Act
+    dsw.deletePodFromVolume(podNameOf(pod), b);
+
+    // Assert
+    expect(dsw.hasPod(podNameOf(pod))).toBe(false);
+  });
+
   it.each([
     { name: 'the volume is unknown', volume: 'fake-plugin/unknown', pod: 'pod1uid' },
     { name: 'the pod is not in the volume', volume: 'fake-plugin/fake-device1', pod: 'other-uid' },

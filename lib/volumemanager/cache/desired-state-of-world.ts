@@ -92,6 +92,8 @@ export class DesiredStateOfWorld {
    * several times faster than walking nested maps at tens of thousands of entries.
    */
   private readonly pairs: { entry: VolumeToMountEntry; pod: PodToMount }[] = [];
+  /** How many pairs each pod has: {@link hasPod} without a walk over the pairs. */
+  private readonly pairsPerPod = new Map<UniquePodName, number>();
   private readonly podErrors = new Map<UniquePodName, Set<string>>();
   /**
    * The namespace of every pod removed from a volume, by pod: views of the actual state show a
@@ -205,7 +207,10 @@ export class DesiredStateOfWorld {
     }
 
     const record: PodToMount = { pairIndex: existing?.pairIndex ?? this.pairs.length, podName, pod, volumeSpec, outerVolumeSpecName, mountRequestTime };
-    if (existing === undefined) this.pairs.push({ entry, pod: record });
+    if (existing === undefined) {
+      this.pairs.push({ entry, pod: record });
+      this.pairsPerPod.set(podName, (this.pairsPerPod.get(podName) ?? 0) + 1);
+    }
     else this.pairs[record.pairIndex] = { entry, pod: record };
     entry.podsToMount.set(podName, record);
     this.departedNamespaces.delete(podName);
@@ -225,6 +230,9 @@ export class DesiredStateOfWorld {
     entry.podsToMount.delete(podName);
     this.departedNamespaces.set(podName, podNamespace(record.pod));
     this.removePair(record.pairIndex);
+    const left = (this.pairsPerPod.get(podName) ?? 1) - 1;
+    if (left > 0) this.pairsPerPod.set(podName, left);
+    else this.pairsPerPod.delete(podName);
     if (entry.podsToMount.size === 0) this.volumesToMount.delete(volumeName);
     this.notify(volumeName);
   }
@@ -338,6 +346,11 @@ export class DesiredStateOfWorld {
   /** Number of (volume, pod) pairs, without building the records. */
   countVolumesToMount(): number {
     return this.pairs.length;
+  }
+
+  /** Whether the pod has at least one desired volume. */
+  hasPod(podName: UniquePodName): boolean {
+    return this.pairsPerPod.has(podName);
   }
 
   /** The pods that have at least one desired volume. */
