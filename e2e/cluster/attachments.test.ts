@@ -122,6 +122,8 @@ afterAll(async () => {
   await cluster.startKubelet().catch(() => undefined);
   await cluster.kubectlRun(['taint', 'nodes', KUBELET_NODE, 'node.kubernetes.io/out-of-service-']);
   await cluster.kubectlRun(['delete', 'namespace', NS, '--wait=false']);
+  // The opt-in roles go again: rbac.test.ts reads the dashboard's default permissions.
+  await cluster.kubectl(['delete', '--ignore-not-found', '-f', join(REPO, 'deploy', 'opt-in', 'dashboard-attachments-rbac.yaml')]);
 });
 
 describe(`the attachment explainer against the real ADC (${ADC}, ${ATTACHER})`, () => {

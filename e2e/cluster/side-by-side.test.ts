@@ -76,7 +76,7 @@ const DELIBERATE: readonly Deliberate[] = [
   {
     section: 'events',
     side: 'kubelet',
-    line: /Pod\/volumes Warning FailedMount <node component> MountVolume\.SetUp failed for volume "(cm|secret|projected)" : failed to sync (configmap|secret) cache: timed out waiting for the condition/,
+    line: /Pod\/volumes Warning FailedMount <node component> MountVolume\.SetUp failed for volume "[^"]+" : failed to sync (configmap|secret) cache: timed out waiting for the condition/,
     reason:
       "the kubelet's watch-based ConfigMap and Secret managers (pkg/kubelet/util/manager/watch_based_manager.go@v1.34) wait 1 s for a new object's reflector to sync, then fail the SetUp and retry; on a loaded machine the first attempt can time out. The agent reads the object from its informer or the API and has no such wait",
     optional: true,
