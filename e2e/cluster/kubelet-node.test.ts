@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KUBELET_NODE } from '../../scripts/cluster/cluster.ts';
 import { waitUntil } from '../../scripts/demo/process.ts';
-import { claimYaml, cluster, facts, mountTable, podEvents, podUid as podUidIn, versionTag, waitForClaimBound, type KubeEvent } from './cluster-context.ts';
+import { claimYaml, cluster, facts, mountTable, podEvents, podUid as podUidIn, tearDownWorkload, versionTag, waitForClaimBound, type KubeEvent } from './cluster-context.ts';
 import type { MountInfo } from '../../lib/mount-utils/mountinfo.ts';
 
 const KUBELET = versionTag('kubelet');
@@ -45,8 +45,13 @@ beforeAll(async () => {
   await cluster.waitForKubeletNodeReady(60_000);
 });
 
+/**
+ * The file's pods are gone before the next file starts: attachments.test.ts lists every pod on
+ * kubelet-0 (the pods an out-of-service taint would force-delete). The kubelet ends a pod's
+ * delete only once its volumes are torn down, so no mount of it is waited for separately.
+ */
 afterAll(async () => {
-  await cluster.kubectlRun(['delete', 'namespace', NS, '--wait=false']);
+  await tearDownWorkload({ namespaces: [NS], ownsMount: () => false, deadlineMs: 120_000 });
 });
 
 describe(`node ${KUBELET_NODE}: the upstream kubelet (${KUBELET}) with real mounts`, () => {
