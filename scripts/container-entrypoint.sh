@@ -23,8 +23,10 @@ case "$command" in
   agent)
     shift
     # One process (no npm or tsx in between), with the V8 flags of `npm run agent` (the semi-space
-    # cap; --expose-gc for the heap trim after a burst, agent/node/heap-trim.ts).
-    exec node --enable-source-maps --max-semi-space-size=8 --expose-gc "$app_dir/dist/agent.mjs" "$@"
+    # cap; --expose-gc for the heap trim after a burst, agent/node/heap-trim.ts). No
+    # --enable-source-maps: it costs about 240 ms of every start (deploy/image/bundle-agent.mjs
+    # says why); NODE_OPTIONS=--enable-source-maps turns it on for a debugging session.
+    exec node --max-semi-space-size=8 --expose-gc "$app_dir/dist/agent.mjs" "$@"
     ;;
   dashboard)
     shift
