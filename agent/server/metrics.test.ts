@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OperationRecord } from '../../lib/volumemanager/index.ts';
+import type { OperationRecord, UncertainEntry, VolumeManager } from '../../lib/volumemanager/index.ts';
+import { podUID, uniqueVolumeName } from '../../lib/volume/types.ts';
 import type { VolumeStats } from '../../lib/api/snapshot.ts';
 import { summaryFromSeries, type SummaryInfoLabel } from '../../lib/api/summary-metrics.ts';
 import { createAgentMetrics } from './metrics.ts';
@@ -175,6 +176,24 @@ describe('createAgentMetrics', () => {
         'force_cleaned_failed_volume_operation_errors_total',
       ].map((name) => sample(text, name)),
     ).toEqual(totals);
+  });
+
+  it('exports volumescope_volume_uncertain from the uncertain entries, pod_uid empty for attach and device', async () => {
+    const metrics = createAgentMetrics();
+    const entries: UncertainEntry[] = [
+      { volumeName: uniqueVolumeName('kubernetes.io/csi/d^v1'), kind: 'attach', podUID: null },
+      { volumeName: uniqueVolumeName('kubernetes.io/csi/d^v1'), kind: 'mount', podUID: podUID('uid-1') },
+    ];
+    // Only what the gauges of the volume manager read.
+    const vm = { getUncertainVolumes: () => entries, getVolumeCount: () => new Map(), getPendingOperations: () => [] };
+    metrics.bindVolumeManager(vm as unknown as VolumeManager);
+
+    const text = await metrics.registry.metrics();
+
+    expect(text.split('\n').filter((l) => l.startsWith('volumescope_volume_uncertain{')).sort()).toEqual([
+      'volumescope_volume_uncertain{volume="kubernetes.io/csi/d^v1",pod_uid="",kind="attach"} 1',
+      'volumescope_volume_uncertain{volume="kubernetes.io/csi/d^v1",pod_uid="uid-1",kind="mount"} 1',
+    ]);
   });
 
   it('keeps series of two instances apart (one registry each)', async () => {

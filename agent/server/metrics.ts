@@ -260,11 +260,7 @@ export function createAgentMetrics(): AgentMetrics {
     collect() {
       this.reset();
       if (volumeManager === null) return;
-      for (const v of volumeManager.getActualVolumes()) {
-        if (v.attachability === 'Uncertain' || v.foundDetached) this.set({ volume: v.volumeName, pod_uid: '', kind: 'attach' }, 1);
-        if (v.deviceMountState === 'DeviceMountUncertain') this.set({ volume: v.volumeName, pod_uid: '', kind: 'device' }, 1);
-        for (const p of v.pods) if (p.mountState === 'VolumeMountUncertain') this.set({ volume: v.volumeName, pod_uid: p.podUID, kind: 'mount' }, 1);
-      }
+      for (const u of volumeManager.getUncertainVolumes()) this.set({ volume: u.volumeName, pod_uid: u.podUID ?? '', kind: u.kind }, 1);
     },
   });
   new Gauge({

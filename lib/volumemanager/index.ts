@@ -35,7 +35,7 @@ export type { ActualStateRefresh } from './reconciler/reconstruct.ts';
 
 export type { ActualStateView, DesiredStateView } from './state-views.ts';
 export { podNamespace, type DesiredVolumeView } from './cache/desired-state-of-world.ts';
-export type { ActualVolumeView, AttachabilityState } from './cache/actual-state-of-world.ts';
+export type { ActualVolumeView, AttachabilityState, UncertainEntry } from './cache/actual-state-of-world.ts';
 export type { AttachedVolume, DeviceMountState, MountedVolume, VolumeMountState, VolumeToMount } from '../operationexecutor/types.ts';
 export type { ClearBackoffResult, PendingOperationView } from '../operationexecutor/nested-pending-operations.ts';
 export type { OperationRecord } from '../operationexecutor/operation-executor.ts';

@@ -44,7 +44,7 @@ import {
 import { goSlice } from '../volume/util/go-format.ts';
 import { nodeHostFs, type HostFs } from '../volume/util/host-fs.ts';
 import { newSELinuxLabelTranslator, type SELinuxLabelTranslator } from '../volume/util/selinux.ts';
-import { ActualStateOfWorld, type ActualVolumeView } from './cache/actual-state-of-world.ts';
+import { ActualStateOfWorld, type ActualVolumeView, type UncertainEntry } from './cache/actual-state-of-world.ts';
 import { DesiredStateOfWorld, type DesiredVolumeView } from './cache/desired-state-of-world.ts';
 import { registerVolumeManagerInternals } from './internals.ts';
 import { getVolumeCount, type VolumeCount } from './metrics.ts';
@@ -474,6 +474,11 @@ export class VolumeManager {
 
   getActualVolumes(): ActualVolumeView[] {
     return this.asw.getVolumes();
+  }
+
+  /** The uncertain attachments, device mounts and pod mounts (`ActualStateOfWorld.getUncertainEntries`). */
+  getUncertainVolumes(): UncertainEntry[] {
+    return this.asw.getUncertainEntries();
   }
 
   getPendingOperations(): PendingOperationView[] {

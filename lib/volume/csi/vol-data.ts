@@ -22,9 +22,10 @@
  * a string, as upstream's `map[string]string`, so files stay readable by either implementation.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
+import { mkdir, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { syncDirectory, writeFileDurably, type DurableWriteFs } from '../../mount-utils/durable-write.ts';
+import { readFile } from '../../mount-utils/fast-read.ts';
 import { escapePluginName } from '../types.ts';
 
 /** `CSIPluginName`. */

@@ -829,6 +829,25 @@ describe('ActualStateOfWorld queries', () => {
     expect(asw.countMountedVolumes()).toBe(1);
   });
 
+  it('lists the uncertain parts only: attach, device and each pod mount', () => {
+    // Arrange
+    const asw = populated();
+    const vol3 = uniqueVolumeName('fake-plugin/fake-device3');
+    asw.addAttachUncertainReconstructedVolume(vol3, specFromVolume({ name: 'v3', gcePersistentDisk: { pdName: 'fake-device3' } }), node, '');
+    asw.markDeviceAsUncertain(vol3, '', '/global3', '');
+    const converged = newAsw();
+    converged.markVolumeAsAttached('', gceSpec(), node, '/dev/sdb');
+    converged.markVolumeAsMounted(opts());
+
+    // Act & Assert
+    expect(asw.getUncertainEntries()).toEqual([
+      { volumeName: vol, kind: 'mount', podUID: podUID('pod2uid') },
+      { volumeName: vol3, kind: 'attach', podUID: null },
+      { volumeName: vol3, kind: 'device', podUID: null },
+    ]);
+    expect(converged.getUncertainEntries()).toEqual([]);
+  });
+
   it('lists globally mounted, unmounted and all attached volumes', () => {
     // Arrange
     const asw = populated();

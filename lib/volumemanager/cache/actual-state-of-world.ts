@@ -156,6 +156,15 @@ export interface ActualVolumeView {
   }[];
 }
 
+/** One uncertain part of a volume (see {@link ActualStateOfWorld.getUncertainEntries}). */
+export interface UncertainEntry {
+  volumeName: UniqueVolumeName;
+  /** attach: the attachment is Uncertain or was found detached; device: DeviceMountUncertain; mount: a pod's VolumeMountUncertain. */
+  kind: 'attach' | 'device' | 'mount';
+  /** The pod of a `mount` entry; null for the volume's own attach and device parts. */
+  podUID: PodUID | null;
+}
+
 export interface ActualStateOfWorldOptions {
   nodeName: NodeName;
   pluginMgr: VolumePluginMgr;
@@ -852,6 +861,23 @@ export class ActualStateOfWorld implements ActualStateOfWorldUpdater {
       for (const pod of entry.mountedPods.values()) if (pod.volumeMountStateForPod === 'VolumeMounted') n++;
     }
     return n;
+  }
+
+  /**
+   * The uncertain parts of every volume, in volume order (attach, device, then the pods' mounts).
+   * Allocates only for what it returns: a /metrics scrape reads it, and on a converged node it
+   * is empty however many volumes there are.
+   */
+  getUncertainEntries(): UncertainEntry[] {
+    const out: UncertainEntry[] = [];
+    for (const e of this.attachedVolumes.values()) {
+      if (e.pluginIsAttachable === 'Uncertain' || e.foundDetached) out.push({ volumeName: e.volumeName, kind: 'attach', podUID: null });
+      if (e.deviceMountState === 'DeviceMountUncertain') out.push({ volumeName: e.volumeName, kind: 'device', podUID: null });
+      for (const p of e.mountedPods.values()) {
+        if (p.volumeMountStateForPod === 'VolumeMountUncertain') out.push({ volumeName: e.volumeName, kind: 'mount', podUID: p.podUID });
+      }
+    }
+    return out;
   }
 
   /** Read-only views of every volume (snapshots). */

@@ -261,7 +261,11 @@ export class Reconciler {
       }
       this.unsettledVolumes = unsettled;
     }
-    if (this.reconstruction.waitingForNodeStatus()) await this.reconstruction.updateReconstructedFromNodeStatus();
+    if (this.reconstruction.waitingForNodeStatus()) {
+      // Undefined when it completed synchronously (standalone): no await, see its contract.
+      const fromNodeStatus = this.reconstruction.updateReconstructedFromNodeStatus();
+      if (fromNodeStatus !== undefined) await fromNodeStatus;
+    }
     if (!this.reconstruction.waitingForNodeStatus()) this.updateLastSyncTime();
   }
 
@@ -392,17 +396,24 @@ export class Reconciler {
       });
       candidates = into;
     }
+    // Volumes that wait for an attach step start it first: their mount needs a later pass, and
+    // the operations started here run on this one thread, so a pass that starts thousands of
+    // them (the first after a restart) would otherwise start the attach steps last and put the
+    // mount of those volumes (a CSI NodeStage and NodePublish, in another process) after all the
+    // local ones. The kubelet's order here is its map's, which is unspecified.
+    const afterAttaches: { vtm: VolumeToMount; err: unknown; mounted: boolean }[] = [];
     for (const vtm of candidates) {
       unsettled.add(vtm.volumeName);
       const result = world.asw.podExistsInVolume(vtm.podName, vtm.volumeName, vtm.desiredPersistentVolumeSize, vtm.seLinuxLabel);
       vtm.devicePath = result.devicePath;
-      const err = result.err;
+      if (isVolumeNotAttachedError(result.err)) this.waitForVolumeAttach(world, vtm);
+      else afterAttaches.push({ vtm, err: result.err, mounted: result.mounted });
+    }
+    for (const { vtm, err, mounted } of afterAttaches) {
       if (isSELinuxMountMismatchError(err)) {
         // Mounted with another label: the unmount steps tear it down first.
         this.config.dsw.addErrorToPod(vtm.podName, err.message);
-      } else if (isVolumeNotAttachedError(err)) {
-        this.waitForVolumeAttach(world, vtm);
-      } else if (!result.mounted || isRemountRequiredError(err)) {
+      } else if (!mounted || isRemountRequiredError(err)) {
         const isRemount = isRemountRequiredError(err);
         this.tryStart(() => {
           world.executor.mountVolume(this.config.waitForAttachTimeoutMs, vtm, world.asw, isRemount);

@@ -32,11 +32,12 @@
  * most one operation per volume at a time.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rename, symlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readlink, rename, symlink } from 'node:fs/promises';
 import { basename, dirname, join, posix } from 'node:path';
 import type { Clock } from '../../../clock/clock.ts';
 import { createFileSynced, syncDirectory } from '../../../mount-utils/durable-write.ts';
 import type { DurableWriteFs } from '../../../mount-utils/durable-write.ts';
+import { readFile } from '../../../mount-utils/fast-read.ts';
 import type { Mounter } from '../../../mount-utils/mounter.ts';
 import { safeRemove } from '../../../mount-utils/safe-remove.ts';
 import type { SafeRemoveOptions } from '../../../mount-utils/safe-remove.ts';
