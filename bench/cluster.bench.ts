@@ -23,7 +23,8 @@
  * restart: `RESTART_PODS` pods × 5 volumes (2 emptyDir, 3 configMap) = 1,000 volumes on each node;
  * once each node's `volume_manager_total_volumes{state="actual_state_of_world"}` sums to 1,000,
  * the node process is stopped (SIGTERM; its mounts and pod dirs stay) and started again, one node
- * after the other. "All confirmed" = the restarted process's own `volume_manager_total_volumes
+ * after the other, each once the machine is quiet (at most a quarter of a core busy over two
+ * 500 ms windows, `quietBefore` in the figures). "All confirmed" = the restarted process's own `volume_manager_total_volumes
  * {state="actual_state_of_world"}` sums to 1,000 again: the metric counts only volumes marked
  * mounted, not the ones reconstructed from disk and still uncertain (kubernetes/kubernetes
  * pkg/kubelet/volumemanager/metrics/metrics.go@v1.34 counts `GetMountedVolumes`; the agent counts
@@ -56,6 +57,9 @@ const POLL_MS = 2;
 const SCRAPE_MS = 25;
 const CONFIG_KEY = 'mode';
 const RESTART_VOLUMES_PER_POD = 5;
+const QUIET_WINDOW_MS = 500;
+const QUIET_BUSY_CORES = 0.25;
+const QUIET_DEADLINE_MS = 30_000;
 
 const { values: flags } = parseArgs({
   options: {
@@ -324,6 +328,38 @@ async function scrapeUntil(side: Side, what: string, probe: (text: string) => bo
   }
 }
 
+/** Busy and total jiffies of the whole machine (the aggregate `cpu` line of /proc/stat). */
+function machineJiffies(): { busy: number; total: number } {
+  const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  // idle and iowait are the 4th and 5th fields.
+  return { busy: total - (fields[3] ?? 0) - (fields[4] ?? 0), total };
+}
+
+/**
+ * Waits until the machine is quiet: at most QUIET_BUSY_CORES cores busy over two consecutive
+ * QUIET_WINDOW_MS windows (everything on the machine counts: the cluster's processes, the node
+ * that was just restarted, this bench). Each restart then starts on the same idle machine: without
+ * it the second one (the agent's) started while the first node was still updating its pods
+ * through the API server, on the same 2 cores. Gives up after QUIET_DEADLINE_MS and says so in
+ * the figures (`quiet: false`).
+ */
+async function waitForQuietMachine(): Promise<{ quiet: boolean; waitedMs: number; busyCores: number }> {
+  const started = performance.now();
+  const cores = cpus().length;
+  let calm = 0;
+  let busyCores = Number.NaN;
+  while (performance.now() - started < QUIET_DEADLINE_MS) {
+    const a = machineJiffies();
+    await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS)); // the sampling window
+    const b = machineJiffies();
+    busyCores = round(((b.busy - a.busy) / Math.max(1, b.total - a.total)) * cores, 2);
+    calm = busyCores <= QUIET_BUSY_CORES ? calm + 1 : 0;
+    if (calm >= 2) return { quiet: true, waitedMs: round(performance.now() - started), busyCores };
+  }
+  return { quiet: false, waitedMs: round(performance.now() - started), busyCores };
+}
+
 async function measureRestart(api: Api, cluster: RunningCluster, sides: readonly Side[]): Promise<Record<string, unknown>> {
   const volumes = RESTART_PODS * RESTART_VOLUMES_PER_POD;
   const started = performance.now();
@@ -339,6 +375,8 @@ async function measureRestart(api: Api, cluster: RunningCluster, sides: readonly
 
   const result: Record<string, unknown> = {};
   for (const side of sides) {
+    const quiet = await waitForQuietMachine();
+    progress(`before the ${side.node} restart: ${JSON.stringify(quiet)}`);
     const stopStarted = performance.now();
     if (side.name === 'kubelet') await cluster.stopKubelet();
     else await cluster.agent.stop();
@@ -354,6 +392,7 @@ async function measureRestart(api: Api, cluster: RunningCluster, sides: readonly
       startToAllConfirmedMs: round(confirmed.at - t0),
       startToReadyMs: round(readyAt - t0),
       ready: side.name === 'kubelet' ? 'Node Ready with a heartbeat after the start' : 'agent /healthz 200',
+      quietBefore: quiet,
     };
     progress(`${side.node} restart: ${JSON.stringify(figures)}`);
     result[side.name] = figures;
