@@ -337,6 +337,16 @@ function summary(values: number[]): { p50: number; max: number } {
   return { p50: round(percentile(sorted, 50)), max: round(sorted.at(-1) ?? Number.NaN) };
 }
 
+/**
+ * Waits for the first mount health batch (the snapshot lists checked paths), which runs one
+ * period (10 s) after the agent's start: it starts the fs-probe child process, a one-off of
+ * about 60 ms of CPU (a Node process starting) that otherwise fell into the idle windows when
+ * the scale-up took less than the period, and made one window of three read 1.6–1.8 %.
+ */
+async function afterFirstHealthBatch(agent: AgentProcess): Promise<void> {
+  await agent.waitForSnapshot('the first mount health batch', (s) => s.mountHealth.length > 0, 60_000);
+}
+
 /** Idle CPU over `IDLE_WINDOWS` windows of `IDLE_SAMPLE_MS` and the RSS at the end, of an agent at `IDLE_VOLUMES` volumes. */
 async function sampleIdle(agent: AgentProcess, ticksPerSecond: number) {
   progress(`sampling idle CPU and RSS over ${IDLE_WINDOWS} windows of ${IDLE_SAMPLE_MS / 1000} s`);
@@ -394,6 +404,7 @@ async function measureMemory(rootDir: string, manifestDir: string, ticksPerSecon
     await agent.waitForSnapshot('states synced', (s) => s.statesSynced);
     progress(`scaling to ${IDLE_VOLUMES} volumes`);
     await scaleTo(agent, manifestDir, 'idle', IDLE_VOLUMES / VOLUMES_PER_POD, IDLE_VOLUMES);
+    await afterFirstHealthBatch(agent);
     await sleep(SETTLE_MS);
     const idle = await sampleIdle(agent, ticksPerSecond);
     const heapAt1k = await heapFigures(agent);
@@ -444,6 +455,7 @@ async function measureProcess(rootDir: string, manifestDir: string, ticksPerSeco
 
     progress(`scaling to ${IDLE_VOLUMES} volumes`);
     const toIdleMs = await scaleTo(agent, manifestDir, 'idle', (IDLE_VOLUMES - LATENCY_PODS) / VOLUMES_PER_POD, IDLE_VOLUMES);
+    await afterFirstHealthBatch(agent);
     await sleep(SETTLE_MS);
     const idle = await sampleIdle(agent, ticksPerSecond);
 
