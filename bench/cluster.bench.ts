@@ -24,10 +24,11 @@
  * once each node's `volume_manager_total_volumes{state="actual_state_of_world"}` sums to 1,000,
  * the node process is stopped (SIGTERM; its mounts and pod dirs stay) and started again, one node
  * after the other, each once the machine is quiet (at most a quarter of a core busy over two
- * 500 ms windows, `quietBefore` in the figures). "All confirmed" = the restarted process's own `volume_manager_total_volumes
- * {state="actual_state_of_world"}` sums to 1,000 again: the metric counts only volumes marked
- * mounted, not the ones reconstructed from disk and still uncertain (kubernetes/kubernetes
- * pkg/kubelet/volumemanager/metrics/metrics.go@v1.34 counts `GetMountedVolumes`; the agent counts
+ * 500 ms windows, `quietBefore` in the figures). "All confirmed" = the restarted process's own
+ * `volume_manager_total_volumes{state="actual_state_of_world"}` sums to 1,000 again: the metric
+ * counts only volumes marked mounted, not the ones reconstructed from disk and still uncertain
+ * (kubernetes/kubernetes pkg/kubelet/volumemanager/metrics/metrics.go@v1.34 counts
+ * `GetMountedVolumes`; the agent counts
  * the same, lib/volumemanager/metrics.ts), so it reaches 1,000 once every volume was set up again
  * and confirmed. The kubelet serves it on its API port (`--port`; plain HTTP without TLS files,
  * anonymous, AlwaysAllow), the

@@ -313,9 +313,9 @@ export class Reconciler {
    * the last pass and has not changed since cannot need one now. A pass therefore looks at the
    * changed ("dirty") volumes, the ones that still needed action ("unsettled": waiting, in
    * backoff, running), and on every `sweepEveryPasses`-th pass a rotating slice of all volumes as
-   * a safety net; it scans everything
-   * when asked to, at start and whenever readyToUnmount flips. The result is the kubelet's full
-   * scan, at a cost proportional to what changed rather than to the node's size.
+   * a safety net; it scans everything when asked to, at start and whenever readyToUnmount flips.
+   * The result is the kubelet's full scan, at a cost proportional to what changed rather than to
+   * the node's size.
    */
   private takeScope(readyToUnmount: boolean): Set<UniqueVolumeName> | null {
     const full = this.fullScanNeeded || readyToUnmount !== this.lastReadyToUnmount;
