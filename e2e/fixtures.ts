@@ -299,6 +299,18 @@ export async function saveScreenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
 
+/**
+ * Opens `path` and waits until the page is live: its first connection indicator says `live`.
+ * That state exists only in the browser (the server renders `connecting…`), so the page has
+ * hydrated and its event stream delivered a snapshot. Before hydration the server-rendered
+ * buttons are plain HTML: a click on one does nothing, and a test that clicks right after
+ * `goto` would fail on a loaded machine while an operator would simply click again.
+ */
+export async function openLive(page: Page, path: string): Promise<void> {
+  await page.goto(path);
+  await expect(page.getByTestId('connection-status').first()).toHaveAttribute('data-phase', 'live');
+}
+
 export function nodePath(node: E2eNodeName): string {
   return `/nodes/${node}`;
 }

@@ -11,7 +11,7 @@
  */
 import type { Page } from '@playwright/test';
 import { E2E_OBSERVER } from './stack-info.ts';
-import { deletePod, expect, podMounts, podPath, restartAgent, saveScreenshot, snapshot, test, waitForAgent, writeStuckHostPathPod } from './fixtures.ts';
+import { deletePod, expect, openLive, podMounts, podPath, restartAgent, saveScreenshot, snapshot, test, waitForAgent, writeStuckHostPathPod } from './fixtures.ts';
 
 /** The focused element's accessible name as the page gives it (aria-label, else its text). */
 async function focusedName(page: Page): Promise<string> {
@@ -46,7 +46,7 @@ test('incident 1: a pod stuck on a failing hostPath: stage, cause, next retry, s
     });
 
     // Act: the pod page.
-    await page.goto(podPath('e2e-node-a', pod.uid));
+    await openLive(page, podPath('e2e-node-a', pod.uid));
 
     // Assert: the answers, in words.
     const card = page.getByRole('article', { name: 'logs' });

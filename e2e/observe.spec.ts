@@ -10,11 +10,11 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { E2E_OBSERVER, stackInfo } from './stack-info.ts';
-import { expect, saveScreenshot, test } from './fixtures.ts';
+import { expect, openLive, saveScreenshot, test } from './fixtures.ts';
 
 test('the observer node shows the kubelet’s plan, orphans and truth diff, and cleans up an orphan through the guarded action', async ({ page }) => {
   const rootDir = stackInfo().observer.rootDir;
-  await page.goto(`/nodes/${E2E_OBSERVER}`);
+  await openLive(page, `/nodes/${E2E_OBSERVER}`);
 
   // The plan: pod b's emptyDir mount is outstanding, with the kubelet's backoff from its event.
   const plan = page.locator('#observe-plan');

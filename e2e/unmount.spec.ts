@@ -10,6 +10,7 @@ import {
   driverCalls,
   expect,
   newPod,
+  openLive,
   podMounts,
   podPath,
   saveScreenshot,
@@ -32,7 +33,7 @@ test('unmounting an orphan works, and a refused unmount shows the agent’s reas
   try {
     await deletePod(orphan);
     await waitForAgent('e2e-node-a', 'the TearDown failed', (s) => s.desired.pods.every((p) => p.uid !== orphan.uid) && s.operations.some((o) => o.podUid === orphan.uid && o.state === 'backoff'));
-    await page.goto(podPath('e2e-node-a', orphan.uid));
+    await openLive(page, podPath('e2e-node-a', orphan.uid));
     const card = page.getByRole('article', { name: 'data' });
     await expect(page.getByText('not in the desired world (its volumes are being unmounted)').filter({ visible: true })).toBeVisible();
     await expect(card.locator('pre.error-block')).toContainText('e2e: target is busy');

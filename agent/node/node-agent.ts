@@ -6,9 +6,10 @@
  * 1. The root dir (and `pods/`) exist and are resolved through symlinks, because mountinfo
  *    reports resolved paths and every "is this mounted?" check compares against them.
  * 2. The mounter is chosen by a probe (detectMounter), before any plugin exists.
- * 3. The manifest source completes its initial load before the volume manager starts, so the
- *    populator's first pass sees every pod and reconstruction never tears down a volume whose pod
- *    is merely not loaded yet.
+ * 3. The object source (manifests or the API server) completes its initial load before the
+ *    volume manager starts, so the populator's first pass sees every pod and reconstruction never
+ *    tears down a volume whose pod is merely not loaded yet. It loads while steps 1 and 2 run:
+ *    neither depends on the other, and a restart waits for the longer of the two instead of both.
  * 4. CSI: the plugin watcher over `<root>/plugins_registry` and the `--csi-driver` handshakes
  *    start before the volume manager; handshakes retry in the background, and until a driver is
  *    registered its operations fail with the kubelet's transient "not registered" error.
@@ -451,26 +452,36 @@ export class NodeAgent implements AgentRuntime {
     const observing = config.mode === 'observe';
     // The API source's modules load while the root dir is prepared and the mounter probe runs
     // (the probe waits for mount(8) and umount(8); loading is mostly compiling JavaScript).
-    const kubeModules = config.source === 'kubernetes' ? loadKubeModules() : null;
-    // Observed only if the start fails before startKubeSource awaits it.
-    kubeModules?.catch(() => undefined);
+    // The object source starts (and, for the API server, its modules load: mostly compiling
+    // JavaScript) while the root dir is prepared and the mounter probe waits for mount(8) and
+    // umount(8). Nothing of it acts on the node before the volume manager starts below.
+    const sourceStarting: Promise<{ source: AgentSource; kube: KubeParts | null }> =
+      config.source === 'kubernetes' ? loadKubeModules().then((modules) => startKubeSource(opts, modules)) : startManifestSource(opts).then((source) => ({ source, kube: null }));
+    // Observed where the probe below fails first; awaited again after it.
+    sourceStarting.catch(() => undefined);
     let rootDir: string;
     let detected: { mounter: Mounter; kind: MounterInfo['kind']; privileged: boolean; reason: string };
-    if (observing) {
-      // Read-only: nothing is created below the kubelet's root dir, and no mount probe runs.
-      rootDir = await realpath(config.rootDir).catch((err: unknown) => {
-        throw new FlagError('--root-dir', `--root-dir: ${config.rootDir} cannot be read: ${errorMessage(err)} (observe mode reads the kubelet's root dir; it never creates it)`);
-      });
-      detected = observeMounter(config, rootDir);
-    } else {
-      await mkdir(join(config.rootDir, 'pods'), { recursive: true, mode: 0o750 });
-      rootDir = await realpath(config.rootDir);
-      detected = await detectMounter({ unprivilegedStateDir: join(rootDir, unprivilegedMounterDirName), allowMount: config.allowMount });
+    try {
+      if (observing) {
+        // Read-only: nothing is created below the kubelet's root dir, and no mount probe runs.
+        rootDir = await realpath(config.rootDir).catch((err: unknown) => {
+          throw new FlagError('--root-dir', `--root-dir: ${config.rootDir} cannot be read: ${errorMessage(err)} (observe mode reads the kubelet's root dir; it never creates it)`);
+        });
+        detected = observeMounter(config, rootDir);
+      } else {
+        await mkdir(join(config.rootDir, 'pods'), { recursive: true, mode: 0o750 });
+        rootDir = await realpath(config.rootDir);
+        detected = await detectMounter({ unprivilegedStateDir: join(rootDir, unprivilegedMounterDirName), allowMount: config.allowMount });
+      }
+    } catch (err) {
+      // The source may have started meanwhile: stop it, so that no informer or watcher outlives the failed start.
+      await sourceStarting.then(({ source }) => source.stop(), () => undefined);
+      throw err;
     }
     const mounterInfo: MounterInfo = { kind: detected.kind, privileged: detected.privileged, reason: detected.reason };
     log.info({ mounter: mounterInfo }, `Using the ${detected.kind} mounter: ${detected.reason}`);
 
-    const { source, kube } = kubeModules !== null ? await startKubeSource(opts, await kubeModules) : { source: await startManifestSource(opts), kube: null };
+    const { source, kube } = await sourceStarting;
 
     let agent: NodeAgent;
     try {
