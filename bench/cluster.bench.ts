@@ -40,13 +40,15 @@
  *
  * Flags: `--pods N` (latency pods per node), `--interval-ms N`, `--restart-pods N` (× 5 volumes),
  * `--skip-restart`, `--agent-from-source` (agent-0 from agent/main.ts through tsx instead of the
- * image's esbuild bundle). `VOLUMESCOPE_CLUSTER_BENCH_DIR` (absolute) moves the cluster's state dir.
+ * image's esbuild bundle), `--agent-cpu-prof DIR` (every agent-0 process writes a V8 CPU profile
+ * into DIR when it exits: Node's `--cpu-prof`; the profiler's overhead is in that run's figures).
+ * `VOLUMESCOPE_CLUSTER_BENCH_DIR` (absolute) moves the cluster's state dir.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { KUBELET_NODE, NODE, componentVersion, startCluster, stateDirFor, type ClusterFacts, type RunningCluster } from '../scripts/cluster/cluster.ts';
@@ -69,6 +71,7 @@ const { values: flags } = parseArgs({
     'restart-pods': { type: 'string', default: '200' },
     'skip-restart': { type: 'boolean', default: false },
     'agent-from-source': { type: 'boolean', default: false },
+    'agent-cpu-prof': { type: 'string' },
   },
 });
 const LATENCY_PODS = Number(flags.pods);
@@ -444,7 +447,7 @@ async function main(): Promise<void> {
   }
   const loadBefore = load();
   const clusterStarted = performance.now();
-  const cluster = await startCluster({ stateDir: state.dir, reset: true, waitForNodeReady: true, ...(agentBundle === undefined ? {} : { agentBundle }), kubeletArgs: [`--port=${kubeletPort}`, `--max-pods=${maxPods}`], log: (line) => {
+  const cluster = await startCluster({ stateDir: state.dir, reset: true, waitForNodeReady: true, ...(agentBundle === undefined ? {} : { agentBundle }), ...(flags['agent-cpu-prof'] === undefined ? {} : { agentNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${resolve(flags['agent-cpu-prof'])}`] }), kubeletArgs: [`--port=${kubeletPort}`, `--max-pods=${maxPods}`], log: (line) => {
       progress(`cluster: ${line}`);
     },
   });

@@ -139,6 +139,8 @@ export interface StartClusterOptions {
    * of agent/main.ts through tsx, with Node's compile cache in `<stateDir>/node-compile-cache`.
    */
   readonly agentBundle?: string;
+  /** Node's own flags for agent-0, before its script (e.g. `--cpu-prof`, `--cpu-prof-dir=<dir>`). */
+  readonly agentNodeArgs?: readonly string[];
   /**
    * Called as soon as the cluster can be stopped, before the start completes, with the same stop
    * as {@link RunningCluster.stop}: a signal handler can then stop a half-started cluster in order
@@ -419,6 +421,7 @@ export class ClusterAgent {
     facts: AgentFacts,
     private readonly extraArgs: readonly string[],
     private readonly bundle?: { readonly path: string; readonly compileCacheDir: string },
+    private readonly nodeArgs: readonly string[] = [],
   ) {
     this.facts = facts;
   }
@@ -433,6 +436,7 @@ export class ClusterAgent {
     return [
       '--max-semi-space-size=8',
       '--expose-gc',
+      ...this.nodeArgs,
       ...(this.bundle === undefined ? ['--import', 'tsx', join(root, 'agent', 'main.ts')] : [this.bundle.path]),
       ...this.modeArgs(),
       `--kubeconfig=${kc}`,
@@ -694,7 +698,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Runnin
     adminKey: pki.clientKey(ADMIN),
   };
   const base = { stateDir: state, pki: pkiPaths, apiServerUrl: server, logsDir: logs };
-  const agent = new ClusterAgent(await agentFacts(base, { nodeName: NODE, port: ports.agent, kubeconfig: kubeconfigOf(nodeIdentity(NODE)) }), options.agentArgs ?? [], options.agentBundle === undefined ? undefined : { path: options.agentBundle, compileCacheDir: join(state, 'node-compile-cache') });
+  const agent = new ClusterAgent(await agentFacts(base, { nodeName: NODE, port: ports.agent, kubeconfig: kubeconfigOf(nodeIdentity(NODE)) }), options.agentArgs ?? [], options.agentBundle === undefined ? undefined : { path: options.agentBundle, compileCacheDir: join(state, 'node-compile-cache') }, options.agentNodeArgs ?? []);
   const kubeletCsiDir = join(csiDir, KUBELET_NODE);
   const kubeletFacts: KubeletFacts = {
     nodeName: KUBELET_NODE,
