@@ -1,4 +1,4 @@
-import { readdir, readFile, readlink, writeFile } from 'node:fs/promises';
+import { lstat, readdir, readFile, readlink, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mountMode } from '../../../mount-utils/testing/mount-test-env.ts';
@@ -6,6 +6,7 @@ import type { Volume } from '../../k8s-types.ts';
 import { specFromVolume } from '../../spec.ts';
 import { exists, initPlugin, makePluginTestEnv, makePod, modeOf, mountsAtOrBelow, noArgs, POD_UID, rejectionOf, type PluginTestEnv } from '../testing/plugin-test-env.ts';
 import { DATA_DIR_NAME, DATA_DIR_PATTERN } from '../util/atomic-writer.ts';
+import { wrappedMetaDir } from '../util/atomic-writer-volume.ts';
 import { isNonExistentKeyError, isObjectNotFoundError, isTearDownRefusedError } from '../util/errors.ts';
 import { CONFIGMAP_PLUGIN_NAME, ConfigMapPlugin } from './configmap.ts';
 
@@ -85,6 +86,21 @@ describe(`ConfigMapPlugin in ${mountMode} mode`, () => {
     await setUp({ name: 'cfg' });
 
     expect(await readlink(join(volumeDir(), DATA_DIR_NAME))).toBe(before);
+  });
+
+  it('writes the wrapped emptyDir’s ready file at the first SetUp, leaves it alone while it is there, and writes it again once it is gone', async () => {
+    await setUp({ name: 'cfg' });
+    const ready = join(wrappedMetaDir(volumeDir()), 'ready');
+    expect((await lstat(ready)).isFile()).toBe(true);
+    const old = new Date('2020-01-01T00:00:00Z');
+    await utimes(ready, old, old);
+
+    await setUp({ name: 'cfg' });
+    expect((await lstat(ready)).mtime).toEqual(old);
+
+    await rm(ready);
+    await setUp({ name: 'cfg' });
+    expect((await lstat(ready)).isFile()).toBe(true);
   });
 
   it('rewrites a changed ConfigMap atomically on the next SetUp: new data dir, old one gone', async () => {
