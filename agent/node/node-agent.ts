@@ -450,8 +450,6 @@ export class NodeAgent implements AgentRuntime {
     const { config, log, clock } = opts;
     const startedAt = Math.floor(clock.now());
     const observing = config.mode === 'observe';
-    // The API source's modules load while the root dir is prepared and the mounter probe runs
-    // (the probe waits for mount(8) and umount(8); loading is mostly compiling JavaScript).
     // The object source starts (and, for the API server, its modules load: mostly compiling
     // JavaScript) while the root dir is prepared and the mounter probe waits for mount(8) and
     // umount(8). Nothing of it acts on the node before the volume manager starts below.
