@@ -41,6 +41,13 @@ import { volumeBlockers } from './volume-blockers.ts';
 
 // TYPES
 
+/**
+ * How far the `volumescope_summary` gauges may lag the agent's changes: a scrape publishes pending
+ * changes only when the last snapshot build is this old, so that frequent scrapes cannot make an
+ * agent nobody else watches rebuild its snapshot on every one (snapshot-feed.ts).
+ */
+export const METRICS_SUMMARY_MAX_AGE_MS = 1_000;
+
 export interface AgentServerOptions {
   runtime: AgentRuntime;
   authenticator: Authenticator;
@@ -144,7 +151,7 @@ export function createAgentServer(opts: AgentServerOptions): AgentServer {
   });
   // One summary per published snapshot, for `GET /api/v1/summary` and the `volumescope_summary` gauges alike.
   const summaries = new SummaryCache(liveFeed);
-  metrics.bindSummary(() => summaries.current());
+  metrics.bindSummary(() => summaries.atMostOld(METRICS_SUMMARY_MAX_AGE_MS));
   // Every part of the snapshot changes with one of these notifications (snapshot-feed.ts).
   const unsubscribers = [vm.onChange(markChanged), runtime.onChange(markChanged)];
 

@@ -176,8 +176,10 @@ describe('SnapshotFeed', () => {
     expect(feed.flush().statesSynced).toBe(false);
   });
 
-  it('publishes a mounted pod of the engine after the coalescing interval, and then schedules nothing', async () => {
+  it('publishes a mounted pod of the engine to a subscribed stream after the coalescing interval, and then schedules nothing', async () => {
     const { h, feed } = start();
+    const published: number[] = [];
+    feed.subscribe((entry) => published.push(entry.delta.seq));
     h.pods.add(makePod([gcePdVolume()]));
     h.start();
     await h.until(() => h.asw.getMountedVolumes().length === 1);
@@ -185,7 +187,59 @@ describe('SnapshotFeed', () => {
     await h.clock.advance(50);
 
     expect(feed.current().actual.volumes.map((v) => v.uniqueVolumeName)).toEqual(['fake-plugin/fake-device1']);
+    expect(published.at(-1)).toBe(feed.current().seq);
     expect(feed.flush()).toBe(feed.current());
+  });
+
+  it('without a subscribed stream builds nothing on a change until a reader asks, then publishes every change since in one delta', async () => {
+    // Arrange
+    const { h, runtime, feed, builder } = start();
+    const build = vi.spyOn(builder, 'build');
+    const timersBefore = h.clock.pendingTimers();
+
+    // Act: two changes, and time for many coalescing intervals
+    runtime.setSourceErrors([{ file: 'a.yaml', message: 'a.yaml: not YAML' }]);
+    h.dsw.addErrorToPod(uniquePodName('uid-x'), 'no plugin');
+    await h.clock.advance(10_000);
+
+    // Assert: nothing built or scheduled; the next reader gets both changes as seq 1
+    expect(build).not.toHaveBeenCalled();
+    expect(h.clock.pendingTimers()).toBe(timersBefore);
+    const read = feed.publishIfDue();
+    expect(read.seq).toBe(1);
+    expect(read.sourceErrors.map((e) => e.file)).toEqual(['a.yaml']);
+    expect(read.podErrors).toEqual({ 'uid-x': ['no plugin'] });
+    expect(feed.deltasSince(0)?.map((e) => e.delta.seq)).toEqual([1]);
+  });
+
+  it('a stream that subscribes while changes wait gets them after the coalescing interval', async () => {
+    const { h, runtime, feed } = start();
+    feed.flush();
+    runtime.setSourceErrors([{ file: 'a.yaml', message: 'a.yaml: not YAML' }]);
+    const published: number[] = [];
+
+    feed.subscribe((entry) => published.push(entry.delta.seq));
+    await h.clock.advance(50);
+
+    expect(published).toEqual([1]);
+    expect(feed.current().sourceErrors.map((e) => e.file)).toEqual(['a.yaml']);
+  });
+
+  it('publishIfOlderThan publishes pending changes only once the last build is that old', async () => {
+    const { h, runtime, feed } = start();
+    runtime.setSourceErrors([{ file: 'a.yaml', message: 'a.yaml: not YAML' }]);
+    expect(feed.flush().seq).toBe(1);
+    runtime.setSourceErrors([]);
+
+    await h.clock.advance(999);
+    expect(feed.publishIfOlderThan(1_000).seq).toBe(1);
+    expect(feed.publishIfDue().seq).toBe(2);
+
+    runtime.setSourceErrors([{ file: 'b.yaml', message: 'b.yaml: not YAML' }]);
+    await h.clock.advance(999);
+    expect(feed.publishIfOlderThan(1_000).seq).toBe(2);
+    await h.clock.advance(1);
+    expect(feed.publishIfOlderThan(1_000).seq).toBe(3);
   });
 });
 

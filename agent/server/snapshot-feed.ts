@@ -3,13 +3,18 @@
  * journal of recent deltas that event streams resume from.
  *
  * Change notifications (the volume manager's and the runtime's `onChange`, audit appends) only
- * mark the state dirty; a rebuild follows on the runtime clock, at most one per
- * `minIntervalMs` (bursts of notifications during a reconciler pass coalesce into one), and never
- * more often than keeps rebuilding under {@link MAX_PUBLISH_DUTY} of the time (on a large node
- * under constant change the interval stretches instead of the agent spending its time diffing). A
- * rebuild that changed nothing visible publishes nothing, so `seq` grows by exactly one per
- * published delta. Every part of the snapshot has an owner that notifies its changes, so nothing
- * is polled: with no change, the feed has no timer scheduled and costs nothing.
+ * mark the state dirty. While an event stream is subscribed, a rebuild follows on the runtime
+ * clock, at most one per `minIntervalMs` (bursts of notifications during a reconciler pass
+ * coalesce into one), and never more often than keeps rebuilding under {@link MAX_PUBLISH_DUTY}
+ * of the time (on a large node under constant change the interval stretches instead of the agent
+ * spending its time diffing). While none is, nothing is rebuilt until a reader asks
+ * ({@link SnapshotFeed.publishIfDue}, {@link SnapshotFeed.publishIfOlderThan},
+ * {@link SnapshotFeed.flush}) or a stream subscribes: an agent that nobody watches (a restart
+ * confirming thousands of volumes, before any dashboard reconnects) does not build snapshots for
+ * nobody. The deltas stay a gapless series either way: one rebuild covers every change since the
+ * last. A rebuild that changed nothing visible publishes nothing, so `seq` grows by exactly one
+ * per published delta. Every part of the snapshot has an owner that notifies its changes, so
+ * nothing is polled: with no change, the feed has no timer scheduled and costs nothing.
  */
 import { encodeDeltaEvent, SNAPSHOT_EVENT, streamEventId } from '../../lib/api/agent-stream.ts';
 import { CompactSnapshotEncoder, type SnapshotEncoding } from '../../lib/api/compact-snapshot.ts';
@@ -119,9 +124,17 @@ export class SnapshotFeed {
     this.listeners.clear();
   }
 
-  /** Something may have changed: rebuild soon (coalesced). Safe to call from inside engine callbacks. */
+  /**
+   * Something may have changed: rebuild soon (coalesced) while a stream is subscribed, otherwise
+   * when a reader or a new stream asks. Safe to call from inside engine callbacks.
+   */
   markChanged(): void {
     this.dirty = true;
+    if (this.listeners.size > 0) this.scheduleRebuild();
+  }
+
+  /** A rebuild once the pacing allows it, unless one is scheduled already. */
+  private scheduleRebuild(): void {
     if (this.stopped || this.rebuildTimer !== null) return;
     const delay = Math.max(0, this.lastRebuildAt + this.nextGapMs - this.clock.monotonic());
     this.rebuildTimer = this.clock.setTimeout(() => {
@@ -130,7 +143,10 @@ export class SnapshotFeed {
     }, delay);
   }
 
-  /** The last published snapshot (may lag the engine by up to one coalescing interval). */
+  /**
+   * The last published snapshot: it may lag the engine by one coalescing interval while a stream
+   * is subscribed, and until the next reader publishes while none is.
+   */
   current(): Snapshot {
     return this.built.snapshot;
   }
@@ -154,7 +170,17 @@ export class SnapshotFeed {
    * agent rebuild more often than its change notifications alone would.
    */
   publishIfDue(): Snapshot {
-    if (this.dirty && !this.stopped && this.clock.monotonic() >= this.lastRebuildAt + this.nextGapMs) return this.flush();
+    return this.publishIfOlderThan(0);
+  }
+
+  /**
+   * {@link publishIfDue} for readers that may be `maxAgeMs` behind: pending changes are published
+   * only once the last build is at least that old (and the pacing allows it). The metrics'
+   * summary gauges read this way, so that a scrape every few milliseconds cannot make the agent
+   * rebuild its snapshot more than once per `maxAgeMs` while nobody else watches.
+   */
+  publishIfOlderThan(maxAgeMs: number): Snapshot {
+    if (this.dirty && !this.stopped && this.clock.monotonic() >= this.lastRebuildAt + Math.max(this.nextGapMs, maxAgeMs)) return this.flush();
     return this.built.snapshot;
   }
 
@@ -203,6 +229,8 @@ export class SnapshotFeed {
   /** Registers a listener for published deltas; returns its unsubscribe function. */
   subscribe(listener: FeedListener): () => void {
     this.listeners.add(listener);
+    // Changes made while nobody was subscribed are published on the usual pacing from now on.
+    if (this.dirty) this.scheduleRebuild();
     return () => this.listeners.delete(listener);
   }
 

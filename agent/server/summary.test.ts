@@ -103,6 +103,9 @@ describe('SummaryCache', () => {
         flushes++;
         return current;
       },
+      publishIfOlderThan: () => {
+        throw new Error('the summary route publishes when due');
+      },
     });
 
     // Act
@@ -117,5 +120,22 @@ describe('SummaryCache', () => {
     expect(changed).not.toBe(first);
     expect(changed.counts.pods).toBe(0);
     expect(first.counts.pods).toBe(2);
+  });
+
+  it('reads the metrics’ summary through publishIfOlderThan with the age it is given, from the same memo', () => {
+    const current = exampleSnapshot();
+    const ages: number[] = [];
+    const cache = new SummaryCache({
+      publishIfDue: () => current,
+      publishIfOlderThan: (maxAgeMs) => {
+        ages.push(maxAgeMs);
+        return current;
+      },
+    });
+
+    const forMetrics = cache.atMostOld(1_000);
+
+    expect(ages).toEqual([1_000]);
+    expect(cache.current()).toBe(forMetrics);
   });
 });

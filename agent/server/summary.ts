@@ -12,9 +12,13 @@ import { summarizeSnapshot, type AgentSummary } from '../../lib/api/summary.ts';
 import type { Snapshot } from '../../lib/api/snapshot.ts';
 import { jsonAnswer, type HttpAnswer } from './http-response.ts';
 
-/** What the handler reads: the feed's current snapshot, pending changes published when due (`publishIfDue`). */
+/**
+ * What the cache reads: the feed's current snapshot, pending changes published when due
+ * (`publishIfDue`), or only once the last build is `maxAgeMs` old (`publishIfOlderThan`).
+ */
 export interface SummarySource {
   publishIfDue(): Snapshot;
+  publishIfOlderThan(maxAgeMs: number): Snapshot;
 }
 
 /** The summary of the source's current snapshot, memoized per snapshot object. */
@@ -23,8 +27,17 @@ export class SummaryCache {
 
   constructor(private readonly source: SummarySource) {}
 
+  /** The summary of the current snapshot (`GET /api/v1/summary`). */
   current(): AgentSummary {
-    const snapshot = this.source.publishIfDue();
+    return this.of(this.source.publishIfDue());
+  }
+
+  /** The summary of a snapshot at most `maxAgeMs` behind the agent's changes (the metrics' gauges). */
+  atMostOld(maxAgeMs: number): AgentSummary {
+    return this.of(this.source.publishIfOlderThan(maxAgeMs));
+  }
+
+  private of(snapshot: Snapshot): AgentSummary {
     if (this.last?.snapshot !== snapshot) this.last = { snapshot, summary: summarizeSnapshot(snapshot) };
     return this.last.summary;
   }

@@ -70,10 +70,12 @@ describe('the dashboard relay against a real agent', () => {
     expect(opening?.event).toBe('snapshot');
     const seen: Snapshot = parseSnapshot(JSON.parse(opening?.data ?? 'null'));
     expect(opening?.id).toBe(streamEventId(seen.agent.startedAt, seen.seq));
-    // While the client is away, three changes are published.
+    // While the client is away, three changes are published (read: with no stream subscribed the
+    // agent publishes a change when it is read).
     for (const reason of ['A', 'B', 'C']) {
       f.runtime.emitEvent({ type: 'Normal', reason, podUid: null, message: '' });
       await f.harness.clock.advance(0);
+      f.server.snapshot();
     }
 
     const resumed = await relayAgentEvents(new Request('http://dash/api/agents/node-a/events', { headers: { 'Last-Event-ID': opening?.id ?? '' } }), 'node-a', deps);
