@@ -55,7 +55,6 @@ describe('GET /api/v1/events', () => {
   };
   const getSnapshot = async (f: ServerFixture): Promise<Snapshot> => parseSnapshot((await f.client.get('/api/v1/snapshot')).json);
   const published = (f: ServerFixture): number => f.runtime.logger.lines.filter((l) => l.msg === 'snapshot published').length;
-  /** One visible change, published after the coalescing interval of the agent's clock. */
   /**
    * One published change: an event, the coalescing interval, then a read of the snapshot (with no
    * stream subscribed the feed publishes only when read; with one, the read finds it published).

@@ -165,9 +165,10 @@ export class SnapshotFeed {
    * What readers (`GET /snapshot`, `GET /summary`, a new event stream) are served: pending
    * changes are published now only when the feed's own pacing would allow a rebuild now anyway
    * (the minimum interval, stretched by the last build's duration, has passed); otherwise the
-   * last build is returned and the rebuild already scheduled publishes the change. So readers
-   * see current state whenever it costs nothing extra, and no number of readers can make the
-   * agent rebuild more often than its change notifications alone would.
+   * last build is returned, and the change is published by the rebuild scheduled for a
+   * subscribed stream or, with none subscribed, by the next reader once the pacing allows. So
+   * readers see current state whenever it costs nothing extra, and no number of readers can make
+   * the agent rebuild more often than that pacing.
    */
   publishIfDue(): Snapshot {
     return this.publishIfOlderThan(0);
