@@ -103,7 +103,10 @@ describe('RegistrationHandler.RegisterPlugin of a name already taken', () => {
     const refusal = `kubernetes.io/csi: RegisterPlugin for CSI driver "${NAME}" failed. The name is taken by the registration from socket ${first.socketPath} (endpoint ${first.endpoint}) until that socket is removed; the registration from socket ${second.socketPath} (endpoint ${second.endpoint}) is refused`;
     expect(registry.drivers()).toEqual([expect.objectContaining({ endpoint: first.endpoint, registered: true, nodeId: 'node-first', lastError: refusal })]);
     expect(registry.client(NAME).endpoint).toBe(first.endpoint);
-    expect(second.callsOf('NotifyRegistrationStatus')).toEqual([{ plugin_registered: false, error: refusal }]);
+    // Refused at every scan: the socket's own directory event may start one more scan than scanNow.
+    const notified = second.callsOf('NotifyRegistrationStatus');
+    expect(notified.length).toBeGreaterThanOrEqual(1);
+    expect(notified).toEqual(notified.map(() => ({ plugin_registered: false, error: refusal })));
     expect(csiCalls(second)).toEqual([]);
 
     await stopDriver(first);
