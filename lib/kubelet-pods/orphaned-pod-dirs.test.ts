@@ -54,11 +54,12 @@ function layout(paths: readonly string[]): Promise<void> {
   return writeLayout(join(root, 'pods'), paths);
 }
 
-function cleanup(opts: { vm?: StubVolumeManager; known?: (uid: string) => boolean; logger?: Logger } = {}): OrphanedPodDirs {
+function cleanup(opts: { vm?: StubVolumeManager; known?: (uid: string) => boolean; sourcesReady?: boolean; logger?: Logger } = {}): OrphanedPodDirs {
   return new OrphanedPodDirs({
     rootDir: root,
     volumeManager: opts.vm ?? new StubVolumeManager(),
     podKnown: opts.known ?? (() => false),
+    sourcesReady: () => opts.sourcesReady ?? true,
     mounter,
     clock: new FakeClock(),
     logger: opts.logger ?? new RecordingLogger(),
@@ -66,7 +67,7 @@ function cleanup(opts: { vm?: StubVolumeManager; known?: (uid: string) => boolea
 }
 
 describe(`cleanupOrphanedPodDirs with the ${mountMode} mounter`, () => {
-  it.each<{ name: string; paths: string[]; known?: string[]; desired?: string[]; mounted?: string[]; synced?: boolean; removed: boolean }>([
+  it.each<{ name: string; paths: string[]; known?: string[]; desired?: string[]; mounted?: string[]; synced?: boolean; sourcesReady?: boolean; removed: boolean }>([
     {
       name: 'an orphaned pod directory with empty volume directories and a vol_data.json is removed',
       paths: ['orphan/volumes/kubernetes.io~csi/', 'orphan/volume-subpaths/', 'orphan/plugins/kubernetes.io~csi/pvc-1/vol_data.json'],
@@ -79,7 +80,8 @@ describe(`cleanupOrphanedPodDirs with the ${mountMode} mounter`, () => {
     { name: 'a pod directory with a volume directory on disk stays', paths: ['orphan/volumes/kubernetes.io~csi/pvc-1/'], removed: false },
     { name: 'a pod directory with a block volume directory on disk stays', paths: ['orphan/volumeDevices/kubernetes.io~csi/pvc-1'], removed: false },
     { name: 'nothing is removed before the states are synced', paths: ['orphan/'], synced: false, removed: false },
-  ])('$name', async ({ paths, known = [], desired = [], mounted = [], synced = true, removed }) => {
+    { name: 'nothing is removed before the sources listed every pod (the pod may not be listed yet)', paths: ['orphan/'], sourcesReady: false, removed: false },
+  ])('$name', async ({ paths, known = [], desired = [], mounted = [], synced = true, sourcesReady = true, removed }) => {
     // Arrange
     await layout(paths);
     const vm = new StubVolumeManager();
@@ -90,7 +92,7 @@ describe(`cleanupOrphanedPodDirs with the ${mountMode} mounter`, () => {
     const podDir = join(root, 'pods', 'orphan');
 
     // Act
-    const result = await cleanup({ vm, known: (uid) => known.includes(uid), logger }).cleanupOnce();
+    const result = await cleanup({ vm, known: (uid) => known.includes(uid), sourcesReady, logger }).cleanupOnce();
 
     // Assert
     expect(result).toEqual(removed ? [podDir] : []);
@@ -214,7 +216,7 @@ describe('OrphanedPodDirs housekeeping loop', () => {
     const clock = new FakeClock();
     const podsDir = join(root, 'pods');
     const fs = countingFs(podsDir, []);
-    const housekeeping = new OrphanedPodDirs({ rootDir: root, volumeManager: new StubVolumeManager(), podKnown: () => false, mounter, clock, logger: new RecordingLogger(), fs });
+    const housekeeping = new OrphanedPodDirs({ rootDir: root, volumeManager: new StubVolumeManager(), podKnown: () => false, sourcesReady: () => true, mounter, clock, logger: new RecordingLogger(), fs });
 
     // Act / Assert
     housekeeping.start();
@@ -245,7 +247,7 @@ describe('OrphanedPodDirs housekeeping loop', () => {
       }),
     };
     const logger = new RecordingLogger();
-    const housekeeping = new OrphanedPodDirs({ rootDir: root, volumeManager: failing, podKnown: () => false, mounter, clock, logger, fs, periodMs: 500 });
+    const housekeeping = new OrphanedPodDirs({ rootDir: root, volumeManager: failing, podKnown: () => false, sourcesReady: () => true, mounter, clock, logger, fs, periodMs: 500 });
 
     // Act
     housekeeping.start();

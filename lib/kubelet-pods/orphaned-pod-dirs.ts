@@ -5,6 +5,9 @@
  * kubelet, which deletes it once the pod is gone and nothing of it remains mounted or on disk.
  *
  * A pod directory is removed only when all of these hold, checked in this order each time:
+ * - the pod sources have listed every pod once: the kubelet skips its housekeeping until then
+ *   (pkg/kubelet/kubelet.go@v1.34 syncLoopIteration, "SyncLoop (housekeeping, skipped): sources
+ *   aren't ready yet"), so a pod that is merely not listed yet is never taken for an orphan;
  * - the volume manager's states are synced (reconstruction finished), as the kubelet waits for;
  * - the pod is unknown to the source (a terminated pod that is still listed keeps its directory);
  * - the pod has no volumes in the desired state and none mounted or uncertain in the actual state;
@@ -44,6 +47,8 @@ export interface OrphanedPodDirsOptions {
   volumeManager: OrphanedPodDirsVolumeManager;
   /** True while the source knows the pod (listed, terminated or not). */
   podKnown: (uid: string) => boolean;
+  /** True once the pod sources have listed every pod (then stays true). */
+  sourcesReady: () => boolean;
   /** Read fresh before every removal step. */
   mounter: MountLister;
   clock: Clock;
@@ -89,7 +94,7 @@ export class OrphanedPodDirs {
    */
   async cleanupOnce(): Promise<string[]> {
     const vm = this.o.volumeManager;
-    if (!vm.reconcilerStatesHasBeenSynced()) return [];
+    if (!this.o.sourcesReady() || !vm.reconcilerStatesHasBeenSynced()) return [];
     let names: string[];
     try {
       names = await this.fs.readdir(this.podsDir);
