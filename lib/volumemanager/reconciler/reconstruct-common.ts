@@ -105,7 +105,8 @@ export async function getVolumesFromPodDir(podsDir: string, fs: HostFs): Promise
   } catch (err) {
     throw new PodsDirUnreadableError(`failed to read pods dir ${goQuote(podsDir)}: ${errorMessage(err)}`);
   }
-  // Pods are listed concurrently (directory reads are I/O wait), the result kept in pods/ order.
+  // Pods are listed concurrently for a HostFs whose reads wait (the agent's lists synchronously,
+  // see nodeHostFs), the result kept in pods/ order.
   const perPod = await mapConcurrently(pods, podDirConcurrency, async (pod) => {
     const out: PodVolume[] = [];
     if (!pod.isDirectory) return out;

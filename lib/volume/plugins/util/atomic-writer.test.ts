@@ -1,4 +1,4 @@
-import { lstat, mkdir, readdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nodeDurableWriteFs, type DurableWriteFs } from '../../../mount-utils/durable-write.ts';
@@ -176,6 +176,73 @@ describe('AtomicWriter', () => {
     expect(second.dataDir.startsWith(dataDirPrefix(env.clock.now()))).toBe(true);
     expect(await readlink(join(target, DATA_DIR_NAME))).toBe(second.dataDir);
     expect(await entries()).toEqual([second.dataDir, DATA_DIR_NAME, ...Object.keys(next)].sort());
+  });
+
+  it('writes nothing for an unchanged nested payload', async () => {
+    const files = { 'a/b/c': 'deep', 'a/d': { text: 'x', mode: 0o600 }, top: 't' };
+    const first = await writer.write(payload(files));
+
+    const second = await writer.write(payload(files));
+
+    expect(second).toEqual({ written: false, dataDir: first.dataDir });
+    expect(await entries()).toEqual([first.dataDir, DATA_DIR_NAME, 'a', 'top'].sort());
+  });
+
+  // The unchanged payload's check: each case is something that check must not take for "up to date".
+  it.each<{ name: string; damage: (dataDir: string) => Promise<void>; written: boolean; after: (dataDir: string) => string[] }>([
+    {
+      name: 'a top-level link that was removed is created again (kubernetes#121472)',
+      damage: async () => {
+        await rm(join(target, 'k'));
+      },
+      written: false,
+      after: (d) => [d, DATA_DIR_NAME, 'k', 'other'],
+    },
+    {
+      name: 'a stale data dir is removed',
+      damage: async () => {
+        await mkdir(join(target, '..2020_01_01_00_00_00.123456'));
+      },
+      written: false,
+      after: (d) => [d, DATA_DIR_NAME, 'k', 'other'],
+    },
+    {
+      name: 'a file that appeared in the data dir makes a new version',
+      damage: async (d) => {
+        await writeFile(join(target, d, 'extra'), 'x');
+      },
+      written: true,
+      after: () => [DATA_DIR_NAME, 'k', 'other'],
+    },
+    {
+      name: 'a file whose mode changed on disk makes a new version',
+      damage: async (d) => {
+        await chmod(join(target, d, 'k'), 0o600);
+      },
+      written: true,
+      after: () => [DATA_DIR_NAME, 'k', 'other'],
+    },
+    {
+      name: 'a file replaced by a directory makes a new version',
+      damage: async (d) => {
+        await rm(join(target, d, 'other'));
+        await mkdir(join(target, d, 'other'));
+      },
+      written: true,
+      after: () => [DATA_DIR_NAME, 'k', 'other'],
+    },
+  ])('with the payload unchanged: $name', async ({ damage, written, after }) => {
+    const files = { k: 'v', other: 'o' };
+    const first = await writer.write(payload(files));
+    await damage(first.dataDir);
+    await env.clock.advance(61_000);
+
+    const second = await writer.write(payload(files));
+
+    expect(second.written).toBe(written);
+    const want = after(first.dataDir);
+    expect(await entries()).toEqual((written ? [second.dataDir, ...want] : want).sort());
+    expect(await readFile(join(target, 'other'), 'utf8')).toBe('o');
   });
 
   it('removes data dirs and a ..data_tmp link left by an interrupted write', async () => {

@@ -32,6 +32,7 @@
  * most one operation per volume at a time.
  */
 import { randomBytes } from 'node:crypto';
+import { lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { chmod, lstat, mkdir, mkdtemp, readdir, readlink, rename, symlink } from 'node:fs/promises';
 import { basename, dirname, join, posix } from 'node:path';
 import type { Clock } from '../../../clock/clock.ts';
@@ -63,6 +64,13 @@ export const DATA_DIR_PATTERN = /^\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.[^/]+
 const REMOVING_PATTERN = /^\.volumescope-removing-[0-9a-f]+$/;
 const MAX_FILE_NAME_LENGTH = 255;
 const MAX_PATH_LENGTH = 4096;
+/**
+ * Bounds of the synchronous up-to-date check ({@link AtomicWriter.write}): a payload with more
+ * files or bytes is checked with asynchronous calls only, so that one check never holds the
+ * event loop for long (at these bounds about 0.3 ms on a tmpfs).
+ */
+const SYNC_CHECK_MAX_FILES = 32;
+const SYNC_CHECK_MAX_BYTES = 256 * 1024;
 
 /** A payload path the writer will not project (absolute, `..` element, leading `..`, too long). Texts are upstream's. */
 export class InvalidPayloadPathError extends Error {
@@ -165,6 +173,9 @@ export class AtomicWriter {
     const clean = validatePayload(payload);
     const target = this.o.targetDir;
     const wantedTop = new Set([...clean.keys()].map((p) => p.split('/')[0] ?? p));
+
+    const upToDate = upToDateDataDirSync(target, clean, wantedTop);
+    if (upToDate !== null) return { written: false, dataDir: upToDate };
 
     const oldDataDir = await this.currentDataDir();
     if (oldDataDir !== '') {
@@ -353,6 +364,62 @@ export class AtomicWriter {
     } else {
       throw new TearDownRefusedError(path, 'it is neither a regular file nor a directory, so the atomic writer did not create it');
     }
+  }
+}
+
+/**
+ * The answer of {@link AtomicWriter.write}'s up-to-date branch when that branch would change
+ * nothing, found with synchronous calls: the name of the data dir `..data` points to when it
+ * holds exactly the payload (the same paths, regular files with the same permission bits and
+ * content), every top-level name is the writer's link to it, and no other data dir or leftover of
+ * a removal is in the target dir. Null otherwise, and on any error: `write` then decides with its
+ * asynchronous calls, which report errors and repair, so a null never changes the outcome.
+ *
+ * Why synchronous: every configMap, secret, projected and downward API volume is set up again
+ * after each restart and every sync period, and nearly every such SetUp finds its payload
+ * unchanged. The check is about ten file calls below the volume dir (local disk or tmpfs);
+ * through libuv's thread pool each call costs a round trip of the event loop. Measured on Node 24
+ * (2-core machine, 600 volumes of two small files, all at once): 75–105 ms and 110–180 ms of CPU
+ * with promises, 27–28 ms and about 30 ms of CPU with this. Payloads above
+ * {@link SYNC_CHECK_MAX_FILES} files or {@link SYNC_CHECK_MAX_BYTES} bytes are not checked here.
+ */
+function upToDateDataDirSync(target: string, payload: Payload, wantedTop: ReadonlySet<string>): string | null {
+  if (payload.size > SYNC_CHECK_MAX_FILES) return null;
+  let bytes = 0;
+  for (const file of payload.values()) bytes += file.data.length;
+  if (bytes > SYNC_CHECK_MAX_BYTES) return null;
+  try {
+    const dataDir = readlinkSync(join(target, DATA_DIR_NAME));
+    if (!DATA_DIR_PATTERN.test(dataDir)) return null;
+    const dataPath = join(target, dataDir);
+    // Every entry of the data dir is a payload path or a parent of one, and vice versa.
+    const wantedPaths = allPrefixes(payload.keys());
+    let found = 0;
+    const walk = (dir: string, prefix: string): boolean => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const rel = prefix === '' ? e.name : `${prefix}/${e.name}`;
+        if (!wantedPaths.has(rel)) return false;
+        found++;
+        if (e.isDirectory() && !walk(join(dir, e.name), rel)) return false;
+      }
+      return true;
+    };
+    if (!walk(dataPath, '') || found !== wantedPaths.size) return null;
+    for (const [path, file] of payload) {
+      const full = join(dataPath, path);
+      const st = lstatSync(full);
+      if (!st.isFile() || (st.mode & 0o777) !== file.mode || !readFileSync(full).equals(file.data)) return null;
+    }
+    for (const name of wantedTop) {
+      const link = join(target, name);
+      if (!lstatSync(link).isSymbolicLink() || readlinkSync(link) !== `${DATA_DIR_NAME}/${name}`) return null;
+    }
+    for (const name of readdirSync(target)) {
+      if (name !== dataDir && (DATA_DIR_PATTERN.test(name) || REMOVING_PATTERN.test(name))) return null;
+    }
+    return dataDir;
+  } catch {
+    return null;
   }
 }
 

@@ -11,6 +11,7 @@
  *   where it is and reported, never deleted. The kubelet's emptyDir TearDown deletes
  *   recursively (`os.RemoveAll`); VolumeScope deliberately does not.
  */
+import { lstatSync } from 'node:fs';
 import { chmod, lstat, mkdir, readdir, realpath, writeFile } from 'node:fs/promises';
 import { release } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
@@ -104,6 +105,7 @@ export function isWithin(path: string, base: string): boolean {
  * kept). Returns true when the directory was created by this call.
  */
 export async function ensureDir(dir: string, mode: number, parentMode: number = VOLUME_PARENT_DIR_MODE): Promise<boolean> {
+  if (isDirWithModeSync(dir, mode)) return false;
   const st = await lstat(dir).catch((err: unknown) => {
     if (hasErrnoCode(err, 'ENOENT')) return null;
     throw err;
@@ -188,11 +190,30 @@ export async function setReady(metaDir: string): Promise<void> {
  * `volumeutil.IsReady`: whether the meta dir holds the `ready` file as a regular file (a SetUp
  * succeeded and no TearDown started since). Any error reading it counts as not ready, as upstream.
  */
-export async function isReady(metaDir: string): Promise<boolean> {
-  return lstat(join(metaDir, READY_FILE_NAME)).then(
-    (st) => st.isFile(),
-    () => false,
-  );
+export function isReady(metaDir: string): Promise<boolean> {
+  // Synchronous, as the check in ensureDir: one lstat, and a restart asks it for every volume.
+  try {
+    return Promise.resolve(lstatSync(join(metaDir, READY_FILE_NAME)).isFile());
+  } catch {
+    return Promise.resolve(false);
+  }
+}
+
+/**
+ * True when `dir` is a directory (not a symlink) with exactly `mode`, with one synchronous lstat:
+ * what nearly every SetUp after the first finds, and then {@link ensureDir} has nothing to do.
+ * The call stays below the kubelet root dir, on its local disk or a tmpfs; through libuv's thread
+ * pool it would cost an event loop round trip for each of the thousands of volumes a restart sets
+ * up again (see upToDateDataDirSync in atomic-writer.ts for figures). Any error: false, and the
+ * asynchronous path decides.
+ */
+function isDirWithModeSync(dir: string, mode: number): boolean {
+  try {
+    const st = lstatSync(dir);
+    return st.isDirectory() && (st.mode & 0o777) === mode;
+  } catch {
+    return false;
+  }
 }
 
 /**
