@@ -39,7 +39,8 @@
  * kubelet on both (mount latency p50; restart to all confirmed), in the same run.
  *
  * Flags: `--pods N` (latency pods per node), `--interval-ms N`, `--restart-pods N` (× 5 volumes),
- * `--skip-restart`, `--agent-from-source` (agent-0 from agent/main.ts through tsx instead of the
+ * `--skip-restart`, `--restarts N` (restart each node N times, alternating; the JSON then has every
+ * round in `rounds` and `ratio` is the kubelet's median over the agent's), `--agent-from-source` (agent-0 from agent/main.ts through tsx instead of the
  * image's esbuild bundle), `--agent-cpu-prof DIR` (every agent-0 process writes a V8 CPU profile
  * into DIR when it exits: Node's `--cpu-prof`; the profiler's overhead is in that run's figures).
  * `VOLUMESCOPE_CLUSTER_BENCH_DIR` (absolute) moves the cluster's state dir.
@@ -70,6 +71,7 @@ const { values: flags } = parseArgs({
     'interval-ms': { type: 'string', default: '100' },
     'restart-pods': { type: 'string', default: '200' },
     'skip-restart': { type: 'boolean', default: false },
+    restarts: { type: 'string', default: '1' },
     'agent-from-source': { type: 'boolean', default: false },
     'agent-cpu-prof': { type: 'string' },
   },
@@ -77,6 +79,8 @@ const { values: flags } = parseArgs({
 const LATENCY_PODS = Number(flags.pods);
 const INTERVAL_MS = Number(flags['interval-ms']);
 const RESTART_PODS = Number(flags['restart-pods']);
+const RESTARTS = Number(flags.restarts);
+if (!Number.isInteger(RESTARTS) || RESTARTS < 1) throw new Error(`--restarts: want a whole number of at least 1, got ${flags.restarts ?? ''}`);
 
 const progress = (line: string): void => {
   process.stderr.write(`[bench:cluster] ${line}\n`);
@@ -377,8 +381,30 @@ async function measureRestart(api: Api, cluster: RunningCluster, sides: readonly
   const settled = Object.fromEntries(settle.map((s) => [s.side.name, round((s.at - started) / 1000, 2)]));
   progress(`every volume mounted (${total} per node): ${JSON.stringify(settled)} s after the first create`);
 
-  const result: Record<string, unknown> = {};
-  for (const side of sides) {
+  const rounds: Record<string, unknown>[] = [];
+  for (let round_ = 0; round_ < RESTARTS; round_++) {
+    const result: Record<string, unknown> = {};
+    for (const side of sides) await restartOnce(side, result);
+    const msOf = (name: SideName): number => (result[name] as { startToAllConfirmedMs: number }).startToAllConfirmedMs;
+    rounds.push({ ...result, ratio: round(msOf('kubelet') / msOf('agent'), 2) });
+  }
+  const medianMs = (name: SideName): number => round(percentile([...rounds.map((r) => (r[name] as { startToAllConfirmedMs: number }).startToAllConfirmedMs)].sort((a, b) => a - b), 50));
+  return {
+    pods: RESTART_PODS,
+    volumesPerPod: RESTART_VOLUMES_PER_POD,
+    volumesPerNode: total,
+    volumesNote: 'the latency pods were deleted (and every volume of theirs torn down) first',
+    confirmed: 'the new process\'s volume_manager_total_volumes{state="actual_state_of_world"} sums to volumesPerNode (mounted only; reconstructed-uncertain volumes are not counted)',
+    scrapeIntervalMs: SCRAPE_MS,
+    settledAfterCreateS: settled,
+    kubelet: rounds[0]?.kubelet,
+    agent: rounds[0]?.agent,
+    restarts: RESTARTS,
+    ...(RESTARTS > 1 ? { rounds, medianStartToAllConfirmedMs: { kubelet: medianMs('kubelet'), agent: medianMs('agent') } } : {}),
+    ratio: round(medianMs('kubelet') / medianMs('agent'), 2),
+  };
+
+  async function restartOnce(side: Side, result: Record<string, unknown>): Promise<void> {
     const quiet = await waitForQuietMachine();
     progress(`before the ${side.node} restart: ${JSON.stringify(quiet)}`);
     const stopStarted = performance.now();
@@ -401,19 +427,6 @@ async function measureRestart(api: Api, cluster: RunningCluster, sides: readonly
     progress(`${side.node} restart: ${JSON.stringify(figures)}`);
     result[side.name] = figures;
   }
-  const ms = (name: SideName): number => (result[name] as { startToAllConfirmedMs: number }).startToAllConfirmedMs;
-  return {
-    pods: RESTART_PODS,
-    volumesPerPod: RESTART_VOLUMES_PER_POD,
-    volumesPerNode: total,
-    volumesNote: 'the latency pods were deleted (and every volume of theirs torn down) first',
-    confirmed: 'the new process\'s volume_manager_total_volumes{state="actual_state_of_world"} sums to volumesPerNode (mounted only; reconstructed-uncertain volumes are not counted)',
-    scrapeIntervalMs: SCRAPE_MS,
-    settledAfterCreateS: settled,
-    kubelet: result.kubelet,
-    agent: result.agent,
-    ratio: round(ms('kubelet') / ms('agent'), 2),
-  };
 }
 
 /** Deletes pods `names` by name on both nodes (no namespace controller runs here) and waits until both nodes' actual worlds are empty. */
