@@ -23,7 +23,7 @@ ARG NODE_IMAGE=node:24-slim
 
 # ---------------------------------------------------------------------------------------------
 # build: every dependency (dev included), the dashboard's `next build`, and the agent bundled
-# into one ES module (deploy/image/bundle-agent.mjs explains why and what it keeps).
+# into one script plus its entry (deploy/image/bundle-agent.mjs explains why and what it keeps).
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 ENV NEXT_TELEMETRY_DISABLED=1

@@ -6,8 +6,9 @@
  * Applying them to a real API server, and checking the RBAC there by impersonation, is
  * e2e/cluster/rbac.test.ts (`npm run test:cluster`).
  */
-import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -661,13 +662,65 @@ describe('agent bundle (deploy/image/bundle-agent.mjs)', () => {
     expect(help.status).toBe(0);
     expect(help.stdout).toBe(helpText());
     // import.meta.url of each source file is kept: the .proto and package.json paths resolve to real files.
-    const text = readFileSync(outfile, 'utf8');
-    const kept = [...text.matchAll(/new URL\("([^"]+)", ?new URL\("([^"]+)", ?import\.meta\.url\)\.href\)/g)];
+    const bundle = join(dir, 'dist', 'agent.cjs');
+    const text = readFileSync(bundle, 'utf8');
+    const kept = [...text.matchAll(/new URL\("([^"]+)", ?new URL\("([^"]+)", ?__volumescopeBundleUrl\)\.href\)/g)];
     expect(kept.length).toBeGreaterThan(0);
     for (const [, target, source] of kept) {
-      const file = fileURLToPath(new URL(target ?? '', new URL(source ?? '', `file://${outfile}`)));
+      const file = fileURLToPath(new URL(target ?? '', new URL(source ?? '', `file://${bundle}`)));
       expect(existsSync(file), file).toBe(true);
     }
+    // The entry names the bundle's hash, so that a code cache of another build is never used.
+    const hash = createHash('sha256').update(readFileSync(bundle)).digest('hex').slice(0, 16);
+    expect(readFileSync(outfile, 'utf8')).toContain(`const BUNDLE_HASH = '${hash}';`);
+  });
+
+  it('writes a code cache of the bundle into NODE_COMPILE_CACHE, uses it on the next start, and replaces a damaged one', async () => {
+    const entry = join(dir, 'dist', 'agent.mjs');
+    const cacheRoot = join(dir, 'compile-cache');
+    const state = join(dir, 'agent-state');
+    mkdirSync(join(state, 'manifests'), { recursive: true });
+    const cacheFiles = (): string[] => (existsSync(cacheRoot) ? readdirSync(cacheRoot, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.v8cache')) : []);
+    // With a delay of 0 the entry's write runs at the first timers phase, long before the agent
+    // serves its API: once it serves, a cache that was missing or rejected has been written.
+    const startUntilServing = async (): Promise<void> => {
+      const child = spawn(process.execPath, [entry, '--source=manifest', '--node-name=n1', `--root-dir=${join(state, 'root')}`, `--manifest-dir=${join(state, 'manifests')}`, '--allow-mount=false', '--listen=127.0.0.1:0'], {
+        cwd: dir,
+        env: { ...process.env, NODE_COMPILE_CACHE: cacheRoot, VOLUMESCOPE_CODE_CACHE_DELAY_MS: '0' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      const exited = new Promise<void>((resolve) => child.on('exit', () => { resolve(); }));
+      try {
+        await new Promise<void>((resolve, reject) => {
+          let out = '';
+          child.stdout.on('data', (d: Buffer) => {
+            out += d.toString();
+            if (out.includes('Serving the agent API')) resolve();
+          });
+          child.on('exit', (code) => { reject(new Error(`the agent exited (${String(code)}) before serving: ${out}`)); });
+        });
+      } finally {
+        child.kill('SIGTERM');
+        await exited;
+      }
+    };
+
+    await startUntilServing();
+    expect(cacheFiles()).toHaveLength(1);
+    const path = join(cacheRoot, cacheFiles()[0] ?? '');
+    const written = statSync(path);
+
+    // Accepted: not written again (a write renames a new file over it).
+    await startUntilServing();
+    expect(statSync(path).ino).toBe(written.ino);
+
+    // Damaged: rejected by V8, and written anew.
+    writeFileSync(path, readFileSync(path).subarray(0, 1000));
+    await startUntilServing();
+    const rewritten = statSync(path);
+    expect(rewritten.ino).not.toBe(written.ino);
+    expect(rewritten.size).toBeGreaterThan(written.size / 2);
+    expect(cacheFiles()).toHaveLength(1);
   });
 });
 

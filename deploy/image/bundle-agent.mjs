@@ -1,6 +1,9 @@
 // Bundles the node agent (agent/main.ts and everything it imports from this repository) into one
-// ES module for the container image: `node deploy/image/bundle-agent.mjs [outfile]`, default
-// dist/agent.mjs. Run in the Dockerfile's build stage, after `npm ci`.
+// script for the container image: `node deploy/image/bundle-agent.mjs [outfile]`, default
+// dist/agent.mjs. Run in the Dockerfile's build stage, after `npm ci`. Two files come out: the
+// bundle, `agent.cjs` beside outfile, and outfile itself, the entry that runs it
+// (deploy/image/agent-entry.mjs, which explains why the bundle is run through node:vm with a code
+// cache of its own).
 //
 // Why a bundle: the agent is TypeScript, run in development with tsx (a devDependency). The image
 // carries production dependencies only (no tsx, no TypeScript, no esbuild at run time), and one
@@ -23,18 +26,21 @@
 //   `npm ci --omit=dev` would leave it out for the dashboard's node_modules).
 // - Only OPTIONAL_EXTERNAL stays outside: native add-ons and helpers that ws and debug require
 //   inside a try/catch and use only when installed. Nothing else needs node_modules at run time.
-// - CommonJS packages inside an ES module: the banner gives them a `require` (node:module's
-//   createRequire, for the Node built-ins they require). `__dirname` stays undefined on purpose:
+// - The bundle is a CommonJS script run by the entry with the module wrapper's arguments: `require`
+//   (node:module's createRequire, for the Node built-ins the packages require). `__dirname` stays
+//   undefined on purpose:
 //   the only packages that read it (grpc-js's channelz and ORCA services, pino's transport
 //   workers) are paths the agent never takes, and a ReferenceError there is loud where a wrong
 //   directory would not be.
 // - `import.meta.url` keeps meaning "this source file": every occurrence in a repository file is
-//   rewritten to that file's original location, relative to the bundle. The CSI .proto files
+//   rewritten to that file's original location, relative to the bundle (whose own URL the banner
+//   computes from `__filename`). The CSI .proto files
 //   (lib/csi-spec/) and package.json (the agent's version) are found that way, so the image must
 //   keep them at the same place relative to the bundle (dist/ beside lib/ and package.json).
 // - Any other `import.meta.*` (dirname, filename, resolve…) fails the build rather than resolving
 //   against the bundle's own directory without anyone noticing.
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -42,7 +48,8 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const outfile = resolve(root, process.argv[2] ?? join('dist', 'agent.mjs'));
+const entryOut = resolve(root, process.argv[2] ?? join('dist', 'agent.mjs'));
+const outfile = join(dirname(entryOut), 'agent.cjs');
 const entry = join(root, 'agent', 'main.ts');
 
 /** @type {import('esbuild').Plugin} */
@@ -98,10 +105,15 @@ const result = await build({
   outfile,
   bundle: true,
   platform: 'node',
-  format: 'esm',
+  format: 'cjs',
   target: 'node24',
   external: OPTIONAL_EXTERNAL,
-  banner: { js: "import { createRequire as __volumescopeCreateRequire } from 'node:module'; const require = __volumescopeCreateRequire(import.meta.url);" },
+  // A CommonJS script has no import.meta: its URL comes from the `__filename` the entry passes.
+  banner: { js: "var __volumescopeBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  define: { 'import.meta.url': '__volumescopeBundleUrl' },
+  charset: 'ascii',
+  // The packages' license comments go to agent.cjs.LEGAL.txt (kept in the image with dist/): one has non-ASCII names.
+  legalComments: 'linked',
   minifyWhitespace: true,
   minifySyntax: true,
   sourcemap: 'linked',
@@ -130,4 +142,18 @@ if (missing.length > 0) {
   console.error(`bundle-agent: the agent imports ${missing.join(', ')}, not in package.json "dependencies" (the image installs those only)`);
   process.exit(1);
 }
-console.log(`bundle-agent: ${relative(root, outfile)} (packages bundled: ${[...imported].sort().join(', ')}; optional, outside: ${OPTIONAL_EXTERNAL.join(', ')})`);
+// The entry reads the bundle as latin1 (no UTF-8 decoding), which is only right for ASCII.
+const bundled = readFileSync(outfile);
+const nonAscii = bundled.findIndex((byte) => byte > 0x7f);
+if (nonAscii !== -1) {
+  console.error(`bundle-agent: ${relative(root, outfile)} has a non-ASCII byte at offset ${nonAscii}; the entry reads it as latin1`);
+  process.exit(1);
+}
+const hash = createHash('sha256').update(bundled).digest('hex').slice(0, 16);
+const entrySource = readFileSync(join(root, 'deploy', 'image', 'agent-entry.mjs'), 'utf8');
+if (!entrySource.includes("'__VOLUMESCOPE_BUNDLE_HASH__'")) {
+  console.error('bundle-agent: deploy/image/agent-entry.mjs lost its bundle hash placeholder');
+  process.exit(1);
+}
+writeFileSync(entryOut, entrySource.replace("'__VOLUMESCOPE_BUNDLE_HASH__'", JSON.stringify(hash).replaceAll('"', "'")));
+console.log(`bundle-agent: ${relative(root, entryOut)} and ${relative(root, outfile)} (packages bundled: ${[...imported].sort().join(', ')}; optional, outside: ${OPTIONAL_EXTERNAL.join(', ')})`);

@@ -91,6 +91,8 @@ describe('KubeSource pods', () => {
     const podRequests = server.requests({ resource: 'pods' }).filter((r) => r.verb === 'list' || r.verb === 'watch');
     expect(podRequests.length).toBeGreaterThanOrEqual(2);
     for (const request of podRequests) expect(request.query.fieldSelector).toBe('spec.nodeName=node-a');
+    // Consistent lists: never one from a watch cache that may lag (see the pod informer).
+    for (const request of podRequests.filter((r) => r.verb === 'list')) expect(request.query.resourceVersion).toBeUndefined();
   });
 
   it('publishes pod updates and deletions by uid', async () => {
