@@ -276,12 +276,15 @@ describe('KubeSource referenced objects', () => {
     expect(server.requests({ resource: 'secrets', verb: 'watch' })).toEqual([]);
   });
 
-  it('sees a changed config map after the cache lifetime and publishes it as an object change', async () => {
+  it('sees a changed config map after the cache lifetime and publishes it as an object change, but not its first GET', async () => {
     const server = await startServer();
     server.put('configmaps', configMap('settings', { mode: 'fast' }));
     server.put('pods', pod('web', 'node-a', { volumes: [{ name: 'settings', configMap: { name: 'settings' } }] }));
     const { source, changes } = newSource(server, { referencedObjectTtlMs: 100 });
     await startSynced(source);
+    // Synced means the first GET was answered; its SetUps waited for it, so nothing is to be redone.
+    expect(source.getConfigMap('default', 'settings')?.data).toEqual({ mode: 'fast' });
+    expect(changes.filter((c) => c.objectsChanged)).toEqual([]);
     const before = changes.length;
 
     server.put('configmaps', configMap('settings', { mode: 'safe' }));

@@ -116,7 +116,8 @@ export interface KubeSourceOptions {
  * One published change, in the shape of the manifest source's change plus two flags:
  * pod uids added, updated (anything but `metadata.resourceVersion` differs) or removed;
  * `objectsChanged` when a CSIDriver, a referenced claim/config map/secret, or a PersistentVolume
- * of a referenced claim changed; `errorsChanged` when `sourceErrors()` differs; `nodeChanged`
+ * of a referenced claim changed (the first GET of a config map or secret is not a change: its
+ * readers wait for it); `errorsChanged` when `sourceErrors()` differs; `nodeChanged`
  * when this node's Node differs (ignoring its resourceVersion, so heartbeats do not count);
  * `syncedChanged` when the source just became synced; `containerStatesChanged` when
  * {@link KubeSource.getContainerStates} answers differently for some pod (container statuses
@@ -260,7 +261,13 @@ export class KubeSource {
       retry: { initialMs: retry.initialMs, maxMs: Math.min(retry.maxMs, ttlMs) },
       maxConcurrent: options.maxConcurrentFetches ?? defaultMaxConcurrentFetches,
       onUpdate: (ref, change) => {
-        if (change.valueChanged) {
+        // The first GET of a config map or secret is no change: the volume SetUps that read one
+        // wait for that GET (awaitConfigMap, awaitSecret), so none has seen it missing. Publishing
+        // it made the agent reprocess every pod and set up every config map volume of a restart
+        // twice (600 SetUps, about 70 ms). A CSI call that read a secret's absence is retried by
+        // its backoff either way.
+        const firstFetchOfAwaited = change.firstFetch && (ref.kind === 'ConfigMap' || ref.kind === 'Secret');
+        if (change.valueChanged && !firstFetchOfAwaited) {
           this.objectsDirty = true;
           // A claim's binding decides which PV is referenced, and a PV which CSI secrets.
           if (ref.kind === 'PersistentVolumeClaim' || ref.kind === 'PersistentVolume') this.referencesDirty = true;
