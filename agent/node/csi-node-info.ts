@@ -20,6 +20,7 @@
 import { CoreV1Api, Observable, PatchStrategy, setHeaderOptions, StorageV1Api, V1CSINode, V1CSINodeDriver, V1CSINodeSpec, V1ObjectMeta, V1OwnerReference, V1VolumeNodeResources, type KubeConfig } from '@kubernetes/client-node';
 import { model } from '../../lib/kube-client/model.ts';
 import type { Clock } from '../../lib/clock/clock.ts';
+import { makeApiClient } from '../../lib/sources/kube/api-client.ts';
 import { apiErrorStatus } from '../../lib/kube-client/api-errors.ts';
 import { RequestDeadlines } from '../../lib/kube-client/request-deadline.ts';
 import type { CsiNodeDriverInfo, CsiNodeInfoManager } from '../../lib/volume/csi/index.ts';
@@ -97,8 +98,8 @@ export class KubeCsiNodeInfo implements CsiNodeInfoManager {
   private readonly deadlines: RequestDeadlines;
 
   constructor(private readonly o: CsiNodeInfoOptions) {
-    this.core = o.kubeConfig.makeApiClient(CoreV1Api);
-    this.storage = o.kubeConfig.makeApiClient(StorageV1Api);
+    this.core = makeApiClient(o.kubeConfig, CoreV1Api);
+    this.storage = makeApiClient(o.kubeConfig, StorageV1Api);
     this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock: o.clock, timeoutMs: requestTimeoutMs });
   }
 

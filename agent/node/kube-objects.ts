@@ -37,6 +37,7 @@ import {
 } from '@kubernetes/client-node';
 import { model } from '../../lib/kube-client/model.ts';
 import { realClock, type Clock } from '../../lib/clock/clock.ts';
+import { makeApiClient } from '../../lib/sources/kube/api-client.ts';
 import { describeApiError, isApiNotFound, KubeApiRequestError } from '../../lib/kube-client/api-errors.ts';
 import { RequestDeadlines } from '../../lib/kube-client/request-deadline.ts';
 import type { KubeSource } from '../../lib/sources/kube/index.ts';
@@ -114,8 +115,8 @@ export class KubeObjects extends ManifestObjects implements VolumeAttachmentRead
     clock: Clock = realClock,
   ) {
     super(kube);
-    this.core = kubeConfig.makeApiClient(CoreV1Api);
-    this.storage = kubeConfig.makeApiClient(StorageV1Api);
+    this.core = makeApiClient(kubeConfig, CoreV1Api);
+    this.storage = makeApiClient(kubeConfig, StorageV1Api);
     this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock, timeoutMs: kubeObjectGetTimeoutMs });
   }
 

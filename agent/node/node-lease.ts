@@ -13,6 +13,7 @@
 import { CoordinationV1Api, Observable, V1Lease, V1LeaseSpec, V1MicroTime, V1ObjectMeta, V1OwnerReference, type KubeConfig } from '@kubernetes/client-node';
 import { model } from '../../lib/kube-client/model.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
+import { makeApiClient } from '../../lib/sources/kube/api-client.ts';
 import { apiErrorStatus, describeApiError } from '../../lib/kube-client/api-errors.ts';
 import { nextBackoffMs, type Backoff } from '../../lib/kube-client/backoff.ts';
 import { RequestDeadlines } from '../../lib/kube-client/request-deadline.ts';
@@ -48,7 +49,7 @@ export class NodeLeaseController {
   private failures = 0;
 
   constructor(private readonly o: NodeLeaseOptions) {
-    this.api = o.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.api = makeApiClient(o.kubeConfig, CoordinationV1Api);
     this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock: o.clock, timeoutMs: this.renewIntervalMs() });
   }
 

@@ -31,6 +31,7 @@
  */
 import { CoreV1Api, Observable, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import type { Clock } from '../../lib/clock/clock.ts';
+import { makeApiClient } from '../../lib/sources/kube/api-client.ts';
 import { apiErrorStatus, describeApiError } from '../../lib/kube-client/api-errors.ts';
 import type { Backoff } from '../../lib/kube-client/backoff.ts';
 import { nextBackoffMs } from '../../lib/kube-client/backoff.ts';
@@ -63,7 +64,7 @@ export class NodeRegistration {
   private registeredNode: V1Node | null = null;
 
   constructor(private readonly o: NodeRegistrationOptions) {
-    this.core = o.kubeConfig.makeApiClient(CoreV1Api);
+    this.core = makeApiClient(o.kubeConfig, CoreV1Api);
     this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock: o.clock, timeoutMs: requestTimeoutMs });
   }
 

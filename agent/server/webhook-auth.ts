@@ -43,6 +43,7 @@ import {
   type KubeConfig,
 } from '@kubernetes/client-node';
 import type { Clock } from '../../lib/clock/clock.ts';
+import { makeApiClient } from '../../lib/sources/kube/api-client.ts';
 import { describeApiError } from '../../lib/kube-client/api-errors.ts';
 import { RequestDeadlines } from '../../lib/kube-client/request-deadline.ts';
 import { bearerToken, staticTokenAuthenticator, type AuthResult, type Authenticator } from './authenticator.ts';
@@ -245,8 +246,8 @@ export class WebhookAuthenticator implements AgentAuthenticator {
     if (timeoutMs === 0) throw new AuthConfigError('reviewTimeoutMs must be positive');
     const maxEntries = options.maxCacheEntries ?? DEFAULT_WEBHOOK_CACHE_SIZE;
     if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new AuthConfigError(`maxCacheEntries must be a positive integer, got ${maxEntries}`);
-    this.authn = options.kubeConfig.makeApiClient(AuthenticationV1Api);
-    this.authz = options.kubeConfig.makeApiClient(AuthorizationV1Api);
+    this.authn = makeApiClient(options.kubeConfig, AuthenticationV1Api);
+    this.authz = makeApiClient(options.kubeConfig, AuthorizationV1Api);
     this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock: options.clock, timeoutMs });
     this.tokens = new ReviewCache(options.clock, maxEntries);
     this.decisions = new ReviewCache(options.clock, maxEntries);

@@ -39,6 +39,7 @@
 import { CoreV1Api, CoreV1Event, Observable, PatchStrategy, setHeaderOptions, V1EventSource, V1ObjectMeta, V1ObjectReference } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Clock, Millis, TimerHandle } from '../../clock/clock.ts';
+import { makeApiClient } from './api-client.ts';
 import { EVENT_NOTE_LENGTH_LIMIT, truncateMessage } from '../../truncate-message.ts';
 import type { EventRecorder, EventType, InvolvedObject } from '../../volume/events.ts';
 import { discardLogger, type Logger } from '../../volume/logger.ts';
@@ -187,7 +188,7 @@ export class KubeEventSink implements EventRecorder {
     this.retrySleepMs = nonNegative('retrySleepMs', options.retrySleepMs ?? defaultEventRetrySleepMs);
     this.maxQueued = positiveInteger('maxQueuedEvents', options.maxQueuedEvents ?? maxQueuedEvents);
     this.random = options.random ?? Math.random;
-    this.core = options.kubeConfig.makeApiClient(CoreV1Api);
+    this.core = makeApiClient(options.kubeConfig, CoreV1Api);
     this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock: this.clock, timeoutMs: positiveInteger('requestTimeoutMs', options.requestTimeoutMs ?? defaultEventRequestTimeoutMs) });
     this.correlator = new EventCorrelator({
       ...options.correlation,

@@ -12,6 +12,8 @@
  * - object-references.ts: which objects a pod (and its CSI PVs) references.
  * - api-objects.ts: client-node objects → lib/volume/k8s-types.ts shapes (RFC 3339 timestamps,
  *   unmodelled fields dropped); plain-json.ts: helpers for both.
+ * - api-client.ts: `makeApiClient`, client-node's API clients with an HTTP library that reads
+ *   response bodies without web streams (the agent's clients are made with it).
  *
  * The Kubernetes client itself (kubeconfig loading, the restarting informer, request deadlines,
  * API error classification, backoff) is lib/kube-client/, shared with the dashboard's discovery.
@@ -20,6 +22,8 @@
  * real HTTP for the real client; `writeKubeconfigFile`/`fakeKubeConfig` pointing at it;
  * object builders (fixtures.ts) and `waitFor`.
  */
+export { makeApiClient } from './api-client.ts';
+export type { ApiClientClass } from './api-client.ts';
 export {
   KubeSource,
   defaultKubeRestartBackoff,

@@ -46,6 +46,7 @@ import type {
   Pod,
   Secret,
 } from '../../volume/k8s-types.ts';
+import { makeApiClient } from './api-client.ts';
 import { isPodTerminated } from '../manifest/index.ts';
 import { discardLogger, type Logger } from '../../volume/logger.ts';
 import { apiErrorStatus } from '../../kube-client/api-errors.ts';
@@ -189,8 +190,8 @@ export class KubeSource {
     this.containerStates = new ContainerStateTracker(() => this.clock.now());
     this.logger = options.logger ?? discardLogger;
     const kc = options.kubeConfig;
-    this.core = kc.makeApiClient(CoreV1Api);
-    const storage = kc.makeApiClient(StorageV1Api);
+    this.core = makeApiClient(kc, CoreV1Api);
+    const storage = makeApiClient(kc, StorageV1Api);
     this.deadlines = new RequestDeadlines({ clientNode: { Observable }, clock: this.clock, timeoutMs: options.requestTimeoutMs ?? defaultKubeRequestTimeoutMs });
     const deadlines = this.deadlines;
     const restartBackoff = options.restartBackoff ?? defaultKubeRestartBackoff;

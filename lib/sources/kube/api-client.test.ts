@@ -1,0 +1,63 @@
+import { ApiException, CoreV1Api, Observable, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { afterEach, describe, expect, it } from 'vitest';
+import { abortableRequestOptions } from '../../kube-client/request-deadline.ts';
+import { makeApiClient } from './api-client.ts';
+import { FakeApiServer } from './testing/fake-apiserver.ts';
+import { configMap, pod } from './testing/fixtures.ts';
+import { fakeKubeConfig } from './testing/kubeconfig-file.ts';
+
+const token = 'api-client-test-token';
+let server: FakeApiServer | null = null;
+
+afterEach(async () => {
+  await server?.close();
+  server = null;
+});
+
+async function client(): Promise<{ server: FakeApiServer; core: CoreV1Api }> {
+  server = await FakeApiServer.start({ token });
+  return { server, core: makeApiClient(fakeKubeConfig({ server: server.url, token }), CoreV1Api) };
+}
+
+describe('makeApiClient (undici request instead of fetch)', () => {
+  it('lists, reads and patches through the generated client, authenticated as the kubeconfig says', async () => {
+    const { server, core } = await client();
+    for (let i = 0; i < 50; i++) server.put('pods', pod(`web-${String(i)}`, 'node-a'));
+    server.put('configmaps', configMap('settings', { mode: 'fast' }));
+    server.put('configmaps', configMap('created', { k: 'v' }));
+
+    const list = await core.listPodForAllNamespaces({ fieldSelector: 'spec.nodeName=node-a' });
+    const read = await core.readNamespacedConfigMap({ namespace: 'default', name: 'settings' });
+    await core.patchNamespacedConfigMap(
+      { namespace: 'default', name: 'created', body: [{ op: 'replace', path: '/data/k', value: 'w' }] },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+    );
+
+    expect(list.items).toHaveLength(50);
+    expect(list.metadata?.resourceVersion).toMatch(/^\d+$/);
+    expect(read.data).toEqual({ mode: 'fast' });
+    expect((await core.readNamespacedConfigMap({ namespace: 'default', name: 'created' })).data).toEqual({ k: 'w' });
+    expect(server.requests({ resource: 'configmaps', verb: 'patch' })).toEqual([expect.objectContaining({ contentType: 'application/json-patch+json', authorization: `Bearer ${token}` })]);
+  });
+
+  it('rejects with client-node ApiException carrying the status and the Status body', async () => {
+    const { core } = await client();
+
+    const err: unknown = await core.readNamespacedConfigMap({ namespace: 'default', name: 'missing' }).catch((e: unknown) => e);
+
+    expect(err).toBeInstanceOf(ApiException);
+    expect((err as ApiException<unknown>).code).toBe(404);
+    expect(String((err as ApiException<unknown>).body)).toContain('"reason":"NotFound"');
+  });
+
+  it('aborts a request whose signal fires (the agent\'s request deadlines)', async () => {
+    const { server, core } = await client();
+    server.holdRequests({ resource: 'configmaps', verb: 'get' });
+    const controller = new AbortController();
+
+    const pending = core.readNamespacedConfigMap({ namespace: 'default', name: 'held' }, abortableRequestOptions({ Observable }, controller.signal)).catch((e: unknown) => e);
+    controller.abort(new Error('deadline'));
+
+    expect(await pending).toBeInstanceOf(Error);
+  });
+});
