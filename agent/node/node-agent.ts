@@ -5,7 +5,9 @@
  * Start order and why:
  * 1. The root dir (and `pods/`) exist and are resolved through symlinks, because mountinfo
  *    reports resolved paths and every "is this mounted?" check compares against them.
- * 2. The mounter is chosen by a probe (detectMounter), before any plugin exists.
+ * 2. The mounter is chosen by a probe (detectMounter). Nothing waits for it but the mounter's
+ *    own calls (DeferredMounter): the volume manager starts meanwhile, and its first mount-table
+ *    read or mount waits until the probe has chosen. The start returns once it has.
  * 3. The object source starts while steps 1 and 2 run: neither depends on the other. The
  *    manifest source has loaded every manifest before the volume manager starts. The API source
  *    lists while the volume manager already reconstructs from disk, as the kubelet's volume
@@ -37,6 +39,7 @@ import { nodeConditionsFromNode } from '../server/snapshot-items.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import { HeapTrimmer, exposedGc } from './heap-trim.ts';
 import { detectMounter, LinuxMounter, UnprivilegedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
+import { DeferredMounter, MounterUndecidedError } from '../../lib/mount-utils/deferred-mounter.ts';
 import { VolumeManager, type OperationRecord, type ReconcilerMetrics, type PodSourceProbe } from '../../lib/volumemanager/index.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeEventSink, KubeSource } from '../../lib/sources/kube/index.ts';
@@ -157,7 +160,7 @@ export class NodeAgent implements AgentRuntime {
   readonly startedAt: number;
   readonly clock: Clock;
   readonly logger: Logger;
-  readonly mounter: MounterInfo;
+  private chosenMounter: MounterInfo | null = null;
   readonly rootDir: string;
   /**
    * Where the agent keeps what survives its restarts (events, audit log, operation history): `<root>/volumescope`;
@@ -204,8 +207,8 @@ export class NodeAgent implements AgentRuntime {
   private constructor(parts: {
     opts: NodeAgentOptions;
     rootDir: string;
+    /** The mounter, possibly not chosen yet: see {@link NodeAgent.mounterChosen}. */
     mounter: Mounter;
-    mounterInfo: MounterInfo;
     source: AgentSource;
     /** Present for the kubernetes source: reads claims, nodes and VolumeAttachments from the API server. */
     kube: KubeParts | null;
@@ -220,7 +223,6 @@ export class NodeAgent implements AgentRuntime {
     this.nodeName = toNodeName(opts.config.nodeName);
     this.rootDir = parts.rootDir;
     this.hostMounter = parts.mounter;
-    this.mounter = parts.mounterInfo;
     this.source = parts.source;
     this.logger = engineLogger(opts.log, 'volumemanager');
 
@@ -465,28 +467,38 @@ export class NodeAgent implements AgentRuntime {
     // Observed where the probe below fails first; awaited again after it.
     sourceStarting.catch(() => undefined);
     let rootDir: string;
-    let detected: { mounter: Mounter; kind: MounterInfo['kind']; privileged: boolean; reason: string };
+    // Observe mode decides at once; managed mode runs the mount probe, which the volume manager
+    // does not wait for (a DeferredMounter: every mounter call waits for the probe instead).
+    let detecting: Promise<{ mounter: Mounter; kind: MounterInfo['kind']; privileged: boolean; reason: string }>;
     try {
       if (observing) {
         // Read-only: nothing is created below the kubelet's root dir, and no mount probe runs.
         rootDir = await realpath(config.rootDir).catch((err: unknown) => {
           throw new FlagError('--root-dir', `--root-dir: ${config.rootDir} cannot be read: ${errorMessage(err)} (observe mode reads the kubelet's root dir; it never creates it)`);
         });
-        detected = observeMounter(config, rootDir);
+        detecting = Promise.resolve(observeMounter(config, rootDir));
       } else {
         await mkdir(join(config.rootDir, 'pods'), { recursive: true, mode: 0o750 });
         rootDir = await realpath(config.rootDir);
-        detected = await detectMounter({ unprivilegedStateDir: join(rootDir, unprivilegedMounterDirName), allowMount: config.allowMount });
+        detecting = detectMounter({ unprivilegedStateDir: join(rootDir, unprivilegedMounterDirName), allowMount: config.allowMount });
       }
     } catch (err) {
       // The source may have started meanwhile: stop it, so that no informer or watcher outlives the failed start.
       await sourceStarting.then(({ source }) => source.stop(), () => undefined);
       throw err;
     }
-    const mounterInfo: MounterInfo = { kind: detected.kind, privileged: detected.privileged, reason: detected.reason };
-    log.info({ mounter: mounterInfo }, `Using the ${detected.kind} mounter: ${detected.reason}`);
+    // Observed where the agent's start fails first; awaited again below.
+    detecting.catch(() => undefined);
 
-    const { source, kube, listed } = await sourceStarting;
+    let started: Awaited<typeof sourceStarting>;
+    try {
+      started = await sourceStarting;
+    } catch (err) {
+      // The probe may still run: let it end (it unmounts what it mounted) before reporting.
+      await detecting.catch(() => undefined);
+      throw err;
+    }
+    const { source, kube, listed } = started;
     // Observe mode plans from the kubelet's pods: a plan made before they are listed would only
     // say that nothing is known yet, so it waits for the first list (nothing to gain in a restart).
     if (observing) {
@@ -498,13 +510,16 @@ export class NodeAgent implements AgentRuntime {
 
     let agent: NodeAgent;
     try {
-      agent = new NodeAgent({ opts, rootDir, mounter: detected.mounter, mounterInfo, source, kube, startedAt });
+      agent = new NodeAgent({ opts, rootDir, mounter: new DeferredMounter(detecting.then((d) => d.mounter)), source, kube, startedAt });
     } catch (err) {
       await source.stop();
+      await detecting.catch(() => undefined);
       throw err;
     }
     try {
       await agent.run();
+      const detected = await detecting;
+      agent.mounterChosen({ kind: detected.kind, privileged: detected.privileged, reason: detected.reason });
     } catch (err) {
       await agent.stop(0);
       throw err;
@@ -515,6 +530,18 @@ export class NodeAgent implements AgentRuntime {
       log.error({ error: errorMessage(err) }, 'The object source failed to start');
     });
     return agent;
+  }
+
+  /** What the agent reports about its mounter; read only after {@link NodeAgent.start} returned. */
+  get mounter(): MounterInfo {
+    if (this.chosenMounter === null) throw new MounterUndecidedError('the mounter is not chosen yet: the mount probe has not finished');
+    return this.chosenMounter;
+  }
+
+  /** Called by {@link NodeAgent.start} once the mount probe chose the mounter the volume manager already uses. */
+  private mounterChosen(info: MounterInfo): void {
+    this.chosenMounter = info;
+    this.log.info({ mounter: info }, `Using the ${info.kind} mounter: ${info.reason}`);
   }
 
   private async run(): Promise<void> {
