@@ -273,6 +273,11 @@ function checkAgentCommon(ds: K8sObject): { c: Container; args: string[] } {
   expect(c.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'api', scheme: 'HTTPS' });
   expect(podSpec(ds).volumes?.find((v) => v.name === mount(c, KUBELET_DIR).name)?.hostPath?.path).toBe(KUBELET_DIR);
   expect(c.securityContext?.readOnlyRootFilesystem).toBe(true);
+  // The compile and code cache goes to a writable emptyDir (the root filesystem is read-only), which a restarted container keeps.
+  const cacheDir = c.env?.find((e) => e.name === 'NODE_COMPILE_CACHE')?.value ?? '';
+  const cacheMount = (c.volumeMounts ?? []).find((m) => cacheDir.startsWith(`${m.mountPath}/`));
+  expect(cacheMount?.readOnly, cacheDir).not.toBe(true);
+  expect(podSpec(ds).volumes?.find((v) => v.name === cacheMount?.name)?.emptyDir, cacheDir).toBeDefined();
   expect(c.securityContext?.runAsUser).toBe(0);
   // The token file is written at start: its directory must be a writable volume, since the root
   // filesystem and (in observe mode) the kubelet dir are read-only.
