@@ -4,8 +4,10 @@
  * - typed API calls throw `ApiException` (`code` = HTTP status, `body` = the response body, a
  *   `Status` object or its JSON text);
  * - `Watch` fails with an `Error` carrying `statusCode`, or with the transport error;
- * - transport failures are undici's `TypeError: fetch failed` whose `cause` has the errno code
- *   (`ECONNREFUSED`, `ECONNRESET`…), or a `DOMException` named `TimeoutError`/`AbortError`;
+ * - transport failures are undici's: with `fetch` (the dashboard, watches) a `TypeError: fetch
+ *   failed` whose `cause` has the errno code (`ECONNREFUSED`, `ECONNRESET`…), with `request` (the
+ *   agent's API clients, lib/sources/kube/api-client.ts) the socket error with the code itself;
+ *   or a `DOMException` named `TimeoutError`/`AbortError`;
  * - a request past its deadline (request-deadline.ts) rejects with a {@link KubeRequestTimeoutError}.
  *
  * The errors this layer throws are {@link KubeApiRequestError}s; the predicates below classify
@@ -101,7 +103,7 @@ export function transportErrorCode(err: unknown): string | undefined {
   return causeCode(err) ?? (isObjectLike(err) && typeof err.code === 'string' ? err.code : undefined);
 }
 
-/** The errno code of undici's `fetch failed`, which is on its `cause`. */
+/** The errno code of undici's `fetch failed`, which is on its `cause` (undici's `request` puts it on the error). */
 function causeCode(err: Error): string | undefined {
   const cause: unknown = err.cause;
   return isObjectLike(cause) && typeof cause.code === 'string' ? cause.code : undefined;
