@@ -117,9 +117,10 @@ function apiCallsIn(dirs: readonly string[]): Map<string, string[]> {
   const calls = new Map<string, string[]>();
   for (const file of dirs.flatMap((d) => sourceFiles(join(REPO, d)))) {
     const text = readFileSync(file, 'utf8');
-    const clients = [...text.matchAll(/(?:this\.)?(\w+)\s*=\s*[\w.]+\.makeApiClient\(/g)].map((m) => m[1] ?? '');
+    // `kc.makeApiClient(CoreV1Api)`, or the agent's `makeApiClient(kc, CoreV1Api)` (lib/sources/kube/api-client.ts).
+    const clients = [...text.matchAll(/(?:this\.)?(\w+)\s*=\s*(?:[\w.]+\.)?makeApiClient\(/g)].map((m) => m[1] ?? '');
     // A client used inline, without a variable: `….makeApiClient(CoreV1Api).readNode(…)`.
-    for (const m of text.matchAll(/\.makeApiClient\([\w.]+\)\.(\w+)\(/g)) {
+    for (const m of text.matchAll(/\bmakeApiClient\([\w.]+(?:,\s*[\w.]+)?\)\.(\w+)\(/g)) {
       const method = m[1] ?? '';
       calls.set(method, [...(calls.get(method) ?? []), relative(REPO, file)]);
     }
