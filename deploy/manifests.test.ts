@@ -666,6 +666,10 @@ describe('agent bundle (deploy/image/bundle-agent.mjs)', () => {
     const help = spawnSync(process.execPath, [outfile, '--help'], { cwd: dir, encoding: 'utf8' });
     expect(help.status).toBe(0);
     expect(help.stdout).toBe(helpText());
+    // With --enable-source-maps the entry requires the bundle instead (Node maps only what its loader loaded).
+    const mapped = spawnSync(process.execPath, ['--enable-source-maps', outfile, '--help'], { cwd: dir, encoding: 'utf8' });
+    expect(mapped.stderr).toBe('');
+    expect(mapped.stdout).toBe(helpText());
     // import.meta.url of each source file is kept: the .proto and package.json paths resolve to real files.
     const bundle = join(dir, 'dist', 'agent.cjs');
     const text = readFileSync(bundle, 'utf8');

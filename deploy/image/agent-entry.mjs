@@ -36,37 +36,49 @@ const BUNDLE_HASH = '__VOLUMESCOPE_BUNDLE_HASH__';
  */
 const WRITE_CACHE_AFTER_MS = cacheDelayMs(process.env.VOLUMESCOPE_CODE_CACHE_DELAY_MS) ?? 30_000;
 
-const cacheDir = getCompileCacheDir();
-const cacheFile = cacheDir === undefined ? null : join(cacheDir, `volumescope-agent-${BUNDLE_HASH}-${process.version}.v8cache`);
-let cachedData;
-if (cacheFile !== null) {
-  try {
-    cachedData = readFileSync(cacheFile);
-  } catch {
-    cachedData = undefined;
-  }
+// Node maps stack traces through source maps (--enable-source-maps) only for code its module
+// loader loaded, not for a vm.Script: a debugging session that asks for them gets the bundle
+// required as a CommonJS module instead, without this code cache (and with `__dirname` defined).
+if (process.sourceMapsEnabled) {
+  createRequire(import.meta.url)(BUNDLE);
+} else {
+  runWithCodeCache();
 }
-// The bundle is ASCII (bundle-agent.mjs checks): latin1 makes V8's one-byte string without decoding UTF-8.
-// The wrapper's own line is line -1, so that positions in stack traces are the bundle's (and its source map's).
-const script = new Script(`(function (exports, require, module, __filename, __dirname) {\n${readFileSync(BUNDLE, 'latin1')}\n})`, {
-  filename: BUNDLE,
-  lineOffset: -1,
-  cachedData,
-  importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
-});
-if (cacheFile !== null && (cachedData === undefined || script.cachedDataRejected === true)) {
-  setTimeout(() => {
-    const tmp = `${cacheFile}.${process.pid}.tmp`;
+
+/** Compiles the bundle with the code cache (read, and written when missing or rejected) and runs it. */
+function runWithCodeCache() {
+  const cacheDir = getCompileCacheDir();
+  const cacheFile = cacheDir === undefined ? null : join(cacheDir, `volumescope-agent-${BUNDLE_HASH}-${process.version}.v8cache`);
+  let cachedData;
+  if (cacheFile !== null) {
     try {
-      writeFileSync(tmp, script.createCachedData());
-      renameSync(tmp, cacheFile);
+      cachedData = readFileSync(cacheFile);
     } catch {
-      // No cache: the next start compiles as this one did.
+      cachedData = undefined;
     }
-  }, WRITE_CACHE_AFTER_MS).unref();
+  }
+  // The bundle is ASCII (bundle-agent.mjs checks): latin1 makes V8's one-byte string without decoding UTF-8.
+  // The wrapper's own line is line -1, so that positions in stack traces are the bundle's (and its source map's).
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) {\n${readFileSync(BUNDLE, 'latin1')}\n})`, {
+    filename: BUNDLE,
+    lineOffset: -1,
+    cachedData,
+    importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+  });
+  if (cacheFile !== null && (cachedData === undefined || script.cachedDataRejected === true)) {
+    setTimeout(() => {
+      const tmp = `${cacheFile}.${process.pid}.tmp`;
+      try {
+        writeFileSync(tmp, script.createCachedData());
+        renameSync(tmp, cacheFile);
+      } catch {
+        // No cache: the next start compiles as this one did.
+      }
+    }, WRITE_CACHE_AFTER_MS).unref();
+  }
+  const bundleModule = { exports: {} };
+  script.runInThisContext()(bundleModule.exports, createRequire(BUNDLE), bundleModule, BUNDLE, undefined);
 }
-const bundleModule = { exports: {} };
-script.runInThisContext()(bundleModule.exports, createRequire(BUNDLE), bundleModule, BUNDLE, undefined);
 
 /** A whole number of milliseconds, or undefined when unset; anything else stops the start, naming the variable. */
 function cacheDelayMs(value) {

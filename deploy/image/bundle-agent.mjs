@@ -15,8 +15,9 @@
 // to print --help, 160–220 ms with every package bundled and whitespace and syntax minified
 // (2-core machine, NODE_COMPILE_CACHE warm; whitespace minification alone about 45 ms of it), and
 // 99 MB resident instead of 157 MB. Identifiers are not minified: a stack trace names the
-// functions. The linked source map (agent.mjs.map) gives file and line with
-// NODE_OPTIONS=--enable-source-maps; the entrypoint does not set it, because pino asks for its
+// functions. The linked source map (agent.cjs.map) gives file and line with
+// NODE_OPTIONS=--enable-source-maps (the entry then requires the bundle instead of running it with
+// its code cache); the entrypoint does not set it, because pino asks for its
 // caller's call sites when a logger is made and the first mapped call site parses the whole map
 // (measured 195 ms of the start, plus 46 ms reading it at load).
 //
