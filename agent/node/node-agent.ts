@@ -38,7 +38,7 @@ import type { ContainerState, Driver, NodeCondition, OperationLogEntry, RecentEv
 import { nodeConditionsFromNode } from '../server/snapshot-items.ts';
 import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
 import { HeapTrimmer, exposedGc } from './heap-trim.ts';
-import { detectMounter, LinuxMounter, UnprivilegedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
+import { detectMounter, LinuxMounter, UnprivilegedMounter, type DetectedMounter, type Mounter } from '../../lib/mount-utils/mounter.ts';
 import { DeferredMounter, MounterUndecidedError } from '../../lib/mount-utils/deferred-mounter.ts';
 import { VolumeManager, type OperationRecord, type ReconcilerMetrics, type PodSourceProbe } from '../../lib/volumemanager/index.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -469,7 +469,7 @@ export class NodeAgent implements AgentRuntime {
     let rootDir: string;
     // Observe mode decides at once; managed mode runs the mount probe, which the volume manager
     // does not wait for (a DeferredMounter: every mounter call waits for the probe instead).
-    let detecting: Promise<{ mounter: Mounter; kind: MounterInfo['kind']; privileged: boolean; reason: string }>;
+    let detecting: Promise<DetectedMounter>;
     try {
       if (observing) {
         // Read-only: nothing is created below the kubelet's root dir, and no mount probe runs.
@@ -925,7 +925,7 @@ function startKubeSource(opts: NodeAgentOptions, modules: Awaited<ReturnType<typ
  * `--allow-mount=false`: the stand-in table of an unprivileged VolumeScope agent managing the
  * same root dir (development and tests), never the kernel's.
  */
-function observeMounter(config: AgentConfig, rootDir: string): { mounter: Mounter; kind: MounterInfo['kind']; privileged: boolean; reason: string } {
+function observeMounter(config: AgentConfig, rootDir: string): DetectedMounter {
   if (config.allowMount) {
     return { mounter: new LinuxMounter({ mountInfoPath: config.mountinfoPath }), kind: 'linux', privileged: false, reason: `observe mode: reads ${config.mountinfoPath}` };
   }

@@ -1,39 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DeferredMounter, isMounterUndecidedError } from './deferred-mounter.ts';
 import type { Mounter } from './mounter.ts';
-import type { MountInfo } from './mountinfo.ts';
-
-/** A mounter that records its calls. */
-function recordingMounter(calls: string[]): Mounter {
-  return {
-    kind: 'unprivileged',
-    privileged: false,
-    mount: (source, target, fstype, options) => {
-      calls.push(`mount ${source} ${target} ${fstype} ${options.join(',')}`);
-      return Promise.resolve();
-    },
-    unmount: (target) => {
-      calls.push(`unmount ${target}`);
-      return Promise.resolve();
-    },
-    list: () => {
-      calls.push('list');
-      return Promise.resolve([] as MountInfo[]);
-    },
-    isLikelyNotMountPoint: (path) => {
-      calls.push(`isLikelyNotMountPoint ${path}`);
-      return Promise.resolve(true);
-    },
-    isMountPoint: (path) => {
-      calls.push(`isMountPoint ${path}`);
-      return Promise.resolve(false);
-    },
-    getMountRefs: (path) => {
-      calls.push(`getMountRefs ${path}`);
-      return Promise.resolve([]);
-    },
-  };
-}
+import { recordingMounter } from './testing/recording-mounter.ts';
 
 describe('DeferredMounter', () => {
   it('holds every call until the mounter is chosen, then passes each to it', async () => {

@@ -8,7 +8,7 @@
 import { mkdirSync, readdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Mounter } from '../mount-utils/mounter.ts';
+import { recordingMounter } from '../mount-utils/testing/recording-mounter.ts';
 import type { MountInfo } from '../mount-utils/mountinfo.ts';
 import { isReadOnlyExecutorError } from '../operationexecutor/operation-executor.ts';
 import type { PlannedOperation } from '../operationexecutor/planning-executor.ts';
@@ -472,34 +472,7 @@ describe('plan-only mode never changes anything on disk', () => {
     const table: MountInfo[] = [
       { id: 1, parentId: 0, major: 0, minor: 40, root: '/', mountPoint: cacheDir, mountOptions: ['rw'], optionalFields: [], fsType: 'tmpfs', source: 'tmpfs', superOptions: ['rw'] },
     ];
-    const mounter: Mounter = {
-      kind: 'unprivileged',
-      privileged: false,
-      mount: (source, target) => {
-        calls.push(`mount ${source} ${target}`);
-        return Promise.resolve();
-      },
-      unmount: (target) => {
-        calls.push(`unmount ${target}`);
-        return Promise.resolve();
-      },
-      list: () => {
-        calls.push('list');
-        return Promise.resolve(table);
-      },
-      isLikelyNotMountPoint: (path) => {
-        calls.push(`isLikelyNotMountPoint ${path}`);
-        return Promise.resolve(true);
-      },
-      isMountPoint: (path) => {
-        calls.push(`isMountPoint ${path}`);
-        return Promise.resolve(false);
-      },
-      getMountRefs: (path) => {
-        calls.push(`getMountRefs ${path}`);
-        return Promise.resolve([]);
-      },
-    };
+    const mounter = recordingMounter(calls, table);
     const plugin = new FakeVolumePlugin({ canSupport: (spec) => spec.volume?.emptyDir === undefined });
     const h = (harness = new Harness({ rootDir, planOnly: true, controllerAttachDetachEnabled: true, plugins: [plugin, new EmptyDirPlugin({ mounter, rootDir })], fakePlugin: plugin }));
     h.kube.setVolumesAttached([]);
