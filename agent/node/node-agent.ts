@@ -878,7 +878,7 @@ function loadKubeModules() {
     import('../../lib/sources/kube/index.ts'),
     import('./kube-objects.ts'),
     import('../../lib/kube-client/kubeconfig.ts'),
-    import('../../lib/kube-client/client-node.ts').then((m) => m.loadClientNode()),
+    import('./client-node-classes.ts').then((m) => m.clientNodeClasses),
     import('./csi-node-info.ts'),
     import('./node-registration.ts'),
     import('./node-lease.ts'),

@@ -61,3 +61,44 @@ describe('makeApiClient (undici request instead of fetch)', () => {
     expect(await pending).toBeInstanceOf(Error);
   });
 });
+
+describe('makeApiClient connections', () => {
+  // undici hands a connection back to its pool just after the body's end: a request sent at once
+  // after another may open a second connection. Never one per request, as client-node did.
+  const connections = (requests: readonly { connection: number }[]) => new Set(requests.map((r) => r.connection));
+
+  it('sends the requests of every API client made from one KubeConfig on the same few connections', async () => {
+    server = await FakeApiServer.start({ token });
+    server.put('configmaps', configMap('settings', { mode: 'fast' }));
+    const kc = fakeKubeConfig({ server: server.url, token });
+    const first = makeApiClient(kc, CoreV1Api);
+    const second = makeApiClient(kc, CoreV1Api);
+
+    for (let i = 0; i < 5; i++) {
+      await first.readNamespacedConfigMap({ namespace: 'default', name: 'settings' });
+      await second.listPodForAllNamespaces({});
+    }
+
+    expect(server.requests()).toHaveLength(10);
+    expect(connections(server.requests()).size).toBeLessThanOrEqual(2);
+  });
+
+  it('leaves the old connections once the KubeConfig\'s connection settings change', async () => {
+    server = await FakeApiServer.start({ token });
+    server.put('configmaps', configMap('settings', { mode: 'fast' }));
+    const kc = fakeKubeConfig({ server: server.url, token });
+    const core = makeApiClient(kc, CoreV1Api);
+    for (let i = 0; i < 3; i++) await core.readNamespacedConfigMap({ namespace: 'default', name: 'settings' });
+    const before = connections(server.requests());
+    server.clearRequests();
+
+    // Another user of the same cluster: what a rewritten kubeconfig can bring.
+    kc.loadFromString(kc.exportConfig().replaceAll('fake-user', 'rotated-user'));
+    for (let i = 0; i < 3; i++) await core.readNamespacedConfigMap({ namespace: 'default', name: 'settings' });
+    const after = connections(server.requests());
+
+    expect(before.size).toBeLessThanOrEqual(2);
+    expect(after.size).toBeLessThanOrEqual(2);
+    expect([...after].filter((c) => before.has(c))).toEqual([]);
+  });
+});

@@ -17,8 +17,20 @@
  * differs: no `Accept-Encoding` is added (fetch asks for gzip and decompresses; the API server
  * then sends plain JSON), and redirects are not followed (the API server sends none to its clients).
  * Watches are not sent through here: client-node's `Watch` streams with fetch.
+ *
+ * Connections: client-node makes a new undici Agent for every request (its
+ * `applySecurityAuthentication` builds the dispatcher anew each time), so every GET, PATCH and
+ * lease renewal opened a new connection and made a TLS handshake of its own: about 40 ms of the
+ * main thread at a restart (a `bench:cluster` CPU profile), and the first GET of a config map
+ * waited for its own handshake. Here the API clients made from one KubeConfig share one
+ * dispatcher, as client-go shares one transport per configuration: the first request's, kept
+ * while the TLS material (CA, client certificate and key, read again for every request as
+ * client-node does, so rotated files are picked up) and the server, proxy and TLS settings stay
+ * the same; when they change, the next request gets client-node's new dispatcher and the old one
+ * is closed once its requests are done.
  */
 import {
+  bufferFromFileOrString,
   createConfiguration,
   ResponseContext,
   ServerConfiguration,
@@ -27,6 +39,7 @@ import {
   type KubeConfig,
   type PromiseHttpLibrary,
   type RequestContext,
+  type SecurityAuthentication,
 } from '@kubernetes/client-node';
 import clientNodePackage from '@kubernetes/client-node/package.json' with { type: 'json' };
 import { request, type Dispatcher } from 'undici';
@@ -44,11 +57,80 @@ export function makeApiClient<T>(kc: KubeConfig, apiClass: ApiClientClass<T>): T
   return new apiClass(
     createConfiguration({
       baseServer: new ServerConfiguration(cluster.server, {}),
-      authMethods: { default: kc },
+      authMethods: { default: sharedConnections(kc) },
       middleware: [setHeaderMiddleware('User-Agent', USER_AGENT)],
       httpApi: wrapHttpLibrary(undiciRequestLibrary),
     }),
   );
+}
+
+const authByKubeConfig = new WeakMap<KubeConfig, SharedDispatcherAuthentication>();
+
+/** The authentication of every API client made from `kc` (one shared dispatcher). */
+function sharedConnections(kc: KubeConfig): SharedDispatcherAuthentication {
+  let auth = authByKubeConfig.get(kc);
+  if (auth === undefined) {
+    auth = new SharedDispatcherAuthentication(kc);
+    authByKubeConfig.set(kc, auth);
+  }
+  return auth;
+}
+
+/**
+ * The KubeConfig's authentication (headers, TLS), with its dispatcher reused while the material it
+ * was made from is unchanged (see the file comment). A dispatcher client-node made and this class
+ * drops has not connected: it holds nothing to close.
+ */
+class SharedDispatcherAuthentication implements SecurityAuthentication {
+  private shared: { material: DispatcherMaterial; dispatcher: Dispatcher } | undefined;
+
+  constructor(private readonly kc: KubeConfig) {}
+
+  getName(): string {
+    return this.kc.getName();
+  }
+
+  async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await this.kc.applySecurityAuthentication(context);
+    const made = context.getDispatcher();
+    // None: plain HTTP without TLS settings, sent on undici's global dispatcher (which pools).
+    // A credential plugin (exec, auth provider) may hand out a client certificate of its own,
+    // which the material below would not see: such a user keeps client-node's dispatcher per request.
+    const user = this.kc.getCurrentUser();
+    if (made === undefined || user?.exec !== undefined || user?.authProvider !== undefined) return;
+    const material = dispatcherMaterial(this.kc);
+    if (this.shared === undefined || !sameMaterial(this.shared.material, material)) {
+      const replaced = this.shared?.dispatcher;
+      this.shared = { material, dispatcher: made };
+      // close() lets the requests already sent on it finish; nothing waits for it.
+      replaced?.close().catch(() => undefined);
+    }
+    context.setDispatcher(this.shared.dispatcher);
+  }
+}
+
+/** What client-node builds a dispatcher from: the current cluster's and user's connection settings. */
+interface DispatcherMaterial {
+  readonly settings: string;
+  readonly ca: Buffer | null;
+  readonly cert: Buffer | null;
+  readonly key: Buffer | null;
+}
+
+function dispatcherMaterial(kc: KubeConfig): DispatcherMaterial {
+  const cluster = kc.getCurrentCluster();
+  const user = kc.getCurrentUser();
+  return {
+    settings: JSON.stringify([cluster?.name, cluster?.server, cluster?.proxyUrl, cluster?.skipTLSVerify, cluster?.tlsServerName, user?.name]),
+    ca: bufferFromFileOrString(cluster?.caFile, cluster?.caData),
+    cert: bufferFromFileOrString(user?.certFile, user?.certData),
+    key: bufferFromFileOrString(user?.keyFile, user?.keyData),
+  };
+}
+
+function sameMaterial(a: DispatcherMaterial, b: DispatcherMaterial): boolean {
+  const same = (x: Buffer | null, y: Buffer | null) => (x === null || y === null ? x === y : x.equals(y));
+  return a.settings === b.settings && same(a.ca, b.ca) && same(a.cert, b.cert) && same(a.key, b.key);
 }
 
 const undiciRequestLibrary: PromiseHttpLibrary = {

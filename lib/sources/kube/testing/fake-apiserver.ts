@@ -42,7 +42,7 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { realClock } from '../../../clock/clock.ts';
 import type { Clock, TimerHandle } from '../../../clock/clock.ts';
 import type { JsonObject, JsonValue } from '../plain-json.ts';
@@ -95,6 +95,8 @@ export interface RecordedRequest {
   body: JsonValue | undefined;
   /** The HTTP status answered (200 for a watch); undefined while the request is held or open. */
   status?: number;
+  /** Which TCP connection carried the request: 1 for the server's first connection, 2 for the next… */
+  connection: number;
 }
 
 /** Failure rules and holds name TokenRequests (`POST …/serviceaccounts/<name>/token`) so. */
@@ -193,6 +195,8 @@ export class FakeApiServer {
   private failures: (FailureRule & { remaining: number })[] = [];
   private holds: Hold[] = [];
   private readonly recorded: RecordedRequest[] = [];
+  private readonly connectionNumbers = new WeakMap<Socket, number>();
+  private connectionsSeen = 0;
   private readonly tokenUsers = new Map<string, ReviewedUser>();
   private readonly tokenAudiences = new Map<string, string[]>();
   private readonly accessPolicies = new Map<string, AccessPolicy>();
@@ -432,6 +436,15 @@ export class FakeApiServer {
     }, interval);
   }
 
+  private connectionNumber(socket: Socket): number {
+    let n = this.connectionNumbers.get(socket);
+    if (n === undefined) {
+      n = ++this.connectionsSeen;
+      this.connectionNumbers.set(socket, n);
+    }
+    return n;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const method = req.method ?? 'GET';
@@ -457,6 +470,7 @@ export class FakeApiServer {
       contentType: headerValue(req, 'content-type'),
       authorization: headerValue(req, 'authorization'),
       body,
+      connection: this.connectionNumber(req.socket),
     };
     this.recorded.push(record);
 
