@@ -22,7 +22,7 @@
  * volumes when the trim had run by then (325 MB in a run where it had not yet), and 227 MB 30 s
  * later; 334–373 MB without it (`npm run bench:agent -- --only memory`).
  */
-import type { Clock, TimerHandle } from '../../lib/clock/clock.ts';
+import { delayToNextTick, type Clock, type TimerHandle } from '../../lib/clock/clock.ts';
 import type { Logger } from '../../lib/volume/logger.ts';
 
 /** Defaults: look every second; trim after 64 MB of growth and 1.5 s without a change, at most every 10 s. */
@@ -92,7 +92,7 @@ export class HeapTrimmer {
       this.timer = null;
       this.check();
       this.schedule();
-    }, this.opts.periodMs ?? HEAP_TRIM_DEFAULTS.periodMs);
+    }, delayToNextTick(this.opts.clock, this.opts.periodMs ?? HEAP_TRIM_DEFAULTS.periodMs));
   }
 }
 

@@ -21,7 +21,7 @@
  * a symlink) are never candidates.
  */
 import { join } from 'node:path';
-import type { Clock, TimerHandle } from '../clock/clock.ts';
+import { delayToNextTick, type Clock, type TimerHandle } from '../clock/clock.ts';
 import type { MountLister } from '../mount-utils/mounter.ts';
 import { nodeSafeRemoveFs, safeRemoveTree, type SafeRemoveFs } from '../mount-utils/safe-remove.ts';
 import { errorMessage } from '../volume/errors.ts';
@@ -139,7 +139,7 @@ export class OrphanedPodDirs {
           this.running = null;
           this.schedule();
         });
-    }, this.o.periodMs ?? housekeepingPeriodMs);
+    }, delayToNextTick(this.o.clock, this.o.periodMs ?? housekeepingPeriodMs));
   }
 
   /** A directory itself (lstat: a symlink to one is not); gone or unreadable counts as not. */

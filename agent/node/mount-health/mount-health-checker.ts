@@ -20,7 +20,7 @@
  * update the entries as a batch would: one view of which mounts hang.
  */
 import type { MountHealth, MountHealthState } from '../../../lib/api/mount-health.ts';
-import type { Clock, TimerHandle } from '../../../lib/clock/clock.ts';
+import { delayToNextTick, type Clock, type TimerHandle } from '../../../lib/clock/clock.ts';
 import type { Logger } from '../../../lib/volume/logger.ts';
 import type { PathCheck, StatfsUsage } from '../fs-probe/fs-probe.ts';
 
@@ -184,7 +184,7 @@ export class MountHealthChecker {
       void this.checkNow().then(() => {
         this.schedule();
       });
-    }, this.periodMs);
+    }, delayToNextTick(this.opts.clock, this.periodMs));
   }
 
   private async batch(): Promise<void> {

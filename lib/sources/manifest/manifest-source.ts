@@ -20,7 +20,7 @@ import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { watch } from 'chokidar';
 import type { FSWatcher } from 'chokidar';
-import type { Clock, TimerHandle } from '../../clock/clock.ts';
+import { delayToNextTick, type Clock, type TimerHandle } from '../../clock/clock.ts';
 import type {
   ConfigMap,
   CSIDriver,
@@ -303,7 +303,7 @@ export class ManifestSource implements ObjectSource {
       void this.enqueueScan().then(() => {
         this.armResync();
       });
-    }, this.resyncIntervalMs);
+    }, delayToNextTick(this.clock, this.resyncIntervalMs));
   }
 
   private enqueueScan(): Promise<void> {

@@ -22,7 +22,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { lstat, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Clock, TimerHandle } from '../../clock/clock.ts';
+import { delayToNextTick, type Clock, type TimerHandle } from '../../clock/clock.ts';
 import { truncateMessage } from '../../truncate-message.ts';
 import { discardLogger, type Logger } from '../logger.ts';
 import { PluginRegistrationClient } from './csi-client.ts';
@@ -149,7 +149,7 @@ export class PluginWatcher {
       void this.scan().finally(() => {
         this.scheduleResync();
       });
-    }, this.resyncMs);
+    }, delayToNextTick(this.clock, this.resyncMs));
   }
 
   /** One pass at a time; a request during a pass runs one more pass afterwards. */

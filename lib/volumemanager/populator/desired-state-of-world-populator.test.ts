@@ -330,7 +330,7 @@ describe('DesiredStateOfWorldPopulator.start: hasAddedPods', () => {
     expect(rig.populator.hasAddedPods()).toBe(true);
   });
 
-  it('polls at the poll period until hasAddedPods, then loops at the loop period', async () => {
+  it('polls at the poll period until hasAddedPods, then loops on the grid of the loop period', async () => {
     // Arrange: a 1 s loop (the agent's) with the kubelet's 100 ms polls.
     rig = new PopulatorRig({ loopSleepDurationMs: 1000, pollPeriodMs: 100 });
     rig.serve(dswpPersistentVolume(), dswpClaim());
@@ -346,9 +346,10 @@ describe('DesiredStateOfWorldPopulator.start: hasAddedPods', () => {
     // Assert
     expect(rig.populator.hasAddedPods()).toBe(true);
 
-    // Act: a pod appears without a kick; only a loop finds it, one loop period later.
+    // Act: a pod appears without a kick; only a loop finds it, at the loop's next tick on the
+    // clock's 1 s grid (the fake clock starts on a whole second; 300 ms have passed).
     rig.podManager.add(dswpPod());
-    await rig.clock.advance(999);
+    await rig.clock.advance(699);
     expect(rig.dsw.getPods().size).toBe(0);
     await rig.clock.advance(1);
 

@@ -4,7 +4,7 @@
  * containers can no longer run. `hasAddedPods` turns true after the first full loop that began
  * with every source ready; until then the reconciler unmounts nothing.
  */
-import type { Clock, TimerHandle } from '../../clock/clock.ts';
+import { delayToNextTick, type Clock, type TimerHandle } from '../../clock/clock.ts';
 import { specFromPersistentVolume, specFromVolume, specName, specVolumeMode, type Spec } from '../../volume/spec.ts';
 import type { VolumeKubeClient } from '../../volume/kube-client.ts';
 import { VolumeGidAnnotationKey, type Container, type Pod, type PersistentVolumeClaim, type SELinuxOptions, type Volume } from '../../volume/k8s-types.ts';
@@ -134,7 +134,8 @@ export class DesiredStateOfWorldPopulator {
           this.log.info('Finished populating initial desired state of world');
           this.hasAddedPodsFlag = true;
         }
-        if (!this.stopped) this.timer = this.options.clock.setTimeout(tick, this.hasAddedPodsFlag ? this.options.loopSleepDurationMs : pollPeriodMs);
+        // Once populated, the loop is a safety net: on the clock's grid with the other background loops.
+        if (!this.stopped) this.timer = this.options.clock.setTimeout(tick, this.hasAddedPodsFlag ? delayToNextTick(this.options.clock, this.options.loopSleepDurationMs) : pollPeriodMs);
       });
     };
     const pollPeriodMs = this.options.pollPeriodMs ?? this.options.loopSleepDurationMs;

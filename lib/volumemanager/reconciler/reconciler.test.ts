@@ -236,8 +236,9 @@ describe('reconciler acceptance scenarios (reconciler_test.go)', () => {
     const h = harness({ controllerAttachDetachEnabled: false });
 
     runReconciler(h);
-    await h.clock.advance(1_000);
+    await h.clock.advance(10_000);
 
+    // Idle, the loop sleeps to its next sweep slice: a pass a second.
     expect(h.reconciler.passCount()).toBeGreaterThanOrEqual(10);
     expect(h.plugin.counts).toMatchObject({ attach: 0, waitForAttach: 0, mountDevice: 0, setUp: 0, tearDown: 0, detach: 0 });
     expect(h.asw.getAttachedVolumes()).toEqual([]);
@@ -1300,7 +1301,8 @@ describe('one reconciler pass (reconciler_common.go)', () => {
 describe('reconciler scheduling', () => {
   it('runs a pass every loop period, measured from the end of the previous pass', async () => {
     const h = harness({ reconcilerLoopPeriodMs: 100 });
-    runReconciler(h);
+    // Pods not all added yet: not idle (see the next test).
+    h.reconciler.start();
     await h.clock.flush();
     expect(h.reconciler.passCount()).toBe(1); // the first pass right after reconstruction
 
@@ -1310,6 +1312,37 @@ describe('reconciler scheduling', () => {
     expect(h.reconciler.passCount()).toBe(2);
     await h.clock.advance(1_000);
     expect(h.reconciler.passCount()).toBe(12);
+  });
+
+  it('idle, sleeps until the next sweep slice is due, and is back at its period once a volume is marked dirty', async () => {
+    const h = harness({ reconcilerLoopPeriodMs: 100 });
+    runReconciler(h);
+    await h.clock.flush();
+    await h.clock.advance(100); // the second pass sees readyToUnmount settled
+    const settled = h.reconciler.passCount();
+
+    await h.clock.advance(2_000);
+    expect(h.reconciler.passCount() - settled).toBe(2); // one a second instead of twenty
+
+    await h.clock.advance(50);
+    const before = h.reconciler.passCount();
+    h.reconciler.markDirty(null);
+    await h.clock.advance(100);
+    expect(h.reconciler.passCount()).toBe(before + 1);
+  });
+
+  it('idle, runs a pass at once when the desired state changes', async () => {
+    const h = harness({ controllerAttachDetachEnabled: false, reconcilerLoopPeriodMs: 100 });
+    runReconciler(h);
+    await h.clock.advance(2_050);
+    const mountVolume = vi.spyOn(h.operationExecutor, 'mountVolume');
+
+    const { spec, volumeName } = gcePd('volume-name', 'fake-device1');
+    markAttached(h, volumeName, spec, '/dev/vdb-test');
+    addPodToDsw(h, makePod([gcePdVolume()]), spec);
+    await h.clock.advance(1);
+
+    expect(mountVolume).toHaveBeenCalledTimes(1);
   });
 
   it('starts the mount within 1 ms of a desired-state change, not a period later', async () => {
