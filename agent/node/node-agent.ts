@@ -893,13 +893,15 @@ function loadKubeModules() {
  */
 function startKubeSource(opts: NodeAgentOptions, modules: Awaited<ReturnType<typeof loadKubeModules>>): { source: KubeSource; kube: KubeParts; listed: Promise<void> } {
   const { config, clock, log } = opts;
-  const [{ KubeEventSink, KubeSource }, { KubeObjects }, { loadKubeConfigWithOrigin }, clientNode, { KubeCsiNodeInfo }, { NodeRegistration }, { NodeLeaseController }] = modules;
+  const [{ KubeEventSink, KubeSource, shareConnections }, { KubeObjects }, { loadKubeConfigWithOrigin }, clientNode, { KubeCsiNodeInfo }, { NodeRegistration }, { NodeLeaseController }] = modules;
   let loaded;
   try {
     loaded = loadKubeConfigWithOrigin({ clientNode, kubeconfig: config.kubeconfig, env: opts.env ?? process.env });
   } catch (err) {
     throw new FlagError('--kubeconfig', `--kubeconfig: ${errorMessage(err)}`);
   }
+  // Watches, lists and GETs on one connection pool (one HTTP/2 connection), as client-go's.
+  shareConnections(loaded.kubeConfig);
   log.info({ kubeconfig: loaded.origin }, loaded.origin.kind === 'file' ? `Using the API server of ${loaded.origin.paths.join(', ')}` : `Using the in-cluster API server ${loaded.origin.server}`);
   const source = new KubeSource({
     kubeConfig: loaded.kubeConfig,

@@ -1,7 +1,8 @@
-import { ApiException, CoreV1Api, Observable, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, HttpMethod, Observable, PatchStrategy, RequestContext, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { abortableRequestOptions } from '../../kube-client/request-deadline.ts';
-import { makeApiClient } from './api-client.ts';
+import { waitFor } from '../../clock/testing/wait-for.ts';
+import { makeApiClient, shareConnections } from './api-client.ts';
 import { FakeApiServer } from './testing/fake-apiserver.ts';
 import { configMap, pod } from './testing/fixtures.ts';
 import { fakeKubeConfig } from './testing/kubeconfig-file.ts';
@@ -100,5 +101,43 @@ describe('makeApiClient connections', () => {
     expect(before.size).toBeLessThanOrEqual(2);
     expect(after.size).toBeLessThanOrEqual(2);
     expect([...after].filter((c) => before.has(c))).toEqual([]);
+  });
+});
+
+describe('shareConnections', () => {
+  it("hands client-node's own authentication (what its Watch calls) one dispatcher, with the credentials", async () => {
+    server = await FakeApiServer.start({ token });
+    const kc = fakeKubeConfig({ server: server.url, token });
+    shareConnections(kc);
+    shareConnections(kc);
+    const first = new RequestContext(`${server.url}/api/v1/pods`, HttpMethod.GET);
+    const second = new RequestContext(`${server.url}/api/v1/nodes`, HttpMethod.GET);
+
+    await kc.applySecurityAuthentication(first);
+    await kc.applySecurityAuthentication(second);
+
+    expect(first.getDispatcher()).toBeDefined();
+    expect(second.getDispatcher()).toBe(first.getDispatcher());
+    expect(second.getHeaders()).toMatchObject({ Authorization: `Bearer ${token}` });
+  });
+
+  it('leaves a Watch working beside the API clients of the same KubeConfig', async () => {
+    server = await FakeApiServer.start({ token });
+    const kc = fakeKubeConfig({ server: server.url, token });
+    shareConnections(kc);
+    const core = makeApiClient(kc, CoreV1Api);
+    const seen: string[] = [];
+    const watch = await new Watch(kc).watch('/api/v1/pods', {}, (type: string) => seen.push(type), () => undefined);
+
+    try {
+      server.put('pods', pod('web-0', 'node-a'));
+      await waitFor(() => seen.length > 0, { what: 'the watch event' });
+      const list = await core.listPodForAllNamespaces({});
+
+      expect(seen).toEqual(['ADDED']);
+      expect(list.items.map((p) => p.metadata?.name)).toEqual(['web-0']);
+    } finally {
+      watch.abort();
+    }
   });
 });

@@ -16,7 +16,8 @@
  * (status codes, error bodies, deserialisation), which receives the same ResponseContext. What
  * differs: no `Accept-Encoding` is added (fetch asks for gzip and decompresses; the API server
  * then sends plain JSON), and redirects are not followed (the API server sends none to its clients).
- * Watches are not sent through here: client-node's `Watch` streams with fetch.
+ * Watches are not sent through here: client-node's `Watch` streams with fetch (on the shared
+ * dispatcher below once {@link shareConnections} was called for the KubeConfig).
  *
  * Connections: client-node makes a new undici Agent for every request (its
  * `applySecurityAuthentication` builds the dispatcher anew each time), so every GET, PATCH and
@@ -65,6 +66,22 @@ export function makeApiClient<T>(kc: KubeConfig, apiClass: ApiClientClass<T>): T
 }
 
 const authByKubeConfig = new WeakMap<KubeConfig, SharedDispatcherAuthentication>();
+const sharing = new WeakSet<KubeConfig>();
+
+/**
+ * Makes everything of client-node that authenticates through `kc` use its shared dispatcher, the
+ * API clients' one: client-node's `Watch` (the informers' watches) calls the KubeConfig's
+ * `applySecurityAuthentication` and sends on the dispatcher it sets, one new connection per watch
+ * otherwise. Over HTTP/2 (what undici and the API server agree on) the watches, lists and GETs
+ * are then streams of one connection, as client-go's are. Replaces the method on this KubeConfig
+ * object; idempotent.
+ */
+export function shareConnections(kc: KubeConfig): void {
+  if (sharing.has(kc)) return;
+  const auth = sharedConnections(kc);
+  sharing.add(kc);
+  kc.applySecurityAuthentication = (context: RequestContext) => auth.applySecurityAuthentication(context);
+}
 
 /** The authentication of every API client made from `kc` (one shared dispatcher). */
 function sharedConnections(kc: KubeConfig): SharedDispatcherAuthentication {
@@ -83,15 +100,19 @@ function sharedConnections(kc: KubeConfig): SharedDispatcherAuthentication {
  */
 class SharedDispatcherAuthentication implements SecurityAuthentication {
   private shared: { material: DispatcherMaterial; dispatcher: Dispatcher } | undefined;
+  /** The KubeConfig's own method, kept before {@link shareConnections} replaces it. */
+  private readonly kubeConfigAuthentication: (context: RequestContext) => Promise<void>;
 
-  constructor(private readonly kc: KubeConfig) {}
+  constructor(private readonly kc: KubeConfig) {
+    this.kubeConfigAuthentication = kc.applySecurityAuthentication.bind(kc);
+  }
 
   getName(): string {
     return this.kc.getName();
   }
 
   async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    await this.kc.applySecurityAuthentication(context);
+    await this.kubeConfigAuthentication(context);
     const made = context.getDispatcher();
     // None: plain HTTP without TLS settings, sent on undici's global dispatcher (which pools).
     // A credential plugin (exec, auth provider) may hand out a client certificate of its own,

@@ -13,7 +13,8 @@
  * - api-objects.ts: client-node objects → lib/volume/k8s-types.ts shapes (RFC 3339 timestamps,
  *   unmodelled fields dropped); plain-json.ts: helpers for both.
  * - api-client.ts: `makeApiClient`, client-node's API clients with an HTTP library that reads
- *   response bodies without web streams (the agent's clients are made with it).
+ *   response bodies without web streams, on one connection pool per KubeConfig (the agent's
+ *   clients are made with it); `shareConnections` puts client-node's watches on that pool too.
  *
  * The Kubernetes client itself (kubeconfig loading, the restarting informer, request deadlines,
  * API error classification, backoff) is lib/kube-client/, shared with the dashboard's discovery.
@@ -22,7 +23,7 @@
  * real HTTP for the real client; `writeKubeconfigFile`/`fakeKubeConfig` pointing at it;
  * object builders (fixtures.ts) and `waitFor`.
  */
-export { makeApiClient } from './api-client.ts';
+export { makeApiClient, shareConnections } from './api-client.ts';
 export type { ApiClientClass } from './api-client.ts';
 export {
   KubeSource,
