@@ -255,9 +255,9 @@ export class Reconciler {
    * The loop period, except when the reconciler is idle: then the passes before the next sweep
    * slice would examine nothing (no changed or unsettled volume, the start's full scans done) and
    * are skipped, the loop sleeping until the slice is due (a second with the 100 ms loop, ten
-   * wake-ups fewer). Every change of either world, every finished operation and every operator action
-   * kicks a pass at once, and {@link markDirty} brings a sleeping loop back to its period, so no
-   * decision waits longer than it would in the kubelet's loop. Measured on a 2-core VM: each
+   * wake-ups fewer). Every change of either world, every finished operation and every operator
+   * action kicks a pass at once, and {@link markDirty} brings a sleeping loop back to its period,
+   * so no decision waits longer than it would in the kubelet's loop. Measured on a 2-core VM: each
    * wake-up of an idle Node process costs 0.2–0.9 ms of CPU, so the 100 ms loop alone was about
    * 0.9 % of a core on an idle node.
    */
