@@ -259,12 +259,17 @@ export class VolumePluginMgr {
 
   findPluginBySpec(spec: Spec | undefined): VolumePlugin {
     if (spec === undefined) throw new PluginNotFoundError('could not find plugin because volume spec is nil');
-    const matches = this.list().filter((p) => p.canSupport(spec));
-    if (matches.length === 0) throw new PluginNotFoundError('no volume plugin matched');
-    if (matches.length > 1) {
-      throw new PluginNotFoundError(`multiple volume plugins matched: ${matches.map((p) => p.name).join(',')}`);
+    // Called several times per volume and reconciler pass: no array is built unless two match.
+    let match: VolumePlugin | null = null;
+    let more: string[] | null = null;
+    for (const plugin of this.plugins.values()) {
+      if (!plugin.canSupport(spec)) continue;
+      if (match === null) match = plugin;
+      else (more ??= [match.name]).push(plugin.name);
     }
-    return matches[0] as VolumePlugin;
+    if (match === null) throw new PluginNotFoundError('no volume plugin matched');
+    if (more !== null) throw new PluginNotFoundError(`multiple volume plugins matched: ${more.join(',')}`);
+    return match;
   }
 
   findPluginByName(name: string): VolumePlugin {

@@ -1,7 +1,7 @@
 import { V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { convertConfigMap, convertNode, convertPersistentVolume, convertPod, convertSecret } from './api-objects.ts';
-import { toPlainJson, toRFC3339 } from './plain-json.ts';
+import { toPlainJson, toRFC3339, withoutManagedFields } from './plain-json.ts';
 
 describe('toRFC3339 and toPlainJson', () => {
   it('writes whole-second times without fractions, as the API server does', () => {
@@ -14,6 +14,25 @@ describe('toRFC3339 and toPlainJson', () => {
     pod.metadata = Object.assign(new V1ObjectMeta(), { name: 'web', deletionTimestamp: new Date(Date.UTC(2024, 5, 1)) });
     expect(toPlainJson(pod)).toEqual({ metadata: { name: 'web', deletionTimestamp: '2024-06-01T00:00:00Z' } });
     expect(toPlainJson({ a: null, b: undefined, c: [1, null], d: Number.NaN })).toEqual({ c: [1, null] });
+  });
+});
+
+describe('withoutManagedFields', () => {
+  it('drops metadata.managedFields of a plain object or a model instance and leaves the input as it was', () => {
+    const raw = { metadata: { name: 'web', managedFields: [{ manager: 'kubectl', fieldsV1: { 'f:spec': {} } }] }, spec: { nodeName: 'a' } };
+    expect(withoutManagedFields(raw)).toEqual({ metadata: { name: 'web' }, spec: { nodeName: 'a' } });
+    expect(raw.metadata.managedFields).toHaveLength(1);
+
+    const pod = new V1Pod();
+    pod.metadata = Object.assign(new V1ObjectMeta(), { name: 'web', managedFields: [] });
+    expect(toPlainJson(withoutManagedFields(pod))).toEqual({ metadata: { name: 'web' } });
+    expect(pod.metadata.managedFields).toEqual([]);
+  });
+
+  it('returns anything without managedFields unchanged (the same object)', () => {
+    const raw = { metadata: { name: 'web' } };
+    expect(withoutManagedFields(raw)).toBe(raw);
+    for (const value of [null, undefined, 'pod', 3, [{ metadata: { managedFields: [] } }], { metadata: null }]) expect(withoutManagedFields(value)).toBe(value);
   });
 });
 

@@ -26,7 +26,7 @@ import type {
   Secret,
   Volume,
 } from '../../volume/k8s-types.ts';
-import { deepFreeze, isJsonObject, toPlainJson } from './plain-json.ts';
+import { deepFreeze, isJsonObject, toPlainJson, withoutManagedFields } from './plain-json.ts';
 
 /** The outcome of converting one API object. */
 export type Conversion<T> =
@@ -297,7 +297,7 @@ function convert<S extends z.ZodType, T>(
   raw: unknown,
   build: (parsed: z.output<S>) => { object: T; warnings?: string[] },
 ): Conversion<T> {
-  const parsed = schema.safeParse(toPlainJson(raw));
+  const parsed = schema.safeParse(toPlainJson(withoutManagedFields(raw)));
   if (!parsed.success) return { ok: false, error: formatIssues(parsed.error) };
   const { object, warnings = [] } = build(parsed.data);
   return { ok: true, object: deepFreeze(object), warnings };

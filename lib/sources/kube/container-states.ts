@@ -93,7 +93,14 @@ function optional<K extends string>(key: K, value: string | undefined): Partial<
  * API server's order), with `since` of waiting states still null. Empty when it has none.
  */
 export function containerStatesOf(raw: unknown): ContainerState[] {
-  const parsed = podStatusListsSchema.safeParse(toPlainJson(raw));
+  // Only the three lists are read: the rest of the pod is not converted.
+  const rawStatus: unknown = typeof raw === 'object' && raw !== null ? (raw as { status?: unknown }).status : undefined;
+  const s = typeof rawStatus === 'object' && rawStatus !== null ? (rawStatus as Record<string, unknown>) : null;
+  const parsed = podStatusListsSchema.safeParse(
+    toPlainJson({
+      status: s === null ? rawStatus : { initContainerStatuses: s['initContainerStatuses'], containerStatuses: s['containerStatuses'], ephemeralContainerStatuses: s['ephemeralContainerStatuses'] },
+    }),
+  );
   if (!parsed.success) return [];
   const status = parsed.data.status ?? {};
   const lists: [ContainerKind, unknown[] | undefined][] = [

@@ -32,6 +32,9 @@ describe('goQuote and goSlice', () => {
   it('quotes like strconv.Quote', () => {
     expect(goQuote('a"b\\c\n')).toBe('"a\\"b\\\\c\\n"');
     expect(goQuote('kubernetes.io/csi/d^h')).toBe('"kubernetes.io/csi/d^h"');
+    expect(goQuote('tab\there\r\u0001\u007f')).toBe('"tab\\there\\r\\x01\\x7f"');
+    expect(goQuote('')).toBe('""');
+    expect(goQuote('données-✓')).toBe('"données-✓"');
   });
   it('prints slices with spaces', () => {
     expect(goSlice(['a', 'b'])).toBe('[a b]');

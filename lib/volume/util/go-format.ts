@@ -48,6 +48,8 @@ export function formatGoTime(epochMs: number): string {
 
 /** Go's `%q` for a string (`strconv.Quote`): double quotes, with `"` and `\` escaped. */
 export function goQuote(value: string): string {
+  // Most values (names, UIDs, paths) need no escape: one string, not one per character.
+  if (!needsQuoteEscape(value)) return `"${value}"`;
   let out = '"';
   for (const ch of value) {
     const code = ch.codePointAt(0) ?? 0;
@@ -60,6 +62,15 @@ export function goQuote(value: string): string {
     else out += ch;
   }
   return `${out}"`;
+}
+
+/** True when `value` has a character {@link goQuote} escapes (`"`, a backslash, a control character). */
+function needsQuoteEscape(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code < 0x20 || code === 0x22 || code === 0x5c || code === 0x7f) return true;
+  }
+  return false;
 }
 
 /** Go's `%v` of a string slice: `[a b c]`. */
