@@ -122,6 +122,7 @@ import { CsiLoopProcess, driverPrivileged, type DriverCall } from '../lib/volume
 import { CsiCallStats, CsiClient } from '../lib/volume/csi/index.ts';
 import { uniquePodName } from '../lib/volume/types.ts';
 import { csiClaimObjects, csiDriverObject, csiLoopDriverName, csiPodObject, csiUniqueVolumeName } from '../agent/node/testing/csi-manifests.ts';
+import { clockTicks, statFields } from './proc-stat.ts';
 
 const LATENCY_PODS = 100;
 const VOLUMES_PER_POD = 5;
@@ -224,9 +225,7 @@ async function scaleTo(agent: AgentProcess, manifestDir: string, prefix: string,
 
 /** CPU seconds (utime + stime) and RSS bytes of a process. */
 async function processUsage(pid: number, ticksPerSecond: number): Promise<{ cpuSeconds: number; rssBytes: number }> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (1-based).
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const rest = statFields(await readFile(`/proc/${pid}/stat`, 'utf8'));
   const utime = Number(rest[11]);
   const stime = Number(rest[12]);
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -899,7 +898,7 @@ async function measureIdleInProcess(profileFile: string | null, healthStats: 'de
 async function treeCpuSeconds(pid: number, ticksPerSecond: number): Promise<{ self: number; children: number }> {
   const fields = async (p: number): Promise<string[] | null> => {
     const stat = await readFile(`/proc/${p}/stat`, 'utf8').catch(() => null);
-    return stat === null ? null : stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return stat === null ? null : statFields(stat);
   };
   const own = await fields(pid);
   if (own === null) throw new Error(`no process ${pid}`);
@@ -1361,11 +1360,6 @@ async function main(): Promise<void> {
     return { ...processFigures, ...inProcess, csi, ...health, stats, ...healthStats };
   });
   process.stdout.write(`${JSON.stringify(all, null, 2)}\n`);
-}
-
-/** The kernel's clock ticks per second (the unit of /proc/<pid>/stat times). */
-function clockTicks(): number {
-  return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 }
 
 /** Runs `run` with a fresh root dir and manifest dir under a temp dir, removed afterwards. */

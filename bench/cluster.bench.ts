@@ -56,13 +56,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { KUBELET_NODE, NODE, componentVersion, startCluster, stateDirFor, type ClusterFacts, type RunningCluster } from '../scripts/cluster/cluster.ts';
 import { freePort, waitUntil } from '../scripts/demo/process.ts';
+import { clockTicks, statFields } from './proc-stat.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const TARGET_RATIO = 3;
 const POLL_MS = 2;
 const SCRAPE_MS = 25;
-/** Kernel clock ticks per second (utime and stime in /proc/<pid>/stat count them). */
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+const CLOCK_TICKS = clockTicks();
 const CONFIG_KEY = 'mode';
 const RESTART_VOLUMES_PER_POD = 5;
 const QUIET_WINDOW_MS = 500;
@@ -348,9 +348,7 @@ async function scrapeUntil(side: Side, what: string, probe: (text: string) => bo
 function processCpuMs(pid: number | undefined): number | null {
   if (pid === undefined) return null;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // utime and stime: the 12th and 13th fields after the parenthesised command name.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const fields = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
     return round(((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS);
   } catch {
     return null;

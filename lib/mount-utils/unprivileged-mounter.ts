@@ -247,12 +247,12 @@ export class UnprivilegedMounter implements Mounter {
    * after the call began; overlapping calls share a read (fresh-read.ts). Each read checks every
    * entry on disk, and a restart asks once per volume (isLikelyNotMountPoint of each SetUp):
    * without the sharing that was quadratic, 68 ms of a 10,000-volume restart's main thread with
-   * 400 stand-ins (bench:agent --only restart --cpu-profile). The array is shared: callers only read it.
+   * 200 CSI volumes (bench:agent --only restart --cpu-profile). The array is shared: callers only
+   * read it.
    */
   private standIns(): Promise<readonly MountInfo[]> {
     return this.standInRead.get();
   }
-
 
   private async readTable(): Promise<MountInfo[]> {
     try {

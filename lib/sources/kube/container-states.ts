@@ -95,18 +95,17 @@ function optional<K extends string>(key: K, value: string | undefined): Partial<
 export function containerStatesOf(raw: unknown): ContainerState[] {
   // Only the three lists are read: the rest of the pod is not converted.
   const rawStatus: unknown = typeof raw === 'object' && raw !== null ? (raw as { status?: unknown }).status : undefined;
-  const s = typeof rawStatus === 'object' && rawStatus !== null ? (rawStatus as Record<string, unknown>) : null;
-  const parsed = podStatusListsSchema.safeParse(
-    toPlainJson({
-      status: s === null ? rawStatus : { initContainerStatuses: s['initContainerStatuses'], containerStatuses: s['containerStatuses'], ephemeralContainerStatuses: s['ephemeralContainerStatuses'] },
-    }),
-  );
+  let status: unknown = rawStatus;
+  if (typeof rawStatus === 'object' && rawStatus !== null) {
+    const { initContainerStatuses, containerStatuses, ephemeralContainerStatuses } = rawStatus as Record<string, unknown>;
+    status = { initContainerStatuses, containerStatuses, ephemeralContainerStatuses };
+  }
+  const parsed = podStatusListsSchema.safeParse(toPlainJson({ status }));
   if (!parsed.success) return [];
-  const status = parsed.data.status ?? {};
   const lists: [ContainerKind, unknown[] | undefined][] = [
-    ['init', status.initContainerStatuses],
-    ['container', status.containerStatuses],
-    ['ephemeral', status.ephemeralContainerStatuses],
+    ['init', parsed.data.status?.initContainerStatuses],
+    ['container', parsed.data.status?.containerStatuses],
+    ['ephemeral', parsed.data.status?.ephemeralContainerStatuses],
   ];
   const out: ContainerState[] = [];
   for (const [kind, list] of lists) {

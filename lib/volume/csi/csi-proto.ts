@@ -23,8 +23,8 @@ export const PLUGIN_REGISTRATION_PROTO_PATH = fileURLToPath(new URL('../../csi-s
 /** The options of the repo-wide convention, in `@grpc/proto-loader`'s form (test servers load the protos with it). */
 export const PROTO_LOADER_OPTIONS = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true } as const;
 
-/** The same conversion for `Type.toObject` (proto-loader passes its options through). */
-const TO_OBJECT_OPTIONS: protobuf.IConversionOptions = { longs: Number, enums: String, defaults: true, oneofs: true };
+/** The same conversion for `Type.toObject` (proto-loader passes its options through; keepCase applies when parsing). */
+const { keepCase: PARSE_KEEP_CASE, ...TO_OBJECT_OPTIONS } = PROTO_LOADER_OPTIONS;
 
 /** Every CSI RPC the client calls, with its service. */
 export const CSI_METHODS = {
@@ -61,7 +61,7 @@ let loaded: protobuf.Root | undefined;
 function root(): protobuf.Root {
   if (loaded === undefined) {
     const r = new protobuf.Root();
-    r.loadSync([CSI_PROTO_PATH, PLUGIN_REGISTRATION_PROTO_PATH], { keepCase: PROTO_LOADER_OPTIONS.keepCase });
+    r.loadSync([CSI_PROTO_PATH, PLUGIN_REGISTRATION_PROTO_PATH], { keepCase: PARSE_KEEP_CASE });
     r.resolveAll();
     loaded = r;
   }
