@@ -44,7 +44,7 @@ import { VolumeManager, type OperationRecord, type ReconcilerMetrics, type PodSo
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeEventSink, KubeSource } from '../../lib/sources/kube/index.ts';
 import type { EventRecorder } from '../../lib/volume/events.ts';
-import { ManifestSource } from '../../lib/sources/manifest/index.ts';
+import type { ManifestSource } from '../../lib/sources/manifest/index.ts';
 import { SourcePods } from '../../lib/sources/pod-lifecycle.ts';
 import { OrphanedPodDirs } from '../../lib/kubelet-pods/orphaned-pod-dirs.ts';
 import { runResync } from '../../lib/kubelet-pods/resync.ts';
@@ -861,6 +861,8 @@ async function startManifestSource(opts: NodeAgentOptions): Promise<ManifestSour
   } else {
     await mkdir(config.manifestDir, { recursive: true, mode: 0o750 });
   }
+  // Loaded only with --source=manifest: an agent on the API server never pays for the YAML parser and the manifests' schemas.
+  const { ManifestSource } = await import('../../lib/sources/manifest/index.ts');
   const source = new ManifestSource({
     dir: config.manifestDir,
     nodeName: config.nodeName,

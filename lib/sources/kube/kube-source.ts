@@ -47,7 +47,7 @@ import type {
   Secret,
 } from '../../volume/k8s-types.ts';
 import { makeApiClient } from './api-client.ts';
-import { isPodTerminated } from '../manifest/index.ts';
+import { isPodTerminated } from '../pod-lifecycle.ts';
 import { discardLogger, type Logger } from '../../volume/logger.ts';
 import { apiErrorStatus } from '../../kube-client/api-errors.ts';
 import type { Backoff } from '../../kube-client/backoff.ts';
