@@ -122,7 +122,7 @@ import { CsiLoopProcess, driverPrivileged, type DriverCall } from '../lib/volume
 import { CsiCallStats, CsiClient } from '../lib/volume/csi/index.ts';
 import { uniquePodName } from '../lib/volume/types.ts';
 import { csiClaimObjects, csiDriverObject, csiLoopDriverName, csiPodObject, csiUniqueVolumeName } from '../agent/node/testing/csi-manifests.ts';
-import { clockTicks, statFields } from './proc-stat.ts';
+import { clockTicks, parseProcStat, type ProcStat } from './proc-stat.ts';
 
 const LATENCY_PODS = 100;
 const VOLUMES_PER_POD = 5;
@@ -225,12 +225,10 @@ async function scaleTo(agent: AgentProcess, manifestDir: string, prefix: string,
 
 /** CPU seconds (utime + stime) and RSS bytes of a process. */
 async function processUsage(pid: number, ticksPerSecond: number): Promise<{ cpuSeconds: number; rssBytes: number }> {
-  const rest = statFields(await readFile(`/proc/${pid}/stat`, 'utf8'));
-  const utime = Number(rest[11]);
-  const stime = Number(rest[12]);
+  const { cpuTicks } = parseProcStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const rssKb = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1] ?? Number.NaN);
-  return { cpuSeconds: (utime + stime) / ticksPerSecond, rssBytes: rssKb * 1024 };
+  return { cpuSeconds: cpuTicks / ticksPerSecond, rssBytes: rssKb * 1024 };
 }
 
 async function measureLatency(agent: AgentProcess, manifestDir: string): Promise<number[]> {
@@ -896,19 +894,19 @@ async function measureIdleInProcess(profileFile: string | null, healthStats: 'de
 
 /** CPU seconds of a process, its reaped children (cutime + cstime) and its live children. */
 async function treeCpuSeconds(pid: number, ticksPerSecond: number): Promise<{ self: number; children: number }> {
-  const fields = async (p: number): Promise<string[] | null> => {
+  const statOf = async (p: number): Promise<ProcStat | null> => {
     const stat = await readFile(`/proc/${p}/stat`, 'utf8').catch(() => null);
-    return stat === null ? null : statFields(stat);
+    return stat === null ? null : parseProcStat(stat);
   };
-  const own = await fields(pid);
+  const own = await statOf(pid);
   if (own === null) throw new Error(`no process ${pid}`);
-  let children = (Number(own[13]) + Number(own[14])) / ticksPerSecond;
+  let children = own.reapedChildrenCpuTicks / ticksPerSecond;
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    const f = await fields(Number(entry));
-    if (f !== null && Number(f[1]) === pid) children += (Number(f[11]) + Number(f[12])) / ticksPerSecond;
+    const child = await statOf(Number(entry));
+    if (child !== null && child.ppid === pid) children += child.cpuTicks / ticksPerSecond;
   }
-  return { self: (Number(own[11]) + Number(own[12])) / ticksPerSecond, children };
+  return { self: own.cpuTicks / ticksPerSecond, children };
 }
 
 /** Times an unauthenticated GET once (`/healthz`); ms. */

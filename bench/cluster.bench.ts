@@ -56,7 +56,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { KUBELET_NODE, NODE, componentVersion, startCluster, stateDirFor, type ClusterFacts, type RunningCluster } from '../scripts/cluster/cluster.ts';
 import { freePort, waitUntil } from '../scripts/demo/process.ts';
-import { clockTicks, statFields } from './proc-stat.ts';
+import { clockTicks, parseProcStat } from './proc-stat.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const TARGET_RATIO = 3;
@@ -348,8 +348,7 @@ async function scrapeUntil(side: Side, what: string, probe: (text: string) => bo
 function processCpuMs(pid: number | undefined): number | null {
   if (pid === undefined) return null;
   try {
-    const fields = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    return round(((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS);
+    return round((parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8')).cpuTicks * 1000) / CLOCK_TICKS);
   } catch {
     return null;
   }

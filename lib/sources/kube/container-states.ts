@@ -20,7 +20,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import type { ContainerState } from '../../api/snapshot.ts';
-import { toPlainJson } from './plain-json.ts';
+import { isJsonObject, toPlainJson } from './plain-json.ts';
 
 const stateSchema = z.object({
   waiting: z.object({ reason: z.string().optional(), message: z.string().optional() }).optional(),
@@ -94,10 +94,10 @@ function optional<K extends string>(key: K, value: string | undefined): Partial<
  */
 export function containerStatesOf(raw: unknown): ContainerState[] {
   // Only the three lists are read: the rest of the pod is not converted.
-  const rawStatus: unknown = typeof raw === 'object' && raw !== null ? (raw as { status?: unknown }).status : undefined;
+  const rawStatus: unknown = isJsonObject(raw) ? raw.status : undefined;
   let status: unknown = rawStatus;
-  if (typeof rawStatus === 'object' && rawStatus !== null) {
-    const { initContainerStatuses, containerStatuses, ephemeralContainerStatuses } = rawStatus as Record<string, unknown>;
+  if (isJsonObject(rawStatus)) {
+    const { initContainerStatuses, containerStatuses, ephemeralContainerStatuses } = rawStatus;
     status = { initContainerStatuses, containerStatuses, ephemeralContainerStatuses };
   }
   const parsed = podStatusListsSchema.safeParse(toPlainJson({ status }));
